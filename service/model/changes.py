@@ -1,0 +1,100 @@
+"""What one batch of watch events changes: the value handed from the model to every sink.
+
+The model decides everything worth writing, once, here: `upserts` (new or changed records),
+`deletes` (the last known record of what vanished) and `transitions` (the facts history
+keeps: a claim allocated, a device released, a consumer added, a claim started waiting…).
+Sinks (state stores, the history outbox, the live bus) only carry a `Changes` out; they never
+re-derive it. A `Changes` is plain data: encodable with msgspec, comparable in tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import Struct, field
+
+from service.model.records import ObjectKey, Record
+
+# Transition types. Times (`at`) are RFC 3339 UTC observation times given to the model.
+CLAIM_CREATED = "claim_created"
+CLAIM_DELETED = "claim_deleted"
+WAIT_STARTED = "wait_started"  # a claim is pending: created unallocated, or deallocated
+WAIT_ENDED = "wait_ended"  # allocated (reason "allocated") or deleted while waiting ("deleted")
+ALLOCATED = "allocated"  # one allocation result: a device (or a share of it) given to a claim
+RELEASED = "released"  # that result ended: deallocated, or the claim deleted
+CONSUMER_ADDED = "consumer_added"  # a pod appeared in status.reservedFor
+CONSUMER_REMOVED = "consumer_removed"
+IDLE_STARTED = "idle_started"  # allocated, and no consumer pod Running
+IDLE_ENDED = "idle_ended"
+DEVICE_APPEARED = "device_appeared"  # in the valid (highest) generation of its pool
+DEVICE_CHANGED = "device_changed"  # attributes, capacity, counters or taints changed
+DEVICE_DISAPPEARED = "device_disappeared"
+
+TRANSITION_TYPES = frozenset(
+    {
+        CLAIM_CREATED,
+        CLAIM_DELETED,
+        WAIT_STARTED,
+        WAIT_ENDED,
+        ALLOCATED,
+        RELEASED,
+        CONSUMER_ADDED,
+        CONSUMER_REMOVED,
+        IDLE_STARTED,
+        IDLE_ENDED,
+        DEVICE_APPEARED,
+        DEVICE_CHANGED,
+        DEVICE_DISAPPEARED,
+    }
+)
+
+
+class Transition(Struct, frozen=True):
+    """One fact for history. Fields not relevant to `type` keep their defaults.
+
+    * claim transitions: namespace, claim, claim_uid (+ class_names, node)
+    * allocated / released: + driver, pool, device, uuid, request, share_id,
+      consumed_capacity, node
+    * consumer_*: + pod, pod_uid
+    * device_*: driver, pool, device, uuid, node, data (attributes/capacity as JSON)
+    * wait_ended: reason ("allocated" | "deleted")
+    """
+
+    type: str
+    cluster: str
+    at: str
+    namespace: str = ""
+    claim: str = ""
+    claim_uid: str = ""
+    class_names: tuple[str, ...] = ()
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+    uuid: str | None = None
+    request: str = ""
+    share_id: str | None = None
+    consumed_capacity: dict[str, str] = field(default_factory=dict)
+    node: str | None = None
+    pod: str = ""
+    pod_uid: str = ""
+    reason: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Changes(Struct):
+    """The effect of one batch of events of one cluster."""
+
+    cluster: str
+    at: str
+    upserts: list[Record] = field(default_factory=list)
+    deletes: list[Record] = field(default_factory=list)  # last known state of removed objects
+    transitions: list[Transition] = field(default_factory=list)
+    resource_version: str = ""  # the newest resourceVersion the batch covers (for resuming)
+
+    def __bool__(self) -> bool:
+        return bool(self.upserts or self.deletes or self.transitions)
+
+    def keys(self) -> list[ObjectKey]:
+        from service.model.records import key_of
+
+        return [key_of(r) for r in self.upserts] + [key_of(r) for r in self.deletes]

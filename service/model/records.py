@@ -1,0 +1,325 @@
+"""Normalized records: one shape for every served version of every mirrored kind.
+
+`service.model.normalize` turns raw API JSON (resource.k8s.io v1, v1beta2, v1beta1; core v1)
+into these records; everything downstream (index, stores, schema, history, diagnostics and the
+simulator's allocator) reads only these. They promise:
+
+* no managedFields and no fields the mirror does not serve or record;
+* attribute and capacity keys are fully qualified (`gpu.nvidia.com/uuid`): an unqualified key
+  belongs to the driver's own domain, as the API server's CEL environment treats it;
+* quantities stay the Kubernetes string (`"143771Mi"`); parse with `service.model.quantity`;
+* records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly.
+
+Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device is
+`(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from msgspec import Struct, field
+
+# Kinds, as Kubernetes spells them.
+DEVICE_CLASS = "DeviceClass"
+RESOURCE_SLICE = "ResourceSlice"
+RESOURCE_CLAIM = "ResourceClaim"
+RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
+POD = "Pod"
+NODE = "Node"
+KINDS = (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD, NODE)
+NAMESPACED_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD})
+
+# Derived claim states (DESIGN.md "Derived states"), as kubectl's STATE column reads them.
+PENDING = "pending"
+ALLOCATED = "allocated"
+RESERVED = "reserved"
+DELETING = "deleting"
+
+# Claim origins.
+TEMPLATE = "template"
+EXTENDED_RESOURCE = "extended-resource"
+MANUAL = "manual"
+
+# Device statuses.
+FREE = "free"
+HELD = "held"
+SHARED = "shared"
+BLOCKED = "blocked"
+
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
+
+
+class ObjectKey(NamedTuple):
+    """Identity of a mirrored object; `namespace` is "" for cluster-scoped kinds."""
+
+    cluster: str
+    kind: str
+    namespace: str
+    name: str
+
+    def ref(self) -> str:
+        """`cluster/Kind/namespace/name`, for logs and errors."""
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.cluster}/{self.kind}/{ns}{self.name}"
+
+
+class DeviceKey(NamedTuple):
+    """Identity of a device: unique per cluster, never the slice name (slices come and go)."""
+
+    cluster: str
+    driver: str
+    pool: str
+    device: str
+
+    def ref(self) -> str:
+        return f"{self.cluster}/{self.driver}/{self.pool}/{self.device}"
+
+
+class OwnerRef(Struct, frozen=True):
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+    api_version: str = ""
+
+
+class Meta(Struct, frozen=True):
+    """The parts of ObjectMeta the mirror serves and records."""
+
+    cluster: str
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int = 0
+    created_at: str | None = None  # RFC 3339, as the API server wrote it
+    deleted_at: str | None = None  # deletionTimestamp: deletion requested, finalizers pending
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+    finalizers: tuple[str, ...] = ()
+    generate_name: str = ""
+
+    def controller(self) -> OwnerRef | None:
+        for owner in self.owners:
+            if owner.controller:
+                return owner
+        return None
+
+
+# --- DeviceClass ----------------------------------------------------------------------------
+
+
+class DeviceClassRecord(Struct, frozen=True, tag="DeviceClass"):
+    meta: Meta
+    selectors: tuple[str, ...] = ()  # CEL expressions; all must match
+    config: tuple[dict[str, Any], ...] = ()  # raw DeviceClassConfiguration entries
+    extended_resource_name: str | None = None
+
+
+# --- ResourceSlice and devices ----------------------------------------------------------------
+
+
+class Attribute(Struct, frozen=True):
+    """A typed attribute value: `type` is int, bool, string, version (or the 1.36+ list forms
+    ints, bools, strings, versions); `value` is the Python value (a list for list forms)."""
+
+    type: str
+    value: Any
+
+
+class Capacity(Struct, frozen=True):
+    value: str  # Kubernetes quantity string
+    request_policy: dict[str, Any] | None = None  # raw {default, validValues, validRange}
+
+
+class CounterSet(Struct, frozen=True):
+    name: str
+    counters: dict[str, str]  # counter name -> quantity string
+
+
+class CounterConsumption(Struct, frozen=True):
+    counter_set: str
+    counters: dict[str, str]
+
+
+class Device(Struct, frozen=True):
+    name: str
+    attributes: dict[str, Attribute] = field(default_factory=dict)  # qualified keys
+    capacity: dict[str, Capacity] = field(default_factory=dict)  # qualified keys
+    shareable: bool = False  # allowMultipleAllocations
+    consumes_counters: tuple[CounterConsumption, ...] = ()
+    taints: tuple[dict[str, Any], ...] = ()  # raw DeviceTaint entries
+    uuid: str | None = None  # the `uuid` attribute of the driver's domain, if published
+    # Per-device node selection (slice.spec.perDeviceNodeSelection):
+    node_name: str | None = None
+    all_nodes: bool = False
+    node_selector: dict[str, Any] | None = None
+    binding_conditions: tuple[str, ...] = ()
+
+
+class Pool(Struct, frozen=True):
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 1
+
+
+class SliceRecord(Struct, frozen=True, tag="ResourceSlice"):
+    meta: Meta
+    driver: str
+    pool: Pool
+    node_name: str | None = None
+    all_nodes: bool = False
+    node_selector: dict[str, Any] | None = None
+    per_device_node_selection: bool = False
+    devices: tuple[Device, ...] = ()
+    shared_counters: tuple[CounterSet, ...] = ()
+
+
+# --- ResourceClaim and templates --------------------------------------------------------------
+
+
+class SubRequest(Struct, frozen=True):
+    name: str
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = "ExactCount"  # ExactCount | All
+    count: int = 1
+    capacity: dict[str, str] = field(default_factory=dict)  # capacity.requests
+    tolerations: tuple[dict[str, Any], ...] = ()
+
+
+class Request(Struct, frozen=True):
+    """A claim request: `exactly` (flattened here) or a list of `first_available` subrequests."""
+
+    name: str
+    device_class_name: str | None = None  # None when first_available is used
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = "ExactCount"
+    count: int = 1
+    admin_access: bool = False
+    capacity: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[dict[str, Any], ...] = ()
+    first_available: tuple[SubRequest, ...] = ()
+
+
+class Constraint(Struct, frozen=True):
+    requests: tuple[str, ...] = ()  # empty: all requests
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+class AllocationResult(Struct, frozen=True):
+    request: str  # "<request>" or "<request>/<subrequest>"
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = None
+    consumed_capacity: dict[str, str] = field(default_factory=dict)
+    admin_access: bool = False
+
+
+class Allocation(Struct, frozen=True):
+    results: tuple[AllocationResult, ...] = ()
+    node_name: str | None = None  # from a node-local nodeSelector (matchFields metadata.name)
+    node_selector: dict[str, Any] | None = None
+    allocated_at: str | None = None  # allocationTimestamp, when the API server has it
+    config: tuple[dict[str, Any], ...] = ()
+
+
+class Consumer(Struct, frozen=True):
+    """An entry of status.reservedFor (normally a pod)."""
+
+    resource: str
+    name: str
+    uid: str
+    api_group: str = ""
+
+
+class ClaimRecord(Struct, frozen=True, tag="ResourceClaim"):
+    meta: Meta
+    requests: tuple[Request, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    config: tuple[dict[str, Any], ...] = ()
+    allocation: Allocation | None = None
+    reserved_for: tuple[Consumer, ...] = ()
+    device_status: tuple[dict[str, Any], ...] = ()  # raw status.devices (driver-written)
+    state: str = PENDING  # derived by normalize: pending | allocated | reserved | deleting
+    origin: str = MANUAL  # derived by normalize: template | extended-resource | manual
+    template_name: str | None = None  # the pod's resourceClaimTemplateName, once resolved
+
+
+class TemplateRecord(Struct, frozen=True, tag="ResourceClaimTemplate"):
+    meta: Meta
+    requests: tuple[Request, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    config: tuple[dict[str, Any], ...] = ()
+    claim_labels: dict[str, str] = field(default_factory=dict)
+    claim_annotations: dict[str, str] = field(default_factory=dict)
+
+
+# --- Pods and nodes ---------------------------------------------------------------------------
+
+
+class PodClaim(Struct, frozen=True):
+    """One pod.spec.resourceClaims entry, with its claim name resolved as the kubelet does."""
+
+    name: str  # pod-local name
+    claim_name: str | None = None  # resourceClaimName, or the generated name from status
+    template_name: str | None = None  # resourceClaimTemplateName
+    containers: tuple[str, ...] = ()  # containers (and init containers) listing it
+
+
+class ContainerClaim(Struct, frozen=True):
+    container: str
+    claim: str  # pod-local claim name
+    request: str | None = None
+
+
+class Container(Struct, frozen=True):
+    name: str
+    init: bool = False
+    requests: dict[str, str] = field(default_factory=dict)
+    limits: dict[str, str] = field(default_factory=dict)
+    claims: tuple[ContainerClaim, ...] = ()
+
+
+class PodRecord(Struct, frozen=True, tag="Pod"):
+    meta: Meta
+    phase: str = "Pending"
+    node_name: str | None = None
+    claims: tuple[PodClaim, ...] = ()
+    containers: tuple[Container, ...] = ()
+    extended_claim_name: str | None = None  # status.extendedResourceClaimStatus
+    started_at: str | None = None
+    reason: str | None = None  # status.reason / the PodScheduled condition's reason
+
+
+class NodeRecord(Struct, frozen=True, tag="Node"):
+    meta: Meta
+    capacity: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
+    ready: bool = False
+    unschedulable: bool = False
+    conditions: tuple[dict[str, Any], ...] = ()
+
+
+Record = DeviceClassRecord | SliceRecord | ClaimRecord | TemplateRecord | PodRecord | NodeRecord
+
+KIND_OF: dict[type, str] = {
+    DeviceClassRecord: DEVICE_CLASS,
+    SliceRecord: RESOURCE_SLICE,
+    ClaimRecord: RESOURCE_CLAIM,
+    TemplateRecord: RESOURCE_CLAIM_TEMPLATE,
+    PodRecord: POD,
+    NodeRecord: NODE,
+}
+
+
+def key_of(record: Record) -> ObjectKey:
+    """The object key of a record."""
+    meta = record.meta
+    return ObjectKey(meta.cluster, KIND_OF[type(record)], meta.namespace, meta.name)
