@@ -307,6 +307,30 @@ class NodeRecord(Struct, frozen=True, tag="Node"):
     conditions: tuple[dict[str, Any], ...] = ()
 
 
+# --- Derived views shared by the index, the stores and the allocator ------------------------
+
+
+class DeviceEntry(Struct, frozen=True):
+    """A device of the valid generation of its pool, with where it lives."""
+
+    key: DeviceKey
+    device: Device
+    slice: ObjectKey
+    node: str | None  # the node a node-local device is on; None for network-attached devices
+    pool_generation: int = 0
+    pool_complete: bool = True
+
+
+class AllocationRef(Struct, frozen=True):
+    """One claim's hold on a device (one allocation result)."""
+
+    claim: ObjectKey
+    request: str
+    share_id: str | None = None
+    consumed_capacity: dict[str, str] = field(default_factory=dict)
+    admin_access: bool = False
+
+
 Record = DeviceClassRecord | SliceRecord | ClaimRecord | TemplateRecord | PodRecord | NodeRecord
 
 KIND_OF: dict[type, str] = {

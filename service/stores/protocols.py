@@ -20,7 +20,13 @@ from typing import Any, Protocol, runtime_checkable
 from msgspec import Struct, field
 
 from service.model.changes import Changes
-from service.model.records import Device, DeviceKey, ObjectKey, Record
+from service.model.records import (  # noqa: F401  (re-exported for readers)
+    AllocationRef,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+)
 
 
 class StoreError(Exception):
@@ -42,27 +48,6 @@ class ClusterStatus(Struct):
     events: int = 0
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
-
-
-class DeviceEntry(Struct, frozen=True):
-    """A device of the valid generation of its pool, with where it lives."""
-
-    key: DeviceKey
-    device: Device
-    slice: ObjectKey
-    node: str | None  # the node a node-local device is on; None for network-attached devices
-    pool_generation: int = 0
-    pool_complete: bool = True
-
-
-class AllocationRef(Struct, frozen=True):
-    """One claim's hold on a device (one allocation result)."""
-
-    claim: ObjectKey
-    request: str
-    share_id: str | None = None
-    consumed_capacity: dict[str, str] = field(default_factory=dict)
-    admin_access: bool = False
 
 
 class Relation(enum.Enum):
