@@ -1,0 +1,477 @@
+"""All objects of one simulated cluster, and the event log that watches read.
+
+A `ClusterStore` plays etcd plus the generic registry of kube-apiserver for one cluster:
+
+* Objects are kept in their storage shape (resource.k8s.io/v1, core/v1) as plain dicts,
+  keyed by `(namespace or "", name)`. Stored dicts are never changed in place: every write
+  stores a new dict, so a snapshot handed to a watcher or a page stays valid.
+* One monotonic counter per cluster gives every write a new `metadata.resourceVersion`, as
+  etcd revisions do. Every create/update/delete appends one `Event` to a bounded log (the
+  "retained window"); a watch or continue token from before the window gets 410 Expired.
+  Events carry the previous state so a paged LIST can serve a consistent snapshot at the
+  resourceVersion of its first page (what etcd MVCC gives kube-apiserver).
+* Server-set fields follow Kubernetes: uid, creationTimestamp, generation (bumped when the
+  spec changes), managedFields, deletionTimestamp with finalizers; `generateName` gets five
+  random characters from Kubernetes' own alphabet.
+* `validate=True` (the default, and what the HTTP layer uses) treats the call like a client
+  request: validation, namespace must exist, and the status of a new object is reset as the
+  registry strategies do. `validate=False` is the world's own write path: stored as given.
+* Listeners are called synchronously after each change with (type, plural, object).
+
+Returned objects from `get`/`list` are private copies; the world half may change them freely.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+import orjson
+
+from service.sim import validation
+from service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
+from service.sim.resources import RESOURCES, Resource
+from service.sim.resources import resource as _resource
+
+__all__ = ["RESOURCES", "ApiError", "ClusterStore", "Event", "Key", "Resource"]
+
+Key = tuple[str, str]  # (namespace or "", name)
+Listener = Callable[[str, str, dict], None]
+
+# utilrand's alphabet: no vowels, no easily confused characters (k8s.io/apimachinery).
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class Event(NamedTuple):
+    """One change in the log; `prev` is the state before it (None for ADDED)."""
+
+    rv: int
+    type: str  # ADDED | MODIFIED | DELETED
+    plural: str
+    key: Key
+    obj: dict
+    prev: dict | None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def timestamp(moment: datetime) -> str:
+    """RFC 3339 with second precision, as metav1.Time serialises."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def copy_object(obj: dict) -> dict:
+    """A deep copy of a JSON object (orjson round trip is several times faster than deepcopy)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+def fields_v1(value: Any, depth: int = 0) -> dict:
+    """A FieldsV1 set for managedFields: every map key as `f:<key>`, lists as leaves."""
+    if not isinstance(value, dict) or depth > 6:
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        out[f"f:{k}"] = fields_v1(v, depth + 1)
+    if depth > 0 and out:
+        out["."] = {}
+    return out
+
+
+def key_of(res: Resource, namespace: str | None, name: str) -> Key:
+    return ((namespace or "") if res.namespaced else "", name)
+
+
+class ClusterStore:
+    """All objects of one simulated cluster, stored in their v1 shape (resource.k8s.io/v1, core v1)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        window: int = 100_000,
+        clock: Callable[[], datetime] = _utc_now,
+        seed: int | None = None,
+        base: int = 0,
+        default_namespaces: Iterable[str] = _DEFAULT_NAMESPACES,
+    ) -> None:
+        self.name = name
+        self.resource_version = base
+        self.epoch = 0  # bumped by restart(); continue tokens from another epoch are expired
+        self._clock = clock
+        self._rng = random.Random(seed)
+        self._objects: dict[str, dict[Key, dict]] = {p: {} for p in RESOURCES}
+        self._sorted: dict[str, list[Key] | None] = {p: None for p in RESOURCES}
+        self._raw: dict[str, dict[Key, bytes]] = {p: {} for p in RESOURCES}
+        self._log: deque[Event] = deque(maxlen=window)
+        self._floor = base  # every event with rv > floor is still in the log
+        self._listeners: list[Listener] = []
+        self._wakers: list[Callable[[], None]] = []
+        self.bulk_load(
+            "namespaces",
+            (
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                for ns in default_namespaces
+            ),
+        )
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def get(self, plural: str, namespace: str | None, name: str) -> dict | None:
+        res = _resource(plural)
+        obj = self._objects[plural].get(key_of(res, namespace, name))
+        return None if obj is None else copy_object(obj)
+
+    def list(self, plural: str, namespace: str | None = None) -> list[dict]:
+        return [copy_object(o) for o in self.iter_objects(plural, namespace)]
+
+    def count(self, plural: str) -> int:
+        return len(self._objects[plural])
+
+    def iter_objects(self, plural: str, namespace: str | None = None) -> Iterator[dict]:
+        """The stored objects in key order, not copied: read-only for the caller."""
+        objects = self._objects[plural]
+        for key in self.sorted_keys(plural):
+            if namespace and key[0] != namespace:
+                continue
+            yield objects[key]
+
+    def sorted_keys(self, plural: str) -> list[Key]:
+        keys = self._sorted[plural]
+        if keys is None:
+            keys = self._sorted[plural] = sorted(self._objects[plural])
+        return keys
+
+    def stored(self, plural: str, key: Key) -> dict | None:
+        """The stored object under `key`, not copied."""
+        return self._objects[plural].get(key)
+
+    def encoded(self, plural: str, key: Key) -> bytes:
+        """The stored object as JSON bytes, cached until it changes (serves big lists fast)."""
+        raw = self._raw[plural].get(key)
+        if raw is None:
+            raw = self._raw[plural][key] = orjson.dumps(self._objects[plural][key])
+        return raw
+
+    @property
+    def floor(self) -> int:
+        """The oldest resourceVersion a watch may start from without 410."""
+        return self._floor
+
+    def events_after(self, rv: int) -> list[Event]:
+        """Events with resourceVersion > rv; 410 Expired if some have left the window."""
+        if rv < self._floor:
+            raise _too_old(rv)
+        if rv >= self.resource_version:
+            return []
+        log = self._log
+        first = log[0].rv
+        # Events in the log have consecutive resourceVersions (see _append).
+        start = max(0, rv - first + 1)
+        return [log[i] for i in range(start, len(log))]
+
+    def state_at(self, plural: str, rv: int) -> dict[Key, dict | None]:
+        """Keys of `plural` changed after `rv`, mapped to their state at `rv` (None = absent)."""
+        before: dict[Key, dict | None] = {}
+        for ev in self.events_after(rv):
+            if ev.plural == plural and ev.key not in before:
+                before[ev.key] = ev.prev
+        return before
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def add_listener(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def add_waker(self, fn: Callable[[], None]) -> None:
+        """`fn()` after every change and restart (the HTTP layer wakes its watches with it)."""
+        self._wakers.append(fn)
+
+    def create(self, plural: str, obj: dict, *, validate: bool = True) -> dict:
+        res = _resource(plural)
+        obj = copy_object(obj)
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self._generated_name(res, meta)
+        name = meta.get("name") or ""
+        if res.namespaced:
+            meta["namespace"] = meta.get("namespace") or "default"
+        else:
+            meta.pop("namespace", None)
+        obj = {"apiVersion": _api_version(res), "kind": res.kind, "metadata": meta} | {
+            k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")
+        }
+        if validate:
+            validation.default(plural, obj)
+            causes = validation.validate(plural, obj)
+            if causes:
+                raise invalid(res.kind, res.group, name, causes)
+            if res.namespaced and ("", meta["namespace"]) not in self._objects["namespaces"]:
+                raise not_found("namespaces", "", meta["namespace"])
+            _prepare_for_create(plural, obj)
+        key = key_of(res, meta.get("namespace"), name)
+        if key in self._objects[plural]:
+            raise already_exists(plural, res.group, name)
+        now = timestamp(self._clock())
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = now
+        meta.pop("deletionTimestamp", None)
+        meta["generation"] = 1
+        if "managedFields" not in meta:
+            meta["managedFields"] = [_managed_entry(obj, "Update", now)]
+        return self._write(plural, key, obj, "ADDED", None)
+
+    def update(self, plural: str, obj: dict, *, subresource: str | None = None) -> dict:
+        res = _resource(plural)
+        meta = obj.get("metadata") or {}
+        key = key_of(res, meta.get("namespace"), meta.get("name") or "")
+        old = self._objects[plural].get(key)
+        if old is None:
+            raise not_found(plural, res.group, key[1])
+        want_rv = meta.get("resourceVersion")
+        if want_rv and str(want_rv) != old["metadata"]["resourceVersion"]:
+            raise conflict(plural, res.group, key[1])
+        new = self._merge_for_update(
+            res, old, validation.default(plural, copy_object(obj)), subresource
+        )
+        causes = validation.validate(plural, new) + validation.validate_update(plural, old, new)
+        if causes:
+            raise invalid(res.kind, res.group, key[1], causes)
+        if _without_rv(new) == _without_rv(old):
+            return copy_object(old)  # a no-op update writes nothing, as kube-apiserver
+        if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            # The last finalizer is gone from an object being deleted: remove it now.
+            return self._write(plural, key, new, "DELETED", old)
+        return self._write(plural, key, new, "MODIFIED", old)
+
+    def patch(
+        self,
+        plural: str,
+        namespace: str | None,
+        name: str,
+        patch: dict,
+        *,
+        subresource: str | None = None,
+    ) -> dict:
+        res = _resource(plural)
+        old = self._objects[plural].get(key_of(res, namespace, name))
+        if old is None:
+            raise not_found(plural, res.group, name)
+        merged = merge_patch(old, patch)
+        meta = merged.setdefault("metadata", {})
+        meta["name"] = name
+        if res.namespaced:
+            meta["namespace"] = old["metadata"]["namespace"]
+        if not (patch.get("metadata") or {}).get("resourceVersion"):
+            meta.pop("resourceVersion", None)  # a patch is unconditional unless it says otherwise
+        return self.update(plural, merged, subresource=subresource)
+
+    def delete(self, plural: str, namespace: str | None, name: str) -> dict:
+        res = _resource(plural)
+        key = key_of(res, namespace, name)
+        old = self._objects[plural].get(key)
+        if old is None:
+            raise not_found(plural, res.group, name)
+        if plural == "namespaces":
+            for dependent in [p for p, r in RESOURCES.items() if r.namespaced]:
+                for dep_key in [k for k in self._objects[dependent] if k[0] == name]:
+                    self._force_delete(dependent, dep_key)
+        if old["metadata"].get("finalizers"):
+            if old["metadata"].get("deletionTimestamp"):
+                return copy_object(old)
+            new = copy_object(old)
+            new["metadata"]["deletionTimestamp"] = timestamp(self._clock())
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return self._write(plural, key, new, "MODIFIED", old)
+        return self._write(plural, key, copy_object(old), "DELETED", old)
+
+    def bulk_load(self, plural: str, objs: Iterable[dict]) -> None:
+        res = _resource(plural)
+        objects = self._objects[plural]
+        raw = self._raw[plural]
+        now = timestamp(self._clock())
+        rng = self._rng
+        api_version = _api_version(res)
+        for obj in objs:
+            meta = obj.setdefault("metadata", {})
+            obj.setdefault("apiVersion", api_version)
+            obj.setdefault("kind", res.kind)
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = self._generated_name(res, meta)
+            if res.namespaced:
+                meta.setdefault("namespace", "default")
+            meta.setdefault("uid", str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+            meta.setdefault("creationTimestamp", now)
+            meta.setdefault("generation", 1)
+            self.resource_version += 1
+            meta["resourceVersion"] = str(self.resource_version)
+            key = key_of(res, meta.get("namespace"), meta["name"])
+            objects[key] = obj
+            raw.pop(key, None)
+        self._sorted[plural] = None
+        self._floor = self.resource_version  # nothing of the load is in the log
+        self._log.clear()
+
+    def restart(self, base: int = 1) -> None:
+        """Simulate an etcd restore: counter restarts at `base`, log cleared, every object gets
+        a new resourceVersion (uids kept). Clients must relist; watches are woken to end."""
+        self.epoch += 1
+        self.resource_version = base
+        self._log.clear()
+        for plural, objects in self._objects.items():
+            for key in self.sorted_keys(plural):
+                self.resource_version += 1
+                obj = dict(objects[key])
+                obj["metadata"] = dict(obj["metadata"], resourceVersion=str(self.resource_version))
+                objects[key] = obj
+            self._raw[plural].clear()
+        self._floor = self.resource_version
+        for wake in self._wakers:
+            wake()
+
+    # ---- internals -----------------------------------------------------------------------
+
+    def _write(self, plural: str, key: Key, obj: dict, kind: str, prev: dict | None) -> dict:
+        self.resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self.resource_version)
+        objects = self._objects[plural]
+        if kind == "DELETED":
+            del objects[key]
+            self._sorted[plural] = None
+        else:
+            if key not in objects:
+                self._sorted[plural] = None
+            objects[key] = obj
+        self._raw[plural].pop(key, None)
+        self._append(Event(self.resource_version, kind, plural, key, obj, prev))
+        for fn in self._listeners:
+            fn(kind, plural, obj)
+        for wake in self._wakers:
+            wake()
+        return copy_object(obj)
+
+    def _append(self, ev: Event) -> None:
+        log = self._log
+        if log.maxlen is not None and len(log) == log.maxlen:
+            self._floor = log[0].rv
+        log.append(ev)
+
+    def _force_delete(self, plural: str, key: Key) -> None:
+        old = self._objects[plural][key]
+        self._write(plural, key, copy_object(old), "DELETED", old)
+
+    def _generated_name(self, res: Resource, meta: dict) -> str:
+        # names.SimpleNameGenerator: base truncated to 58 chars, plus 5 random characters.
+        base = meta["generateName"][:58]
+        objects = self._objects[res.plural]
+        while True:
+            name = base + "".join(self._rng.choice(_NAME_ALPHABET) for _ in range(5))
+            if key_of(res, meta.get("namespace"), name) not in objects:
+                return name
+
+    def _merge_for_update(
+        self, res: Resource, old: dict, new: dict, subresource: str | None
+    ) -> dict:
+        old_meta = old["metadata"]
+        if subresource == "status":
+            # The status subresource changes status only; the rest is kept from storage.
+            merged = {k: v for k, v in old.items() if k != "status"}
+            if "status" in new:
+                merged["status"] = new["status"]
+            merged["metadata"] = dict(old_meta)
+            return merged
+        if subresource is not None:
+            raise ApiError(404, "NotFound", f"subresource {subresource!r} is not served")
+        meta = new.setdefault("metadata", {})
+        for field in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if "deletionGracePeriodSeconds" in old_meta:
+            meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+        if "managedFields" not in meta and "managedFields" in old_meta:
+            meta["managedFields"] = old_meta["managedFields"]
+        if res.namespaced:
+            meta["namespace"] = old_meta["namespace"]
+        new["apiVersion"] = old["apiVersion"]
+        new["kind"] = old["kind"]
+        if res.has_status:
+            # With a status subresource the main resource ignores status changes.
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        if new.get("spec") != old.get("spec"):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        return new
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; returns a new value and leaves both inputs unchanged."""
+    if not isinstance(patch, dict):
+        return copy_object({"v": patch})["v"] if isinstance(patch, list) else patch
+    result = copy_object(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+def _api_version(res: Resource) -> str:
+    return f"{res.group}/v1" if res.group else "v1"
+
+
+def _without_rv(obj: dict) -> dict:
+    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion",)}
+    return {**obj, "metadata": meta}
+
+
+def _prepare_for_create(plural: str, obj: dict) -> None:
+    """Status on create, as the registry strategies (PrepareForCreate) set it."""
+    if plural == "resourceclaims":
+        obj.pop("status", None)
+    elif plural == "pods":
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+    elif plural == "namespaces":
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        obj["status"] = {"phase": "Active"}
+
+
+def _qos_class(pod: dict) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    has_any = any(
+        (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
+        for c in containers
+    )
+    return "Burstable" if has_any else "BestEffort"
+
+
+def _managed_entry(obj: dict, operation: str, now: str, manager: str = "dra-mirror-sim") -> dict:
+    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")}
+    body["metadata"] = meta
+    if not meta:
+        body.pop("metadata")
+    return {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields_v1(body),
+    }
+
+
+def _too_old(rv: int) -> ApiError:
+    from service.sim.errors import expired
+
+    return expired(f"too old resource version: {rv}")
