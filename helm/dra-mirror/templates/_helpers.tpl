@@ -1,0 +1,183 @@
+{{/* Names, labels and the pieces every dra-mirror container shares. */}}
+
+{{- define "dra-mirror.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "dra-mirror.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "dra-mirror.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "dra-mirror.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "dra-mirror.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dra-mirror.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "dra-mirror.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "dra-mirror.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "dra-mirror.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dra-mirror.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "dra-mirror.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/* Flags selecting the clusters to watch: the local one, then one context per Secret. */}}
+{{- define "dra-mirror.clusterArgs" -}}
+{{- if .Values.clusters.inCluster.enabled }}
+- --in-cluster={{ .Values.clusters.inCluster.name }}
+{{- end }}
+{{- range .Values.clusters.kubeconfigSecrets }}
+- --kubeconfig=/etc/dra-mirror/clusters/{{ .name }}/{{ .key }}
+- --context={{ .context }}
+{{- end }}
+{{- end }}
+
+{{- define "dra-mirror.extraArgs" -}}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Settings reach the process as DRA_MIRROR_* variables; URLs only from Secrets. */}}
+{{- define "dra-mirror.env" -}}
+- name: DRA_MIRROR_LOG_FORMAT
+  value: {{ .Values.logFormat | quote }}
+{{- if .Values.redis.urlSecret.name }}
+- name: DRA_MIRROR_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.redis.urlSecret.name }}
+      key: {{ .Values.redis.urlSecret.key }}
+{{- end }}
+{{- if .Values.database.urlSecret.name }}
+- name: DRA_MIRROR_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.database.urlSecret.name }}
+      key: {{ .Values.database.urlSecret.key }}
+{{- else }}
+- name: DRA_MIRROR_DATABASE_URL
+  value: sqlite+aiosqlite:////var/lib/dra-mirror/history.db
+{{- end }}
+{{- end }}
+
+{{/* Writable places under a read-only root filesystem, and the kubeconfig Secrets. */}}
+{{- define "dra-mirror.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+- name: data
+  mountPath: /var/lib/dra-mirror
+{{- range .Values.clusters.kubeconfigSecrets }}
+- name: kubeconfig-{{ .name }}
+  mountPath: /etc/dra-mirror/clusters/{{ .name }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "dra-mirror.volumes" -}}
+- name: tmp
+  emptyDir: {}
+- name: data
+  emptyDir: {}
+{{- range .Values.clusters.kubeconfigSecrets }}
+- name: kubeconfig-{{ .name }}
+  secret:
+    secretName: {{ .secretName }}
+    items:
+      - key: {{ .key }}
+        path: {{ .key }}
+{{- end }}
+{{- end }}
+
+{{- define "dra-mirror.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  periodSeconds: 10
+  failureThreshold: 6
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: http
+  periodSeconds: 5
+  failureThreshold: 3
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  periodSeconds: 2
+  failureThreshold: 60
+{{- end }}
+
+{{/* The pod template of every Deployment. Called with
+(dict "root" $ "component" NAME "args" YAML-LIST-STRING "resources" MAP). */}}
+{{- define "dra-mirror.podTemplate" -}}
+{{- $root := .root -}}
+metadata:
+  labels:
+    {{- include "dra-mirror.selectorLabels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+  {{- with $root.Values.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  serviceAccountName: {{ include "dra-mirror.serviceAccountName" $root }}
+  {{- with $root.Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml $root.Values.podSecurityContext | nindent 4 }}
+  terminationGracePeriodSeconds: 30
+  containers:
+    - name: dra-mirror
+      image: {{ include "dra-mirror.image" $root }}
+      imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+      args:
+        {{- .args | nindent 8 }}
+      ports:
+        - name: http
+          containerPort: {{ $root.Values.service.port }}
+      env:
+        {{- include "dra-mirror.env" $root | nindent 8 }}
+      {{- include "dra-mirror.probes" $root | nindent 6 }}
+      resources:
+        {{- toYaml .resources | nindent 8 }}
+      securityContext:
+        {{- toYaml $root.Values.securityContext | nindent 8 }}
+      volumeMounts:
+        {{- include "dra-mirror.volumeMounts" $root | nindent 8 }}
+  volumes:
+    {{- include "dra-mirror.volumes" $root | nindent 4 }}
+  {{- with $root.Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $root.Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $root.Values.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}

@@ -1,0 +1,187 @@
+"""The Helm chart without Helm (it cannot be installed here): the shipped values validate
+against values.schema.json and bad ones do not; every value a template reads exists in
+values.yaml and in the schema; template blocks balance and every include is defined; the
+ClusterRole grants exactly get/list/watch on what the watchers watch."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+CHART = Path(__file__).resolve().parents[2] / "helm" / "dra-mirror"
+TEMPLATES = sorted((CHART / "templates").glob("*"))
+VALUE_REFERENCE = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
+ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}", re.DOTALL)
+
+
+@pytest.fixture(scope="module")
+def values() -> dict[str, Any]:
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft7Validator:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
+def _with(values: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(values)
+    *parents, leaf = path.split(".")
+    node = changed
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    return changed
+
+
+def test_chart_metadata() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["apiVersion"] == "v2"
+    assert chart["name"] == "dra-mirror"
+    assert chart["type"] == "application"
+
+
+def test_shipped_values_are_valid(
+    values: dict[str, Any], validator: jsonschema.Draft7Validator
+) -> None:
+    assert sorted(error.message for error in validator.iter_errors(values)) == []
+
+
+GOOD_VARIANTS = [
+    ("mode", "split", "redis.urlSecret.name", "redis-url"),
+    ("clusters.inCluster.enabled", False, "clusters.kubeconfigSecrets",
+     [{"name": "east", "secretName": "kc-east", "key": "kubeconfig", "context": "east"}]),
+    ("ingress.enabled", True, "ingress.tls", {"enabled": True, "secretName": "dra-mirror-tls"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "value", "path2", "value2"), GOOD_VARIANTS)
+def test_good_variants_are_valid(
+    values: dict[str, Any],
+    validator: jsonschema.Draft7Validator,
+    path: str,
+    value: Any,
+    path2: str,
+    value2: Any,
+) -> None:
+    variant = _with(_with(values, path, value), path2, value2)
+    assert sorted(error.message for error in validator.iter_errors(variant)) == []
+
+
+BAD_VALUES = [
+    ("mode", "both"),
+    ("mode", "split"),  # split without a Redis URL Secret
+    ("watchers.replicas", 1),  # watchers need a standby for the lease
+    ("api.replicas", 0),
+    ("image.repository", ""),
+    ("image.pullPolicy", "Sometimes"),
+    ("service.port", 70000),
+    ("service.port", "8000"),
+    ("logFormat", "xml"),
+    ("securityContext.readOnlyRootFilesystem", False),
+    ("podSecurityContext.runAsNonRoot", False),
+    ("serviceMonitor.interval", "soon"),
+    ("ingress.path", "graphql"),
+    ("ingress.tls", {"enabled": True, "secretName": ""}),
+    (
+        "clusters.kubeconfigSecrets",
+        [{"name": "East", "secretName": "s", "key": "k", "context": "c"}],
+    ),
+    ("clusters.kubeconfigSecrets", [{"name": "east", "secretName": "s", "key": "k"}]),
+    ("clusters.inCluster.enabled", False),  # and no remote cluster: nothing to watch
+    ("redis.urlSecret", {"name": "redis", "key": ""}),
+    ("allInOne.resources", {"requests": {"memory": "a lot"}}),
+    ("replicaCount", 3),  # unknown top-level key
+]
+
+
+@pytest.mark.parametrize(("path", "value"), BAD_VALUES, ids=[f"{p}={v!r}" for p, v in BAD_VALUES])
+def test_bad_values_are_rejected(
+    values: dict[str, Any], validator: jsonschema.Draft7Validator, path: str, value: Any
+) -> None:
+    assert list(validator.iter_errors(_with(values, path, value))), f"{path}={value!r} accepted"
+
+
+def _referenced_value_paths() -> set[str]:
+    return {
+        match.group(1).lstrip(".")
+        for template in TEMPLATES
+        for match in VALUE_REFERENCE.finditer(template.read_text())
+    }
+
+
+def test_templates_read_values() -> None:
+    assert {"mode", "service.port", "clusters.kubeconfigSecrets"} <= _referenced_value_paths()
+
+
+@pytest.mark.parametrize("path", sorted(_referenced_value_paths()))
+def test_referenced_value_exists(values: dict[str, Any], path: str) -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    node: Any = values
+    schema_node: dict[str, Any] = schema
+    for key in path.split("."):
+        assert isinstance(node, dict) and key in node, f".Values.{path}: no {key!r} in values.yaml"
+        node = node[key]
+        properties = schema_node.get("properties", {})
+        assert key in properties, f".Values.{path}: no {key!r} in values.schema.json"
+        schema_node = properties[key]
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda path: path.name)
+def test_template_blocks_balance_and_includes_are_defined(template: Path) -> None:
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    defined = set(re.findall(r'\{\{-?\s*define\s+"([^"]+)"', helpers))
+    depth = 0
+    for action in ACTION.findall(template.read_text()):
+        if action.startswith("/*"):
+            continue
+        keyword = action.split(maxsplit=1)[0] if action else ""
+        if keyword in {"if", "range", "with", "define"}:
+            depth += 1
+        elif keyword == "end":
+            depth -= 1
+            assert depth >= 0, f"{template.name}: `end` without an open block"
+        for name in re.findall(r'include\s+"([^"]+)"', action):
+            assert name in defined, f"{template.name}: include of undefined {name!r}"
+    assert depth == 0, f"{template.name}: {depth} block(s) left open"
+
+
+def _cluster_role_rules() -> list[dict[str, Any]]:
+    text = (CHART / "templates" / "clusterrole.yaml").read_text()
+    # The rules are literal; only names and labels are templated.
+    document = yaml.safe_load(ACTION.sub("templated", text))
+    assert document["kind"] == "ClusterRole"
+    return document["rules"]
+
+
+def test_cluster_role_is_read_only() -> None:
+    for rule in _cluster_role_rules():
+        assert sorted(rule["verbs"]) == ["get", "list", "watch"]
+        assert set(rule) == {"apiGroups", "resources", "verbs"}, "no resourceNames, no URLs"
+
+
+def test_cluster_role_grants_exactly_what_is_watched() -> None:
+    try:
+        from service.clusters.resources import WATCHED
+    except ImportError as error:
+        pytest.fail(
+            "service.clusters.resources.WATCHED (a tuple of (group, plural)) is missing: "
+            f"the clusters package must expose what it watches ({error})",
+            pytrace=False,
+        )
+    granted = {
+        (group, resource)
+        for rule in _cluster_role_rules()
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert granted == set(WATCHED)
