@@ -1,0 +1,187 @@
+"""Device selectors (CEL) evaluated the way the Kubernetes API server and kube-scheduler do.
+
+A DeviceClass selector or a request selector is a CEL expression over one variable, `device`:
+
+* `device.driver` — the driver name of the slice the device is in;
+* `device.attributes["<domain>"].<id>` — typed values: int, bool, string, version (a Semver,
+  compared with `compareTo`/`isGreaterThan`/…), and the 1.36 list forms as lists;
+* `device.capacity["<domain>"].<id>` — Quantities (`compareTo(quantity("16Gi")) >= 0`);
+* `device.allowMultipleAllocations` — bool.
+
+Kubernetes semantics kept here: an unknown domain is an empty map (so
+`has(device.attributes["x.io"].a)` is false) while a missing attribute is an evaluation error;
+the result must be a bool; the `strings` extension (`lowerAscii`, `split`, …) and `cel.bind`
+are available, as are `quantity`/`semver` (see `cel_library`).
+
+Errors, a tree (one boundary):
+
+    SelectorError             the expression does not compile (syntax, unknown function,
+     │                        a result that is not bool)
+     └── SelectorEvalError    it compiled, but failed on one device (missing attribute, bad
+                              quantity, type mismatch); callers report it, never "no match"
+
+Promises: `compile_selector` compiles each expression text once per process (failures are
+cached too); `Selector.matches` is pure and re-entrant. The CEL engine is cel-expr-python
+(Google's cel-cpp); docs/cel.md records why, with figures.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext.ext_bindings import ExtBindings
+from cel_expr_python.ext.ext_strings import ExtStrings
+
+from service.diagnostics import cel_library
+from service.model.records import Device
+
+__all__ = ["Selector", "SelectorError", "SelectorEvalError", "compile_selector", "device_data"]
+
+
+class SelectorError(Exception):
+    """A selector that does not compile; `message` is the CEL compiler's text."""
+
+    def __init__(self, expression: str, message: str) -> None:
+        super().__init__(f"{message} (selector: {expression})")
+        self.expression = expression
+        self.message = message
+
+
+class SelectorEvalError(SelectorError):
+    """A selector that failed to evaluate on a device."""
+
+
+_ENV = cel.NewEnv(
+    variables={"device": cel.Type.DYN},
+    extensions=[ExtStrings(), ExtBindings()],
+    functions=cel_library.FUNCTIONS,
+)
+
+# Domains that expressions index `device.attributes` / `device.capacity` with. Kubernetes
+# answers an unknown domain with an empty map; cel-cpp would fail on the missing key, so every
+# device's maps carry an empty entry for each such domain it lacks.
+_DOMAIN_INDEX = re.compile(r"""(?:attributes|capacity)\s*\[\s*(['"])(.*?)\1\s*\]""")
+_referenced_domains: set[str] = set()
+_domains_generation = 0
+
+# Per-device CEL input, built once. Keyed by id(); the entry holds the Device itself, so the
+# id cannot be reused while the entry lives, and `is` confirms the hit.
+_DATA_CACHE_LIMIT = 500_000
+_data_cache: dict[int, tuple[Device, str, int, dict[str, Any]]] = {}
+
+
+class Selector:
+    """One compiled selector, reused for every device."""
+
+    __slots__ = ("_program", "expression")
+
+    def __init__(self, expression: str, program: Any) -> None:
+        self.expression = expression
+        self._program = program
+
+    def matches(self, device: Device, driver: str) -> bool:
+        """Whether the device passes; raises SelectorEvalError when evaluation fails."""
+        result = self._program.eval(data={"device": device_data(device, driver)})
+        value = result.value()
+        if value is True or value is False:
+            return value
+        if result.type() == cel.Type.ERROR:
+            raise SelectorEvalError(self.expression, _clean(str(value)))
+        raise SelectorEvalError(
+            self.expression, f"selector must evaluate to bool, got {result.type().name()}"
+        )
+
+    def __repr__(self) -> str:
+        return f"Selector({self.expression!r})"
+
+
+_compiled: dict[str, Selector | SelectorError] = {}
+
+
+def compile_selector(expression: str) -> Selector:
+    """The compiled selector for an expression (cached); raises SelectorError."""
+    hit = _compiled.get(expression)
+    if hit is None:
+        hit = _compile(expression)
+        _compiled[expression] = hit
+    if isinstance(hit, SelectorError):
+        raise hit
+    return hit
+
+
+def _compile(expression: str) -> Selector | SelectorError:
+    global _domains_generation
+    try:
+        program = _ENV.compile(expression)
+    except RuntimeError as e:
+        return SelectorError(expression, _clean(str(e)))
+    returns = program.return_type()
+    if returns not in (cel.Type.BOOL, cel.Type.DYN):
+        return SelectorError(expression, f"selector must evaluate to bool, not {returns.name()}")
+    domains = {m[2] for m in _DOMAIN_INDEX.finditer(expression)} - _referenced_domains
+    if domains:
+        _referenced_domains.update(domains)
+        _domains_generation += 1
+    return Selector(expression, program)
+
+
+def device_data(device: Device, driver: str) -> dict[str, Any]:
+    """The `device` variable for one device, as the CEL environment sees it (cached)."""
+    hit = _data_cache.get(id(device))
+    if hit is not None and hit[0] is device and hit[1] == driver and hit[2] == _domains_generation:
+        return hit[3]
+    data = _build(device, driver)
+    if len(_data_cache) >= _DATA_CACHE_LIMIT:
+        _data_cache.clear()
+    _data_cache[id(device)] = (device, driver, _domains_generation, data)
+    return data
+
+
+def _build(device: Device, driver: str) -> dict[str, Any]:
+    attributes: dict[str, dict[str, Any]] = {d: {} for d in _referenced_domains}
+    for key, attribute in device.attributes.items():
+        domain, name = _split(key, driver)
+        attributes.setdefault(domain, {})[name] = _attribute_value(attribute.type, attribute.value)
+    capacity: dict[str, dict[str, Any]] = {d: {} for d in _referenced_domains}
+    for key, cap in device.capacity.items():
+        domain, name = _split(key, driver)
+        try:
+            value: Any = cel_library.quantity_value(cap.value)
+        except ValueError:
+            continue  # the API server rejects such a slice; nothing to compare against
+        capacity.setdefault(domain, {})[name] = value
+    return {
+        "driver": driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": device.shareable,
+    }
+
+
+def _split(key: str, driver: str) -> tuple[str, str]:
+    domain, sep, name = key.rpartition("/")
+    return (domain, name) if sep else (driver, key)
+
+
+def _attribute_value(kind: str, value: Any) -> Any:
+    if kind == "version":
+        return _version(value)
+    if kind == "versions":
+        return [_version(v) for v in value]
+    if kind in ("ints", "bools", "strings"):
+        return list(value)
+    return value
+
+
+def _version(text: str) -> Any:
+    try:
+        return cel_library.semver_value(text)
+    except ValueError:
+        return text  # invalid versions never pass API validation; keep the text visible
+
+
+def _clean(message: str) -> str:
+    # cel-cpp appends a status code ("[INVALID_ARGUMENT]") to compiler messages.
+    return re.sub(r"\s*\[[A-Z_]+\]\s*$", "", message.strip())
