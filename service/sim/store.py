@@ -84,6 +84,11 @@ def fields_v1(value: Any, depth: int = 0) -> dict:
     return out
 
 
+def list_item(obj: dict) -> dict:
+    """`obj` without kind and apiVersion: the shape of an item in a LIST body."""
+    return {k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"}
+
+
 def key_of(res: Resource, namespace: str | None, name: str) -> Key:
     return ((namespace or "") if res.namespaced else "", name)
 
@@ -116,7 +121,13 @@ class ClusterStore:
         self.bulk_load(
             "namespaces",
             (
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                }
                 for ns in default_namespaces
             ),
         )
@@ -153,10 +164,11 @@ class ClusterStore:
         return self._objects[plural].get(key)
 
     def encoded(self, plural: str, key: Key) -> bytes:
-        """The stored object as JSON bytes, cached until it changes (serves big lists fast)."""
+        """The stored object as a LIST item in JSON (without kind and apiVersion, as
+        kube-apiserver sends list items), cached until it changes: serves big lists fast."""
         raw = self._raw[plural].get(key)
         if raw is None:
-            raw = self._raw[plural][key] = orjson.dumps(self._objects[plural][key])
+            raw = self._raw[plural][key] = orjson.dumps(list_item(self._objects[plural][key]))
         return raw
 
     @property

@@ -1,0 +1,124 @@
+"""Conversion between the storage shape (resource.k8s.io/v1) and the served versions.
+
+kube-apiserver stores one version and converts on the way in and out; so does the
+simulator. `v1beta2` has the v1 shape (only `apiVersion` differs). `v1beta1` differs in two
+places (docs/dra-api.md §1):
+
+* ResourceSlice devices wrap everything but the name in `basic`:
+  v1 `{name, attributes, …}`  <->  v1beta1 `{name, basic: {attributes, …}}`.
+* ResourceClaim (and the claim spec inside a ResourceClaimTemplate) requests are flat:
+  v1 `{name, exactly: {deviceClassName, …}}`  <->  v1beta1 `{name, deviceClassName, …}`;
+  `firstAvailable` stays at the request level in both.
+
+`to_served` and `to_storage` return new dicts and never change their input. Core objects
+and DeviceClasses pass through with only `apiVersion` set.
+"""
+
+from __future__ import annotations
+
+from service.sim.resources import DRA_GROUP
+
+# Fields of v1 ExactDeviceRequest that v1beta1 has at the request level.
+_EXACT_FIELDS = (
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
+    "capacity",
+)
+
+
+def to_served(plural: str, obj: dict, version: str) -> dict:
+    """The storage object `obj` as clients of `resource.k8s.io/<version>` see it."""
+    out = dict(obj)
+    if "apiVersion" in out:
+        out["apiVersion"] = f"{DRA_GROUP}/{version}"
+    if version != "v1beta1":
+        return out
+    if plural == "resourceslices" and "spec" in obj:
+        spec = dict(obj["spec"])
+        if "devices" in spec:
+            spec["devices"] = [_device_to_v1beta1(d) for d in spec["devices"] or []]
+        out["spec"] = spec
+    elif plural == "resourceclaims" and "spec" in obj:
+        out["spec"] = _claim_spec(obj["spec"], _request_to_v1beta1)
+    elif plural == "resourceclaimtemplates" and "spec" in obj:
+        template = dict(obj["spec"])
+        if "spec" in template:
+            template["spec"] = _claim_spec(template["spec"], _request_to_v1beta1)
+        out["spec"] = template
+    return out
+
+
+def to_storage(plural: str, obj: dict, version: str) -> dict:
+    """An object written as `resource.k8s.io/<version>`, in the v1 storage shape."""
+    out = dict(obj)
+    out["apiVersion"] = f"{DRA_GROUP}/v1"
+    if version != "v1beta1":
+        return out
+    if plural == "resourceslices" and isinstance(obj.get("spec"), dict):
+        spec = dict(obj["spec"])
+        if "devices" in spec:
+            spec["devices"] = [_device_to_v1(d) for d in spec["devices"] or []]
+        # v1beta1's nodeName and allNodes are not pointers: "" and false mean unset.
+        if spec.get("nodeName") == "":
+            spec.pop("nodeName")
+        if spec.get("allNodes") is False:
+            spec.pop("allNodes")
+        out["spec"] = spec
+    elif plural == "resourceclaims" and isinstance(obj.get("spec"), dict):
+        out["spec"] = _claim_spec(obj["spec"], _request_to_v1)
+    elif plural == "resourceclaimtemplates" and isinstance(obj.get("spec"), dict):
+        template = dict(obj["spec"])
+        if isinstance(template.get("spec"), dict):
+            template["spec"] = _claim_spec(template["spec"], _request_to_v1)
+        out["spec"] = template
+    return out
+
+
+def _device_to_v1beta1(device: dict) -> dict:
+    basic = {k: v for k, v in device.items() if k != "name"}
+    out = {"name": device.get("name")} if "name" in device else {}
+    out["basic"] = basic
+    return out
+
+
+def _device_to_v1(device: dict) -> dict:
+    if not isinstance(device, dict):
+        return device
+    out = {k: v for k, v in device.items() if k != "basic"}
+    basic = device.get("basic")
+    if isinstance(basic, dict):
+        out.update(basic)
+    return out
+
+
+def _claim_spec(spec: dict, convert_request) -> dict:
+    out = dict(spec)
+    devices = spec.get("devices")
+    if isinstance(devices, dict) and isinstance(devices.get("requests"), list):
+        out["devices"] = dict(devices, requests=[convert_request(r) for r in devices["requests"]])
+    return out
+
+
+def _request_to_v1beta1(request: dict) -> dict:
+    out = {k: v for k, v in request.items() if k != "exactly"}
+    exact = request.get("exactly")
+    if isinstance(exact, dict):
+        for field in _EXACT_FIELDS:
+            if field in exact:
+                out[field] = exact[field]
+    return out
+
+
+def _request_to_v1(request: dict) -> dict:
+    if not isinstance(request, dict):
+        return request
+    out = {k: v for k, v in request.items() if k not in _EXACT_FIELDS}
+    # v1beta1's deviceClassName is not a pointer: "" means unset (as with firstAvailable).
+    exact = {k: request[k] for k in _EXACT_FIELDS if k in request and request[k] != ""}
+    if exact:
+        out["exactly"] = exact
+    return out

@@ -1,0 +1,104 @@
+"""Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>[/<version>]`.
+
+Shapes are the legacy (non-aggregated) discovery of kube-apiserver; kubectl and
+kubernetes_asyncio fall back to them when the response is plain `application/json`.
+The resource.k8s.io versions listed are the cluster's served versions minus those a
+fault has hidden, preferred version first (v1, then v1beta2, then v1beta1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.sim.resources import DRA_GROUP, DRA_VERSIONS, RESOURCES
+
+_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+_STATUS_VERBS = ["get", "patch", "update"]
+
+
+def version_info(minor: int = 35) -> dict[str, str]:
+    return {
+        "major": "1",
+        "minor": str(minor),
+        "emulationMajor": "1",
+        "emulationMinor": str(minor),
+        "gitVersion": f"v1.{minor}.0-dra-mirror-sim",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+def ordered(versions: set[str] | list[str] | tuple[str, ...]) -> list[str]:
+    return [v for v in DRA_VERSIONS if v in versions]
+
+
+def api_versions(address: str) -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
+
+
+def resource_list(group: str, version: str) -> dict[str, Any]:
+    """The APIResourceList of one group version."""
+    resources: list[dict[str, Any]] = []
+    for res in RESOURCES.values():
+        if res.group != group:
+            continue
+        entry: dict[str, Any] = {
+            "name": res.plural,
+            "singularName": res.singular,
+            "namespaced": res.namespaced,
+            "kind": res.kind,
+            "verbs": _VERBS
+            if res.plural != "namespaces"
+            else [v for v in _VERBS if v != "deletecollection"],
+        }
+        if res.short_names:
+            entry["shortNames"] = list(res.short_names)
+        if res.plural == "pods":
+            entry["categories"] = ["all"]
+        resources.append(entry)
+        if res.has_status:
+            resources.append(
+                {
+                    "name": f"{res.plural}/status",
+                    "singularName": "",
+                    "namespaced": res.namespaced,
+                    "kind": res.kind,
+                    "verbs": _STATUS_VERBS,
+                }
+            )
+    group_version = f"{group}/{version}" if group else version
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
+
+
+def api_group(versions: list[str]) -> dict[str, Any]:
+    listed = [{"groupVersion": f"{DRA_GROUP}/{v}", "version": v} for v in ordered(versions)]
+    group: dict[str, Any] = {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": DRA_GROUP,
+        "versions": listed,
+    }
+    if listed:
+        group["preferredVersion"] = listed[0]
+    return group
+
+
+def api_group_list(versions: list[str]) -> dict[str, Any]:
+    groups = []
+    if ordered(versions):
+        group = api_group(versions)
+        groups.append({k: v for k, v in group.items() if k not in ("kind", "apiVersion")})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

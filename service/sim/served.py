@@ -1,0 +1,99 @@
+"""One simulated cluster as the HTTP layer serves it: store, versions, faults, wake-ups.
+
+`ServedCluster` bundles what every request handler of one cluster needs. Its `Notifier`
+turns the store's synchronous change callbacks into an awaitable for watch streams: a
+stream takes `notifier.waiter()` *before* reading the event log, so a change that lands
+between the read and the wait still wakes it. The store must be changed from the event
+loop's thread (the world half runs in the same loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.sim.discovery import ordered
+from service.sim.errors import ApiError
+from service.sim.faults import Faults
+from service.sim.resources import DRA_VERSIONS, RESOURCES
+from service.sim.store import ClusterStore
+
+
+class Notifier:
+    """Wakes every waiting watch stream after a change."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def wake(self) -> None:
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+    def waiter(self) -> asyncio.Event:
+        return self._event
+
+
+@dataclass
+class ServedCluster:
+    """A store plus how it is served."""
+
+    store: ClusterStore
+    versions: tuple[str, ...] = DRA_VERSIONS
+    faults: Faults = field(default_factory=Faults)
+    bookmark_interval: float = 60.0  # kube-apiserver sends bookmarks about once a minute
+    default_watch_timeout: float = 1800.0  # --min-request-timeout
+    notifier: Notifier = field(default_factory=Notifier)
+    closing: bool = False
+    open_watches: int = 0
+    requests: int = 0
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = set(self.versions) - set(DRA_VERSIONS)
+        if unknown:
+            raise ValueError(f"unknown resource.k8s.io versions {sorted(unknown)}")
+        self.versions = tuple(ordered(self.versions))
+        self.store.add_waker(self.notifier.wake)
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    def served_versions(self) -> list[str]:
+        hidden = self.faults.hidden_versions()
+        return [v for v in self.versions if v not in hidden]
+
+    def check_version(self, version: str) -> None:
+        if version not in self.served_versions():
+            raise ApiError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource (resource.k8s.io/{version})",
+            )
+
+    def apply_faults(self, changes: dict[str, Any]) -> None:
+        """Merge fault settings; perform a requested restart at once."""
+        restart = self.faults.update(changes)
+        if restart:
+            self.store.restart(base=int(restart.get("base", 1)))
+
+    def close(self) -> None:
+        """End every open watch (server shutdown)."""
+        self.closing = True
+        self.notifier.wake()
+
+    def status(self) -> dict[str, Any]:
+        store = self.store
+        return {
+            "cluster": store.name,
+            "port": self.port,
+            "resourceVersion": str(store.resource_version),
+            "oldestWatchableResourceVersion": str(store.floor),
+            "restarts": store.epoch,
+            "versions": self.served_versions(),
+            "counts": {plural: store.count(plural) for plural in RESOURCES},
+            "openWatches": self.open_watches,
+            "requests": self.requests,
+            "faults": self.faults.settings,
+        }
