@@ -1,0 +1,71 @@
+"""Alembic environment for the history database, async (aiosqlite / asyncpg).
+
+The URL is taken, in order, from `config.attributes["url"]` (set by
+`service.history.migrate`), the `-x url=...` argument, then `DRA_MIRROR_HISTORY_URL`.
+`render_as_batch` lets later migrations alter SQLite tables (which cannot ALTER most things)
+by copy-and-move; PostgreSQL gets plain ALTERs. A connection handed in through
+`config.attributes["connection"]` is used as is (tests and `migrate()` share one engine).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from service.history.db import async_url, open_engine
+from service.history.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    url = config.attributes.get("url") or context.get_x_argument(as_dictionary=True).get("url")
+    url = url or os.environ.get("DRA_MIRROR_HISTORY_URL")
+    if not url:
+        raise SystemExit("set DRA_MIRROR_HISTORY_URL (or -x url=...) to the history database URL")
+    return async_url(url)
+
+
+def _configure(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_online() -> None:
+    engine = open_engine(_url())
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_configure)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _configure(connection)
+    else:
+        asyncio.run(_run_online())
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

@@ -1,0 +1,82 @@
+"""Opening the history database, and the one place SQL driver errors are translated.
+
+`open_engine(url)` takes a SQLAlchemy URL: `sqlite+aiosqlite:///path/history.db` (embedded
+default) or `postgresql+asyncpg://user@host/db` (production). A bare path or a plain
+`sqlite:///`/`postgresql://` URL is given its async driver. SQLite runs in WAL mode (readers do
+not block the writer) with a busy timeout; PostgreSQL connections are checked before use, so a
+server restart costs one failed batch, not a poisoned pool.
+
+Errors: anything the driver raises because the database cannot be reached or refuses the
+statement becomes `HistoryUnavailable` (a `StoreUnavailable`): callers retry or answer
+"history store unavailable"; nothing else leaks out of `sql_errors()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from service.stores.protocols import StoreUnavailable
+
+
+class HistoryUnavailable(StoreUnavailable):
+    """The history database cannot be reached now (or refused the batch); try again later."""
+
+
+def async_url(url: str) -> str:
+    """The SQLAlchemy async form of a history URL or a bare SQLite file path."""
+    if "://" not in url:
+        return f"sqlite+aiosqlite:///{url}"
+    parsed = make_url(url)
+    if parsed.drivername in {"sqlite", "sqlite+pysqlite"}:
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in {"postgresql", "postgres", "postgresql+psycopg2"}:
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    # WAL: readers see the last commit while the writer appends; NORMAL sync is durable
+    # across process crashes (not power loss) and several times faster than FULL.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def open_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    url = async_url(url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, echo=echo)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+def sessions(engine: AsyncEngine) -> async_sessionmaker:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def is_postgres(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "postgresql"
+
+
+@contextlib.contextmanager
+def sql_errors(what: str) -> Iterator[None]:
+    """Translate driver errors of one SQL operation into `HistoryUnavailable`."""
+    try:
+        yield
+    except (OperationalError, InterfaceError, PoolTimeout, DBAPIError, OSError) as error:
+        raise HistoryUnavailable(f"history store unavailable ({what}): {_short(error)}") from error
+
+
+def _short(error: BaseException) -> str:
+    text = str(getattr(error, "orig", None) or error)
+    return text.splitlines()[0][:300] if text else type(error).__name__

@@ -1,0 +1,203 @@
+"""The history tables: append-only object versions and the intervals audits read.
+
+Every table carries `cluster`. Instants are BIGINT microseconds since the epoch (`*_us`, see
+`service.history.times`); an interval with `end_us` NULL is still open. Interval tables are
+idempotent on (identity, start): replaying an outbox entry can only hit a unique key and do
+nothing. Constraint names follow `NAMING` so Alembic can diff and drop them by name on both
+SQLite and PostgreSQL; `migrations/` is the only thing that creates these tables.
+
+* `object_versions` — every record version seen, body as msgspec JSON text (no JSON parsing on
+  insert; PostgreSQL compresses it with lz4, set by the migration). Unique on
+  (cluster, uid, resourceVersion, deleted). Pruned after N days; intervals are kept.
+* `allocations` — a device (key + uuid) or a share of it held by one claim request.
+* `consumers` — a pod in a claim's `status.reservedFor`.
+* `waits` — a claim pending: created (or deallocated) → allocated, deleted, or unwatched.
+* `idle_holds` — a claim allocated with no consumer pod Running.
+* `device_inventory` — a device as published: appears, changes (a new row), disappears.
+* `gaps` — a cluster not watched: audits say where data is missing.
+* `cluster_marks` — the newest observation time written per cluster (to derive gaps on start).
+* `outbox_positions` — the last outbox entry written per stream, committed with its batch.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
+RowId = BigInteger().with_variant(Integer(), "sqlite")
+
+NAME = 253  # the longest Kubernetes object name (DNS subdomain)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class ObjectVersion(Base):
+    __tablename__ = "object_versions"
+    __table_args__ = (
+        Index("uq_object_versions_version", "cluster", "uid", "resource_version", "deleted",
+              unique=True),
+        Index("ix_object_versions_object", "cluster", "kind", "namespace", "name", "observed_us"),
+        Index("ix_object_versions_observed", "observed_us"),
+    )  # fmt: skip
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    kind: Mapped[str] = mapped_column(String(64))
+    namespace: Mapped[str] = mapped_column(String(NAME))
+    name: Mapped[str] = mapped_column(String(NAME))
+    uid: Mapped[str] = mapped_column(String(64))
+    resource_version: Mapped[str] = mapped_column(String(64))
+    observed_us: Mapped[int] = mapped_column(BigInteger)
+    deleted: Mapped[bool] = mapped_column(Boolean)
+    body: Mapped[str] = mapped_column(Text)  # msgspec JSON of the record
+
+
+class AllocationInterval(Base):
+    __tablename__ = "allocations"
+    __table_args__ = (
+        Index("uq_allocations_interval", "cluster", "claim_uid", "request", "driver", "pool",
+              "device", "share_id", "start_us", unique=True),
+        Index("ix_allocations_device", "cluster", "driver", "pool", "device", "start_us"),
+        Index("ix_allocations_uuid", "uuid", "start_us"),
+        Index("ix_allocations_claim", "cluster", "namespace", "claim"),
+        Index("ix_allocations_claim_uid", "claim_uid"),
+        Index("ix_allocations_start", "start_us"),
+    )  # fmt: skip
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    driver: Mapped[str] = mapped_column(String(NAME))
+    pool: Mapped[str] = mapped_column(String(NAME))
+    device: Mapped[str] = mapped_column(String(NAME))
+    uuid: Mapped[str | None] = mapped_column(String(128))
+    node: Mapped[str | None] = mapped_column(String(NAME))
+    namespace: Mapped[str] = mapped_column(String(NAME))
+    claim: Mapped[str] = mapped_column(String(NAME))
+    claim_uid: Mapped[str] = mapped_column(String(64))
+    request: Mapped[str] = mapped_column(String(NAME))
+    share_id: Mapped[str] = mapped_column(String(64))  # "" when the device is not shared
+    consumed_capacity: Mapped[str] = mapped_column(Text)  # JSON map, "{}" when none
+    class_name: Mapped[str] = mapped_column(String(NAME))  # "" when the model did not say
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_reason: Mapped[str | None] = mapped_column(String(32))  # released | deleted | unwatched
+
+
+class ConsumerInterval(Base):
+    __tablename__ = "consumers"
+    __table_args__ = (
+        Index("uq_consumers_interval", "cluster", "claim_uid", "pod_uid", "start_us", unique=True),
+        Index("ix_consumers_claim_uid", "claim_uid"),
+        Index("ix_consumers_claim", "cluster", "namespace", "claim"),
+    )
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    namespace: Mapped[str] = mapped_column(String(NAME))
+    claim: Mapped[str] = mapped_column(String(NAME))
+    claim_uid: Mapped[str] = mapped_column(String(64))
+    pod: Mapped[str] = mapped_column(String(NAME))
+    pod_uid: Mapped[str] = mapped_column(String(64))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+
+
+class WaitInterval(Base):
+    __tablename__ = "waits"
+    __table_args__ = (
+        Index("uq_waits_interval", "cluster", "claim_uid", "start_us", unique=True),
+        Index("ix_waits_claim_uid", "claim_uid"),
+        Index("ix_waits_claim", "cluster", "namespace", "claim"),
+        Index("ix_waits_start", "start_us"),
+    )
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    namespace: Mapped[str] = mapped_column(String(NAME))
+    claim: Mapped[str] = mapped_column(String(NAME))
+    claim_uid: Mapped[str] = mapped_column(String(64))
+    class_name: Mapped[str] = mapped_column(String(NAME))  # first class requested, "" if none
+    class_names: Mapped[str] = mapped_column(Text)  # every class requested, comma-separated
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_reason: Mapped[str | None] = mapped_column(String(32))  # allocated | deleted | unwatched
+
+
+class IdleInterval(Base):
+    __tablename__ = "idle_holds"
+    __table_args__ = (
+        Index("uq_idle_holds_interval", "cluster", "claim_uid", "start_us", unique=True),
+        Index("ix_idle_holds_claim_uid", "claim_uid"),
+    )
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    namespace: Mapped[str] = mapped_column(String(NAME))
+    claim: Mapped[str] = mapped_column(String(NAME))
+    claim_uid: Mapped[str] = mapped_column(String(64))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+
+
+class DeviceInterval(Base):
+    __tablename__ = "device_inventory"
+    __table_args__ = (
+        Index("uq_device_inventory_interval", "cluster", "driver", "pool", "device", "start_us",
+              unique=True),
+        Index("ix_device_inventory_uuid", "uuid"),
+        Index("ix_device_inventory_node", "cluster", "node", "device"),
+        Index("ix_device_inventory_name", "device"),
+    )  # fmt: skip
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    driver: Mapped[str] = mapped_column(String(NAME))
+    pool: Mapped[str] = mapped_column(String(NAME))
+    device: Mapped[str] = mapped_column(String(NAME))
+    uuid: Mapped[str | None] = mapped_column(String(128))
+    node: Mapped[str | None] = mapped_column(String(NAME))
+    data: Mapped[str] = mapped_column(Text)  # attributes/capacity as JSON
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int | None] = mapped_column(BigInteger)
+    end_reason: Mapped[str | None] = mapped_column(String(32))  # changed | disappeared | unwatched
+
+
+class Gap(Base):
+    __tablename__ = "gaps"
+    __table_args__ = (Index("uq_gaps_interval", "cluster", "start_us", unique=True),)
+
+    id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
+    cluster: Mapped[str] = mapped_column(String(NAME))
+    start_us: Mapped[int] = mapped_column(BigInteger)
+    end_us: Mapped[int] = mapped_column(BigInteger)
+
+
+class ClusterMark(Base):
+    __tablename__ = "cluster_marks"
+
+    cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    last_seen_us: Mapped[int] = mapped_column(BigInteger)
+
+
+class OutboxPosition(Base):
+    __tablename__ = "outbox_positions"
+
+    stream: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    position: Mapped[str] = mapped_column(String(64))  # "<ms>-<seq>", as Redis stream ids
+    updated_us: Mapped[int] = mapped_column(BigInteger)
+
+
+INTERVAL_TABLES = (AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval, DeviceInterval)

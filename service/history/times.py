@@ -1,0 +1,59 @@
+"""RFC 3339 times ↔ integer microseconds since the Unix epoch, and bucket sizes.
+
+History stores every instant as a BIGINT of microseconds (UTC) so that SQLite and PostgreSQL do
+the same exact integer arithmetic for overlaps and durations. Promises: `to_us(to_rfc3339(x)) ==
+x` for every whole-microsecond instant; naive times are taken as UTC; Kubernetes' `Z` suffix and
+fractional seconds (up to microseconds) are accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+US_PER_SECOND = 1_000_000
+US_PER_HOUR = 3600 * US_PER_SECOND
+
+_BUCKET = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class BadTime(ValueError):
+    """A time or bucket size a client gave cannot be read."""
+
+
+def to_us(value: str | datetime) -> int:
+    """Microseconds since the epoch of an RFC 3339 string or a datetime."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError as error:
+            raise BadTime(f"not an RFC 3339 time: {value!r}") from error
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return (value - EPOCH) // MICROSECOND
+
+
+def to_datetime(us: int) -> datetime:
+    return EPOCH + timedelta(microseconds=us)
+
+
+def to_rfc3339(us: int) -> str:
+    """`2026-11-29T23:49:37Z`, with `.ffffff` only when the instant has a fraction."""
+    moment = to_datetime(us)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}"
+    return text + "Z"
+
+
+def bucket_us(size: str | None) -> int | None:
+    """A bucket size such as `1h`, `6h`, `1d`, `7d`, `30m` in microseconds; None: one bucket."""
+    if size is None or not size.strip():
+        return None
+    match = _BUCKET.match(size)
+    if not match or int(match.group(1)) == 0:
+        raise BadTime(f"bucket must look like 15m, 1h, 1d or 7d, not {size!r}")
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2)] * US_PER_SECOND
