@@ -1,0 +1,142 @@
+"""Connections to the clusters to mirror, from a kubeconfig or the in-cluster service account.
+
+`connect(kubeconfig, contexts)` gives one `ClusterConnection` per cluster:
+
+* with a kubeconfig: one per named context (`--context`, repeatable), or one per context in the
+  file when none is named; the cluster's name in the mirror is the context name;
+* without one: the in-cluster configuration (service account token, re-read as the kubelet
+  rotates it) when running in a pod, else the default kubeconfig (`$KUBECONFIG`,
+  `~/.kube/config`).
+
+Each connection has its own `ApiClient` (own Configuration, own aiohttp session), so clusters
+never share credentials or connection pools. Exec credential plugins (EKS, GKE, AKS) are run by
+kubernetes_asyncio; their tokens are refreshed before they expire through the Configuration's
+`refresh_api_key_hook`. Errors leave as `ConfigurationError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import ConfigException
+from kubernetes_asyncio.config.incluster_config import (
+    SERVICE_HOST_ENV_NAME,
+    load_incluster_config,
+)
+from kubernetes_asyncio.config.kube_config import (
+    KUBE_CONFIG_DEFAULT_LOCATION,
+    KubeConfigLoader,
+    list_kube_config_contexts,
+    load_kube_config,
+)
+
+from service.clusters.errors import ConfigurationError
+
+IN_CLUSTER_NAME = "in-cluster"
+# Six watches per cluster stay open at once, plus lists and discovery.
+_MIN_POOL = 16
+
+
+@dataclass(eq=False)
+class ClusterConnection:
+    """One cluster to mirror: its name in the mirror and the client that reaches it."""
+
+    name: str
+    api_client: ApiClient
+    context: str | None = None  # kubeconfig context, None in-cluster
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+
+def _configuration() -> Configuration:
+    configuration = Configuration()
+    configuration.connection_pool_maxsize = max(
+        configuration.connection_pool_maxsize or 0, _MIN_POOL
+    )
+    return configuration
+
+
+def _refresh_exec_tokens(loader: KubeConfigLoader, configuration: Configuration) -> None:
+    if not loader._user or "exec" not in loader._user:  # only exec plugins expire here
+        return
+
+    async def refresh(config: Configuration) -> None:
+        # load_from_exec_plugin re-runs the plugin only once its token is (nearly) expired.
+        if await loader.load_from_exec_plugin():
+            config.api_key["BearerToken"] = loader.token
+
+    configuration.refresh_api_key_hook = refresh
+
+
+async def _from_kubeconfig(path: str, context: str) -> ClusterConnection:
+    configuration = _configuration()
+    try:
+        loader = await load_kube_config(
+            config_file=path,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (ConfigException, OSError, KeyError, ValueError) as error:
+        raise ConfigurationError(f"context {context!r} in {path}: {error}") from error
+    _refresh_exec_tokens(loader, configuration)
+    return ClusterConnection(context, ApiClient(configuration), context)
+
+
+def _default_kubeconfig() -> str:
+    """What kubectl reads without --kubeconfig: $KUBECONFIG (a path list), else ~/.kube/config."""
+    return os.environ.get("KUBECONFIG") or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
+
+
+def in_cluster() -> bool:
+    """Whether this process runs in a pod (the kubelet sets KUBERNETES_SERVICE_HOST)."""
+    return bool(os.environ.get(SERVICE_HOST_ENV_NAME))
+
+
+async def connect(
+    kubeconfig: str | None,
+    contexts: Sequence[str] | None,
+    *,
+    in_cluster_name: str = IN_CLUSTER_NAME,
+) -> list[ClusterConnection]:
+    """One connection per cluster to mirror (see the module docstring for the rules)."""
+    if kubeconfig is None and not contexts and in_cluster():
+        configuration = _configuration()
+        try:
+            load_incluster_config(client_configuration=configuration)
+        except (ConfigException, OSError) as error:
+            raise ConfigurationError(f"in-cluster configuration: {error}") from error
+        return [ClusterConnection(in_cluster_name, ApiClient(configuration), None)]
+    path = kubeconfig or _default_kubeconfig()
+    try:
+        available, _current = list_kube_config_contexts(path)
+    except (ConfigException, OSError, KeyError, ValueError) as error:
+        raise ConfigurationError(f"kubeconfig {path}: {error}") from error
+    names = [c["name"] for c in available]
+    wanted = list(contexts) if contexts else names
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise ConfigurationError(
+            f"kubeconfig {path} has no context {', '.join(map(repr, unknown))} "
+            f"(it has: {', '.join(names) or 'none'})"
+        )
+    if not wanted:
+        raise ConfigurationError(f"kubeconfig {path} has no contexts")
+    connections: list[ClusterConnection] = []
+    try:
+        for name in dict.fromkeys(wanted):  # a context named twice is one cluster
+            connections.append(await _from_kubeconfig(path, name))
+    except BaseException:
+        await close_all(connections)
+        raise
+    return connections
+
+
+async def close_all(connections: Sequence[ClusterConnection]) -> None:
+    """Close every connection's HTTP session."""
+    for connection in connections:
+        await connection.close()

@@ -1,0 +1,95 @@
+"""Connections from a real kubeconfig file: contexts, their servers and tokens, exec plugins."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from service.clusters.config import close_all, connect
+from service.clusters.errors import ConfigurationError
+
+
+def write_kubeconfig(path: Path, users: dict[str, dict], current: str = "east") -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": current,
+        "clusters": [
+            {"name": name, "cluster": {"server": f"http://127.0.0.1:{port}"}}
+            for name, port in (("east", 1111), ("west", 2222))
+        ],
+        "users": [{"name": name, "user": user} for name, user in users.items()],
+        "contexts": [
+            {"name": name, "context": {"cluster": name, "user": name}} for name in ("east", "west")
+        ],
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_every_context_or_the_named_ones(tmp_path: Path) -> None:
+    users = {"east": {"token": "t-east"}, "west": {"token": "t-west"}}
+    kubeconfig = str(write_kubeconfig(tmp_path / "config", users))
+    every = await connect(kubeconfig, None)
+    try:
+        assert [c.name for c in every] == ["east", "west"]
+        assert [c.context for c in every] == ["east", "west"]
+        hosts = [c.api_client.configuration.host for c in every]
+        assert hosts == ["http://127.0.0.1:1111", "http://127.0.0.1:2222"]
+        tokens = [
+            await c.api_client.configuration.get_api_key_with_prefix("BearerToken") for c in every
+        ]
+        assert tokens == ["Bearer t-east", "Bearer t-west"]
+        assert every[0].api_client is not every[1].api_client
+    finally:
+        await close_all(every)
+    named = await connect(kubeconfig, ["west", "west"])
+    try:
+        assert [c.name for c in named] == ["west"]
+    finally:
+        await close_all(named)
+
+
+async def test_unknown_context_and_missing_file_are_configuration_errors(tmp_path: Path) -> None:
+    kubeconfig = str(write_kubeconfig(tmp_path / "config", {"east": {}, "west": {}}))
+    with pytest.raises(ConfigurationError, match=r"no context .north.*east, west"):
+        await connect(kubeconfig, ["north"])
+    with pytest.raises(ConfigurationError, match="kubeconfig"):
+        await connect(str(tmp_path / "absent"), None)
+
+
+async def test_exec_plugin_tokens_are_refreshed_when_they_expire(tmp_path: Path) -> None:
+    # An exec credential plugin (as EKS/GKE use) whose tokens are already expired: every
+    # request must run it again and carry the new token.
+    counter = tmp_path / "count"
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "import json, pathlib\n"
+        f"p = pathlib.Path({str(counter)!r})\n"
+        "n = int(p.read_text()) + 1 if p.exists() else 1\n"
+        "p.write_text(str(n))\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+        "'kind': 'ExecCredential', 'status': {'token': f'token-{n}', "
+        "'expirationTimestamp': '2000-01-01T00:00:00Z'}}))\n"
+    )
+    exec_user = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(plugin)],
+            "interactiveMode": "Never",
+        }
+    }
+    kubeconfig = str(write_kubeconfig(tmp_path / "config", {"east": exec_user, "west": {}}))
+    [east] = await connect(kubeconfig, ["east"])
+    try:
+        configuration = east.api_client.configuration
+        first = await configuration.get_api_key_with_prefix("BearerToken")
+        second = await configuration.get_api_key_with_prefix("BearerToken")
+        assert first == "Bearer token-2"  # token-1 came with load_kube_config
+        assert second == "Bearer token-3"
+    finally:
+        await east.close()
