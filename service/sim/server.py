@@ -26,7 +26,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.sim import discovery, tables
+from service.sim import discovery, openapi, tables
 from service.sim.convert import to_served, to_storage
 from service.sim.errors import ApiError, bad_request, not_found
 from service.sim.listing import list_page
@@ -390,6 +390,23 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             cluster.apply_faults(changes)
         return json_response(cluster.faults.settings)
 
+    async def openapi_index(request: Request) -> Response:
+        return json_response(openapi.index(cluster.served_versions()))
+
+    async def openapi_core(request: Request) -> Response:
+        return json_response(openapi.document("", "v1"))
+
+    async def openapi_dra(request: Request) -> Response:
+        version = request.path_params["version"]
+        cluster.check_version(version)
+        return json_response(openapi.document(DRA_GROUP, version))
+
+    async def openapi_v2(request: Request) -> Response:
+        # kubectl reads /openapi/v2 only as protobuf (openapi_v2.Document) to validate kinds
+        # it cannot check through /openapi/v3 (e.g. `kind: List` files). A document with no
+        # definitions makes it skip client-side validation, leaving it to the server.
+        return Response(openapi.EMPTY_V2_PROTOBUF, media_type=openapi.V2_PROTOBUF)
+
     async def healthz(request: Request) -> Response:
         return Response(b"ok", media_type="text/plain")
 
@@ -408,6 +425,10 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         ),
         Route("/sim/status", guarded(sim_status)),
         Route("/sim/faults", guarded(sim_faults), methods=["GET", "POST"]),
+        Route("/openapi/v2", guarded(openapi_v2)),
+        Route("/openapi/v3", guarded(openapi_index)),
+        Route("/openapi/v3/api/v1", guarded(openapi_core)),
+        Route("/openapi/v3/apis/resource.k8s.io/{version}", guarded(openapi_dra)),
         Route("/healthz", healthz),
         Route("/readyz", healthz),
         Route("/livez", healthz),
