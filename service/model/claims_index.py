@@ -1,0 +1,293 @@
+"""The claim side of the index: holds on devices, consumers, waiting, idleness and templates.
+
+The rules are in the docstring of `service.model.index` (points 4 to 6); this module keeps the
+state they need and emits their transitions into the index's batch:
+
+* holds: `device_allocations` maps a DeviceKey to {(claim, request, shareID): AllocationRef};
+* consumers: pod key -> the claims whose status.reservedFor names that pod, so that a pod's
+  phase change re-evaluates only those claims' idleness;
+* templates: claim key -> {pod key: template name} from pods' resolved claims; when several pods
+  name the same claim (not expected from Kubernetes) the smallest pod key wins, so the answer
+  never depends on event order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from msgspec.structs import replace
+
+from service.model import changes as ch
+from service.model.records import (
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    AllocationRef,
+    ClaimRecord,
+    Consumer,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+)
+
+if TYPE_CHECKING:
+    from service.model.index import Batch, ClusterIndex
+
+DEVICE_ALLOCATIONS = "device_allocations"
+CLASS_CLAIMS = "class_claims"
+TEMPLATE_CLAIMS = "template_claims"
+RUNNING = "Running"
+
+
+def class_names(claim: ClaimRecord | None) -> tuple[str, ...]:
+    """Every DeviceClass a claim's requests (and subrequests) name, in order, once."""
+    if claim is None:
+        return ()
+    names: dict[str, None] = {}
+    for request in claim.requests:
+        if request.device_class_name:
+            names[request.device_class_name] = None
+        for sub in request.first_available:
+            if sub.device_class_name:
+                names[sub.device_class_name] = None
+    return tuple(names)
+
+
+def _holds(cluster: str, key: ObjectKey, claim: ClaimRecord | None) -> dict[tuple, Any]:
+    """(device key, hold id) -> (AllocationRef, AllocationResult) of a claim's allocation."""
+    if claim is None or claim.allocation is None:
+        return {}
+    holds = {}
+    for result in claim.allocation.results:
+        device = DeviceKey(cluster, result.driver, result.pool, result.device)
+        hold_id = (key, result.request, result.share_id or "")
+        ref = AllocationRef(
+            claim=key,
+            request=result.request,
+            share_id=result.share_id,
+            consumed_capacity=result.consumed_capacity,
+            admin_access=result.admin_access,
+        )
+        holds[(device, hold_id)] = (ref, result)
+    return holds
+
+
+def _consumers(claim: ClaimRecord | None) -> dict[str, Consumer]:
+    if claim is None:
+        return {}
+    return {c.uid or f"{c.resource}/{c.name}": c for c in claim.reserved_for}
+
+
+def _pod_consumers(cluster: str, claim: ClaimRecord | None) -> set[ObjectKey]:
+    if claim is None:
+        return set()
+    ns = claim.meta.namespace
+    return {
+        ObjectKey(cluster, POD, ns, c.name)
+        for c in claim.reserved_for
+        if c.resource == "pods" and not c.api_group
+    }
+
+
+def _pod_templates(cluster: str, pod: PodRecord | None) -> dict[ObjectKey, str]:
+    if pod is None:
+        return {}
+    ns = pod.meta.namespace
+    return {
+        ObjectKey(cluster, RESOURCE_CLAIM, ns, c.claim_name): c.template_name
+        for c in pod.claims
+        if c.claim_name and c.template_name
+    }
+
+
+class ClaimTracker:
+    def __init__(self, index: ClusterIndex) -> None:
+        self._index = index
+        self._cluster = index.cluster
+        self.idle_since: dict[ObjectKey, str] = {}
+        self._templates: dict[ObjectKey, dict[ObjectKey, str]] = {}
+        self._consumers: dict[ObjectKey, set[ObjectKey]] = {}
+
+    # --- templates ------------------------------------------------------------------------------
+
+    def template_of(self, claim: ObjectKey) -> str | None:
+        by_pod = self._templates.get(claim)
+        return by_pod[min(by_pod)] if by_pod else None
+
+    def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
+        template = self.template_of(key)
+        return claim if claim.template_name == template else replace(claim, template_name=template)
+
+    # --- claims ---------------------------------------------------------------------------------
+
+    def _claim_fields(self, key: ObjectKey, claim: ClaimRecord) -> dict[str, Any]:
+        return {
+            "namespace": key.namespace,
+            "claim": key.name,
+            "claim_uid": claim.meta.uid,
+            "class_names": class_names(claim),
+            "node": claim.allocation.node_name if claim.allocation else None,
+        }
+
+    def on_claim(
+        self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
+    ) -> None:
+        links = self._index.links
+        cluster = self._cluster
+        current = new if new is not None else old
+        assert current is not None
+        fields = self._claim_fields(key, current)
+
+        old_classes, new_classes = set(class_names(old)), set(class_names(new))
+        for name in old_classes - new_classes:
+            links.remove(CLASS_CLAIMS, (cluster, name), key)
+        for name in new_classes - old_classes:
+            links.add(CLASS_CLAIMS, (cluster, name), key)
+
+        if old is None:
+            batch.transition(ch.CLAIM_CREATED, **fields)
+        was_waiting = old is not None and old.allocation is None
+        now_waiting = new is not None and new.allocation is None
+        if now_waiting and not was_waiting:
+            batch.transition(ch.WAIT_STARTED, **fields)
+        elif was_waiting and not now_waiting:
+            reason = "deleted" if new is None else "allocated"
+            batch.transition(ch.WAIT_ENDED, reason=reason, **fields)
+
+        old_holds, new_holds = _holds(cluster, key, old), _holds(cluster, key, new)
+        for hold in old_holds.keys() - new_holds.keys():
+            device, hold_id = hold
+            links.remove(DEVICE_ALLOCATIONS, device, hold_id)
+            self._hold_transition(ch.RELEASED, device, old_holds[hold], old, key, batch)
+        for hold, (ref, _) in new_holds.items():
+            device, hold_id = hold
+            if hold not in old_holds:
+                links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
+                self._hold_transition(ch.ALLOCATED, device, new_holds[hold], new, key, batch)
+            elif old_holds[hold][0] != ref:
+                links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
+
+        old_consumers, new_consumers = _consumers(old), _consumers(new)
+        for uid in old_consumers.keys() - new_consumers.keys():
+            c = old_consumers[uid]
+            batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
+        for uid in new_consumers.keys() - old_consumers.keys():
+            c = new_consumers[uid]
+            batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
+        old_pods, new_pods = _pod_consumers(cluster, old), _pod_consumers(cluster, new)
+        for pod in old_pods - new_pods:
+            claims = self._consumers.get(pod)
+            if claims is not None:
+                claims.discard(key)
+                if not claims:
+                    del self._consumers[pod]
+        for pod in new_pods - old_pods:
+            self._consumers.setdefault(pod, set()).add(key)
+
+        self._refresh_idle(key, new, batch, fields)
+        if new is None:
+            batch.transition(ch.CLAIM_DELETED, **fields)
+
+    def _hold_transition(
+        self,
+        type_: str,
+        device: DeviceKey,
+        hold: tuple[AllocationRef, Any],
+        claim: ClaimRecord | None,
+        key: ObjectKey,
+        batch: Batch,
+    ) -> None:
+        assert claim is not None
+        _, result = hold
+        entry = self._index.device(device)
+        batch.transition(
+            type_,
+            driver=device.driver,
+            pool=device.pool,
+            device=device.device,
+            uuid=entry.device.uuid if entry is not None else None,
+            request=result.request,
+            share_id=result.share_id,
+            consumed_capacity=dict(result.consumed_capacity),
+            **self._claim_fields(key, claim),
+        )
+
+    # --- idleness -------------------------------------------------------------------------------
+
+    def _consumer_running(self, claim: ClaimRecord, consumer: Consumer) -> bool:
+        if consumer.resource != "pods" or consumer.api_group:
+            return True  # a PodGroup or other consumer the mirror cannot see: assume in use
+        pod = self._index.get(ObjectKey(self._cluster, POD, claim.meta.namespace, consumer.name))
+        if pod is None:
+            return False
+        if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
+            return False  # a new pod under the old name is not the consumer
+        return pod.phase == RUNNING  # type: ignore[union-attr]
+
+    def is_idle(self, claim: ClaimRecord | None) -> bool:
+        if claim is None or claim.allocation is None:
+            return False
+        return not any(self._consumer_running(claim, c) for c in claim.reserved_for)
+
+    def _refresh_idle(
+        self,
+        key: ObjectKey,
+        claim: ClaimRecord | None,
+        batch: Batch,
+        fields: dict[str, Any] | None = None,
+    ) -> None:
+        now = self.is_idle(claim)
+        was = key in self.idle_since
+        if now == was:
+            return
+        if fields is None:
+            assert claim is not None
+            fields = self._claim_fields(key, claim)
+        if now:
+            self.idle_since[key] = batch.at
+            batch.transition(ch.IDLE_STARTED, **fields)
+        else:
+            del self.idle_since[key]
+            batch.transition(ch.IDLE_ENDED, **fields)
+
+    # --- pods -----------------------------------------------------------------------------------
+
+    def on_pod(
+        self, key: ObjectKey, old: PodRecord | None, new: PodRecord | None, batch: Batch
+    ) -> None:
+        old_templates, new_templates = (
+            _pod_templates(self._cluster, old),
+            _pod_templates(self._cluster, new),
+        )
+        if old_templates != new_templates:
+            for claim in old_templates.keys() | new_templates.keys():
+                if old_templates.get(claim) != new_templates.get(claim):
+                    self._set_template(claim, key, new_templates.get(claim), batch)
+        if old is None or new is None or old.phase != new.phase or old.meta.uid != new.meta.uid:
+            for claim_key in list(self._consumers.get(key, ())):
+                claim = self._index.get(claim_key)
+                self._refresh_idle(claim_key, claim, batch)  # type: ignore[arg-type]
+
+    def _set_template(
+        self, claim: ObjectKey, pod: ObjectKey, template: str | None, batch: Batch
+    ) -> None:
+        before = self.template_of(claim)
+        by_pod = self._templates.setdefault(claim, {})
+        if template is None:
+            by_pod.pop(pod, None)
+            if not by_pod:
+                del self._templates[claim]
+        else:
+            by_pod[pod] = template
+        after = self.template_of(claim)
+        if before == after:
+            return
+        links = self._index.links
+        if before is not None:
+            links.remove(TEMPLATE_CLAIMS, self._template_key(claim, before), claim)
+        if after is not None:
+            links.add(TEMPLATE_CLAIMS, self._template_key(claim, after), claim)
+        self._index.replace_claim_view(claim, after, batch)
+
+    def _template_key(self, claim: ObjectKey, template: str) -> ObjectKey:
+        return ObjectKey(self._cluster, RESOURCE_CLAIM_TEMPLATE, claim.namespace, template)

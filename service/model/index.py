@@ -1,0 +1,398 @@
+"""The per-cluster index: current records, reverse maps, and the Changes each batch makes.
+
+`ClusterIndex.apply(events)` folds watch events (ADDED / MODIFIED / DELETED with the record)
+into the index and returns one `Changes`; `resync(kind, records)` does the same for a (re)list
+and turns what vanished into deletes. Nothing else decides what the stores and history write.
+
+Rules, in the order they are applied to each event (see also claims.py, pools.py, inventory.py):
+
+1. An upsert identical to the indexed record is a no-op; a DELETED for an unknown key too.
+   A claim whose uid changed under the same name is a delete of the old claim plus a create.
+2. Every reverse map (kopf's indexing is the model) is updated from the diff of the old and
+   new record's links only, so each event costs O(its own links), plus O(pool) for slices.
+3. Slices: the pool's valid generation is recomputed (pools.py); devices appear, change
+   (attributes, capacity, counters, taints, node) or disappear as generations change.
+4. Claims: per allocation result (request, driver, pool, device, shareID) `allocated` /
+   `released`; per status.reservedFor uid `consumer_added` / `consumer_removed`; a claim
+   without allocation is waiting (`wait_started` when created unallocated or deallocated,
+   `wait_ended` "allocated" or "deleted"). A deleted claim releases everything it held and ends
+   its reservations, wait and idleness.
+5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
+   Pending, Succeeded or Failed; a consumer that is not a pod — a PodGroup — counts as
+   running because the mirror cannot see it). `idle_started`/`idle_ended`, `idle_since`.
+   Pod changes re-evaluate the claims that list the pod in reservedFor.
+6. Templates: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
+   claim whose generated name (status.resourceClaimStatuses) is the claim; the index fills it
+   into its view of the claim (and re-emits the claim when it changes).
+
+A `Changes` holds each key at most once, in `upserts` (the final view) or `deletes` (the last
+known record), so stores may apply them in any order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from msgspec.structs import replace
+
+from service.model import changes as ch
+from service.model.claims_index import ClaimTracker
+from service.model.inventory import counters_free, device_status
+from service.model.links import Links
+from service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
+from service.model.records import (
+    KINDS,
+    NODE,
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    AllocationRef,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    Record,
+    SliceRecord,
+    key_of,
+)
+
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+DELETED = "DELETED"
+
+# Relation names: the values of service.stores.protocols.Relation (the model may not import
+# the stores layer, so it names them by value).
+DEVICE_ALLOCATIONS = "device_allocations"
+CLAIM_REFERRERS = "claim_referrers"
+TEMPLATE_CLAIMS = "template_claims"
+CLASS_CLAIMS = "class_claims"
+NODE_SLICES = "node_slices"
+NODE_DEVICES = "node_devices"
+NODE_PODS = "node_pods"
+SLICE_DEVICES = "slice_devices"
+POOL_DEVICES = "pool_devices"
+UUID_DEVICES = "uuid_devices"
+NAME_DEVICES = "name_devices"
+RELATIONS = (
+    DEVICE_ALLOCATIONS,
+    CLAIM_REFERRERS,
+    TEMPLATE_CLAIMS,
+    CLASS_CLAIMS,
+    NODE_SLICES,
+    NODE_DEVICES,
+    NODE_PODS,
+    SLICE_DEVICES,
+    POOL_DEVICES,
+    UUID_DEVICES,
+    NAME_DEVICES,
+)
+
+
+class Event(NamedTuple):
+    type: str  # ADDED | MODIFIED | DELETED
+    record: Record
+
+
+class Batch:
+    """The Changes being built for one apply(): each key once, in upserts or deletes."""
+
+    def __init__(self, cluster: str, at: str) -> None:
+        self.cluster = cluster
+        self.at = at
+        self.upserts: dict[ObjectKey, Record] = {}
+        self.deletes: dict[ObjectKey, Record] = {}
+        self.transitions: list[ch.Transition] = []
+
+    def upsert(self, key: ObjectKey, record: Record) -> None:
+        self.deletes.pop(key, None)
+        self.upserts[key] = record
+
+    def delete(self, key: ObjectKey, record: Record) -> None:
+        self.upserts.pop(key, None)
+        self.deletes[key] = record
+
+    def transition(self, type_: str, **fields: Any) -> None:
+        self.transitions.append(
+            ch.Transition(type=type_, cluster=self.cluster, at=self.at, **fields)
+        )
+
+    def changes(self, resource_version: str) -> ch.Changes:
+        return ch.Changes(
+            cluster=self.cluster,
+            at=self.at,
+            upserts=list(self.upserts.values()),
+            deletes=list(self.deletes.values()),
+            transitions=self.transitions,
+            resource_version=resource_version,
+        )
+
+
+class ClusterIndex:
+    """Everything the mirror knows of one cluster, kept consistent event by event."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
+        self.links = Links(RELATIONS)
+        self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
+        self._pools: dict[PoolKey, ValidPool] = {}
+        self._devices: dict[DeviceKey, DeviceEntry] = {}
+        self._claims = ClaimTracker(self)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def get(self, key: ObjectKey) -> Record | None:
+        objects = self._objects.get(key[1])
+        return objects.get(key) if objects is not None else None
+
+    def records(self, kind: str) -> Iterable[Record]:
+        return self._objects[kind].values()
+
+    def count(self, kind: str) -> int:
+        return len(self._objects[kind])
+
+    def device(self, key: DeviceKey) -> DeviceEntry | None:
+        return self._devices.get(key)
+
+    def devices(self) -> Iterable[DeviceEntry]:
+        return self._devices.values()
+
+    def lookup(self, relation: str, key: Any) -> list[Any]:
+        """The values a relation maps `key` to (see service.stores.protocols.Relation)."""
+        if relation == DEVICE_ALLOCATIONS:
+            return self.holds(key)
+        return sorted(self.links.get(relation, key))
+
+    def holds(self, key: DeviceKey) -> list[AllocationRef]:
+        """Every claim's hold on a device, in (claim, request, shareID) order."""
+        holds = self.links.get(DEVICE_ALLOCATIONS, key)
+        return [holds[k] for k in sorted(holds)]  # type: ignore[index]
+
+    def pool(self, driver: str, pool: str) -> ValidPool:
+        return self._pools.get(PoolKey(driver, pool), EMPTY_POOL)
+
+    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Any]]:
+        valid = self.pool(driver, pool)
+        held = (
+            entry.device
+            for key, entry in valid.devices.items()
+            if self.links.get(DEVICE_ALLOCATIONS, key)
+        )
+        return counters_free(valid.counter_sets, held)
+
+    def device_status(self, key: DeviceKey) -> str | None:
+        """free | held | shared | blocked, or None for a device not in a valid pool."""
+        entry = self._devices.get(key)
+        if entry is None:
+            return None
+        holds = self.holds(key)
+        free = None
+        if not holds and entry.device.consumes_counters:
+            free = self.counters_free(entry.key.driver, entry.key.pool)
+        return device_status(entry, holds, counters_free=free)
+
+    def idle_since(self, claim: ObjectKey) -> str | None:
+        """When the claim last became idle (allocated, no consumer pod Running), or None."""
+        return self._claims.idle_since.get(claim)
+
+    def idle_claims(self) -> Iterator[ObjectKey]:
+        return iter(self._claims.idle_since)
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def apply(self, events: Iterable[Event], *, at: str, resource_version: str = "") -> ch.Changes:
+        batch = Batch(self.cluster, at)
+        for event in events:
+            if event.type == DELETED:
+                self._delete(event.record, batch)
+            else:
+                self._upsert(event.record, batch)
+        return batch.changes(resource_version)
+
+    def resync(
+        self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
+    ) -> ch.Changes:
+        """After a (re)list of `kind`: upsert what changed, delete what is no longer there."""
+        events = [Event(MODIFIED, record) for record in records]
+        seen = {key_of(e.record) for e in events}
+        events.extend(
+            Event(DELETED, old) for key, old in self._objects[kind].items() if key not in seen
+        )
+        return self.apply(events, at=at, resource_version=resource_version)
+
+    def _upsert(self, record: Record, batch: Batch) -> None:
+        key = key_of(record)
+        kind = key.kind
+        objects = self._objects[kind]
+        old = objects.get(key)
+        if kind == RESOURCE_CLAIM:
+            record = self._claims.view(key, record)  # type: ignore[arg-type]
+            if old is not None and old.meta.uid and record.meta.uid != old.meta.uid:
+                self._delete(old, batch)  # recreated under the same name
+                old = None
+        if old == record:
+            return
+        objects[key] = record
+        self._dispatch(kind, key, old, record, batch)
+        batch.upsert(key, record)
+
+    def _delete(self, record: Record, batch: Batch) -> None:
+        key = key_of(record)
+        old = self._objects[key.kind].pop(key, None)
+        if old is None:
+            return
+        self._dispatch(key.kind, key, old, None, batch)
+        batch.delete(key, old)
+
+    def _dispatch(
+        self, kind: str, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
+    ) -> None:
+        if kind == RESOURCE_SLICE:
+            self._on_slice(key, old, new, batch)  # type: ignore[arg-type]
+        elif kind == RESOURCE_CLAIM:
+            self._claims.on_claim(key, old, new, batch)  # type: ignore[arg-type]
+        elif kind == POD:
+            self._on_pod(key, old, new, batch)  # type: ignore[arg-type]
+
+    def replace_claim_view(self, key: ObjectKey, template_name: str | None, batch: Batch) -> None:
+        """A pod changed which template a claim came from: re-emit the claim's view."""
+        claims = self._objects[RESOURCE_CLAIM]
+        claim = claims.get(key)
+        if claim is not None and claim.template_name != template_name:  # type: ignore[union-attr]
+            claims[key] = view = replace(claim, template_name=template_name)
+            batch.upsert(key, view)
+
+    # --- slices and pools -----------------------------------------------------------------------
+
+    def _on_slice(
+        self, key: ObjectKey, old: SliceRecord | None, new: SliceRecord | None, batch: Batch
+    ) -> None:
+        cluster = self.cluster
+        old_node = old.node_name if old else None
+        new_node = new.node_name if new else None
+        if old_node != new_node:
+            if old_node:
+                self.links.remove(NODE_SLICES, (cluster, old_node), key)
+            if new_node:
+                self.links.add(NODE_SLICES, (cluster, new_node), key)
+        pools = set()
+        if old is not None:
+            pools.add(pool_key(old))
+            self._pool_slices[pool_key(old)].pop(key, None)
+        if new is not None:
+            pools.add(pool_key(new))
+            self._pool_slices.setdefault(pool_key(new), {})[key] = new
+        for pk in pools:
+            self._recompute_pool(pk, batch)
+
+    def _recompute_pool(self, pk: PoolKey, batch: Batch) -> None:
+        slices = self._pool_slices.get(pk) or {}
+        before = self._pools.get(pk, EMPTY_POOL).devices
+        after = valid_pool(self.cluster, slices.values())
+        if slices:
+            self._pools[pk] = after
+        else:
+            self._pools.pop(pk, None)
+            self._pool_slices.pop(pk, None)
+        for dk, entry in before.items():
+            if dk not in after.devices:
+                self._unlink_device(entry)
+                del self._devices[dk]
+                self._device_transition(ch.DEVICE_DISAPPEARED, entry, batch)
+        for dk, entry in after.devices.items():
+            previous = before.get(dk)
+            if previous is None:
+                self._link_device(entry)
+                self._devices[dk] = entry
+                self._device_transition(ch.DEVICE_APPEARED, entry, batch)
+            elif previous != entry:
+                if (previous.slice, previous.node, previous.device.uuid) != (
+                    entry.slice,
+                    entry.node,
+                    entry.device.uuid,
+                ):
+                    self._unlink_device(previous)
+                    self._link_device(entry)
+                self._devices[dk] = entry
+                if previous.device != entry.device or previous.node != entry.node:
+                    self._device_transition(ch.DEVICE_CHANGED, entry, batch)
+
+    def _device_links(self, entry: DeviceEntry) -> Iterator[tuple[str, Any]]:
+        key = entry.key
+        yield SLICE_DEVICES, entry.slice
+        yield POOL_DEVICES, (key.cluster, key.driver, key.pool)
+        yield NAME_DEVICES, key.device
+        if entry.node:
+            yield NODE_DEVICES, (key.cluster, entry.node)
+        if entry.device.uuid:
+            yield UUID_DEVICES, entry.device.uuid
+
+    def _link_device(self, entry: DeviceEntry) -> None:
+        for relation, from_key in self._device_links(entry):
+            self.links.add(relation, from_key, entry.key)
+
+    def _unlink_device(self, entry: DeviceEntry) -> None:
+        for relation, from_key in self._device_links(entry):
+            self.links.remove(relation, from_key, entry.key)
+
+    def _device_transition(self, type_: str, entry: DeviceEntry, batch: Batch) -> None:
+        device = entry.device
+        batch.transition(
+            type_,
+            driver=entry.key.driver,
+            pool=entry.key.pool,
+            device=entry.key.device,
+            uuid=device.uuid,
+            node=entry.node,
+            data={
+                "attributes": {
+                    k: {"type": a.type, "value": a.value} for k, a in device.attributes.items()
+                },
+                "capacity": {k: c.value for k, c in device.capacity.items()},
+                "shareable": device.shareable,
+                "taints": list(device.taints),
+                "generation": entry.pool_generation,
+            },
+        )
+
+    # --- pods -----------------------------------------------------------------------------------
+
+    def _on_pod(
+        self, key: ObjectKey, old: PodRecord | None, new: PodRecord | None, batch: Batch
+    ) -> None:
+        cluster = self.cluster
+        old_node = old.node_name if old else None
+        new_node = new.node_name if new else None
+        if old_node != new_node:
+            if old_node:
+                self.links.remove(NODE_PODS, (cluster, old_node), key)
+            if new_node:
+                self.links.add(NODE_PODS, (cluster, new_node), key)
+        old_claims = _pod_claim_keys(cluster, old)
+        new_claims = _pod_claim_keys(cluster, new)
+        if old_claims != new_claims:
+            for claim in old_claims - new_claims:
+                self.links.remove(CLAIM_REFERRERS, claim, key)
+            for claim in new_claims - old_claims:
+                self.links.add(CLAIM_REFERRERS, claim, key)
+        self._claims.on_pod(key, old, new, batch)
+
+
+def _pod_claim_keys(cluster: str, pod: PodRecord | None) -> set[ObjectKey]:
+    if pod is None:
+        return set()
+    namespace = pod.meta.namespace
+    return {
+        ObjectKey(cluster, RESOURCE_CLAIM, namespace, c.claim_name)
+        for c in pod.claims
+        if c.claim_name
+    }
+
+
+def template_key(cluster: str, namespace: str, name: str) -> ObjectKey:
+    return ObjectKey(cluster, RESOURCE_CLAIM_TEMPLATE, namespace, name)
+
+
+__all__ = ["ADDED", "DELETED", "MODIFIED", "NODE", "RELATIONS", "ClusterIndex", "Event"]

@@ -1,0 +1,112 @@
+"""Derived state of devices: free, held, shared or blocked, and what capacity is left.
+
+Rules (DESIGN.md "Derived states", "Identity"; dra-api.md §4, §6):
+
+* a device with no allocation is `free`, unless it consumes counters of a shared counter set
+  (a MIG partition of a GPU) and those counters no longer fit because sibling partitions of the
+  same set are allocated: then it is `blocked`;
+* a device held by claims is `shared` when it allows multiple allocations
+  (`allowMultipleAllocations`, each hold carrying a shareID and consumedCapacity), otherwise
+  `held` (exclusive);
+* counters are a pool resource: the counter sets of a pool's valid generation minus what every
+  allocated device of that pool consumes (a device held several times consumes once);
+* remaining capacity of a device: each capacity's value minus the consumedCapacity of every
+  hold; an exclusive hold consumes everything. Results keep the format of the capacity value.
+
+All functions are pure and take records, so the index, the stores, the schema and the
+simulator compute the same answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+
+from service.model.quantity import format_quantity, parse_quantity
+from service.model.records import (
+    BLOCKED,
+    FREE,
+    HELD,
+    SHARED,
+    AllocationRef,
+    CounterSet,
+    Device,
+    DeviceEntry,
+)
+
+CountersFree = Mapping[str, Mapping[str, Fraction]]  # counter set -> counter -> amount left
+
+
+def _amount(quantity: str) -> Fraction:
+    try:
+        return parse_quantity(quantity)
+    except ValueError:
+        return Fraction(0)  # the API server validated it; a bad string consumes nothing
+
+
+def counters_free(
+    counter_sets: Iterable[CounterSet], allocated: Iterable[Device]
+) -> dict[str, dict[str, Fraction]]:
+    """What is left of a pool's shared counters once `allocated` devices took theirs."""
+    left = {
+        cs.name: {name: _amount(value) for name, value in cs.counters.items()}
+        for cs in counter_sets
+    }
+    for device in allocated:
+        for consumption in device.consumes_counters:
+            counters = left.get(consumption.counter_set)
+            if counters is None:
+                continue
+            for name, value in consumption.counters.items():
+                if name in counters:
+                    counters[name] -= _amount(value)
+    return left
+
+
+def counters_fit(device: Device, free: CountersFree | None) -> bool:
+    """True when every counter the device consumes is still available in `free`."""
+    if not device.consumes_counters or free is None:
+        return True
+    for consumption in device.consumes_counters:
+        counters = free.get(consumption.counter_set)
+        if counters is None:
+            continue  # the counter set is not published (yet): nothing blocks
+        for name, value in consumption.counters.items():
+            if name in counters and counters[name] < _amount(value):
+                return False
+    return True
+
+
+def device_status(
+    entry: DeviceEntry | Device,
+    holds: Sequence[AllocationRef],
+    *,
+    counters_free: CountersFree | None = None,
+) -> str:
+    """free | held | shared | blocked. `counters_free` is the pool's (see `counters_free()`)."""
+    device = entry.device if isinstance(entry, DeviceEntry) else entry
+    if holds:
+        return SHARED if device.shareable else HELD
+    if not counters_fit(device, counters_free):
+        return BLOCKED
+    return FREE
+
+
+def remaining_capacity(
+    entry: DeviceEntry | Device, holds: Sequence[AllocationRef]
+) -> dict[str, str]:
+    """Per capacity name, what is left after every hold (an exclusive hold takes it all)."""
+    device = entry.device if isinstance(entry, DeviceEntry) else entry
+    remaining: dict[str, str] = {}
+    for name, capacity in device.capacity.items():
+        total = _amount(capacity.value)
+        if holds and not device.shareable:
+            left = Fraction(0)
+        else:
+            used = sum(
+                (_amount(h.consumed_capacity[name]) for h in holds if name in h.consumed_capacity),
+                Fraction(0),
+            )
+            left = max(total - used, Fraction(0))
+        remaining[name] = format_quantity(left, like=capacity.value)
+    return remaining

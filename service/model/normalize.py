@@ -1,0 +1,90 @@
+"""Raw API objects (dicts) of any served version into normalized records.
+
+`normalize(kind, raw, *, cluster)` accepts a DeviceClass, ResourceSlice, ResourceClaim or
+ResourceClaimTemplate of resource.k8s.io v1, v1beta2 or v1beta1 (v1alpha3 capacities too), or
+a core v1 Pod or Node, as a dict (YAML manifests, kubectl output, test data), and returns the
+one record shape of `service.model.records`. The hot path reads API bytes instead
+(`service.model.decode`); both go through the same wire Structs (`service.model.api`) and the
+same conversion (`record_of`), so they always agree.
+
+Promises: managedFields dropped, unknown fields tolerated, and anything structurally wrong
+raises `MalformedObject` — never another exception type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from service.model import api
+from service.model.claims import claim_record, template_record
+from service.model.metadata import MalformedObject, object_ref
+from service.model.records import (
+    DEVICE_CLASS,
+    NODE,
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    Record,
+)
+from service.model.slices import device_class_record, slice_record
+from service.model.workloads import node_record, pod_record
+
+__all__ = ["WIRE_TYPES", "MalformedObject", "normalize", "record_of"]
+
+# kind -> the wire Struct its objects decode into
+WIRE_TYPES: dict[str, type] = {
+    DEVICE_CLASS: api.DeviceClass,
+    RESOURCE_SLICE: api.ResourceSlice,
+    RESOURCE_CLAIM: api.ResourceClaim,
+    RESOURCE_CLAIM_TEMPLATE: api.ResourceClaimTemplate,
+    POD: api.Pod,
+    NODE: api.Node,
+}
+
+_CONVERTERS: dict[str, Callable[..., Record]] = {
+    DEVICE_CLASS: device_class_record,
+    RESOURCE_SLICE: slice_record,
+    RESOURCE_CLAIM: claim_record,
+    RESOURCE_CLAIM_TEMPLATE: template_record,
+    POD: pod_record,
+    NODE: node_record,
+}
+
+
+def record_of(kind: str, wire: Any, *, cluster: str) -> Record:
+    """The record of a decoded wire Struct; MalformedObject if its content is wrong."""
+    try:
+        return _CONVERTERS[kind](wire, cluster=cluster)
+    except MalformedObject:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
+        raise MalformedObject(object_ref(cluster, kind, wire.metadata), str(error)) from error
+
+
+def _name_of(kind: str, raw: Any, cluster: str) -> str:
+    metadata = raw.get("metadata") if isinstance(raw, dict) else None
+    try:
+        meta = msgspec.convert(metadata, api.ObjectMeta) if isinstance(metadata, dict) else None
+    except msgspec.ValidationError:
+        meta = api.ObjectMeta(
+            name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or "")
+        )
+    return object_ref(cluster, kind, meta)
+
+
+def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record:
+    """One raw object (a dict) of `kind` into its record; MalformedObject when it is wrong."""
+    wire_type = WIRE_TYPES.get(kind)
+    if wire_type is None:
+        raise MalformedObject(f"{cluster}/{kind}/?", f"not a mirrored kind: {kind}")
+    if not isinstance(raw, dict):
+        raise MalformedObject(f"{cluster}/{kind}/?", "not an object")
+    try:
+        wire = msgspec.convert(raw, wire_type)
+    except msgspec.ValidationError as error:
+        raise MalformedObject(_name_of(kind, raw, cluster), str(error)) from error
+    return record_of(kind, wire, cluster=cluster)

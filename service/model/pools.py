@@ -1,0 +1,84 @@
+"""Resource pools: which devices of a pool count, where they live, and whether the pool is whole.
+
+Rules (DESIGN.md "Identity", dra-api.md §2, §4):
+
+* a pool is all slices with the same (driver, pool name); only slices of the HIGHEST
+  `pool.generation` are valid — older ones are being replaced by the driver and are ignored for
+  inventory (history keeps them);
+* the pool is complete when `resourceSliceCount` slices of that generation are present;
+* a device is `(cluster, driver, pool, device)`; if two valid slices of a pool publish the same
+  device name (invalid, but a driver bug must not crash the mirror) the slice with the smallest
+  name wins, so every observer picks the same one;
+* a device lives on the slice's `nodeName`, or its own `nodeName` when the slice uses
+  `perDeviceNodeSelection`; devices on `allNodes`/`nodeSelector` slices have no single node;
+* shared counter sets (MIG: a GPU's memory slices and engines) are a pool resource: since 1.35
+  they may be published in their own slice of the pool, so they are collected from every
+  valid slice.
+
+`valid_pool` is pure; the index calls it for the pool of each slice event (O(pool size)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from service.model.records import CounterSet, DeviceEntry, DeviceKey, SliceRecord, key_of
+
+
+class PoolKey(NamedTuple):
+    driver: str
+    pool: str
+
+
+class ValidPool(NamedTuple):
+    generation: int
+    complete: bool
+    devices: dict[DeviceKey, DeviceEntry]
+    counter_sets: tuple[CounterSet, ...]
+    slice_count: int  # slices of the valid generation present
+    expected_slices: int  # resourceSliceCount they announce
+
+
+EMPTY_POOL = ValidPool(0, False, {}, (), 0, 0)
+
+
+def pool_key(slice_: SliceRecord) -> PoolKey:
+    return PoolKey(slice_.driver, slice_.pool.name)
+
+
+def device_node(slice_: SliceRecord, device_node_name: str | None) -> str | None:
+    if slice_.per_device_node_selection:
+        return device_node_name
+    return slice_.node_name
+
+
+def valid_pool(cluster: str, slices: Iterable[SliceRecord]) -> ValidPool:
+    """The devices and counters of a pool's valid generation, from all its slices."""
+    slices = list(slices)
+    if not slices:
+        return EMPTY_POOL
+    generation = max(s.pool.generation for s in slices)
+    valid = sorted(
+        (s for s in slices if s.pool.generation == generation), key=lambda s: s.meta.name
+    )
+    expected = max(s.pool.resource_slice_count for s in valid)
+    complete = len(valid) >= expected
+    devices: dict[DeviceKey, DeviceEntry] = {}
+    counter_sets: list[CounterSet] = []
+    for slice_ in valid:
+        counter_sets.extend(slice_.shared_counters)
+        slice_key = key_of(slice_)
+        for device in slice_.devices:
+            key = DeviceKey(cluster, slice_.driver, slice_.pool.name, device.name)
+            if key in devices:
+                continue
+            devices[key] = DeviceEntry(
+                key=key,
+                device=device,
+                slice=slice_key,
+                node=device_node(slice_, device.node_name),
+                pool_generation=generation,
+                pool_complete=complete,
+            )
+    return ValidPool(generation, complete, devices, tuple(counter_sets), len(valid), expected)
