@@ -1,0 +1,362 @@
+"""GraphQL types of the demand side: ResourceClaim, its requests and allocation, templates,
+the Allocation that joins a claim to a device, and the Holding that `whoHolds` answers.
+
+Both directions of every link (API.md): an Allocation reaches its device and its claim; a
+claim reaches its template, devices, allocation node and consumer pods; a template reaches
+its claims. Derived states (state, origin, idle, idleSince) are the model's, read as-is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from service.model.records import (
+    POD,
+    RESOURCE_CLAIM_TEMPLATE,
+    AllocationRef,
+    AllocationResult,
+    ClaimRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    Request,
+    SubRequest,
+    TemplateRecord,
+)
+from service.model.records import Device as DeviceRecord
+from service.stores.protocols import Relation
+
+from .devices import Device
+from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
+
+if TYPE_CHECKING:
+    from .nodes import Node
+    from .pods import Pod
+
+NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
+PodT = Annotated["Pod", strawberry.lazy("schema.pods")]
+
+
+async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
+    records = await info.context.loaders.records.load_many(keys)
+    return [ResourceClaim(record=r) for r in records if isinstance(r, ClaimRecord)]
+
+
+async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
+    """Pods in the claims' status.reservedFor (the authoritative "in use" set), deduplicated.
+    A reservedFor entry whose pod is gone, or was replaced by a pod with another uid, is not
+    that pod: it is skipped."""
+    from .pods import Pod
+
+    loaders = info.context.loaders
+    claims = await loaders.records.load_many(claim_keys)
+    wanted: dict[ObjectKey, str] = {}
+    for claim in claims:
+        if not isinstance(claim, ClaimRecord):
+            continue
+        for consumer in claim.reserved_for:
+            if consumer.resource == "pods" and not consumer.api_group:
+                key = ObjectKey(claim.meta.cluster, POD, claim.meta.namespace, consumer.name)
+                wanted.setdefault(key, consumer.uid)
+    pods = await loaders.records.load_many(list(wanted))
+    return [
+        Pod(record=pod)
+        for pod, uid in zip(pods, wanted.values(), strict=True)
+        if isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+    ]
+
+
+async def device_for(info: Info, key: DeviceKey) -> Device:
+    """The device of an allocation result. A device its driver no longer publishes (slice
+    gone, pool regenerated) still answers with its key so the holder stays visible."""
+    entry = await info.context.loaders.devices.load(key)
+    if entry is None:
+        entry = DeviceEntry(
+            key=key,
+            device=DeviceRecord(name=key.device),
+            slice=ObjectKey(key.cluster, "ResourceSlice", "", ""),
+            node=None,
+            pool_complete=False,
+        )
+    return Device(entry=entry)
+
+
+@strawberry.type(description="One claim's hold on one device (an allocation result).")
+class Allocation:
+    device_key: strawberry.Private[DeviceKey]
+    claim_key: strawberry.Private[ObjectKey]
+    request: str
+    share_id: str | None = strawberry.field(name="shareID")
+    consumed_capacity: JSON
+    admin_access: bool
+
+    @classmethod
+    def from_ref(cls, device: DeviceKey, ref: AllocationRef) -> Allocation:
+        return cls(
+            device_key=device,
+            claim_key=ref.claim,
+            request=ref.request,
+            share_id=ref.share_id,
+            consumed_capacity=dict(ref.consumed_capacity),
+            admin_access=ref.admin_access,
+        )
+
+    @classmethod
+    def from_result(cls, claim: ClaimRecord, result: AllocationResult) -> Allocation:
+        meta = claim.meta
+        return cls(
+            device_key=DeviceKey(meta.cluster, result.driver, result.pool, result.device),
+            claim_key=ObjectKey(meta.cluster, "ResourceClaim", meta.namespace, meta.name),
+            request=result.request,
+            share_id=result.share_id,
+            consumed_capacity=dict(result.consumed_capacity),
+            admin_access=result.admin_access,
+        )
+
+    @strawberry.field
+    async def device(self, info: Info) -> Device:
+        return await device_for(info, self.device_key)
+
+    @strawberry.field
+    async def claim(self, info: Info) -> ResourceClaim:
+        record = await info.context.loaders.records.load(self.claim_key)
+        if not isinstance(record, ClaimRecord):
+            raise LookupError(f"claim {self.claim_key.ref()} is gone")
+        return ResourceClaim(record=record)
+
+
+@strawberry.type
+class DeviceSubRequest:
+    name: str
+    device_class_name: str
+    allocation_mode: str
+    count: int
+    selectors: list[str]
+    capacity: JSON
+    tolerations: JSON
+
+    @classmethod
+    def of(cls, sub: SubRequest) -> DeviceSubRequest:
+        return cls(
+            name=sub.name,
+            device_class_name=sub.device_class_name,
+            allocation_mode=sub.allocation_mode,
+            count=sub.count,
+            selectors=list(sub.selectors),
+            capacity=dict(sub.capacity),
+            tolerations=list(sub.tolerations),
+        )
+
+
+@strawberry.type
+class DeviceRequest:
+    name: str
+    device_class_name: str | None
+    allocation_mode: str
+    count: int
+    selectors: list[str]
+    admin_access: bool
+    capacity: JSON = strawberry.field(description="capacity.requests: name -> quantity")
+    tolerations: JSON
+    first_available: list[DeviceSubRequest]
+
+    @classmethod
+    def of(cls, request: Request) -> DeviceRequest:
+        return cls(
+            name=request.name,
+            device_class_name=request.device_class_name,
+            allocation_mode=request.allocation_mode,
+            count=request.count,
+            selectors=list(request.selectors),
+            admin_access=request.admin_access,
+            capacity=dict(request.capacity),
+            tolerations=list(request.tolerations),
+            first_available=[DeviceSubRequest.of(s) for s in request.first_available],
+        )
+
+
+@strawberry.type(description="status.allocation of a claim.")
+class ClaimAllocation:
+    claim: strawberry.Private[ClaimRecord]
+    node_name: str | None
+    allocated_at: DateTime | None
+
+    @strawberry.field
+    async def node(self, info: Info) -> NodeT | None:
+        from .nodes import load_node
+
+        if not self.node_name:
+            return None
+        return await load_node(info, self.claim.meta.cluster, self.node_name)
+
+    @strawberry.field
+    def devices(self) -> list[Allocation]:
+        allocation = self.claim.allocation
+        results = allocation.results if allocation is not None else ()
+        return [Allocation.from_result(self.claim, r) for r in results]
+
+
+def claim_key(record: ClaimRecord) -> ObjectKey:
+    meta = record.meta
+    return ObjectKey(meta.cluster, "ResourceClaim", meta.namespace, meta.name)
+
+
+def _seconds_since(now: datetime, stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return max(0.0, (now - then).total_seconds())
+
+
+@strawberry.type
+class ResourceClaim:
+    record: strawberry.Private[ClaimRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def namespace(self) -> str:
+        return self.record.meta.namespace
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field
+    def uid(self) -> str:
+        return self.record.meta.uid
+
+    @strawberry.field
+    def state(self) -> ClaimState:
+        return ClaimState(self.record.state)
+
+    @strawberry.field
+    def origin(self) -> ClaimOrigin:
+        return ClaimOrigin(self.record.origin)
+
+    @strawberry.field(description="The template it was generated from (template claims).")
+    async def template(self, info: Info) -> ResourceClaimTemplate | None:
+        name = self.record.template_name
+        if not name:
+            return None
+        meta = self.record.meta
+        key = ObjectKey(meta.cluster, RESOURCE_CLAIM_TEMPLATE, meta.namespace, name)
+        record = await info.context.loaders.records.load(key)
+        return ResourceClaimTemplate(record=record) if isinstance(record, TemplateRecord) else None
+
+    @strawberry.field
+    def template_name(self) -> str | None:
+        return self.record.template_name
+
+    @strawberry.field
+    def requests(self) -> list[DeviceRequest]:
+        return [DeviceRequest.of(r) for r in self.record.requests]
+
+    @strawberry.field
+    def allocation(self) -> ClaimAllocation | None:
+        allocation = self.record.allocation
+        if allocation is None:
+            return None
+        return ClaimAllocation(
+            claim=self.record,
+            node_name=allocation.node_name,
+            allocated_at=to_datetime(allocation.allocated_at),  # type: ignore[arg-type]
+        )
+
+    @strawberry.field(description="Pods in status.reservedFor.")
+    async def consumers(self, info: Info) -> list[PodT]:
+        return await consumer_pods(info, [claim_key(self.record)])
+
+    @strawberry.field(description="Allocated, and no consumer pod Running.")
+    async def idle(self, info: Info) -> bool:
+        return await info.context.loaders.idle_since.load(claim_key(self.record)) is not None
+
+    @strawberry.field(description="When it last became idle (null when not idle).")
+    async def idle_since(self, info: Info) -> DateTime | None:
+        return await info.context.loaders.idle_since.load(claim_key(self.record))  # type: ignore[return-value]
+
+    @strawberry.field
+    def created_at(self) -> DateTime | None:
+        return to_datetime(self.record.meta.created_at)  # type: ignore[return-value]
+
+    @strawberry.field(description="Seconds since creation while PENDING (null otherwise).")
+    def pending_seconds(self, info: Info) -> float | None:
+        if self.record.state != "pending":
+            return None
+        return _seconds_since(info.context.now(), self.record.meta.created_at)
+
+
+@strawberry.type
+class ResourceClaimTemplate:
+    record: strawberry.Private[TemplateRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def namespace(self) -> str:
+        return self.record.meta.namespace
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field
+    def requests(self) -> list[DeviceRequest]:
+        return [DeviceRequest.of(r) for r in self.record.requests]
+
+    @strawberry.field(description="Claims generated from this template.")
+    async def claims(self, info: Info) -> list[ResourceClaim]:
+        meta = self.record.meta
+        key = ObjectKey(meta.cluster, RESOURCE_CLAIM_TEMPLATE, meta.namespace, meta.name)
+        keys = await info.context.loaders.relation(Relation.TEMPLATE_CLAIMS).load(key)
+        return await load_claims(info, keys)
+
+
+@strawberry.type(description="A claim holding a device, with the pods using it.")
+class Holding:
+    device_key: strawberry.Private[DeviceKey]
+    ref: strawberry.Private[AllocationRef]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.device_key.cluster
+
+    @strawberry.field
+    async def device(self, info: Info) -> Device:
+        return await device_for(info, self.device_key)
+
+    @strawberry.field
+    async def claim(self, info: Info) -> ResourceClaim:
+        return await Allocation.from_ref(self.device_key, self.ref).claim(info)
+
+    @strawberry.field
+    async def pods(self, info: Info) -> list[PodT]:
+        return await consumer_pods(info, [self.ref.claim])
+
+    @strawberry.field
+    def request(self) -> str:
+        return self.ref.request
+
+    @strawberry.field(name="shareID")
+    def share_id(self) -> str | None:
+        return self.ref.share_id
+
+    @strawberry.field
+    def consumed_capacity(self) -> JSON:
+        return dict(self.ref.consumed_capacity)
+
+    @strawberry.field(description="When the claim was allocated, where the API server says.")
+    async def since(self, info: Info) -> DateTime | None:
+        record = await info.context.loaders.records.load(self.ref.claim)
+        if isinstance(record, ClaimRecord) and record.allocation is not None:
+            return to_datetime(record.allocation.allocated_at)  # type: ignore[return-value]
+        return None

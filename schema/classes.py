@@ -1,0 +1,65 @@
+"""DeviceClass ⇄ Device: there is no stored link, so evaluate the class's CEL selectors.
+
+A device belongs to a class when every selector of the class matches it (dra-api.md §12).
+Selectors are compiled once per expression by `service.diagnostics.cel` (cached there) and the
+verdict for each (class, device) pair is memoized per request. A selector that fails to
+compile or to evaluate on a device counts as "no match" here — the graph answers "which
+classes offer this device", and `explainClaim` is where selector errors are reported.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from service.diagnostics.cel import SelectorError, compile_selector
+from service.model.records import DeviceClassRecord, DeviceEntry
+
+from .loaders import Loaders
+
+log = logging.getLogger(__name__)
+
+
+def class_matches(loaders: Loaders, device_class: DeviceClassRecord, entry: DeviceEntry) -> bool:
+    """Do all of the class's selectors accept the device? (memoized per request)"""
+    memo_key = ("class-match", device_class.meta.cluster, device_class.meta.name, entry.key)
+    verdict = loaders.memo.get(memo_key)
+    if verdict is None:
+        verdict = loaders.memo[memo_key] = _evaluate(device_class, entry)
+    return verdict
+
+
+def _evaluate(device_class: DeviceClassRecord, entry: DeviceEntry) -> bool:
+    for expression in device_class.selectors:
+        try:
+            if not compile_selector(expression).matches(entry.device, entry.key.driver):
+                return False
+        except SelectorError as error:
+            log.debug(
+                "class selector does not evaluate on %s: %s",
+                entry.key.ref(),
+                error,
+                extra={
+                    "cluster": device_class.meta.cluster,
+                    "kind": "DeviceClass",
+                    "name": device_class.meta.name,
+                },
+            )
+            return False
+    return True
+
+
+async def classes_of(loaders: Loaders, entry: DeviceEntry) -> list[DeviceClassRecord]:
+    """The device classes of the device's cluster whose selectors accept it, by name."""
+    classes = await loaders.cluster_classes.load(entry.key.cluster)
+    found = [c for c in classes if class_matches(loaders, c, entry)]
+    return sorted(found, key=lambda c: c.meta.name)
+
+
+def devices_of(
+    loaders: Loaders, device_class: DeviceClassRecord, entries: list[DeviceEntry]
+) -> list[DeviceEntry]:
+    """The entries (of the class's cluster) the class's selectors accept."""
+    cluster = device_class.meta.cluster
+    return [
+        e for e in entries if e.key.cluster == cluster and class_matches(loaders, device_class, e)
+    ]

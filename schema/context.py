@@ -1,0 +1,61 @@
+"""The typed per-request context every resolver receives as `info.context`.
+
+`make_context` builds a fresh one per request: the request's access `Scope`, a
+`ScopedReader` over the state store, fresh DataLoaders (caches die with the request), the
+optional history reader (for `schema.history`), the GraphQL settings (page sizes) and a clock.
+Nothing here is global: the app passes the store and settings in, tests build their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from service.settings import GraphQLSettings
+from service.stores.protocols import StateReader
+
+from .loaders import Loaders
+from .reader import Scope, ScopedReader
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Context:
+    reader: ScopedReader
+    loaders: Loaders
+    settings: GraphQLSettings = field(default_factory=GraphQLSettings)
+    history: Any = None  # the history reader when a database is configured (schema.history)
+    now: Callable[[], datetime] = utc_now
+    request: Any = None  # the Starlette request (or websocket), for extensions that need it
+    response: Any = None
+
+    @property
+    def scope(self) -> Scope:
+        return self.reader.scope
+
+
+def make_context(
+    store: StateReader,
+    *,
+    scope: Scope | None = None,
+    settings: GraphQLSettings | None = None,
+    history: Any = None,
+    now: Callable[[], datetime] = utc_now,
+    request: Any = None,
+    response: Any = None,
+) -> Context:
+    reader = ScopedReader(store, scope or Scope.everything())
+    return Context(
+        reader=reader,
+        loaders=Loaders(reader),
+        settings=settings or GraphQLSettings(),
+        history=history,
+        now=now,
+        request=request,
+        response=response,
+    )

@@ -1,0 +1,66 @@
+"""Derived device state for the graph: status and remaining capacity, through the loaders.
+
+The decisions are the model's (`service.model.inventory`: free / held / shared / blocked and
+what capacity a shared device has left); this module only gathers their inputs per request,
+batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
+counter sets (from the pool's slices at its valid generation) and what the held siblings in
+the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from service.model import inventory
+from service.model.records import AllocationRef, DeviceEntry, DeviceKey
+from service.stores.protocols import Relation
+
+from .loaders import Loaders
+
+
+async def holders(loaders: Loaders, key: DeviceKey) -> list[AllocationRef]:
+    """Every claim's hold on the device (one per allocation result)."""
+    return await loaders.relation(Relation.DEVICE_ALLOCATIONS).load(key)
+
+
+async def _counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory.CountersFree:
+    """The counter sets of the device's pool and what its held devices consume."""
+    pool_key = (entry.key.cluster, entry.key.driver, entry.key.pool)
+    memo_key = ("counters-free", pool_key)
+    cached = loaders.memo.get(memo_key)
+    if cached is None:
+        cached = loaders.memo[memo_key] = asyncio.ensure_future(_load_counters_free(loaders, entry))
+    return await cached
+
+
+async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory.CountersFree:
+    cluster, driver, pool = entry.key.cluster, entry.key.driver, entry.key.pool
+    facts, sibling_keys = await asyncio.gather(
+        loaders.pools.load((cluster, driver, pool)),
+        loaders.relation(Relation.POOL_DEVICES).load((cluster, driver, pool)),
+    )
+    siblings, holds = await asyncio.gather(
+        loaders.devices.load_many(sibling_keys),
+        loaders.relation(Relation.DEVICE_ALLOCATIONS).load_many(sibling_keys),
+    )
+    held = [s.device for s, h in zip(siblings, holds, strict=True) if s is not None and h]
+    counter_sets = list(facts.counter_sets.values()) if facts is not None else []
+    return inventory.counters_free(counter_sets, held)
+
+
+async def status(loaders: Loaders, entry: DeviceEntry) -> str:
+    """free | held | shared | blocked, as `service.model.inventory.device_status` decides."""
+    holds = await holders(loaders, entry.key)
+    free = await _counters_free(loaders, entry) if entry.device.consumes_counters else None
+    return inventory.device_status(entry, holds, counters_free=free)
+
+
+async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str]:
+    """Statuses of many devices, batched (filters and cluster counts use this)."""
+    return list(await asyncio.gather(*(status(loaders, entry) for entry in entries)))
+
+
+async def remaining_capacity(loaders: Loaders, entry: DeviceEntry) -> dict[str, str]:
+    """Capacity left on a shareable device after its shares' consumedCapacity."""
+    return inventory.remaining_capacity(entry, await holders(loaders, entry.key))

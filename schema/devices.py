@@ -1,0 +1,320 @@
+"""GraphQL types of the inventory side: DeviceClass, ResourceSlice (with its pool), Device.
+
+Each type wraps one record (or `DeviceEntry`) as a private field and resolves its links through
+the request's loaders, so walking `class → devices → allocations → claim` makes one batched
+store call per relation, never one per object. Links point both ways (API.md): a device knows
+its slice, node, classes, holders and pods; a slice knows its devices and node; a class knows
+its devices (by CEL) and the claims that ask for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from service.model.quantity import parse_quantity
+from service.model.records import (
+    AllocationRef,
+    DeviceClassRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    SliceRecord,
+)
+from service.model.records import Capacity as CapacityRecord
+from service.stores.protocols import Relation
+
+from . import classes, device_state
+from .scalars import JSON, DeviceStatus
+
+if TYPE_CHECKING:
+    from .claims import Allocation, ResourceClaim
+    from .nodes import Node
+    from .pods import Pod
+
+ClaimT = Annotated["ResourceClaim", strawberry.lazy("schema.claims")]
+AllocationT = Annotated["Allocation", strawberry.lazy("schema.claims")]
+NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
+PodT = Annotated["Pod", strawberry.lazy("schema.pods")]
+
+
+def _number(quantity: str | None) -> float | None:
+    if quantity is None:
+        return None
+    try:
+        return float(parse_quantity(quantity))
+    except ValueError:
+        return None
+
+
+@strawberry.type
+class CapacityRange:
+    min: str | None
+    max: str | None
+    step: str | None
+
+
+@strawberry.type(description="How a shared device rounds the capacity a request asks for.")
+class CapacityRequestPolicy:
+    default: str | None
+    valid_values: list[str] | None
+    valid_range: CapacityRange | None
+
+
+@strawberry.type(description="A capacity of a device, as the Kubernetes quantity string.")
+class Capacity:
+    name: str
+    value: str
+    number: float | None = strawberry.field(description="The quantity parsed (bytes, units).")
+    request_policy: CapacityRequestPolicy | None = None
+
+
+def capacity_list(capacity: dict[str, CapacityRecord | str]) -> list[Capacity]:
+    """Capacities sorted by name; accepts records (with policy) or plain quantity strings."""
+    items: list[Capacity] = []
+    for name in sorted(capacity):
+        value = capacity[name]
+        if isinstance(value, str):
+            items.append(Capacity(name=name, value=value, number=_number(value)))
+            continue
+        policy = None
+        raw = value.request_policy
+        if raw:
+            valid_range = raw.get("validRange")
+            policy = CapacityRequestPolicy(
+                default=raw.get("default"),
+                valid_values=list(raw["validValues"]) if raw.get("validValues") else None,
+                valid_range=CapacityRange(
+                    min=valid_range.get("min"),
+                    max=valid_range.get("max"),
+                    step=valid_range.get("step"),
+                )
+                if valid_range
+                else None,
+            )
+        items.append(
+            Capacity(
+                name=name, value=value.value, number=_number(value.value), request_policy=policy
+            )
+        )
+    return items
+
+
+@strawberry.type
+class Device:
+    entry: strawberry.Private[DeviceEntry]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.entry.key.cluster
+
+    @strawberry.field
+    def driver(self) -> str:
+        return self.entry.key.driver
+
+    @strawberry.field
+    def pool(self) -> str:
+        return self.entry.key.pool
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.entry.key.device
+
+    @strawberry.field(description="Hardware identity (GPU-…/MIG-…) where the driver publishes one.")
+    def uuid(self) -> str | None:
+        return self.entry.device.uuid
+
+    @strawberry.field(description="Attribute values by fully qualified name.")
+    def attributes(self) -> JSON:
+        return {name: attr.value for name, attr in self.entry.device.attributes.items()}
+
+    @strawberry.field
+    def capacity(self) -> list[Capacity]:
+        return capacity_list(self.entry.device.capacity)  # type: ignore[arg-type]
+
+    @strawberry.field(description="allowMultipleAllocations: several claims may share it.")
+    def shareable(self) -> bool:
+        return self.entry.device.shareable
+
+    @strawberry.field(description="The node a node-local device is on (null: network-attached).")
+    def node_name(self) -> str | None:
+        return self.entry.node
+
+    @strawberry.field(description="Counters this partition consumes from its pool's counter sets.")
+    def consumes_counters(self) -> JSON:
+        return [
+            {"counterSet": c.counter_set, "counters": c.counters}
+            for c in self.entry.device.consumes_counters
+        ]
+
+    @strawberry.field
+    def taints(self) -> JSON:
+        return list(self.entry.device.taints)
+
+    @strawberry.field
+    async def status(self, info: Info) -> DeviceStatus:
+        return DeviceStatus(await device_state.status(info.context.loaders, self.entry))
+
+    @strawberry.field(description="Every claim holding it, one per allocation result.")
+    async def allocations(self, info: Info) -> list[AllocationT]:
+        from .claims import Allocation
+
+        holds: list[AllocationRef] = await device_state.holders(
+            info.context.loaders, self.entry.key
+        )
+        return [Allocation.from_ref(self.entry.key, ref) for ref in holds]
+
+    @strawberry.field(description="Capacity left after every share's consumedCapacity.")
+    async def remaining_capacity(self, info: Info) -> list[Capacity]:
+        left = await device_state.remaining_capacity(info.context.loaders, self.entry)
+        return capacity_list(left)  # type: ignore[arg-type]
+
+    @strawberry.field(name="slice")
+    async def slice_(self, info: Info) -> ResourceSlice:
+        record = await info.context.loaders.records.load(self.entry.slice)
+        if record is None:
+            raise LookupError(f"slice {self.entry.slice.ref()} of {self.entry.key.ref()} is gone")
+        return ResourceSlice(record=record)
+
+    @strawberry.field
+    async def node(self, info: Info) -> NodeT | None:
+        from .nodes import load_node
+
+        if self.entry.node is None:
+            return None
+        return await load_node(info, self.entry.key.cluster, self.entry.node)
+
+    @strawberry.field(description="Device classes whose CEL selectors accept this device.")
+    async def classes(self, info: Info) -> list[DeviceClass]:
+        found = await classes.classes_of(info.context.loaders, self.entry)
+        return [DeviceClass(record=c) for c in found]
+
+    @strawberry.field(description="Consumer pods of the claims holding this device.")
+    async def pods(self, info: Info) -> list[PodT]:
+        from .claims import consumer_pods
+
+        loaders = info.context.loaders
+        holds = await device_state.holders(loaders, self.entry.key)
+        claim_keys = list(dict.fromkeys(ref.claim for ref in holds))
+        return await consumer_pods(info, claim_keys)
+
+
+async def load_devices(info: Info, keys: list[DeviceKey]) -> list[Device]:
+    entries = await info.context.loaders.devices.load_many(keys)
+    return [Device(entry=e) for e in entries if e is not None]
+
+
+@strawberry.type(description="A pool as its driver publishes it, at its valid generation.")
+class PoolInfo:
+    name: str
+    generation: int
+    resource_slice_count: int
+    complete: bool = strawberry.field(
+        description="All resourceSliceCount slices of the pool's highest generation are present."
+    )
+
+
+@strawberry.type
+class ResourceSlice:
+    record: strawberry.Private[SliceRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field
+    def driver(self) -> str:
+        return self.record.driver
+
+    @strawberry.field
+    async def pool(self, info: Info) -> PoolInfo:
+        pool = self.record.pool
+        facts = await info.context.loaders.pools.load(
+            (self.record.meta.cluster, self.record.driver, pool.name)
+        )
+        current = facts is not None and facts.generation == pool.generation
+        return PoolInfo(
+            name=pool.name,
+            generation=pool.generation,
+            resource_slice_count=pool.resource_slice_count,
+            complete=bool(current and facts is not None and facts.complete),
+        )
+
+    @strawberry.field
+    def node_name(self) -> str | None:
+        return self.record.node_name
+
+    @strawberry.field
+    async def node(self, info: Info) -> NodeT | None:
+        from .nodes import load_node
+
+        if not self.record.node_name:
+            return None
+        return await load_node(info, self.record.meta.cluster, self.record.node_name)
+
+    @strawberry.field
+    def all_nodes(self) -> bool:
+        return self.record.all_nodes
+
+    @strawberry.field(
+        description="Devices of this slice (none when the slice is of an old generation)."
+    )
+    async def devices(self, info: Info) -> list[Device]:
+        keys = await info.context.loaders.relation(Relation.SLICE_DEVICES).load(
+            _slice_key(self.record)
+        )
+        return await load_devices(info, keys)
+
+    @strawberry.field
+    def shared_counters(self) -> JSON:
+        return [{"name": cs.name, "counters": cs.counters} for cs in self.record.shared_counters]
+
+
+def _slice_key(record: SliceRecord) -> ObjectKey:
+    return ObjectKey(record.meta.cluster, "ResourceSlice", "", record.meta.name)
+
+
+@strawberry.type
+class DeviceClass:
+    record: strawberry.Private[DeviceClassRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field(description="CEL expressions; a device must match all of them.")
+    def selectors(self) -> list[str]:
+        return list(self.record.selectors)
+
+    @strawberry.field
+    def config(self) -> JSON:
+        return list(self.record.config)
+
+    @strawberry.field
+    def extended_resource_name(self) -> str | None:
+        return self.record.extended_resource_name
+
+    @strawberry.field(description="Devices of the class's cluster its selectors accept.")
+    async def devices(self, info: Info) -> list[Device]:
+        entries = await info.context.reader.list_devices(cluster=self.record.meta.cluster)
+        found = classes.devices_of(info.context.loaders, self.record, entries)
+        return [Device(entry=e) for e in sorted(found, key=lambda e: e.key)]
+
+    @strawberry.field(description="Claims with a request for this class.")
+    async def claims(self, info: Info) -> list[ClaimT]:
+        from .claims import load_claims
+
+        keys = await info.context.loaders.relation(Relation.CLASS_CLAIMS).load(
+            (self.record.meta.cluster, self.record.meta.name)
+        )
+        return await load_claims(info, keys)

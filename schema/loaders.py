@@ -1,0 +1,118 @@
+"""Per-request DataLoaders: every relation of the graph is one batched store call.
+
+A `Loaders` is created fresh for each GraphQL request (its caches must not outlive the
+request: the state changes between requests). Each loader's batch function receives every key
+asked for in one tick of the event loop and returns the results in key order, so a page of 500
+devices asking for their allocations costs one `lookup(DEVICE_ALLOCATIONS, keys)`.
+
+Pool facts (highest generation, completeness, shared counter sets) come from the cluster's
+slices, read once per cluster per request.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Hashable, Sequence
+from typing import Any, NamedTuple
+
+from strawberry.dataloader import DataLoader
+
+from service.model.records import (
+    DEVICE_CLASS,
+    RESOURCE_SLICE,
+    CounterSet,
+    DeviceClassRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+    SliceRecord,
+)
+from service.stores.protocols import Relation
+
+from .reader import ScopedReader
+
+PoolKey = tuple[str, str, str]  # (cluster, driver, pool)
+
+
+class PoolFacts(NamedTuple):
+    """What the slices of one pool say, at its highest generation (DESIGN.md "Identity")."""
+
+    generation: int
+    slices: int  # slices present at that generation
+    resource_slice_count: int  # slices the driver said the generation has
+    counter_sets: dict[str, CounterSet]  # sharedCounters of that generation, by set name
+
+    @property
+    def complete(self) -> bool:
+        return self.slices >= self.resource_slice_count
+
+
+def pool_facts(slices: Sequence[SliceRecord]) -> dict[PoolKey, PoolFacts]:
+    """Group slices into pools; only the highest `pool.generation` counts for inventory."""
+    by_pool: dict[PoolKey, list[SliceRecord]] = defaultdict(list)
+    for slice_ in slices:
+        by_pool[(slice_.meta.cluster, slice_.driver, slice_.pool.name)].append(slice_)
+    facts: dict[PoolKey, PoolFacts] = {}
+    for key, members in by_pool.items():
+        newest = max(s.pool.generation for s in members)
+        valid = [s for s in members if s.pool.generation == newest]
+        sets = {cs.name: cs for s in valid for cs in s.shared_counters}
+        count = max(s.pool.resource_slice_count for s in valid)
+        facts[key] = PoolFacts(newest, len(valid), count, sets)
+    return facts
+
+
+class Loaders:
+    """The DataLoaders of one request, all reading through the request's `ScopedReader`."""
+
+    def __init__(self, reader: ScopedReader) -> None:
+        self.reader = reader
+        self.records: DataLoader[ObjectKey, Record | None] = DataLoader(self._records)
+        self.devices: DataLoader[DeviceKey, DeviceEntry | None] = DataLoader(self._devices)
+        self.idle_since: DataLoader[ObjectKey, str | None] = DataLoader(self._idle_since)
+        self.cluster_slices: DataLoader[str, list[SliceRecord]] = DataLoader(self._slices)
+        self.cluster_classes: DataLoader[str, list[DeviceClassRecord]] = DataLoader(self._classes)
+        self.pools: DataLoader[PoolKey, PoolFacts | None] = DataLoader(self._pools)
+        self._relations: dict[Relation, DataLoader[Hashable, list[Any]]] = {}
+        # Per-request memo for derived values other modules compute (device states…).
+        self.memo: dict[Hashable, Any] = {}
+
+    def relation(self, relation: Relation) -> DataLoader[Hashable, list[Any]]:
+        """The loader of one indexed relation (see `Relation` for each key type)."""
+        loader = self._relations.get(relation)
+        if loader is None:
+
+            async def load(keys: list[Hashable]) -> list[list[Any]]:
+                return await self.reader.lookup(relation, keys)
+
+            loader = self._relations[relation] = DataLoader(load)
+        return loader
+
+    async def _records(self, keys: list[ObjectKey]) -> list[Record | None]:
+        return await self.reader.get(keys)
+
+    async def _devices(self, keys: list[DeviceKey]) -> list[DeviceEntry | None]:
+        return await self.reader.devices(keys)
+
+    async def _idle_since(self, keys: list[ObjectKey]) -> list[str | None]:
+        return await self.reader.idle_since(keys)
+
+    async def _slices(self, clusters: list[str]) -> list[list[SliceRecord]]:
+        found: list[list[SliceRecord]] = []
+        for cluster in clusters:
+            found.append(list(await self.reader.list(RESOURCE_SLICE, cluster=cluster)))  # type: ignore[arg-type]
+        return found
+
+    async def _classes(self, clusters: list[str]) -> list[list[DeviceClassRecord]]:
+        found: list[list[DeviceClassRecord]] = []
+        for cluster in clusters:
+            found.append(list(await self.reader.list(DEVICE_CLASS, cluster=cluster)))  # type: ignore[arg-type]
+        return found
+
+    async def _pools(self, keys: list[PoolKey]) -> list[PoolFacts | None]:
+        clusters = sorted({cluster for cluster, _, _ in keys})
+        facts: dict[PoolKey, PoolFacts] = {}
+        for slices in await self.cluster_slices.load_many(clusters):
+            facts.update(pool_facts(slices))
+        return [facts.get(key) for key in keys]

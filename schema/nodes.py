@@ -1,0 +1,152 @@
+"""GraphQL types of Nodes and Clusters.
+
+A Node reaches its slices, devices and pods through the node reverse maps (one batched lookup
+each). A Cluster carries the watcher's status (connected, synced, last event, last error) and
+counts computed from current state (devices, free devices, claims, pending claims).
+"""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.types import Info
+
+from service.model.records import (
+    FREE,
+    NODE,
+    PENDING,
+    RESOURCE_CLAIM,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+)
+from service.stores.protocols import ClusterStatus as ClusterStatusRecord
+from service.stores.protocols import Relation
+
+from . import device_state
+from .devices import Device, ResourceSlice, load_devices
+from .pods import Pod
+from .scalars import JSON, DateTime, to_datetime
+
+
+async def load_node(info: Info, cluster: str, name: str) -> Node | None:
+    record = await info.context.loaders.records.load(ObjectKey(cluster, NODE, "", name))
+    return Node(record=record) if isinstance(record, NodeRecord) else None
+
+
+@strawberry.type
+class Node:
+    record: strawberry.Private[NodeRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field
+    def labels(self) -> JSON:
+        return dict(self.record.meta.labels)
+
+    @strawberry.field
+    def ready(self) -> bool:
+        return self.record.ready
+
+    @strawberry.field
+    def unschedulable(self) -> bool:
+        return self.record.unschedulable
+
+    @strawberry.field
+    def allocatable(self) -> JSON:
+        return dict(self.record.allocatable)
+
+    @strawberry.field
+    def capacity(self) -> JSON:
+        return dict(self.record.capacity)
+
+    def _key(self) -> tuple[str, str]:
+        return (self.record.meta.cluster, self.record.meta.name)
+
+    @strawberry.field(description="ResourceSlices published for this node.")
+    async def slices(self, info: Info) -> list[ResourceSlice]:
+        keys = await info.context.loaders.relation(Relation.NODE_SLICES).load(self._key())
+        records = await info.context.loaders.records.load_many(keys)
+        found = [r for r in records if isinstance(r, SliceRecord)]
+        return [ResourceSlice(record=r) for r in sorted(found, key=lambda r: r.meta.name)]
+
+    @strawberry.field(description="Devices usable on this node (valid pool generations).")
+    async def devices(self, info: Info) -> list[Device]:
+        keys = await info.context.loaders.relation(Relation.NODE_DEVICES).load(self._key())
+        return await load_devices(info, sorted(keys))
+
+    @strawberry.field(description="Pods bound to this node.")
+    async def pods(self, info: Info) -> list[Pod]:
+        keys = await info.context.loaders.relation(Relation.NODE_PODS).load(self._key())
+        records = await info.context.loaders.records.load_many(sorted(keys))
+        return [Pod(record=r) for r in records if isinstance(r, PodRecord)]
+
+
+@strawberry.type(description="The watcher's view of one cluster.")
+class ClusterStatus:
+    connected: bool
+    synced: bool = strawberry.field(description="Every watched kind was listed at least once.")
+    last_event_at: DateTime | None
+    error: str | None
+    api_version: str | None = strawberry.field(description="resource.k8s.io version in use.")
+    last_sync_at: DateTime | None
+    events: int
+    relists: int
+    malformed: JSON = strawberry.field(description="Objects skipped as malformed, per kind.")
+
+
+@strawberry.type
+class ClusterCounts:
+    devices: int
+    free_devices: int
+    claims: int
+    pending_claims: int
+
+
+@strawberry.type
+class Cluster:
+    status_record: strawberry.Private[ClusterStatusRecord]
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.status_record.name
+
+    @strawberry.field
+    def status(self) -> ClusterStatus:
+        s = self.status_record
+        return ClusterStatus(
+            connected=s.connected,
+            synced=s.synced,
+            last_event_at=to_datetime(s.last_event_at),  # type: ignore[arg-type]
+            error=s.error,
+            api_version=s.api_version,
+            last_sync_at=to_datetime(s.last_sync_at),  # type: ignore[arg-type]
+            events=s.events,
+            relists=s.relists,
+            malformed=dict(s.malformed),
+        )
+
+    @strawberry.field(description="Counted from current state when asked (costs a scan).")
+    async def counts(self, info: Info) -> ClusterCounts:
+        reader, loaders = info.context.reader, info.context.loaders
+        name = self.status_record.name
+        entries = await reader.list_devices(cluster=name)
+        statuses = await device_state.statuses(loaders, entries)
+        claims = await reader.list(RESOURCE_CLAIM, cluster=name)
+        return ClusterCounts(
+            devices=len(entries),
+            free_devices=sum(1 for s in statuses if s == FREE),
+            claims=len(claims),
+            pending_claims=sum(1 for c in claims if getattr(c, "state", None) == PENDING),
+        )
+
+    @strawberry.field
+    async def nodes(self, info: Info) -> list[Node]:
+        records = await info.context.reader.list(NODE, cluster=self.status_record.name)
+        return [Node(record=r) for r in sorted(records, key=lambda r: r.meta.name)]  # type: ignore[arg-type]

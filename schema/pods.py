@@ -1,0 +1,167 @@
+"""GraphQL types of Pods: their claims (pod-local name → the resolved ResourceClaim), the
+devices those claims hold, their containers (limits included, so pods still asking for
+`nvidia.com/gpu` the device-plugin way are visible), and their node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from service.model.records import RESOURCE_CLAIM, ClaimRecord, DeviceKey, ObjectKey, PodRecord
+from service.model.records import PodClaim as PodClaimRecord
+
+from .claims import ResourceClaim, device_for
+from .devices import Device
+from .scalars import JSON, DateTime, to_datetime
+
+if TYPE_CHECKING:
+    from .nodes import Node
+
+NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
+
+
+@strawberry.type(description="One pod.spec.resourceClaims entry, resolved.")
+class PodClaim:
+    pod: strawberry.Private[PodRecord]
+    entry: strawberry.Private[PodClaimRecord]
+
+    @strawberry.field(description="The pod-local name.")
+    def name(self) -> str:
+        return self.entry.name
+
+    @strawberry.field(description="The ResourceClaim's name (generated ones from pod status).")
+    def claim_name(self) -> str | None:
+        return self.entry.claim_name
+
+    @strawberry.field
+    def template_name(self) -> str | None:
+        return self.entry.template_name
+
+    @strawberry.field(description="Containers (and init containers) that list this claim.")
+    def containers(self) -> list[str]:
+        return list(self.entry.containers)
+
+    @strawberry.field
+    async def claim(self, info: Info) -> ResourceClaim | None:
+        if not self.entry.claim_name:
+            return None
+        meta = self.pod.meta
+        key = ObjectKey(meta.cluster, RESOURCE_CLAIM, meta.namespace, self.entry.claim_name)
+        record = await info.context.loaders.records.load(key)
+        return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
+
+
+@strawberry.type
+class Container:
+    name: str
+    init: bool
+    requests: JSON
+    limits: JSON
+    claims: list[str] = strawberry.field(description="Pod-local claim names (request if set).")
+
+
+def claim_names(pod: PodRecord) -> list[str]:
+    """Names of the ResourceClaims the pod uses: its resolved claims and its
+    extended-resource claim."""
+    names = [c.claim_name for c in pod.claims if c.claim_name]
+    if pod.extended_claim_name:
+        names.append(pod.extended_claim_name)
+    return list(dict.fromkeys(names))
+
+
+def uses_devices(pod: PodRecord) -> bool:
+    """Does the pod ask for DRA devices (a resource claim, or an extended-resource claim)?"""
+    return bool(pod.claims) or bool(pod.extended_claim_name)
+
+
+@strawberry.type
+class Pod:
+    record: strawberry.Private[PodRecord]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.record.meta.cluster
+
+    @strawberry.field
+    def namespace(self) -> str:
+        return self.record.meta.namespace
+
+    @strawberry.field
+    def name(self) -> str:
+        return self.record.meta.name
+
+    @strawberry.field
+    def uid(self) -> str:
+        return self.record.meta.uid
+
+    @strawberry.field
+    def phase(self) -> str:
+        return self.record.phase
+
+    @strawberry.field(description="Why it is not running, when the API says (e.g. Unschedulable).")
+    def reason(self) -> str | None:
+        return self.record.reason
+
+    @strawberry.field
+    def node_name(self) -> str | None:
+        return self.record.node_name
+
+    @strawberry.field
+    def created_at(self) -> DateTime | None:
+        return to_datetime(self.record.meta.created_at)  # type: ignore[return-value]
+
+    @strawberry.field
+    async def node(self, info: Info) -> NodeT | None:
+        from .nodes import load_node
+
+        if not self.record.node_name:
+            return None
+        return await load_node(info, self.record.meta.cluster, self.record.node_name)
+
+    @strawberry.field
+    def claims(self) -> list[PodClaim]:
+        return [PodClaim(pod=self.record, entry=c) for c in self.record.claims]
+
+    @strawberry.field(description="The claim made for its extended-resource requests, if any.")
+    async def extended_resource_claim(self, info: Info) -> ResourceClaim | None:
+        name = self.record.extended_claim_name
+        if not name:
+            return None
+        meta = self.record.meta
+        record = await info.context.loaders.records.load(
+            ObjectKey(meta.cluster, RESOURCE_CLAIM, meta.namespace, name)
+        )
+        return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
+
+    @strawberry.field
+    def containers(self) -> list[Container]:
+        return [
+            Container(
+                name=c.name,
+                init=c.init,
+                requests=dict(c.requests),
+                limits=dict(c.limits),
+                claims=[f"{cc.claim}/{cc.request}" if cc.request else cc.claim for cc in c.claims],
+            )
+            for c in self.record.containers
+        ]
+
+    @strawberry.field(description="Devices allocated to the claims this pod uses.")
+    async def devices(self, info: Info) -> list[Device]:
+        meta = self.record.meta
+        keys = [
+            ObjectKey(meta.cluster, RESOURCE_CLAIM, meta.namespace, n)
+            for n in claim_names(self.record)
+        ]
+        claims = await info.context.loaders.records.load_many(keys)
+        device_keys = []
+        for claim in claims:
+            if isinstance(claim, ClaimRecord) and claim.allocation is not None:
+                for result in claim.allocation.results:
+                    device_keys.append((meta.cluster, result.driver, result.pool, result.device))
+        unique = [DeviceKey(*k) for k in dict.fromkeys(device_keys)]
+        return list(await asyncio.gather(*(device_for(info, key) for key in unique)))

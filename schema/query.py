@@ -1,0 +1,224 @@
+"""The root `Query` of the core graph (API.md): entry points with filters and Relay paging.
+
+Every entry point reads through `info.context.reader` (scoped) and the request's loaders.
+Lists without paging are sorted by identity; connections sort by identity too (see
+`schema.paging`). Filters that need derived state (device `status`, claim `idle`, device
+`className`) compute it batched for the candidates, then page.
+"""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.types import Info
+
+from service.model.records import (
+    DEVICE_CLASS,
+    NODE,
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    ClaimRecord,
+    DeviceEntry,
+    ObjectKey,
+    PodRecord,
+)
+from service.stores.protocols import Relation
+
+from . import classes, device_state
+from .claims import Holding, ResourceClaim, ResourceClaimTemplate, claim_key
+from .devices import Device, DeviceClass, ResourceSlice
+from .nodes import Cluster, Node
+from .paging import Connection, paginate
+from .pods import Pod
+from .pods import uses_devices as pod_uses_devices
+from .scalars import ClaimState, DeviceStatus
+from .whoholds import who_holds
+
+
+def _identity(record) -> tuple[str, str, str]:
+    return (record.meta.cluster, record.meta.namespace, record.meta.name)
+
+
+async def _cluster_names(info: Info, cluster: str | None) -> list[str]:
+    if cluster is not None:
+        return [cluster]
+    return sorted(s.name for s in await info.context.reader.clusters())
+
+
+async def _device_candidates(
+    info: Info, cluster: str | None, node: str | None, driver: str | None
+) -> list[DeviceEntry]:
+    reader, loaders = info.context.reader, info.context.loaders
+    if node is None:
+        return await reader.list_devices(cluster=cluster, driver=driver)
+    names = await _cluster_names(info, cluster)
+    found = await loaders.relation(Relation.NODE_DEVICES).load_many([(c, node) for c in names])
+    entries = await loaders.devices.load_many([k for keys in found for k in keys])
+    return [e for e in entries if e is not None and (driver is None or e.key.driver == driver)]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Every mirrored cluster, by name.")
+    async def clusters(self, info: Info) -> list[Cluster]:
+        statuses = await info.context.reader.clusters()
+        return [Cluster(status_record=s) for s in sorted(statuses, key=lambda s: s.name)]
+
+    @strawberry.field
+    async def cluster(self, info: Info, name: str) -> Cluster | None:
+        for status in await info.context.reader.clusters():
+            if status.name == name:
+                return Cluster(status_record=status)
+        return None
+
+    @strawberry.field
+    async def device_classes(self, info: Info, cluster: str | None = None) -> list[DeviceClass]:
+        records = await info.context.reader.list(DEVICE_CLASS, cluster=cluster)
+        return [DeviceClass(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def resource_slices(
+        self,
+        info: Info,
+        cluster: str | None = None,
+        node: str | None = None,
+        driver: str | None = None,
+    ) -> list[ResourceSlice]:
+        records = await info.context.reader.list(RESOURCE_SLICE, cluster=cluster)
+        found = [
+            r
+            for r in records
+            if (node is None or r.node_name == node) and (driver is None or r.driver == driver)  # type: ignore[union-attr]
+        ]
+        return [ResourceSlice(record=r) for r in sorted(found, key=_identity)]  # type: ignore[arg-type]
+
+    @strawberry.field(description="Devices of valid pool generations, filtered, paged.")
+    async def devices(
+        self,
+        info: Info,
+        cluster: str | None = None,
+        class_name: str | None = None,
+        node: str | None = None,
+        driver: str | None = None,
+        status: DeviceStatus | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[Device]:
+        loaders = info.context.loaders
+        entries = await _device_candidates(info, cluster, node, driver)
+        if class_name is not None:
+            names = {e.key.cluster for e in entries}
+            found = await loaders.records.load_many(
+                [ObjectKey(c, DEVICE_CLASS, "", class_name) for c in sorted(names)]
+            )
+            by_cluster = {r.meta.cluster: r for r in found if r is not None}
+            entries = [
+                e
+                for e in entries
+                if e.key.cluster in by_cluster
+                and classes.class_matches(loaders, by_cluster[e.key.cluster], e)  # type: ignore[arg-type]
+            ]
+        if status is not None:
+            statuses = await device_state.statuses(loaders, entries)
+            entries = [e for e, s in zip(entries, statuses, strict=True) if s == status.value]
+        return paginate(
+            entries,
+            key=lambda e: tuple(e.key),
+            node=lambda e: Device(entry=e),
+            first=first,
+            after=after,
+            settings=info.context.settings,
+        )
+
+    @strawberry.field
+    async def resource_claims(
+        self,
+        info: Info,
+        cluster: str | None = None,
+        namespace: str | None = None,
+        state: ClaimState | None = None,
+        idle: bool | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[ResourceClaim]:
+        records = await info.context.reader.list(
+            RESOURCE_CLAIM, cluster=cluster, namespace=namespace
+        )
+        claims = [r for r in records if isinstance(r, ClaimRecord)]
+        if state is not None:
+            claims = [c for c in claims if c.state == state.value]
+        if idle is not None:
+            since = await info.context.loaders.idle_since.load_many([claim_key(c) for c in claims])
+            claims = [c for c, s in zip(claims, since, strict=True) if (s is not None) == idle]
+        return paginate(
+            claims,
+            key=_identity,
+            node=lambda c: ResourceClaim(record=c),
+            first=first,
+            after=after,
+            settings=info.context.settings,
+        )
+
+    @strawberry.field
+    async def resource_claim(
+        self, info: Info, cluster: str, namespace: str, name: str
+    ) -> ResourceClaim | None:
+        record = await info.context.loaders.records.load(
+            ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)
+        )
+        return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
+
+    @strawberry.field
+    async def resource_claim_templates(
+        self, info: Info, cluster: str | None = None, namespace: str | None = None
+    ) -> list[ResourceClaimTemplate]:
+        records = await info.context.reader.list(
+            RESOURCE_CLAIM_TEMPLATE, cluster=cluster, namespace=namespace
+        )
+        return [ResourceClaimTemplate(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def pods(
+        self,
+        info: Info,
+        cluster: str | None = None,
+        namespace: str | None = None,
+        node: str | None = None,
+        uses_devices: bool | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> Connection[Pod]:
+        reader, loaders = info.context.reader, info.context.loaders
+        if node is None:
+            records = await reader.list(POD, cluster=cluster, namespace=namespace)
+        else:
+            names = await _cluster_names(info, cluster)
+            found = await loaders.relation(Relation.NODE_PODS).load_many([(c, node) for c in names])
+            loaded = await loaders.records.load_many([k for keys in found for k in keys])
+            records = [r for r in loaded if r is not None]
+            if namespace is not None:
+                records = [r for r in records if r.meta.namespace == namespace]
+        pods = [r for r in records if isinstance(r, PodRecord)]
+        if uses_devices is not None:
+            pods = [p for p in pods if pod_uses_devices(p) == uses_devices]
+        return paginate(
+            pods,
+            key=_identity,
+            node=lambda p: Pod(record=p),
+            first=first,
+            after=after,
+            settings=info.context.settings,
+        )
+
+    @strawberry.field
+    async def nodes(self, info: Info, cluster: str | None = None) -> list[Node]:
+        records = await info.context.reader.list(NODE, cluster=cluster)
+        return [Node(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+
+    @strawberry.field(
+        description='Claims holding a device named by uuid ("GPU-…", "MIG-…"), "node/device", '
+        '"driver/pool/device" or a bare device name; ambiguous names return every match.'
+    )
+    async def who_holds(self, info: Info, device: str, cluster: str | None = None) -> list[Holding]:
+        return await who_holds(info, device, cluster)

@@ -1,0 +1,62 @@
+"""Scalars and enums of the graph: `DateTime`, `JSON`, `ClaimState`, `ClaimOrigin`, `DeviceStatus`.
+
+`DateTime` is an RFC 3339 string in UTC (`2026-01-02T03:04:05Z`), passed through as the API
+server wrote it (it always writes UTC with `Z`); `JSON` is any JSON value (attribute maps,
+raw config). Enum values map one-to-one onto the model's derived-state strings
+(`service.model.records`: "pending", "template", "free"…), so `ClaimState(record.state)` works.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NewType
+
+import strawberry
+from strawberry.scalars import JSON
+
+from service.model import records
+
+__all__ = ["JSON", "ClaimOrigin", "ClaimState", "DateTime", "DeviceStatus", "to_datetime"]
+
+
+def _parse_datetime(value: object) -> str:
+    if not isinstance(value, str) or "T" not in value:
+        raise ValueError(f"DateTime must be an RFC 3339 string, got {value!r}")
+    return value
+
+
+DateTime = strawberry.scalar(
+    NewType("DateTime", str),
+    name="DateTime",
+    description="An instant as RFC 3339 in UTC, e.g. 2026-01-02T03:04:05Z.",
+    serialize=str,
+    parse_value=_parse_datetime,
+)
+
+
+def to_datetime(value: str | None) -> str | None:
+    """Record timestamps are already RFC 3339; empty strings mean unknown."""
+    return value or None
+
+
+@strawberry.enum(description="A claim's state, as kubectl's STATE column reads it.")
+class ClaimState(enum.Enum):
+    PENDING = records.PENDING
+    ALLOCATED = records.ALLOCATED
+    RESERVED = records.RESERVED
+    DELETING = records.DELETING
+
+
+@strawberry.enum(description="Who made a claim.")
+class ClaimOrigin(enum.Enum):
+    TEMPLATE = records.TEMPLATE
+    EXTENDED_RESOURCE = records.EXTENDED_RESOURCE
+    MANUAL = records.MANUAL
+
+
+@strawberry.enum(description="BLOCKED: free itself, but sibling partitions use its counters.")
+class DeviceStatus(enum.Enum):
+    FREE = records.FREE
+    HELD = records.HELD
+    SHARED = records.SHARED
+    BLOCKED = records.BLOCKED
