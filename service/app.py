@@ -1,0 +1,223 @@
+"""The Starlette app: `/graphql` (GraphiQL in a browser), `/healthz`, `/readyz`.
+
+`create_app(settings, *, store, history=None, reactors=None, resources=())` is the factory.
+Its lifespan owns every resource handed to it, in this order:
+
+1. `resources` (async context managers, e.g. the demo's simulator) are entered;
+2. `reactors` — a started `Readiness` group (`service.reactor.Reactors`) or an async factory
+   returning one — is started (the factory runs inside the lifespan, after the resources);
+3. on shutdown: the reactors stop (flushing what they received), the history and state stores
+   close, and the resources exit in reverse order.
+
+Readiness: with reactors, ready once every cluster synced once (their `ready`/`not_ready()`);
+without (an API replica reading a shared Redis), ready once the store answers and every
+cluster status in it says synced. Not ready → 503 with one reason per line. `/healthz` only
+says the process serves HTTP.
+
+GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses are encoded with
+orjson; every request gets a fresh typed context (`schema.context.make_context`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from strawberry.asgi import GraphQL
+
+from schema import build_schema
+from schema.context import Context, make_context
+from schema.reader import Scope
+from service.settings import Settings
+from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
+
+if TYPE_CHECKING:
+    from service.reactor import Reactors
+
+log = logging.getLogger(__name__)
+
+
+class Readiness(Protocol):
+    """What the app needs of the watchers: readiness, reasons, and a clean stop."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    def not_ready(self) -> list[str]: ...
+
+    async def stop(self) -> None: ...
+
+
+ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
+
+
+class MirrorGraphQL(GraphQL):
+    """strawberry's ASGI view with our per-request context and orjson encoding."""
+
+    def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
+        super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
+        self.state = state
+
+    async def get_context(self, request: Any, response: Any) -> Context:
+        return make_context(
+            self.state.store,
+            scope=self.state.scope_for(request),
+            settings=self.state.settings.graphql,
+            history=self.state.history,
+            request=request,
+            response=response,
+        )
+
+    def encode_json(self, data: object) -> bytes:
+        return orjson.dumps(data)
+
+
+class AppState:
+    """What the routes share; lives as long as the app."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: StateReader,
+        history: Any,
+        scope_for: Callable[[Any], Scope],
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.history = history
+        self.scope_for = scope_for
+        self.reactors: Readiness | None = None
+
+    async def readiness(self) -> list[str]:
+        """Reasons the mirror is not ready; empty when it is."""
+        if self.reactors is not None:
+            return [] if self.reactors.ready else (self.reactors.not_ready() or ["not synced"])
+        try:
+            statuses = await self.store.clusters()
+        except StoreUnavailable as error:
+            return [f"state store unavailable: {error}"]
+        if not statuses:
+            return ["no cluster has reported yet"]
+        return [
+            f"{s.name}: not synced" + (f"; error: {s.error}" if s.error else "")
+            for s in statuses
+            if not s.synced
+        ]
+
+
+class WatchedClusters:
+    """The reactors of every cluster plus the API connections they use; `stop` ends both."""
+
+    def __init__(self, reactors: Reactors, connections: Sequence[Any]) -> None:
+        self.reactors = reactors
+        self.connections = connections
+
+    @property
+    def ready(self) -> bool:
+        return self.reactors.ready
+
+    def not_ready(self) -> list[str]:
+        return self.reactors.not_ready()
+
+    async def wait_synced(self) -> None:
+        await self.reactors.wait_synced()
+
+    async def stop(self) -> None:
+        from service.clusters.config import close_all
+
+        try:
+            await self.reactors.stop()
+        finally:
+            await close_all(self.connections)
+
+
+async def watch_clusters(
+    kubeconfig: str | None,
+    contexts: Sequence[str],
+    *,
+    store: StateStore,
+    sinks: Sequence[ChangeSink] = (),
+) -> WatchedClusters:
+    """Connect to every cluster (kubeconfig contexts, or in-cluster) and start watching them
+    into `store` (then into each extra sink, e.g. the history outbox), in that order."""
+    from service.clusters.config import close_all, connect
+    from service.reactor import run_reactors
+
+    connections = await connect(kubeconfig, list(contexts) or None)
+    try:
+        reactors = await run_reactors(
+            connections, sinks=[store.apply, *sinks], status_sink=store.set_status
+        )
+    except BaseException:
+        await close_all(connections)
+        raise
+    return WatchedClusters(reactors, connections)
+
+
+async def _close(resource: Any, what: str) -> None:
+    close = getattr(resource, "close", None)
+    if close is None:
+        return
+    try:
+        await close()
+    except Exception:
+        log.exception("closing the %s failed", what)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    store: StateReader,
+    history: Any = None,
+    reactors: ReactorsArg = None,
+    resources: Sequence[AbstractAsyncContextManager[Any]] = (),
+    scope_for: Callable[[Any], Scope] | None = None,
+) -> Starlette:
+    """The ASGI app; see the module docstring for what its lifespan owns."""
+    state = AppState(settings, store, history, scope_for or (lambda _request: Scope.everything()))
+    view = MirrorGraphQL(
+        build_schema(settings.graphql), state=state, graphiql=settings.http.graphiql
+    )
+
+    async def healthz(_request: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    async def readyz(_request: Request) -> Response:
+        reasons = await state.readiness()
+        if reasons:
+            return PlainTextResponse("\n".join(reasons) + "\n", status_code=503)
+        return PlainTextResponse("ready\n")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for resource in resources:
+                await stack.enter_async_context(resource)
+            stack.push_async_callback(_close, store, "state store")
+            if history is not None:
+                stack.push_async_callback(_close, history, "history store")
+            if reactors is not None:
+                started = reactors if hasattr(reactors, "not_ready") else await reactors()  # type: ignore[operator]
+                state.reactors = started  # type: ignore[assignment]
+                stack.push_async_callback(started.stop)  # type: ignore[union-attr]
+            yield
+
+    app = Starlette(
+        routes=[
+            Route("/graphql", view, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", view),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.mirror = state
+    return app

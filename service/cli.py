@@ -1,0 +1,225 @@
+"""`dra-mirror`: the command line (click). Settings are built here, at the edge, and passed down.
+
+Commands (each a small function registered on the group; other areas add theirs in their own
+module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
+
+    dra-mirror serve --kubeconfig PATH [--context NAME]… [--host H] [--port 8000]
+    dra-mirror demo [--port N]
+    dra-mirror sim --scenario FILE|NAME [--kubeconfig-out PATH] [--host H] [--port-base N]
+    dra-mirror sim --list-scenarios
+    dra-mirror schema [--write]
+
+Flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
+(`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from typing import Any
+
+import click
+
+from service.logs import configure_logging
+from service.settings import Settings, SettingsError
+
+# (module, attribute) of commands other areas add; registered when the module exists.
+EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("service.history.cli", "migrate"),
+    ("service.watch_cli", "watch"),
+    ("service.diagnostics_cli", "explain"),
+)
+
+
+def build_settings(ctx: click.Context, **flags: Any) -> Settings:
+    """Settings from the environment, overridden by the flags given (None = not given)."""
+    root = ctx.find_root()
+    overrides = {"log.level": root.params.get("log_level"), "log.json": root.params.get("log_json")}
+    overrides.update(flags)
+    try:
+        settings = Settings.from_env(overrides)
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
+    configure_logging(settings.log.level, json=settings.log.json)
+    return settings
+
+
+def run(coro: Any) -> None:
+    """Run until done or Ctrl-C, which ends the program quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(coro)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--log-level", default=None, help="DEBUG, INFO, WARNING, ERROR [env DRA_MIRROR_LOG_LEVEL]"
+)
+@click.option("--log-json/--log-plain", default=None, help="JSON lines instead of plain text.")
+def main(log_level: str | None, log_json: bool | None) -> None:
+    """Mirror of Kubernetes Dynamic Resource Allocation objects, served as one GraphQL graph."""
+
+
+@main.command()
+@click.option(
+    "--kubeconfig",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
+)
+@click.option(
+    "--context",
+    "contexts",
+    multiple=True,
+    help="Context to watch, one cluster each (repeatable; default: every context).",
+)
+@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port to listen on (default 8000).")
+@click.option("--redis-url", default=None, help="Keep state in Redis instead of memory.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    kubeconfig: str | None,
+    contexts: tuple[str, ...],
+    host: str | None,
+    port: int | None,
+    redis_url: str | None,
+) -> None:
+    """Watch real clusters and serve the GraphQL API."""
+    settings = build_settings(
+        ctx,
+        **{
+            "clusters.kubeconfig": kubeconfig,
+            "clusters.contexts": contexts or None,
+            "http.host": host,
+            "http.port": port,
+            "store.redis_url": redis_url,
+        },
+    )
+    run(_serve(settings))
+
+
+def open_state_store(settings: Settings) -> Any:
+    """The state store the settings ask for: in memory, or Redis when a URL is given."""
+    if settings.store.redis_url:
+        if importlib.util.find_spec("service.stores.redis") is None:
+            raise click.UsageError("--redis-url: this build has no Redis state store yet")
+        redis_module = importlib.import_module("service.stores.redis")
+        return redis_module.RedisStore.from_url(settings.store.redis_url)
+    from service.stores.memory import MemoryStore
+
+    return MemoryStore()
+
+
+async def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from service.app import create_app, watch_clusters
+
+    store = open_state_store(settings)
+
+    async def start_watching():
+        return await watch_clusters(
+            settings.clusters.kubeconfig, settings.clusters.contexts, store=store
+        )
+
+    app = create_app(settings, store=store, reactors=start_watching)
+    config = uvicorn.Config(
+        app, host=settings.http.host, port=settings.http.port, log_config=None, lifespan="on"
+    )
+    click.echo(
+        f"dra-mirror: GraphQL at http://{settings.http.host}:{settings.http.port}/graphql", err=True
+    )
+    await uvicorn.Server(config).serve()
+
+
+@main.command()
+@click.option("--port", type=int, default=None, help="Port of the API (default 8000).")
+@click.option("--scenario", default="demo", show_default=True, help="Shipped scenario or file.")
+@click.pass_context
+def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
+    """The simulator's two-cluster demo and the mirror, in one process."""
+    settings = build_settings(ctx, **{"http.port": port})
+    from service.demo import run_demo
+
+    run(run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text)))
+
+
+@main.command()
+@click.option("--scenario", default=None, help="A shipped scenario name or a YAML file.")
+@click.option(
+    "--kubeconfig-out",
+    type=click.Path(dir_okay=False),
+    default="sim.kubeconfig",
+    show_default=True,
+    help="Where to write the kubeconfig (one context per cluster).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port-base", type=int, default=None, help="First port (one per cluster); default: free ports."
+)
+@click.option("--list-scenarios", is_flag=True, help="List the shipped scenarios and exit.")
+@click.pass_context
+def sim(
+    ctx: click.Context,
+    scenario: str | None,
+    kubeconfig_out: str,
+    host: str,
+    port_base: int | None,
+    list_scenarios: bool,
+) -> None:
+    """Serve simulated clusters (a scenario) with a Kubernetes API kubectl can use."""
+    build_settings(ctx)
+    from service.sim import scenario as scenarios
+
+    if list_scenarios:
+        for name in scenarios.list_scenarios():
+            click.echo(name)
+        return
+    if not scenario:
+        raise click.UsageError("give --scenario NAME|FILE (see --list-scenarios)")
+    try:
+        scenarios.load_scenario(scenario)
+    except (scenarios.ScenarioError, OSError) as error:
+        raise click.UsageError(f"--scenario {scenario}: {error}") from error
+    kwargs: dict[str, Any] = {"kubeconfig_path": kubeconfig_out, "port_base": port_base}
+    if "host" in inspect.signature(scenarios.serve_scenario).parameters:
+        kwargs["host"] = host
+    elif host != "127.0.0.1":
+        raise click.UsageError("--host: this simulator listens on 127.0.0.1 only")
+    run(scenarios.serve_scenario(scenario, announce=lambda text: click.echo(text), **kwargs))
+
+
+@main.command("schema")
+@click.option("--write", is_flag=True, help="Write schema/schema.graphql instead of printing.")
+def schema_command(write: bool) -> None:
+    """Print the GraphQL SDL (or write the committed copy)."""
+    import schema
+
+    if write:
+        click.echo(f"wrote {schema.write_sdl()}")
+    else:
+        click.echo(schema.print_sdl(), nl=False)
+
+
+def _register_extra_commands() -> None:
+    for module_name, attribute in EXTRA_COMMANDS:
+        try:
+            found = importlib.util.find_spec(module_name) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            continue
+        command = getattr(importlib.import_module(module_name), attribute, None)
+        if isinstance(command, click.Command):
+            main.add_command(command)
+
+
+_register_extra_commands()
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

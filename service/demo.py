@@ -1,0 +1,122 @@
+"""`dra-mirror demo`: the simulator's two-cluster `demo` scenario and the mirror, one process.
+
+What a newcomer gets from one command, on embedded defaults (in-memory state, no Redis, no
+SQL): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
+directory, the mirror watches them through the real Kubernetes client exactly as it would
+watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
+cluster has synced, it prints the GraphiQL URL and three queries to paste.
+
+Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
+stops the watchers, then the simulator, and removes the temporary kubeconfig.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from service.app import create_app, watch_clusters
+from service.settings import Settings
+from service.sim.run import Simulator
+from service.sim.scenario import build_world, load_scenario
+from service.stores.memory import MemoryStore
+
+EXAMPLE_QUERIES = (
+    (
+        "Every cluster, how it syncs, and what is free",
+        "{ clusters { name status { connected synced apiVersion }"
+        " counts { devices freeDevices claims pendingClaims } } }",
+    ),
+    (
+        "Who holds the first GPU of the demo (by uuid), and which pods use it",
+        '{ whoHolds(device: "GPU-21f6a090-a7a1-f57a-27f8-e0da547eb43a") { cluster request shareID'
+        " device { name node { name } } claim { namespace name state origin }"
+        " pods { namespace name phase } } }",
+    ),
+    (
+        "Claims waiting or idle, with what they ask for",
+        "{ resourceClaims(first: 50) { totalCount edges { node { cluster namespace name state"
+        " idle idleSince pendingSeconds requests { name deviceClassName count }"
+        " consumers { name phase } } } } }",
+    ),
+)
+
+
+def banner(url: str) -> str:
+    lines = [f"dra-mirror demo: GraphiQL at {url}", "", "Paste one of these:"]
+    for title, query in EXAMPLE_QUERIES:
+        lines += ["", f"# {title}", query]
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.asynccontextmanager
+async def simulated_world(scenario: str, kubeconfig: Path) -> AsyncIterator[Simulator]:
+    """Serve the scenario's clusters and run its world (churn, delayed starts)."""
+    world = build_world(load_scenario(scenario))
+    async with Simulator(world.specs, kubeconfig_path=kubeconfig) as sim:
+        movement = asyncio.create_task(world.run(), name="demo-world")
+        try:
+            yield sim
+        finally:
+            movement.cancel()
+            await asyncio.gather(movement, return_exceptions=True)
+
+
+def demo_app(
+    settings: Settings, *, workdir: Path, scenario: str = "demo"
+) -> tuple[Any, MemoryStore]:
+    """The demo as an ASGI app: its lifespan starts the simulator, then the watchers."""
+    kubeconfig = workdir / "demo.kubeconfig"
+    store = MemoryStore()
+
+    async def start_watching():
+        return await watch_clusters(str(kubeconfig), (), store=store)
+
+    app = create_app(
+        settings,
+        store=store,
+        reactors=start_watching,
+        resources=[simulated_world(scenario, kubeconfig)],
+    )
+    return app, store
+
+
+async def run_demo(
+    settings: Settings, *, scenario: str = "demo", announce: Callable[[str], None] = print
+) -> None:
+    """Serve the demo until cancelled; announce the URL once every cluster synced."""
+    with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
+        app, _store = demo_app(settings, workdir=Path(workdir), scenario=scenario)
+        config = uvicorn.Config(
+            app,
+            host=settings.http.host,
+            port=settings.http.port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve(), name="demo-api")
+        url = f"http://{settings.http.host}:{settings.http.port}/graphql"
+        try:
+            while not server.started:
+                if serving.done():
+                    await serving
+                    return
+                await asyncio.sleep(0.05)
+            mirror = app.state.mirror
+            while mirror.reactors is None or not mirror.reactors.ready:
+                if serving.done():
+                    break
+                await asyncio.sleep(0.1)
+            announce(banner(url))
+            await serving
+        finally:
+            server.should_exit = True
+            await asyncio.gather(serving, return_exceptions=True)
