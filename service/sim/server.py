@@ -162,11 +162,15 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return json_response(discovery.resource_list(DRA_GROUP, version))
 
     async def core_objects(request: Request) -> Response:
+        if not request.path_params["rest"].strip("/"):
+            return await core_resources(request)
         return await objects(request, _Target("", "v1", request.path_params["rest"]))
 
     async def dra_objects(request: Request) -> Response:
         version = request.path_params["version"]
         cluster.check_version(version)
+        if not request.path_params["rest"].strip("/"):
+            return await dra_resources(request)
         return await objects(request, _Target(DRA_GROUP, version, request.path_params["rest"]))
 
     async def objects(request: Request, target: _Target) -> Response:
