@@ -28,11 +28,13 @@ RUN groupadd --system --gid 10001 dramirror \
     && mkdir -p /var/lib/dra-mirror /shared \
     && chown 10001:10001 /var/lib/dra-mirror /shared
 COPY --from=build /opt/dra-mirror /opt/dra-mirror
+# In a container the API must listen beyond loopback (the process default is 127.0.0.1).
 ENV PATH=/opt/dra-mirror/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    DRA_MIRROR_HTTP_HOST=0.0.0.0
 WORKDIR /var/lib/dra-mirror
 USER 10001:10001
 EXPOSE 8000
 ENTRYPOINT ["dra-mirror"]
-CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["serve"]

@@ -34,17 +34,21 @@ def test_compose_services(compose: dict[str, Any]) -> None:
 
 def test_compose_commands(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert services["migrate"]["command"][0] == "migrate"
+    assert services["migrate"]["command"] == ["migrate"]
     sim = services["sim"]["command"]
     assert sim[0] == "sim"
     assert {"--scenario=demo", "--host=0.0.0.0", "--kubeconfig-out=/shared/sim.kubeconfig"} <= set(
         sim
     )
-    serve = services["serve"]["command"]
-    assert serve[0] == "serve"
-    assert "--kubeconfig=/shared/sim.kubeconfig" in serve
-    assert any(arg.startswith("--redis-url=redis://redis:6379") for arg in serve)
-    assert any(arg.startswith("--database-url=postgresql+asyncpg://") for arg in serve)
+    assert services["serve"]["command"] == ["serve"]
+    serve = services["serve"]["environment"]
+    assert serve["DRA_MIRROR_CLUSTERS_KUBECONFIG"] == "/shared/sim.kubeconfig"
+    assert serve["DRA_MIRROR_STORE_REDIS_URL"].startswith("redis://redis:6379")
+    assert serve["DRA_MIRROR_HISTORY_DATABASE_URL"].startswith("postgresql+asyncpg://")
+    assert (
+        services["migrate"]["environment"]["DRA_MIRROR_HISTORY_DATABASE_URL"]
+        == (serve["DRA_MIRROR_HISTORY_DATABASE_URL"])
+    )
 
 
 def test_compose_order_and_health(compose: dict[str, Any]) -> None:

@@ -58,8 +58,9 @@ def test_shipped_values_are_valid(
 
 GOOD_VARIANTS = [
     ("mode", "split", "redis.urlSecret.name", "redis-url"),
-    ("clusters.inCluster.enabled", False, "clusters.kubeconfigSecrets",
-     [{"name": "east", "secretName": "kc-east", "key": "kubeconfig", "context": "east"}]),
+    ("clusters.kubeconfigSecret", {"name": "clusters", "key": "config"},
+     "clusters.contexts", ["east", "west"]),
+    ("redis.urlSecret", {"name": "redis", "key": "url"}, "allInOne.replicas", 2),
     ("ingress.enabled", True, "ingress.tls", {"enabled": True, "secretName": "dra-mirror-tls"}),
 ]  # fmt: skip
 
@@ -86,18 +87,16 @@ BAD_VALUES = [
     ("image.pullPolicy", "Sometimes"),
     ("service.port", 70000),
     ("service.port", "8000"),
-    ("logFormat", "xml"),
+    ("log.json", "yes"),
+    ("log.level", "CHATTY"),
     ("securityContext.readOnlyRootFilesystem", False),
     ("podSecurityContext.runAsNonRoot", False),
     ("serviceMonitor.interval", "soon"),
     ("ingress.path", "graphql"),
     ("ingress.tls", {"enabled": True, "secretName": ""}),
-    (
-        "clusters.kubeconfigSecrets",
-        [{"name": "East", "secretName": "s", "key": "k", "context": "c"}],
-    ),
-    ("clusters.kubeconfigSecrets", [{"name": "east", "secretName": "s", "key": "k"}]),
-    ("clusters.inCluster.enabled", False),  # and no remote cluster: nothing to watch
+    ("clusters.contexts", ["east"]),  # contexts without a kubeconfig Secret
+    ("clusters.kubeconfigSecret", {"name": "clusters"}),
+    ("allInOne.replicas", 2),  # two in-memory copies of the state without Redis
     ("redis.urlSecret", {"name": "redis", "key": ""}),
     ("allInOne.resources", {"requests": {"memory": "a lot"}}),
     ("replicaCount", 3),  # unknown top-level key
@@ -120,7 +119,7 @@ def _referenced_value_paths() -> set[str]:
 
 
 def test_templates_read_values() -> None:
-    assert {"mode", "service.port", "clusters.kubeconfigSecrets"} <= _referenced_value_paths()
+    assert {"mode", "service.port", "clusters.contexts"} <= _referenced_value_paths()
 
 
 @pytest.mark.parametrize("path", sorted(_referenced_value_paths()))

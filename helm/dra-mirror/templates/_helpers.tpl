@@ -38,55 +38,56 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
-{{/* Flags selecting the clusters to watch: the local one, then one context per Secret. */}}
-{{- define "dra-mirror.clusterArgs" -}}
-{{- if .Values.clusters.inCluster.enabled }}
-- --in-cluster={{ .Values.clusters.inCluster.name }}
-{{- end }}
-{{- range .Values.clusters.kubeconfigSecrets }}
-- --kubeconfig=/etc/dra-mirror/clusters/{{ .name }}/{{ .key }}
-- --context={{ .context }}
-{{- end }}
-{{- end }}
-
 {{- define "dra-mirror.extraArgs" -}}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
 {{- end }}
 
-{{/* Settings reach the process as DRA_MIRROR_* variables; URLs only from Secrets. */}}
+{{/* Settings reach the process as DRA_MIRROR_<GROUP>_<FIELD> variables (service/settings.py);
+URLs come only from Secrets. */}}
 {{- define "dra-mirror.env" -}}
-- name: DRA_MIRROR_LOG_FORMAT
-  value: {{ .Values.logFormat | quote }}
+- name: DRA_MIRROR_HTTP_HOST
+  value: "0.0.0.0"
+- name: DRA_MIRROR_HTTP_PORT
+  value: {{ .Values.service.port | quote }}
+- name: DRA_MIRROR_LOG_JSON
+  value: {{ .Values.log.json | quote }}
+- name: DRA_MIRROR_LOG_LEVEL
+  value: {{ .Values.log.level | quote }}
+{{- if .Values.clusters.kubeconfigSecret.name }}
+- name: DRA_MIRROR_CLUSTERS_KUBECONFIG
+  value: /etc/dra-mirror/kubeconfig/{{ .Values.clusters.kubeconfigSecret.key }}
+{{- end }}
+{{- with .Values.clusters.contexts }}
+- name: DRA_MIRROR_CLUSTERS_CONTEXTS
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- if .Values.redis.urlSecret.name }}
-- name: DRA_MIRROR_REDIS_URL
+- name: DRA_MIRROR_STORE_REDIS_URL
   valueFrom:
     secretKeyRef:
       name: {{ .Values.redis.urlSecret.name }}
       key: {{ .Values.redis.urlSecret.key }}
 {{- end }}
 {{- if .Values.database.urlSecret.name }}
-- name: DRA_MIRROR_DATABASE_URL
+- name: DRA_MIRROR_HISTORY_DATABASE_URL
   valueFrom:
     secretKeyRef:
       name: {{ .Values.database.urlSecret.name }}
       key: {{ .Values.database.urlSecret.key }}
-{{- else }}
-- name: DRA_MIRROR_DATABASE_URL
-  value: sqlite+aiosqlite:////var/lib/dra-mirror/history.db
 {{- end }}
 {{- end }}
 
-{{/* Writable places under a read-only root filesystem, and the kubeconfig Secrets. */}}
+{{/* Writable places under a read-only root filesystem, and the kubeconfig Secret. */}}
 {{- define "dra-mirror.volumeMounts" -}}
 - name: tmp
   mountPath: /tmp
 - name: data
   mountPath: /var/lib/dra-mirror
-{{- range .Values.clusters.kubeconfigSecrets }}
-- name: kubeconfig-{{ .name }}
-  mountPath: /etc/dra-mirror/clusters/{{ .name }}
+{{- if .Values.clusters.kubeconfigSecret.name }}
+- name: kubeconfig
+  mountPath: /etc/dra-mirror/kubeconfig
   readOnly: true
 {{- end }}
 {{- end }}
@@ -96,13 +97,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   emptyDir: {}
 - name: data
   emptyDir: {}
-{{- range .Values.clusters.kubeconfigSecrets }}
-- name: kubeconfig-{{ .name }}
+{{- if .Values.clusters.kubeconfigSecret.name }}
+- name: kubeconfig
   secret:
-    secretName: {{ .secretName }}
+    secretName: {{ .Values.clusters.kubeconfigSecret.name }}
     items:
-      - key: {{ .key }}
-        path: {{ .key }}
+      - key: {{ .Values.clusters.kubeconfigSecret.key }}
+        path: {{ .Values.clusters.kubeconfigSecret.key }}
 {{- end }}
 {{- end }}
 
