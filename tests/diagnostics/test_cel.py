@@ -1,0 +1,180 @@
+"""The Kubernetes CEL environment for device selectors: typed attributes, Quantity, semver,
+string extensions, cel.bind, unknown domains, and errors reported as errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
+from service.model.records import Attribute, Capacity
+from tests.diagnostics.builders import NVIDIA, attrs, entry, gpu
+
+H200 = gpu(0)
+NIC = entry(
+    "eth1",
+    driver="cni.dra.networking.x-k8s.io",
+    shareable=True,
+    attributes=attrs("cni.dra.networking.x-k8s.io", interfaceName="eth1", mtu=9000, sriov=True),
+    capacity={
+        "cni.dra.networking.x-k8s.io/bandwidth": Capacity(
+            "10G", {"default": "1G", "validValues": ["1G", "5G", "10G"]}
+        )
+    },
+)
+LISTS = entry(
+    "list-dev",
+    attributes={
+        f"{NVIDIA}/ints": Attribute("ints", [1, 2, 3]),
+        f"{NVIDIA}/versions": Attribute("versions", ["1.0.0", "2.0.0"]),
+    },
+)
+UNQUALIFIED_DRIVER_DOMAIN = entry("raw", attributes={"model": Attribute("string", "x")})
+
+
+def evaluate(expression: str, device=H200) -> bool:
+    return compile_selector(expression).matches(device.device, device.key.driver)
+
+
+TRUE = [
+    # typed attributes
+    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'",
+    "device.attributes['gpu.nvidia.com'].architecture in ['Hopper', 'Blackwell']",
+    "device.attributes['cni.dra.networking.x-k8s.io'].mtu > 1500",
+    "device.attributes['cni.dra.networking.x-k8s.io'].sriov",
+    # versions are semvers
+    "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('580.0.0'))",
+    "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('580.159.4')) == 0",
+    "device.attributes['gpu.nvidia.com'].driverVersion == semver('580.159.4')",
+    "device.attributes['gpu.nvidia.com'].cudaComputeCapability.isLessThan(semver('10.0.0'))",
+    "device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() == 9",
+    "device.attributes['gpu.nvidia.com'].driverVersion.minor() == 159",
+    "device.attributes['gpu.nvidia.com'].driverVersion.patch() == 4",
+    "semver('1.0.0-alpha').isLessThan(semver('1.0.0-alpha.1'))",
+    "semver('1.0.0-alpha.1').isLessThan(semver('1.0.0-beta'))",
+    "semver('1.0.0-rc.1').isLessThan(semver('1.0.0'))",
+    "semver('v9.0', true) == semver('9.0.0')",
+    "isSemver('1.2.3') && !isSemver('v1.2.3') && isSemver('v1.2', true)",
+    # capacities are Quantities
+    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('140Gi')) >= 0",
+    "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('80Gi'))",
+    "device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('141Gi'))",
+    "device.capacity['gpu.nvidia.com'].memory == quantity('143771Mi')",
+    "quantity('1Gi') == quantity('1024Mi')",
+    "quantity('1.5') == quantity('1500m')",
+    "device.capacity['gpu.nvidia.com'].memory.add(quantity('1Mi')) == quantity('143772Mi')",
+    "device.capacity['gpu.nvidia.com'].memory.sub(quantity('143770Mi')) == quantity('1Mi')",
+    "quantity('10').add(5) == quantity('15') && quantity('10').sub(15).sign() == -1",
+    "device.capacity['gpu.nvidia.com'].memory.asInteger() == 143771 * 1024 * 1024",
+    "quantity('500m').asApproximateFloat() == 0.5 && !quantity('500m').isInteger()",
+    "isQuantity('16Gi') && !isQuantity('16 Gi')",
+    # the rest of the environment
+    "device.driver == 'gpu.nvidia.com' && !device.allowMultipleAllocations",
+    "device.attributes['gpu.nvidia.com'].productName.lowerAscii().contains('h200')",
+    "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-')",
+    "device.attributes['gpu.nvidia.com'].productName.split(' ')[1] == 'H200'",
+    "cel.bind(g, device.attributes['gpu.nvidia.com'], g.type == 'gpu' && g.architecture == 'Hopper')",
+    "has(device.attributes['gpu.nvidia.com'].uuid)",
+    "!has(device.attributes['gpu.nvidia.com'].profile)",
+    "!has(device.attributes['other.example.com'].anything)",
+    "'gpu.nvidia.com' in device.attributes",
+]
+
+
+@pytest.mark.parametrize("expression", TRUE)
+def test_true_on_an_h200_or_a_nic(expression: str) -> None:
+    device = NIC if "cni.dra" in expression else H200
+    assert evaluate(expression, device) is True
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'",
+        "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('141Gi'))",
+        "device.attributes['gpu.nvidia.com'].driverVersion.isLessThan(semver('580.159.4'))",
+        "device.allowMultipleAllocations",
+    ],
+)
+def test_false(expression: str) -> None:
+    assert evaluate(expression) is False
+
+
+def test_shareable_device_and_list_attributes() -> None:
+    assert evaluate("device.allowMultipleAllocations", NIC)
+    assert evaluate("2 in device.attributes['gpu.nvidia.com'].ints", LISTS)
+    assert evaluate(
+        "device.attributes['gpu.nvidia.com'].versions.exists(v, v.isGreaterThan(semver('1.5.0')))",
+        LISTS,
+    )
+
+
+def test_unqualified_keys_belong_to_the_driver_domain() -> None:
+    assert evaluate("device.attributes['gpu.nvidia.com'].model == 'x'", UNQUALIFIED_DRIVER_DOMAIN)
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        (
+            "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'",
+            'Key not found in map : "profile"',
+        ),
+        ("device.attributes['unknown.example.com'].x == 1", 'Key not found in map : "x"'),
+        (
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(semver('1.0.0')) > 0",
+            "Quantity with a Semver",
+        ),
+        ("quantity('sixteen') == quantity('16')", "not a quantity"),
+        ("semver('1.2') == semver('1.2.0')", "invalid semver"),
+        ("device.attributes['gpu.nvidia.com'].productName > 1", "No matching overload"),
+        ("device.driver", "must evaluate to bool"),
+    ],
+)
+def test_evaluation_errors_are_errors_not_false(expression: str, fragment: str) -> None:
+    selector = compile_selector(expression)
+    with pytest.raises(SelectorEvalError) as raised:
+        selector.matches(H200.device, H200.key.driver)
+    assert fragment in raised.value.message
+    assert raised.value.expression == expression
+
+
+def test_short_circuit_hides_an_error_like_kubernetes() -> None:
+    # CEL's && and || are commutative over errors: false && error is false.
+    assert (
+        evaluate("device.driver == 'x' && device.attributes['gpu.nvidia.com'].nope == 1") is False
+    )
+    assert evaluate("device.attributes['gpu.nvidia.com'].nope == 1 || true") is True
+
+
+@pytest.mark.parametrize(
+    ("expression", "fragment"),
+    [
+        ("device.driver ==", "Syntax error"),
+        ("nosuchfunction(device.driver)", "undeclared reference to 'nosuchfunction'"),
+        ("1 + 2", "must evaluate to bool, not INT"),
+        ("quantity(16) == quantity('16')", "no matching overload for 'quantity'"),
+    ],
+)
+def test_compile_errors(expression: str, fragment: str) -> None:
+    with pytest.raises(SelectorError) as raised:
+        compile_selector(expression)
+    assert not isinstance(raised.value, SelectorEvalError)
+    assert fragment in raised.value.message
+
+
+def test_compiled_once_per_expression() -> None:
+    text = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+    assert compile_selector(text) is compile_selector(text)
+    with pytest.raises(SelectorError) as first:
+        compile_selector("device.driver ==")
+    with pytest.raises(SelectorError) as second:
+        compile_selector("device.driver ==")
+    assert first.value is second.value
+
+
+def test_a_domain_first_seen_after_a_device_was_cached() -> None:
+    device = gpu(7)
+    assert evaluate("device.driver == 'gpu.nvidia.com'", device)
+    # A new expression names a domain no earlier one did: the cached input must learn it.
+    assert evaluate("!has(device.attributes['brand-new.example.com'].x)", device)
+    assert evaluate("!has(device.capacity['brand-new2.example.com'].x)", device)
