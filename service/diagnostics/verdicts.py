@@ -13,6 +13,8 @@ and one verdict, in the words of the operations manual:
     no-match        devices exist, but the request's selectors reject them all
     all-held        every matching device is held (or blocked by sibling partitions)
     tainted         the free matching devices carry NoSchedule/NoExecute taints
+    no-capacity     nobody holds them, yet none can give the capacity asked (outside the
+                    capacity's requestPolicy, more than the device has, or no counter set)
     not-enough      fewer free devices on any one node than the request needs
     constraints     each request fits alone, not together (matchAttribute, distinct…)
     search-limit    the search budget ran out before an answer
@@ -37,6 +39,7 @@ NO_DEVICES = "no-devices"
 NO_MATCH = "no-match"
 ALL_HELD = "all-held"
 ALL_TAINTED = "tainted"
+NO_CAPACITY = "no-capacity"
 NOT_ENOUGH = "not-enough"
 CONSTRAINTS = "constraints"
 SEARCH_LIMIT = "search-limit"
@@ -49,6 +52,7 @@ _SUMMARY = {
     NO_MATCH: "no device matches the request's selectors",
     ALL_HELD: "every matching device is held by other claims",
     ALL_TAINTED: "the free matching devices are tainted and not tolerated",
+    NO_CAPACITY: "no matching device can give the capacity requested",
     NOT_ENOUGH: "not enough free matching devices on one node",
     CONSTRAINTS: "the requests fit alone but not together (constraints)",
     SEARCH_LIMIT: "the allocation search gave up (budget exhausted)",
@@ -139,7 +143,10 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     elif not m.devices:
         verdict = NO_MATCH
     elif free == 0:
-        verdict = ALL_TAINTED if reasons[TAINTED] == len(m.devices) else ALL_HELD
+        if reasons[TAINTED] == len(m.devices):
+            verdict = ALL_TAINTED
+        else:
+            verdict = ALL_HELD if held_by else NO_CAPACITY
     elif alt.mode == "All" and free < len(m.devices):
         verdict = NOT_ENOUGH
     elif best_node + network_free < needed:
