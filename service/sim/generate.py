@@ -1,0 +1,430 @@
+"""Big clusters in seconds, and the object shapes the scheduler and kubelet write.
+
+`populate(store, ScaleSpec(nodes=5000, gpus_per_node=8, pods=40000), seed=…)` fills a store
+with K nodes x G GPUs (one ResourceSlice per node, as the NVIDIA driver publishes whole GPUs),
+one template-generated claim per pod and the pods themselves — already scheduled: claims carry
+their allocation, the delete-protection finalizer and `reservedFor`, pods are Running on their
+node. The allocations are computed arithmetically (claim i → node i // G, gpu-(i % G)), never
+by evaluating CEL per pod, and everything goes in through `ClusterStore.bulk_load`, so 90,000
+objects take seconds. A `pending` fraction of the pods asks for a GPU model the cluster does
+not have and waits, Unschedulable, with a pending claim — as a real cluster would show them.
+
+The shape helpers (`allocation_dict`, `running_status`, `scheduled_condition`) are shared with
+the `Controller`, so generated and scheduled objects look the same.
+
+Promises: deterministic for a seed (names, uids, uuids, placement); counts exactly as asked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from service.model.records import (
+    DELETE_PROTECTION_FINALIZER,
+    POD_CLAIM_NAME_ANNOTATION,
+    Allocation,
+)
+from service.sim import hardware
+from service.sim.store import ClusterStore, timestamp
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "ScaleSpec",
+    "allocation_dict",
+    "pod_ip",
+    "pod_object",
+    "populate",
+    "running_status",
+]
+
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
+DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.9.0-base-ubuntu24.04"
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    """A scenario's `generate:` block."""
+
+    nodes: int
+    gpus_per_node: int = 8
+    pods: int = 0  # one template claim each
+    pending: float = 0.0  # fraction of pods that cannot be placed (they ask for an absent model)
+    namespaces: int = 20
+    profile: str = hardware.H100_80GB_HBM3.key
+    missing_product: str = "NVIDIA H200"
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ScaleSpec:
+        spec = cls(
+            nodes=int(doc["nodes"]),
+            gpus_per_node=int(doc.get("gpusPerNode", 8)),
+            pods=int(doc.get("pods", 0)),
+            pending=float(doc.get("pending", 0.0)),
+            namespaces=int(doc.get("namespaces", 20)),
+            profile=str(doc.get("profile", hardware.H100_80GB_HBM3.key)),
+        )
+        placed = spec.pods - spec.pending_pods
+        if placed > spec.nodes * spec.gpus_per_node:
+            raise ValueError(f"generate: {placed} running pods need more GPUs than the nodes have")
+        if spec.profile not in hardware.GPU_MODELS:
+            raise ValueError(f"generate: unknown GPU profile {spec.profile!r}")
+        return spec
+
+    @property
+    def pending_pods(self) -> int:
+        return round(self.pods * self.pending)
+
+
+# ---- shapes written by kube-scheduler and kubelet ----------------------------------------------
+
+
+def node_selector(node: str) -> dict[str, Any]:
+    """The allocation nodeSelector kube-scheduler writes for node-local devices."""
+    return {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+        ]
+    }
+
+
+def allocation_dict(allocation: Allocation) -> dict[str, Any]:
+    """`status.allocation` (resource.k8s.io/v1) for an allocator result."""
+    results = []
+    for r in allocation.results:
+        result: dict[str, Any] = {
+            "request": r.request,
+            "driver": r.driver,
+            "pool": r.pool,
+            "device": r.device,
+        }
+        if r.admin_access:
+            result["adminAccess"] = True
+        if r.share_id:
+            result["shareID"] = r.share_id
+        if r.consumed_capacity:
+            result["consumedCapacity"] = dict(r.consumed_capacity)
+        results.append(result)
+    devices: dict[str, Any] = {"results": results}
+    if allocation.config:
+        devices["config"] = [dict(c) for c in allocation.config]
+    out: dict[str, Any] = {"devices": devices}
+    if allocation.node_selector:
+        out["nodeSelector"] = allocation.node_selector
+    elif allocation.node_name:
+        out["nodeSelector"] = node_selector(allocation.node_name)
+    return out
+
+
+def pod_ip(node_index: int, slot: int) -> str:
+    """A pod IP from the node's /24 of the pod CIDR 10.128.0.0/9 (as a CNI would hand out)."""
+    return f"10.{128 + node_index // 256 % 128}.{node_index % 256}.{2 + slot % 250}"
+
+
+def scheduled_condition(now: str) -> dict[str, Any]:
+    return {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": now,
+    }
+
+
+def running_status(pod: dict, *, host_ip: str, ip: str, now: str) -> dict[str, Any]:
+    """The status kubelet reports once every container runs."""
+    containers = pod["spec"].get("containers") or []
+    conditions = [
+        {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+    ]
+    return {
+        "phase": "Running",
+        "conditions": [*conditions, scheduled_condition(now)],
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "image": c.get("image", ""),
+                "imageID": "",
+                "containerID": "containerd://"
+                + hashlib.sha256(f"{pod['metadata'].get('uid')}/{c['name']}".encode()).hexdigest(),
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in containers
+        ],
+    }
+
+
+def pod_object(
+    name: str,
+    namespace: str,
+    *,
+    claims: Iterable[dict[str, str]] = (),
+    node_selector: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    owner: dict[str, Any] | None = None,
+    image: str = DEFAULT_IMAGE,
+) -> dict[str, Any]:
+    """A pod as a workload controller creates it: one container `main` that uses every claim
+    (`claims` entries are pod.spec.resourceClaims entries, optionally with `request`)."""
+    claims = list(claims)
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": image,
+        "command": ["bash", "-c", "nvidia-smi -L; trap 'exit 0' TERM; sleep 9999 & wait"],
+    }
+    resources: dict[str, Any] = {}
+    if claims:
+        resources["claims"] = [
+            {"name": c["name"], **({"request": c["request"]} if c.get("request") else {})}
+            for c in claims
+        ]
+    if limits:
+        resources["limits"] = dict(limits)
+    if resources:
+        container["resources"] = resources
+    spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Always"}
+    if claims:
+        spec["resourceClaims"] = [{k: v for k, v in c.items() if k != "request"} for c in claims]
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def node_ip(node_index: int) -> str:
+    """A node's InternalIP in 10.0.0.0/16."""
+    return f"10.0.{node_index // 250 % 256}.{node_index % 250 + 2}"
+
+
+# ---- the generator -----------------------------------------------------------------------------
+
+
+def populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | None = None) -> None:
+    """Fill `store` with the generated cluster (see the module docstring)."""
+    rng = random.Random(seed)
+    now = now or timestamp(datetime.now(UTC))
+
+    def uid() -> str:
+        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+    def token(n: int) -> str:
+        return "".join(rng.choice(_ALPHABET) for _ in range(n))
+
+    namespaces = [f"team-{i:02d}" for i in range(spec.namespaces)]
+    store.bulk_load(
+        "namespaces",
+        (
+            {
+                "metadata": {"name": ns},
+                "spec": {"finalizers": ["kubernetes"]},
+                "status": {"phase": "Active"},
+            }
+            for ns in namespaces
+        ),
+    )
+    store.bulk_load("deviceclasses", [hardware.device_class("gpu.nvidia.com")])
+    model = hardware.GPU_MODELS[spec.profile]
+    group = hardware.DeviceGroup(model.key, spec.gpus_per_node, mig=False)
+    nodes: list[dict] = []
+    slices: list[dict] = []
+    for i in range(spec.nodes):
+        name = f"gpu-node-{i:05d}"
+        node_uid = uid()
+        nodes.append(_node(name, node_uid, i, spec))
+        for sl in hardware.node_slices(name, node_uid, [group], seed=seed):
+            sl["metadata"]["name"] = f"{name}-gpu.nvidia.com-{token(5)}"
+            slices.append(sl)
+    store.bulk_load("nodes", nodes)
+    store.bulk_load("resourceslices", slices)
+    store.bulk_load("resourceclaimtemplates", _templates(namespaces, spec))
+
+    claims: list[dict] = []
+    pods: list[dict] = []
+    running = spec.pods - spec.pending_pods
+    for i in range(spec.pods):
+        ns = namespaces[i % len(namespaces)]
+        workload = f"train-{i // 8 % 500:03d}"
+        pod_name = f"{workload}-{token(10)}-{token(5)}"
+        pod_uid = uid()
+        placed = i < running
+        template = "gpu" if placed else "big-gpu"
+        claim_name = f"{pod_name}-gpu-{token(5)}"
+        claim: dict[str, Any] = {
+            "metadata": {
+                "name": claim_name,
+                "generateName": f"{pod_name}-gpu-",
+                "namespace": ns,
+                "uid": uid(),
+                "annotations": {POD_CLAIM_NAME_ANNOTATION: "gpu"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod_name,
+                        "uid": pod_uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": _claim_spec(spec if not placed else None),
+        }
+        pod: dict[str, Any] = {
+            "metadata": {
+                "name": pod_name,
+                "namespace": ns,
+                "uid": pod_uid,
+                "labels": {"app": workload},
+            },
+            "spec": {
+                "containers": [
+                    {"name": "trainer", "image": _IMAGE, "resources": {"claims": [{"name": "gpu"}]}}
+                ],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                "restartPolicy": "Always",
+            },
+        }
+        claim_status = [{"name": "gpu", "resourceClaimName": claim_name}]
+        if placed:
+            node_index, gpu = divmod(i, spec.gpus_per_node)
+            node = nodes[node_index]["metadata"]["name"]
+            claim["metadata"]["finalizers"] = [DELETE_PROTECTION_FINALIZER]
+            claim["status"] = {
+                "allocation": {
+                    "devices": {
+                        "results": [
+                            {
+                                "request": "gpu",
+                                "driver": hardware.GPU_DRIVER,
+                                "pool": node,
+                                "device": f"gpu-{gpu}",
+                            }
+                        ]
+                    },
+                    "nodeSelector": node_selector(node),
+                },
+                "reservedFor": [{"resource": "pods", "name": pod_name, "uid": pod_uid}],
+            }
+            pod["spec"]["nodeName"] = node
+            status = running_status(
+                pod, host_ip=node_ip(node_index), ip=pod_ip(node_index, gpu), now=now
+            )
+            pod["status"] = {
+                **status,
+                "qosClass": "BestEffort",
+                "resourceClaimStatuses": claim_status,
+            }
+        else:
+            pod["status"] = {
+                "phase": "Pending",
+                "qosClass": "BestEffort",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "lastProbeTime": None,
+                        "lastTransitionTime": now,
+                        "reason": "Unschedulable",
+                        "message": f"0/{spec.nodes} nodes are available: {spec.nodes} cannot "
+                        "allocate all claims. preemption: 0/{n} nodes are available: {n} "
+                        "Preemption is not helpful for scheduling.".format(n=spec.nodes),
+                    }
+                ],
+                "resourceClaimStatuses": claim_status,
+            }
+        claims.append(claim)
+        pods.append(pod)
+    store.bulk_load("resourceclaims", claims)
+    store.bulk_load("pods", pods)
+
+
+def _node(name: str, node_uid: str, index: int, spec: ScaleSpec) -> dict:
+    allocatable = {"cpu": "192", "memory": "2Ti", "pods": "110", "ephemeral-storage": "3Ti"}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": node_uid,
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "nvidia.com/gpu.product": hardware.GPU_MODELS[spec.profile].product_name.replace(
+                    " ", "-"
+                ),
+                "topology.kubernetes.io/zone": f"zone-{index % 3}",
+            },
+        },
+        "spec": {},
+        "status": {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": node_ip(index)},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "v1.35.0",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "containerRuntimeVersion": "containerd://2.1.4",
+            },
+        },
+    }
+
+
+def _claim_spec(missing: ScaleSpec | None) -> dict:
+    exact: dict[str, Any] = {
+        "deviceClassName": "gpu.nvidia.com",
+        "allocationMode": "ExactCount",
+        "count": 1,
+    }
+    if missing is not None:
+        exact["selectors"] = [
+            {
+                "cel": {
+                    "expression": "device.attributes['gpu.nvidia.com'].productName == "
+                    f"'{missing.missing_product}'"
+                }
+            }
+        ]
+    return {"devices": {"requests": [{"name": "gpu", "exactly": exact}]}}
+
+
+def _templates(namespaces: list[str], spec: ScaleSpec) -> list[dict]:
+    out = []
+    for ns in namespaces:
+        for name, missing in (("gpu", None), ("big-gpu", spec)):
+            out.append(
+                {
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {"spec": _claim_spec(missing)},
+                }
+            )
+    return out

@@ -1,0 +1,401 @@
+"""Device profiles: the ResourceSlices a node's DRA drivers publish, as v1 dicts.
+
+A profile turns "this node has 8 NVIDIA H200 and 2 NICs" into the ResourceSlice objects the
+NVIDIA GPU driver (`gpu.nvidia.com`) and the CNI DRA driver (`cni.dra.networking.x-k8s.io`)
+would publish for it, in the resource.k8s.io/v1 storage shape. It promises:
+
+* attribute names, types and device names as the drivers publish them
+  (fixtures/upstream/SOURCES.md): `gpu-<minor>` for a whole GPU,
+  `gpu-<minor>-mig-<profile without dots, RFC 1123>-<GI profile id>-<placement start>` for a
+  MIG partition, unqualified keys in the driver's own domain;
+* MIG placements as KEP-4815 partitionable devices: one counter set `gpu-<minor>-counter-set`
+  per GPU (capacities DNS-ified: `copy-engines`, plus `memory-slice-<N>` of value 1), every
+  MIG device and the whole GPU `consumesCounters` from it, so two partitions that overlap in
+  memory slices, or a partition and the whole GPU, can never both be allocated;
+* the slice limits kube-apiserver 1.35 enforces: `sharedCounters` and `devices` never share a
+  slice (counter sets get their own slice in the same pool, ≤8 sets per slice), ≤64 devices in
+  a slice whose devices consume counters, ≤128 otherwise; `pool.resourceSliceCount` counts
+  every slice of the pool;
+* determinism: uuids and bus ids derive from the caller's seed string only.
+
+The H200 numbers are transcribed from `../shared/hardware/h200/` (nvidia-smi of a real H200);
+each constant says which file it comes from. `tests/sim/test_world_hardware.py` parses those
+files and checks the transcription.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+GPU_DRIVER = "gpu.nvidia.com"
+NIC_DRIVER = "cni.dra.networking.x-k8s.io"
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # vendor-neutral name (NVIDIA driver ≥ v25.8)
+
+MAX_DEVICES = 128  # devices per slice (validation: ResourceSliceMaxDevices)
+MAX_DEVICES_WITH_COUNTERS = 64  # 1.35: when any device consumes counters or has taints
+MAX_COUNTER_SETS = 8  # counter sets per slice
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One GPU instance profile of `nvidia-smi mig -lgip` with its placements (`-lgipp`)."""
+
+    name: str  # "1g.18gb"
+    gi_id: int  # GPU instance profile id
+    starts: tuple[int, ...]  # placement starts, in memory slices
+    size: int  # memory slices per placement
+    memory_mib: int  # "Memory GiB" column times 1024
+    multiprocessors: int  # SM
+    copy_engines: int  # CE
+    decoders: int  # DEC
+    encoders: int  # ENC
+    jpeg_engines: int  # JPEG
+    ofa_engines: int  # OFA
+
+    def device_name(self, minor: int, start: int) -> str:
+        # The driver drops the dots and replaces what RFC 1123 forbids ("+me") with "-".
+        compact = self.name.replace(".", "").replace("+", "-").lower()
+        return f"gpu-{minor}-mig-{compact}-{self.gi_id}-{start}"
+
+    def capacities(self) -> dict[str, int]:
+        return {
+            "multiprocessors": self.multiprocessors,
+            "copyEngines": self.copy_engines,
+            "decoders": self.decoders,
+            "encoders": self.encoders,
+            "jpegEngines": self.jpeg_engines,
+            "ofaEngines": self.ofa_engines,
+        }
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU model as the NVIDIA DRA driver describes it."""
+
+    key: str
+    product_name: str
+    brand: str
+    architecture: str
+    compute_capability: str  # semver, as the driver publishes it
+    driver_version: str  # semver (Masterminds parses "580.159.04" to 580.159.4)
+    cuda_driver_version: str
+    memory: str  # whole-GPU capacity, Kubernetes quantity
+    addressing_mode: str | None = None
+    mig_profiles: tuple[MigProfile, ...] = ()
+    memory_slices: int = 0
+    real_uuid: str | None = None  # the captured GPU's uuid, used for the first GPU built
+    bus_base: int = 6  # PCI device number of GPU 0 (0000:00:06.0 on the captured VM)
+
+
+# ---- NVIDIA H200, from ../shared/hardware/h200/ ------------------------------------------------
+
+# mig-lgip.txt (SM, DEC, ENC / CE, JPEG, OFA and Memory GiB columns) and
+# mig-lgipp.txt ("Profile ID 15 Placements: {0,2,4,6}:2" = starts and size).
+H200_MIG_PROFILES = (
+    MigProfile("1g.18gb", 19, (0, 1, 2, 3, 4, 5, 6), 1, 16384, 16, 1, 1, 0, 1, 0),
+    MigProfile("1g.18gb+me", 20, (0, 1, 2, 3, 4, 5, 6), 1, 16384, 16, 1, 1, 0, 1, 1),
+    MigProfile("1g.35gb", 15, (0, 2, 4, 6), 2, 33280, 26, 1, 1, 0, 1, 0),
+    MigProfile("2g.35gb", 14, (0, 2, 4), 2, 33280, 32, 2, 2, 0, 2, 0),
+    MigProfile("3g.71gb", 9, (0, 4), 4, 71424, 60, 3, 3, 0, 3, 0),
+    MigProfile("4g.71gb", 5, (0,), 4, 71424, 64, 4, 4, 0, 4, 0),
+    MigProfile("7g.141gb", 0, (0,), 8, 143360, 132, 8, 7, 0, 7, 1),
+)
+
+H200 = GpuModel(
+    key="nvidia-h200",
+    product_name="NVIDIA H200",  # nvidia-smi-q.txt "Product Name"
+    brand="Nvidia",  # NVML's brand name for "Product Brand: NVIDIA" (what the driver publishes)
+    architecture="Hopper",  # nvidia-smi-q.txt "Product Architecture"
+    compute_capability="9.0.0",  # nvidia-smi-query.csv compute_cap "9.0"
+    driver_version="580.159.4",  # nvidia-smi-query.csv driver_version "580.159.04"
+    cuda_driver_version="13.0.0",  # nvidia-smi-q.txt "CUDA Version : 13.0"
+    memory="143771Mi",  # nvidia-smi-q.txt "FB Memory Usage / Total : 143771 MiB"
+    addressing_mode="None",  # nvidia-smi-q.txt "Addressing Mode : None"
+    mig_profiles=H200_MIG_PROFILES,
+    memory_slices=8,  # mig-lgipp.txt: the 7g.141gb placement {0}:8 spans every slice
+    real_uuid="GPU-21f6a090-a7a1-f57a-27f8-e0da547eb43a",  # nvidia-smi-query.csv uuid
+    bus_base=6,  # nvidia-smi-query.csv pci.bus_id "00000000:00:06.0"
+)
+
+# The AKS nodes of kubernetes-sigs/dra-driver-nvidia-gpu#719 (SOURCES.md), MIG disabled.
+A100_80GB_PCIE = GpuModel(
+    key="nvidia-a100-80gb-pcie",
+    product_name="NVIDIA A100 80GB PCIe",
+    brand="Nvidia",
+    architecture="Ampere",
+    compute_capability="8.0.0",
+    driver_version="580.95.5",
+    cuda_driver_version="13.0.0",
+    memory="80Gi",
+    bus_base=1,
+)
+
+# The EKS H100 node quoted in SOURCES.md.
+H100_80GB_HBM3 = GpuModel(
+    key="nvidia-h100-80gb-hbm3",
+    product_name="NVIDIA H100 80GB HBM3",
+    brand="Nvidia",
+    architecture="Hopper",
+    compute_capability="9.0.0",
+    driver_version="580.105.8",
+    cuda_driver_version="13.0.0",
+    memory="81559Mi",
+    bus_base=0x53,
+)
+
+GPU_MODELS = {m.key: m for m in (H200, A100_80GB_PCIE, H100_80GB_HBM3)}
+NIC_PROFILE = "cni-nic"
+PROFILES = (*GPU_MODELS, NIC_PROFILE)
+
+
+def binary_si(n_bytes: int) -> str:
+    """A byte count as Kubernetes prints a BinarySI quantity: the largest exact suffix."""
+    for suffix, factor in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n_bytes and n_bytes % factor == 0:
+            return f"{n_bytes // factor}{suffix}"
+    return str(n_bytes)
+
+
+def _digest(seed: str) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()
+
+
+def nvidia_uuid(prefix: str, seed: str) -> str:
+    """`GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` (or `MIG-…`), a pure function of `seed`."""
+    h = _digest(seed)
+    return f"{prefix}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _capacity(values: dict[str, int | str]) -> dict[str, dict[str, str]]:
+    return {k: {"value": str(v)} for k, v in values.items()}
+
+
+def _counters(values: dict[str, int | str]) -> dict[str, dict[str, str]]:
+    # Counter names are the capacity names DNS-ified: copyEngines -> copy-engines.
+    out = {}
+    for name, value in values.items():
+        dns = "".join(f"-{c.lower()}" if c.isupper() else c for c in name)
+        out[dns] = {"value": str(value)}
+    return out
+
+
+def _full_capacities(model: GpuModel) -> dict[str, int]:
+    """What the whole GPU has: the largest value of each dimension over its MIG profiles."""
+    keys = model.mig_profiles[0].capacities().keys()
+    return {k: max(p.capacities()[k] for p in model.mig_profiles) for k in keys}
+
+
+def gpu_devices(
+    model: GpuModel, minor: int, uuid: str, *, mig: bool = True
+) -> tuple[list[dict], dict | None]:
+    """The devices of one GPU (whole GPU first, then its MIG partitions) and its counter set
+    (None when MIG is off or the model has no MIG profiles)."""
+    bus_id = f"0000:{(model.bus_base + minor) // 32:02x}:{(model.bus_base + minor) % 32:02x}.0"
+    common: dict[str, dict] = {
+        "productName": {"string": model.product_name},
+        "brand": {"string": model.brand},
+        "architecture": {"string": model.architecture},
+        "cudaComputeCapability": {"version": model.compute_capability},
+        "driverVersion": {"version": model.driver_version},
+        "cudaDriverVersion": {"version": model.cuda_driver_version},
+    }
+    if model.addressing_mode:
+        common["addressingMode"] = {"string": model.addressing_mode}
+    common[PCI_BUS_ID] = {"string": bus_id}
+    whole: dict = {
+        "name": f"gpu-{minor}",
+        "attributes": {"type": {"string": "gpu"}, "uuid": {"string": uuid}, **common},
+        "capacity": _capacity({"memory": model.memory}),
+    }
+    if not (mig and model.mig_profiles):
+        return [whole], None
+    counter_set = f"gpu-{minor}-counter-set"
+    full = _full_capacities(model)
+    slices = {f"memory-slice-{i}": {"value": "1"} for i in range(model.memory_slices)}
+    shared = {"name": counter_set, "counters": _counters({**full, "memory": model.memory}) | slices}
+    whole["capacity"] = _capacity({**full, "memory": model.memory})
+    whole["consumesCounters"] = [{"counterSet": counter_set, "counters": shared["counters"]}]
+    devices = [whole]
+    for profile in model.mig_profiles:
+        caps = profile.capacities()
+        memory = binary_si(profile.memory_mib << 20)
+        for start in profile.starts:
+            name = profile.device_name(minor, start)
+            used = {f"memory-slice-{i}": {"value": "1"} for i in range(start, start + profile.size)}
+            devices.append(
+                {
+                    "name": name,
+                    "attributes": {
+                        "type": {"string": "mig"},
+                        "uuid": {"string": nvidia_uuid("MIG", f"{uuid}/{name}")},
+                        "parentUUID": {"string": uuid},
+                        "profile": {"string": profile.name},
+                        **common,
+                    },
+                    "capacity": _capacity({**caps, "memory": memory})
+                    | {
+                        f"memorySlice{i}": {"value": "1"}
+                        for i in range(start, start + profile.size)
+                    },
+                    "consumesCounters": [
+                        {
+                            "counterSet": counter_set,
+                            "counters": _counters({**caps, "memory": memory}) | used,
+                        }
+                    ],
+                }
+            )
+    return devices, shared
+
+
+def nic_device(index: int) -> dict:
+    """One NIC of the CNI DRA driver: shareable, with consumable bandwidth and virtual devices.
+
+    `maxVirtualDevices` is the real driver's capacity (fixture cni-dra-driver-demo); `bandwidth`
+    is a consumable capacity with a `validRange` policy, so allocations carry
+    `consumedCapacity` rounded the way kube-scheduler rounds them."""
+    return {
+        "name": f"eth{index}",
+        "allowMultipleAllocations": True,
+        "attributes": {
+            f"{NIC_DRIVER}/interfaceName": {"string": f"eth{index}"},
+            f"{NIC_DRIVER}/speed": {"string": "100G"},
+        },
+        "capacity": {
+            f"{NIC_DRIVER}/maxVirtualDevices": {
+                "value": "65535",
+                "requestPolicy": {"default": "1", "validValues": ["1"]},
+            },
+            f"{NIC_DRIVER}/bandwidth": {
+                "value": "100G",
+                "requestPolicy": {
+                    "default": "1G",
+                    "validRange": {"min": "1G", "max": "100G", "step": "1G"},
+                },
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class DeviceGroup:
+    """`count` devices of one profile on a node (a scenario's `devices:` entry)."""
+
+    profile: str
+    count: int
+    mig: bool = True
+
+
+def _chunks(items: Sequence, size: int) -> list[Sequence]:
+    return [items[i : i + size] for i in range(0, len(items), size)] or [items[:0]]
+
+
+def _slice(node: str, node_uid: str, driver: str, body: dict) -> dict:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {
+            "generateName": f"{node}-{driver}-",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "name": node,
+                    "uid": node_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"driver": driver, "nodeName": node, **body},
+    }
+
+
+def node_slices(
+    node: str,
+    node_uid: str,
+    groups: Iterable[DeviceGroup],
+    *,
+    seed: str,
+    real_uuid: bool = False,
+    generation: int = 1,
+) -> list[dict]:
+    """Every ResourceSlice the drivers publish for `node` (pool name = node name).
+
+    `real_uuid=True` gives the first GPU of a model with a captured uuid that uuid."""
+    gpus: list[tuple[list[dict], dict | None]] = []
+    nics: list[dict] = []
+    minor = 0
+    for group in groups:
+        if group.profile == NIC_PROFILE:
+            nics.extend(nic_device(len(nics) + i) for i in range(group.count))
+            continue
+        model = GPU_MODELS[group.profile]
+        for _ in range(group.count):
+            uuid = nvidia_uuid("GPU", f"{seed}/{node}/{minor}")
+            if real_uuid and model.real_uuid:
+                uuid, real_uuid = model.real_uuid, False
+            gpus.append(gpu_devices(model, minor, uuid, mig=group.mig))
+            minor += 1
+    out: list[dict] = []
+    if gpus:
+        out.extend(_gpu_pool(node, node_uid, gpus, generation))
+    if nics:
+        bodies = [{"devices": list(chunk)} for chunk in _chunks(nics, MAX_DEVICES)]
+        out.extend(_pool(node, node_uid, NIC_DRIVER, bodies, generation))
+    return out
+
+
+def _gpu_pool(
+    node: str, node_uid: str, gpus: list[tuple[list[dict], dict | None]], generation: int
+) -> list[dict]:
+    partitioned = any(counters for _, counters in gpus)
+    limit = MAX_DEVICES_WITH_COUNTERS if partitioned else MAX_DEVICES
+    bodies: list[dict] = []
+    counter_sets = [counters for _, counters in gpus if counters]
+    for chunk in _chunks(counter_sets, MAX_COUNTER_SETS) if counter_sets else []:
+        bodies.append({"sharedCounters": list(chunk)})
+    # Keep the devices of one GPU together in one slice, as the driver does.
+    current: list[dict] = []
+    for devices, _ in gpus:
+        if current and len(current) + len(devices) > limit:
+            bodies.append({"devices": current})
+            current = []
+        current.extend(devices)
+    if current:
+        bodies.append({"devices": current})
+    return _pool(node, node_uid, GPU_DRIVER, bodies, generation)
+
+
+def _pool(node: str, node_uid: str, driver: str, bodies: list[dict], generation: int) -> list[dict]:
+    pool = {"name": node, "generation": generation, "resourceSliceCount": len(bodies)}
+    return [_slice(node, node_uid, driver, {"pool": dict(pool), **body}) for body in bodies]
+
+
+# ---- DeviceClasses, as the drivers' Helm charts install them -----------------------------------
+
+# NVIDIA chart templates deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-*.yaml
+# (SOURCES.md) and the CNI DRA driver's demo class (fixture cni-dra-driver-demo.DeviceClass.yaml).
+DEVICE_CLASS_SELECTORS = {
+    "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && "
+    "device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    "mig.nvidia.com": "device.driver == 'gpu.nvidia.com' && "
+    "device.attributes['gpu.nvidia.com'].type == 'mig'",
+    "vfio.gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && "
+    "device.attributes['gpu.nvidia.com'].type == 'vfio'",
+    "network-interface": 'device.driver == "cni.dra.networking.x-k8s.io"',
+}
+
+
+def device_class(name: str, *, extended_resource_name: str | None = None) -> dict:
+    """One of the drivers' DeviceClasses (`DEVICE_CLASS_SELECTORS`), as a v1 object."""
+    spec: dict = {"selectors": [{"cel": {"expression": DEVICE_CLASS_SELECTORS[name]}}]}
+    if extended_resource_name:
+        spec["extendedResourceName"] = extended_resource_name
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
