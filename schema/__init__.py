@@ -20,11 +20,13 @@ from pathlib import Path
 
 import strawberry
 from strawberry.extensions import ParserCache, ValidationCache
+from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
 
 from service.settings import GraphQLSettings
 
 from .query import Query as CoreQuery
+from .scalars import SCALAR_MAP
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
@@ -55,6 +57,7 @@ def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
     settings = settings or GraphQLSettings()
     return strawberry.Schema(
         query=root_query(),
+        config=StrawberryConfig(scalar_map=SCALAR_MAP),
         extensions=[
             lambda: ParserCache(maxsize=settings.parser_cache_size),
             lambda: ValidationCache(maxsize=settings.validation_cache_size),

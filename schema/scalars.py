@@ -16,7 +16,15 @@ from strawberry.scalars import JSON
 
 from service.model import records
 
-__all__ = ["JSON", "ClaimOrigin", "ClaimState", "DateTime", "DeviceStatus", "to_datetime"]
+__all__ = [
+    "JSON",
+    "SCALAR_MAP",
+    "ClaimOrigin",
+    "ClaimState",
+    "DateTime",
+    "DeviceStatus",
+    "to_datetime",
+]
 
 
 def _parse_datetime(value: object) -> str:
@@ -25,13 +33,17 @@ def _parse_datetime(value: object) -> str:
     return value
 
 
-DateTime = strawberry.scalar(
-    NewType("DateTime", str),
-    name="DateTime",
-    description="An instant as RFC 3339 in UTC, e.g. 2026-01-02T03:04:05Z.",
-    serialize=str,
-    parse_value=_parse_datetime,
-)
+DateTime = NewType("DateTime", str)
+
+# Passed to the schema as `StrawberryConfig(scalar_map=SCALAR_MAP)`.
+SCALAR_MAP = {
+    DateTime: strawberry.scalar(
+        name="DateTime",
+        description="An instant as RFC 3339 in UTC, e.g. 2026-01-02T03:04:05Z.",
+        serialize=str,
+        parse_value=_parse_datetime,
+    )
+}
 
 
 def to_datetime(value: str | None) -> str | None:
