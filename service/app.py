@@ -1,6 +1,8 @@
 """The Starlette app: `/graphql` (GraphiQL in a browser), `/healthz`, `/readyz`.
 
-`create_app(settings, *, store, history=None, reactors=None, resources=())` is the factory.
+`create_app(settings, *, store, history=None, reactors=None, resources=(), scope_for=None,
+now=utc_now)` is the factory (`scope_for(request)` gives each request its access scope;
+`now` is the clock of time-derived fields such as `pendingSeconds`).
 Its lifespan owns every resource handed to it, in this order:
 
 1. `resources` (async context managers, e.g. the demo's simulator) are entered;
@@ -24,6 +26,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -34,7 +37,7 @@ from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 
 from schema import build_schema
-from schema.context import Context, make_context
+from schema.context import Context, make_context, utc_now
 from schema.reader import Scope
 from service.settings import Settings
 from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
@@ -72,6 +75,7 @@ class MirrorGraphQL(GraphQL):
             scope=self.state.scope_for(request),
             settings=self.state.settings.graphql,
             history=self.state.history,
+            now=self.state.now,
             request=request,
             response=response,
         )
@@ -89,7 +93,9 @@ class AppState:
         store: StateReader,
         history: Any,
         scope_for: Callable[[Any], Scope],
+        now: Callable[[], datetime],
     ) -> None:
+        self.now = now
         self.settings = settings
         self.store = store
         self.history = history
@@ -180,9 +186,12 @@ def create_app(
     reactors: ReactorsArg = None,
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
     scope_for: Callable[[Any], Scope] | None = None,
+    now: Callable[[], datetime] = utc_now,
 ) -> Starlette:
     """The ASGI app; see the module docstring for what its lifespan owns."""
-    state = AppState(settings, store, history, scope_for or (lambda _request: Scope.everything()))
+    state = AppState(
+        settings, store, history, scope_for or (lambda _request: Scope.everything()), now
+    )
     view = MirrorGraphQL(
         build_schema(settings.graphql), state=state, graphiql=settings.http.graphiql
     )

@@ -8,6 +8,7 @@ Starlette app (`httpx.AsyncClient` + `ASGITransport` inside `LifespanManager`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -24,6 +25,7 @@ from service.stores.protocols import ClusterStatus
 from . import world
 
 LOADED_AT = "2026-01-01T02:00:00Z"
+QUERIED_AT = datetime(2026, 1, 1, 3, 0, 0, tzinfo=UTC)  # the clock the app answers with
 KIND_ORDER = (
     "Node",
     "DeviceClass",
@@ -78,7 +80,7 @@ class GraphQLClient:
 @pytest.fixture(scope="session")
 async def gql(world_store: MemoryStore) -> AsyncIterator[GraphQLClient]:
     settings = Settings(graphql=GraphQLSettings(max_page_size=5, default_page_size=3))
-    app = create_app(settings, store=world_store)
+    app = create_app(settings, store=world_store, now=lambda: QUERIED_AT)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

@@ -1,0 +1,60 @@
+"""Relay paging: keyset cursors, page-size cap, totalCount, bad input."""
+
+from __future__ import annotations
+
+from schema.paging import decode_cursor, encode_cursor, paginate
+from service.settings import GraphQLSettings
+
+from . import world
+
+Q = """query($first: Int, $after: String) { devices(first: $first, after: $after) {
+  totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  edges { cursor node { cluster driver pool name } } nodes { name } } }"""
+
+
+async def test_pages_cover_everything_once_in_order(gql):
+    seen, after, pages = [], None, 0
+    while True:
+        page = (await gql(Q, first=2, after=after))["devices"]
+        pages += 1
+        assert page["pageInfo"]["hasPreviousPage"] is (after is not None)
+        assert [e["node"]["name"] for e in page["edges"]] == [n["name"] for n in page["nodes"]]
+        assert page["pageInfo"]["endCursor"] == page["edges"][-1]["cursor"]
+        seen += [tuple(e["node"].values()) for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == sorted(world.valid_devices())
+    assert pages == (len(seen) + 1) // 2
+
+
+async def test_first_is_capped_and_defaults(gql):
+    capped = (await gql(Q, first=10_000))["devices"]  # the tests' app caps pages at 5
+    assert len(capped["edges"]) == 5 and capped["pageInfo"]["hasNextPage"]
+    assert capped["totalCount"] == len(world.valid_devices())
+    default = (await gql(Q))["devices"]
+    assert len(default["edges"]) == 3
+    empty = (await gql(Q, first=0))["devices"]
+    assert empty["edges"] == [] and empty["pageInfo"]["startCursor"] is None
+
+
+async def test_bad_first_and_cursor_are_graphql_errors(gql):
+    negative = await gql.raw(Q, first=-1)
+    assert negative["errors"][0]["message"] == "`first` must not be negative"
+    bad = await gql.raw(Q, after="not a cursor!")
+    assert bad["errors"][0]["message"].startswith("invalid cursor")
+
+
+def test_cursor_after_a_vanished_item_continues_after_its_place():
+    settings = GraphQLSettings(default_page_size=2, max_page_size=2)
+    items = ["a", "c", "d", "f"]
+    page = paginate(
+        items,
+        key=lambda s: (s,),
+        node=str.upper,
+        first=2,
+        after=encode_cursor(("b",)),
+        settings=settings,
+    )
+    assert [e.node for e in page.edges] == ["C", "D"] and page.page_info.has_next_page
+    assert decode_cursor(page.edges[-1].cursor) == ("d",)
