@@ -73,23 +73,45 @@ _data_cache: dict[int, tuple[Device, str, int, dict[str, Any]]] = {}
 
 
 class Selector:
-    """One compiled selector, reused for every device."""
+    """One compiled selector, reused for every device. The answer for a device is remembered
+    (records are immutable; a new version of a device is a new object), so asking again — the
+    allocator trying node after node, findDevices answering the same question — costs a lookup."""
 
-    __slots__ = ("_program", "expression")
+    __slots__ = ("_program", "_results", "expression")
 
     def __init__(self, expression: str, program: Any) -> None:
         self.expression = expression
         self._program = program
+        self._results: dict[int, tuple[Device, str, int, bool | SelectorEvalError]] = {}
 
     def matches(self, device: Device, driver: str) -> bool:
         """Whether the device passes; raises SelectorEvalError when evaluation fails."""
+        hit = self._results.get(id(device))
+        if (
+            hit is not None
+            and hit[0] is device
+            and hit[1] == driver
+            and hit[2] == _domains_generation
+        ):
+            answer = hit[3]
+        else:
+            answer = self.evaluate(device, driver)
+            if len(self._results) >= _DATA_CACHE_LIMIT:
+                self._results.clear()
+            self._results[id(device)] = (device, driver, _domains_generation, answer)
+        if isinstance(answer, SelectorEvalError):
+            raise answer
+        return answer
+
+    def evaluate(self, device: Device, driver: str) -> bool | SelectorEvalError:
+        """Evaluate without the per-device memory (returns the error instead of raising)."""
         result = self._program.eval(data={"device": device_data(device, driver)})
         value = result.value()
         if value is True or value is False:
             return value
         if result.type() == cel.Type.ERROR:
-            raise SelectorEvalError(self.expression, _clean(str(value)))
-        raise SelectorEvalError(
+            return SelectorEvalError(self.expression, _clean(str(value)))
+        return SelectorEvalError(
             self.expression, f"selector must evaluate to bool, got {result.type().name()}"
         )
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from cel_expr_python import cel
@@ -46,11 +47,14 @@ _SEMVER = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)
 def quantity_value(text: str) -> dict[str, str]:
-    """A Kubernetes quantity string as the CEL value selectors see."""
+    """A Kubernetes quantity string as the CEL value selectors see (memoized: devices repeat
+    the same few quantities; callers never mutate the map)."""
     return {QUANTITY_KEY: str(parse_quantity(text))}
 
 
+@lru_cache(maxsize=4096)
 def semver_value(text: str, *, normalize: bool = False) -> dict[str, str]:
     """A semantic version string as the CEL value selectors see (build metadata dropped:
     semver ordering and equality ignore it)."""
@@ -82,6 +86,12 @@ def _split_core(text: str) -> tuple[str, str, str]:
     return text, "", ""
 
 
+@lru_cache(maxsize=4096)
+def _fraction(canonical: str) -> Fraction:
+    return Fraction(canonical)
+
+
+@lru_cache(maxsize=4096)
 def _semver_order(canonical: str) -> tuple[Any, ...]:
     major, minor, patch, pre = _parse_semver(canonical, normalize=False)
     if not pre:
@@ -103,7 +113,7 @@ def _kind(value: Any) -> str:
 def _quantity(value: Any) -> Fraction:
     if _kind(value) != QUANTITY_KEY:
         raise ValueError("expected a Quantity")
-    return Fraction(value[QUANTITY_KEY])
+    return _fraction(value[QUANTITY_KEY])
 
 
 def _compare(a: Any, b: Any) -> int:
@@ -111,7 +121,7 @@ def _compare(a: Any, b: Any) -> int:
     if _kind(b) != kind:
         raise ValueError("cannot compare a Quantity with a Semver")
     if kind == QUANTITY_KEY:
-        x, y = Fraction(a[kind]), Fraction(b[kind])
+        x, y = _fraction(a[kind]), _fraction(b[kind])
     else:
         x, y = _semver_order(a[kind]), _semver_order(b[kind])
     return (x > y) - (x < y)

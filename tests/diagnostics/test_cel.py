@@ -178,3 +178,17 @@ def test_a_domain_first_seen_after_a_device_was_cached() -> None:
     # A new expression names a domain no earlier one did: the cached input must learn it.
     assert evaluate("!has(device.attributes['brand-new.example.com'].x)", device)
     assert evaluate("!has(device.capacity['brand-new2.example.com'].x)", device)
+
+
+def test_a_new_version_of_a_device_is_evaluated_afresh() -> None:
+    selector = compile_selector("device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'")
+    before = gpu(3)
+    after = entry("gpu-3", attributes=attrs(NVIDIA, productName="NVIDIA B200"))
+    assert selector.matches(before.device, NVIDIA) is True
+    assert selector.matches(after.device, NVIDIA) is False
+    assert selector.matches(before.device, NVIDIA) is True
+    # An error is remembered as an error, not as False.
+    bare = entry("gpu-4", attributes=attrs(NVIDIA, type="gpu"))
+    for _ in range(2):
+        with pytest.raises(SelectorEvalError):
+            selector.matches(bare.device, NVIDIA)
