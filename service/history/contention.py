@@ -1,0 +1,249 @@
+"""The contention audit: per group and time bucket, how devices were used and how claims waited.
+
+For a window [from, to) split into buckets of `bucket` (one bucket when None) and grouped by
+CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
+
+* `device_hours_available` — device-hours of inventory published in the bucket. NODE and
+  CLUSTER group the inventory directly; CLASS counts a device (its uuid, else its key) under
+  every class it has been allocated for in history (DeviceClass selectors are CEL, which the
+  database cannot evaluate); NAMESPACE has no available figure (None), nor a utilization.
+* `device_hours_allocated` — device-hours of allocation results (a shared device counts once
+  per share, so utilization of shared devices can exceed 100 %).
+* `device_hours_idle` — the allocated device-hours during which the claim was idle (no
+  consumer pod Running).
+* `utilization` — allocated / available * 100.
+* `claims_waited`, `wait_p50/p95/max` (seconds) — waits that started in the bucket and lasted
+  longer than zero; a wait still open counts up to min(to, now). Percentiles are nearest-rank
+  (PostgreSQL's percentile_disc): the smallest duration with at least p of the waits at or
+  below it.
+* `peak_pending` — the most claims waiting at once at any instant of the bucket.
+
+Intervals still open count up to min(to, now). Everything is computed by the database with
+integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
+percentile_disc) the wait percentiles are finished in Python.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from service.history.times import US_PER_HOUR, US_PER_SECOND
+
+GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
+MAX_BUCKETS = 10_000
+
+_ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
+                     "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
+# a pending claim has no node yet: under NODE its waits fall in the group ""
+_WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
+               "CLUSTER": "w.cluster"}  # fmt: skip
+
+
+@dataclass
+class ContentionRow:
+    cluster: str
+    group: str
+    bucket_start_us: int
+    bucket_end_us: int
+    device_hours_available: float | None = None
+    device_hours_allocated: float = 0.0
+    device_hours_idle: float = 0.0
+    utilization: float | None = None
+    claims_waited: int = 0
+    wait_p50: float | None = None
+    wait_p95: float | None = None
+    wait_max: float | None = None
+    peak_pending: int = 0
+
+
+def nearest_rank(sorted_values: list[int], fraction: float) -> int:
+    """percentile_disc(fraction) of an ascending list."""
+    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
+
+
+class _Sql:
+    def __init__(self, postgres: bool) -> None:
+        self.greatest = "GREATEST" if postgres else "MAX"
+        self.least = "LEAST" if postgres else "MIN"
+
+    def buckets(self) -> str:
+        return "buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)"
+
+    def split(self, spans: str) -> str:
+        """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it."""
+        g, lst = self.greatest, self.least
+        return f"""
+        SELECT sp.cluster, sp.grp, b.idx,
+               SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
+        FROM ({spans}) AS sp
+        JOIN buckets AS b ON b.idx BETWEEN (sp.s - :f) / :b AND (sp.e - 1 - :f) / :b
+        WHERE sp.e > sp.s
+        GROUP BY sp.cluster, sp.grp, b.idx
+        """
+
+
+def _where_cluster(alias: str, cluster: str | None) -> str:
+    return f" AND {alias}.cluster = :cluster" if cluster is not None else ""
+
+
+async def contention(
+    conn: AsyncConnection,
+    *,
+    start_us: int,
+    end_us: int,
+    horizon_us: int,
+    group_by: str,
+    bucket_us: int | None,
+    cluster: str | None = None,
+) -> list[ContentionRow]:
+    if group_by not in GROUPS:
+        raise ValueError(f"groupBy must be one of {', '.join(GROUPS)}")
+    if end_us <= start_us:
+        return []
+    size = bucket_us or (end_us - start_us)
+    count = -(-(end_us - start_us) // size)
+    if count > MAX_BUCKETS:
+        raise ValueError(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
+    postgres = conn.dialect.name == "postgresql"
+    sql = _Sql(postgres)
+    g, lst = sql.greatest, sql.least
+    params = {"f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count}
+    if cluster is not None:
+        params["cluster"] = cluster
+    rows: dict[tuple[str, str, int], ContentionRow] = {}
+
+    def row(cluster_name: str, group: str, idx: int) -> ContentionRow:
+        key = (cluster_name, group, idx)
+        if key not in rows:
+            lo = start_us + idx * size
+            rows[key] = ContentionRow(cluster_name, group, lo, min(lo + size, end_us))
+        return rows[key]
+
+    overlap = "{a}.start_us < :t AND ({a}.end_us IS NULL OR {a}.end_us > :f)"
+    alloc_group = _ALLOCATION_GROUP[group_by]
+    allocated = f"""
+        SELECT a.cluster AS cluster, {alloc_group} AS grp,
+               {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
+        FROM allocations AS a WHERE {overlap.format(a="a")}{_where_cluster("a", cluster)}
+    """
+    idle = f"""
+        SELECT a.cluster AS cluster, {alloc_group} AS grp,
+               {g}(a.start_us, i.start_us, :f) AS s,
+               {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e
+        FROM allocations AS a
+        JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
+        WHERE {overlap.format(a="a")} AND {overlap.format(a="i")}{_where_cluster("a", cluster)}
+    """
+    for spans, attribute in ((allocated, "device_hours_allocated"), (idle, "device_hours_idle")):
+        query = f"WITH RECURSIVE {sql.buckets()} {sql.split(spans)}"
+        for c, grp, idx, us in await conn.execute(text(query), params):
+            setattr(row(c, grp, idx), attribute, int(us) / US_PER_HOUR)
+
+    if group_by != "NAMESPACE":
+        if group_by == "CLASS":
+            inventory_group = "k.class_name"
+            # a device is its uuid where published (it survives renames), else its key
+            ident = "COALESCE({t}.uuid, {t}.driver || '/' || {t}.pool || '/' || {t}.device)"
+            join = f"""JOIN (SELECT DISTINCT cluster, {ident.format(t="allocations")} AS ident,
+                                   class_name
+                            FROM allocations WHERE class_name <> '') AS k
+                      ON k.cluster = d.cluster AND k.ident = {ident.format(t="d")}"""
+        else:
+            inventory_group = "COALESCE(d.node, '')" if group_by == "NODE" else "d.cluster"
+            join = ""
+        available = f"""
+            SELECT d.cluster AS cluster, {inventory_group} AS grp,
+                   {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e
+            FROM device_inventory AS d {join}
+            WHERE {overlap.format(a="d")}{_where_cluster("d", cluster)}
+        """
+        query = f"WITH RECURSIVE {sql.buckets()} {sql.split(available)}"
+        for c, grp, idx, us in await conn.execute(text(query), params):
+            row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
+
+    await _waits(conn, sql, params, group_by, cluster, postgres, row)
+    await _peak_pending(conn, sql, params, group_by, cluster, count, row, rows)
+
+    for r in rows.values():
+        if r.device_hours_available is None and group_by != "NAMESPACE":
+            r.device_hours_available = 0.0
+        if r.device_hours_available:
+            r.utilization = r.device_hours_allocated / r.device_hours_available * 100.0
+    return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
+
+
+async def _waits(conn, sql, params, group_by, cluster, postgres, row) -> None:
+    wait_group = _WAIT_GROUP[group_by]
+    durations = f"""
+        SELECT w.cluster AS cluster, {wait_group} AS grp, (w.start_us - :f) / :b AS idx,
+               w.claim_uid AS claim_uid, COALESCE(w.end_us, :h) - w.start_us AS dur
+        FROM waits AS w
+        WHERE w.start_us >= :f AND w.start_us < :t
+          AND COALESCE(w.end_us, :h) > w.start_us{_where_cluster("w", cluster)}
+    """
+    if postgres:
+        query = f"""
+            SELECT cluster, grp, idx, COUNT(DISTINCT claim_uid),
+                   percentile_disc(0.5) WITHIN GROUP (ORDER BY dur),
+                   percentile_disc(0.95) WITHIN GROUP (ORDER BY dur), MAX(dur)
+            FROM ({durations}) AS d GROUP BY cluster, grp, idx
+        """
+        for c, grp, idx, waited, p50, p95, longest in await conn.execute(text(query), params):
+            r = row(c, grp, idx)
+            r.claims_waited = waited
+            r.wait_p50, r.wait_p95 = p50 / US_PER_SECOND, p95 / US_PER_SECOND
+            r.wait_max = longest / US_PER_SECOND
+        return
+    collected: dict[tuple[str, str, int], list[int]] = defaultdict(list)
+    claims: dict[tuple[str, str, int], set[str]] = defaultdict(set)
+    for c, grp, idx, claim_uid, dur in await conn.execute(text(durations), params):
+        collected[(c, grp, idx)].append(dur)
+        claims[(c, grp, idx)].add(claim_uid)
+    for key, values in collected.items():
+        values.sort()
+        r = row(*key)
+        r.claims_waited = len(claims[key])
+        r.wait_p50 = nearest_rank(values, 0.5) / US_PER_SECOND
+        r.wait_p95 = nearest_rank(values, 0.95) / US_PER_SECOND
+        r.wait_max = values[-1] / US_PER_SECOND
+
+
+async def _peak_pending(conn, sql, params, group_by, cluster, count, row, rows) -> None:
+    wait_group = _WAIT_GROUP[group_by]
+    g = sql.greatest
+    where = f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f){_where_cluster('w', cluster)}"
+    # +1 when a wait starts (or at the window's start), -1 when it ends; at the same instant
+    # ends sort first ([start, end) intervals), so touching waits never count as overlapping.
+    query = f"""
+        WITH events AS (
+            SELECT w.cluster AS cluster, {wait_group} AS grp, {g}(w.start_us, :f) AS at, 1 AS d
+            FROM waits AS w WHERE {where}
+            UNION ALL
+            SELECT w.cluster, {wait_group}, w.end_us, -1 FROM waits AS w
+            WHERE {where} AND w.end_us IS NOT NULL AND w.end_us < :t
+        ),
+        running AS (
+            SELECT cluster, grp, at, d,
+                   SUM(d) OVER (PARTITION BY cluster, grp ORDER BY at, d
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
+            FROM events
+        )
+        SELECT cluster, grp, (at - :f) / :b AS idx, MAX(pending), SUM(d)
+        FROM running GROUP BY cluster, grp, (at - :f) / :b
+    """
+    per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
+    for c, grp, idx, peak, net in await conn.execute(text(query), params):
+        per_group[(c, grp)][idx] = (int(peak), int(net))
+    for (c, grp), buckets in per_group.items():
+        carry = 0
+        for idx in range(count):
+            peak, net = buckets.get(idx, (0, 0))
+            best = max(carry, peak) if idx in buckets else carry
+            if best or (c, grp, idx) in rows:
+                row(c, grp, idx).peak_pending = best
+            carry += net

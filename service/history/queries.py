@@ -1,0 +1,457 @@
+"""The history reads behind the GraphQL history fields, the CSV export and the CLI.
+
+`HistoryQueries(engine)` answers, each with one or a few SQL statements:
+
+* `who_held(device, at)` — the allocations holding a device at an instant, with the pods
+  consuming each claim then;
+* `device_history(device, start, end)` — a device's allocations and published versions in a
+  window;
+* `claim_history(cluster, namespace, name)` — every incarnation (uid) of a claim: versions,
+  waits, allocations, consumers, idle spells;
+* `contention(...)` — see `service.history.contention`;
+* `idle_holders(start, end)` — claims ranked by device-hours held with no running consumer;
+* `gaps(start, end)` — when clusters were not watched.
+
+Devices are named as `whoHolds` names them: a uuid (`GPU-…`, `MIG-…`), `node/device`,
+`driver/pool/device`, or a bare device name. A name resolves to every device that ever carried
+it; a device with a uuid is then followed by its uuid, across renames (drivers renumber
+`gpu-N`), a device without one by its (cluster, driver, pool, device) key. Intervals are
+half-open, [start, end): at the instant a claim releases a device the new holder holds it.
+Times in and out are microseconds (`service.history.times` converts). Errors reaching the
+database become `HistoryUnavailable`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from service.history import contention as contention_audit
+from service.history.db import sql_errors
+from service.history.models import (
+    AllocationInterval,
+    ConsumerInterval,
+    DeviceInterval,
+    Gap,
+    IdleInterval,
+    ObjectVersion,
+    WaitInterval,
+)
+from service.history.times import US_PER_HOUR, US_PER_SECOND
+
+ContentionRow = contention_audit.ContentionRow
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    cluster: str
+    driver: str
+    pool: str
+    device: str
+    uuid: str | None
+
+
+@dataclass
+class PodSpan:
+    name: str
+    uid: str
+    start_us: int
+    end_us: int | None
+
+
+@dataclass
+class AllocationSpan:
+    cluster: str
+    driver: str
+    pool: str
+    device: str
+    uuid: str | None
+    node: str | None
+    namespace: str
+    claim: str
+    claim_uid: str
+    request: str
+    share_id: str | None
+    consumed_capacity: dict[str, str]
+    class_name: str
+    start_us: int
+    end_us: int | None
+    end_reason: str | None
+    pods: list[PodSpan] = field(default_factory=list)
+
+
+@dataclass
+class InventorySpan:
+    cluster: str
+    driver: str
+    pool: str
+    device: str
+    uuid: str | None
+    node: str | None
+    data: dict[str, Any]
+    start_us: int
+    end_us: int | None
+    end_reason: str | None
+
+
+@dataclass
+class DeviceTimeline:
+    """One physical device (a uuid), or one device key when the driver publishes no uuid."""
+
+    uuid: str | None
+    identities: list[DeviceIdentity]
+    inventory: list[InventorySpan]
+    allocations: list[AllocationSpan]
+
+
+@dataclass
+class Span:
+    start_us: int
+    end_us: int | None
+    end_reason: str | None = None
+    detail: str = ""  # waits: class names; consumers: pod name
+
+
+@dataclass
+class ClaimVersion:
+    uid: str
+    resource_version: str
+    observed_us: int
+    deleted: bool
+    body: str  # the record as msgspec JSON
+
+
+@dataclass
+class ClaimIncarnation:
+    cluster: str
+    namespace: str
+    name: str
+    uid: str
+    versions: list[ClaimVersion]
+    waits: list[Span]
+    allocations: list[AllocationSpan]
+    consumers: list[PodSpan]
+    idle: list[Span]
+
+
+@dataclass
+class IdleHolder:
+    cluster: str
+    namespace: str
+    claim: str
+    claim_uid: str
+    device_hours_idle: float
+    device_hours_held: float
+    devices: int
+
+
+@dataclass
+class GapSpan:
+    cluster: str
+    start_us: int
+    end_us: int
+
+
+def _now_us() -> int:
+    return int(time.time() * US_PER_SECOND)
+
+
+def _allocation(a: AllocationInterval) -> AllocationSpan:
+    return AllocationSpan(
+        a.cluster, a.driver, a.pool, a.device, a.uuid, a.node, a.namespace, a.claim, a.claim_uid,
+        a.request, a.share_id or None, orjson.loads(a.consumed_capacity), a.class_name,
+        a.start_us, a.end_us, a.end_reason,
+    )  # fmt: skip
+
+
+def _overlaps(table, start_us: int, end_us: int):
+    return and_(table.start_us < end_us, or_(table.end_us.is_(None), table.end_us > start_us))
+
+
+class HistoryQueries:
+    def __init__(self, engine: AsyncEngine, *, now_us=_now_us) -> None:
+        self.engine = engine
+        self.now_us = now_us
+
+    # --- devices ---------------------------------------------------------------------------
+
+    async def resolve(self, device: str, cluster: str | None = None) -> list[DeviceIdentity]:
+        """Every device that ever carried this name (or uuid), from inventory and allocations."""
+        found: set[DeviceIdentity] = set()
+        with sql_errors("resolve device"):
+            async with self.engine.connect() as conn:
+                for table in (DeviceInterval, AllocationInterval):
+                    query = select(
+                        table.cluster, table.driver, table.pool, table.device, table.uuid
+                    ).distinct()
+                    query = query.where(_name_filter(table, device))
+                    if cluster is not None:
+                        query = query.where(table.cluster == cluster)
+                    found.update(DeviceIdentity(*r) for r in await conn.execute(query))
+        # a key seen once with its uuid and once without (an old allocation) is the same device
+        with_uuid = {(d.cluster, d.driver, d.pool, d.device) for d in found if d.uuid}
+        return sorted(
+            (
+                d
+                for d in found
+                if d.uuid or (d.cluster, d.driver, d.pool, d.device) not in with_uuid
+            ),
+            key=lambda d: (d.cluster, d.driver, d.pool, d.device, d.uuid or ""),
+        )
+
+    async def who_held(self, device: str, at_us: int, cluster: str | None = None):
+        """Allocations holding the device at `at_us`, each with the pods consuming it then."""
+        identities = await self.resolve(device, cluster)
+        if not identities:
+            return []
+        a = AllocationInterval
+        with sql_errors("whoHeld"):
+            async with self.engine.connect() as conn:
+                query = select(a).where(
+                    _device_filter(a, identities), a.start_us <= at_us,
+                    or_(a.end_us.is_(None), a.end_us > at_us),
+                )  # fmt: skip
+                held = [_allocation(r) for r in (await conn.execute(query)).all()]
+                await self._attach_pods(conn, held, at_us=at_us)
+        return sorted(held, key=lambda h: (h.cluster, h.driver, h.pool, h.device, h.claim))
+
+    async def device_history(
+        self, device: str, start_us: int, end_us: int, cluster: str | None = None
+    ) -> list[DeviceTimeline]:
+        identities = await self.resolve(device, cluster)
+        if not identities:
+            return []
+        a, d = AllocationInterval, DeviceInterval
+        with sql_errors("deviceHistory"):
+            async with self.engine.connect() as conn:
+                allocations = (
+                    await conn.execute(
+                        select(a)
+                        .where(_device_filter(a, identities), _overlaps(a, start_us, end_us))
+                        .order_by(a.start_us, a.id)
+                    )
+                ).all()
+                spans = [_allocation(r) for r in allocations]
+                await self._attach_pods(conn, spans, window=(start_us, end_us))
+                inventory = (
+                    await conn.execute(
+                        select(d)
+                        .where(_device_filter(d, identities), _overlaps(d, start_us, end_us))
+                        .order_by(d.start_us, d.id)
+                    )
+                ).all()
+        timelines: dict[Any, DeviceTimeline] = {}
+        for ident in identities:
+            key = ident.uuid or (ident.cluster, ident.driver, ident.pool, ident.device)
+            timelines.setdefault(key, DeviceTimeline(ident.uuid, [], [], [])).identities.append(
+                ident
+            )
+        for span in spans:
+            key = span.uuid or (span.cluster, span.driver, span.pool, span.device)
+            if key not in timelines:  # an allocation of a renamed key: it belongs to its uuid
+                key = next(iter(timelines))
+            timelines[key].allocations.append(span)
+        for row in inventory:
+            key = row.uuid or (row.cluster, row.driver, row.pool, row.device)
+            timelines.setdefault(key, DeviceTimeline(row.uuid, [], [], [])).inventory.append(
+                InventorySpan(row.cluster, row.driver, row.pool, row.device, row.uuid, row.node,
+                              orjson.loads(row.data), row.start_us, row.end_us, row.end_reason)
+            )  # fmt: skip
+        return list(timelines.values())
+
+    async def _attach_pods(
+        self, conn, spans: list[AllocationSpan], *, at_us: int | None = None, window=None
+    ) -> None:
+        uids = sorted({s.claim_uid for s in spans})
+        if not uids:
+            return
+        c = ConsumerInterval
+        query = select(c).where(c.claim_uid.in_(uids))
+        if at_us is not None:
+            query = query.where(c.start_us <= at_us, or_(c.end_us.is_(None), c.end_us > at_us))
+        pods: dict[tuple[str, str], list[PodSpan]] = defaultdict(list)
+        for row in (await conn.execute(query.order_by(c.start_us, c.pod))).all():
+            pods[(row.cluster, row.claim_uid)].append(
+                PodSpan(row.pod, row.pod_uid, row.start_us, row.end_us)
+            )
+        for span in spans:
+            for pod in pods.get((span.cluster, span.claim_uid), ()):
+                if at_us is not None or _span_overlap(pod, span):
+                    span.pods.append(pod)
+
+    # --- claims ----------------------------------------------------------------------------
+
+    async def claim_history(
+        self, cluster: str, namespace: str, name: str
+    ) -> list[ClaimIncarnation]:
+        v = ObjectVersion
+        with sql_errors("claimHistory"):
+            async with self.engine.connect() as conn:
+                versions = (
+                    await conn.execute(
+                        select(v.uid, v.resource_version, v.observed_us, v.deleted, v.body)
+                        .where(v.cluster == cluster, v.kind == "ResourceClaim",
+                               v.namespace == namespace, v.name == name)
+                        .order_by(v.observed_us, v.id)
+                    )
+                ).all()  # fmt: skip
+
+                def of_claim(table):
+                    return (
+                        select(table)
+                        .where(
+                            table.cluster == cluster,
+                            table.namespace == namespace,
+                            table.claim == name,
+                        )
+                        .order_by(table.start_us, table.id)
+                    )
+
+                waits = (await conn.execute(of_claim(WaitInterval))).all()
+                allocations = (await conn.execute(of_claim(AllocationInterval))).all()
+                consumers = (await conn.execute(of_claim(ConsumerInterval))).all()
+                idle = (await conn.execute(select(IdleInterval).where(
+                    IdleInterval.cluster == cluster, IdleInterval.namespace == namespace,
+                    IdleInterval.claim == name).order_by(IdleInterval.start_us))).all()  # fmt: skip
+        incarnations: dict[str, ClaimIncarnation] = {}
+
+        def incarnation(uid: str, first_us: int) -> ClaimIncarnation:
+            if uid not in incarnations:
+                incarnations[uid] = ClaimIncarnation(
+                    cluster, namespace, name, uid, [], [], [], [], []
+                )
+            return incarnations[uid]
+
+        for uid, rv, observed, deleted, body in versions:
+            incarnation(uid, observed).versions.append(
+                ClaimVersion(uid, rv, observed, deleted, body)
+            )
+        for w in waits:
+            incarnation(w.claim_uid, w.start_us).waits.append(
+                Span(w.start_us, w.end_us, w.end_reason, w.class_names)
+            )
+        for a in allocations:
+            incarnation(a.claim_uid, a.start_us).allocations.append(_allocation(a))
+        for c in consumers:
+            incarnation(c.claim_uid, c.start_us).consumers.append(
+                PodSpan(c.pod, c.pod_uid, c.start_us, c.end_us)
+            )
+        for i in idle:
+            incarnation(i.claim_uid, i.start_us).idle.append(
+                Span(i.start_us, i.end_us, i.end_reason)
+            )
+
+        def first_seen(inc: ClaimIncarnation) -> int:
+            starts = [x.observed_us for x in inc.versions] + [x.start_us for x in inc.waits]
+            starts += [x.start_us for x in inc.allocations]
+            return min(starts, default=0)
+
+        return sorted(incarnations.values(), key=first_seen)
+
+    # --- audits ----------------------------------------------------------------------------
+
+    async def contention(
+        self, start_us: int, end_us: int, *, group_by: str = "CLASS",
+        bucket_us: int | None = None, cluster: str | None = None,
+    ) -> list[ContentionRow]:  # fmt: skip
+        with sql_errors("contention"):
+            async with self.engine.connect() as conn:
+                return await contention_audit.contention(
+                    conn, start_us=start_us, end_us=end_us, horizon_us=self.now_us(),
+                    group_by=group_by, bucket_us=bucket_us, cluster=cluster,
+                )  # fmt: skip
+
+    async def idle_holders(
+        self, start_us: int, end_us: int, *, cluster: str | None = None, limit: int = 100
+    ) -> list[IdleHolder]:
+        a, i = AllocationInterval, IdleInterval
+        horizon = min(end_us, self.now_us())
+        greatest = func.greatest if self._postgres else func.max
+        least = func.least if self._postgres else func.min
+        a_end = func.coalesce(a.end_us, horizon)
+        idle_us = func.sum(
+            least(a_end, func.coalesce(i.end_us, horizon), end_us)
+            - greatest(a.start_us, i.start_us, start_us)
+        )
+        overlap_ok = least(a_end, func.coalesce(i.end_us, horizon), end_us) > greatest(
+            a.start_us, i.start_us, start_us
+        )
+        query = (
+            select(a.cluster, a.namespace, a.claim, a.claim_uid, idle_us.label("idle_us"))
+            .join(i, and_(i.cluster == a.cluster, i.claim_uid == a.claim_uid))
+            .where(_overlaps(a, start_us, end_us), _overlaps(i, start_us, end_us), overlap_ok)
+            .group_by(a.cluster, a.namespace, a.claim, a.claim_uid)
+            .order_by(idle_us.desc(), a.cluster, a.namespace, a.claim)
+            .limit(limit)
+        )
+        held_us = func.sum(least(a_end, end_us) - greatest(a.start_us, start_us))
+        with sql_errors("idleHolders"):
+            async with self.engine.connect() as conn:
+                ranked = (await conn.execute(query)).all()
+                uids = [r.claim_uid for r in ranked]
+                held = {}
+                if uids:
+                    held_rows = await conn.execute(
+                        select(a.claim_uid, held_us, func.count(func.distinct(a.device)))
+                        .where(a.claim_uid.in_(uids), _overlaps(a, start_us, end_us))
+                        .group_by(a.claim_uid)
+                    )
+                    held = {uid: (int(us), n) for uid, us, n in held_rows}
+        return [
+            IdleHolder(r.cluster, r.namespace, r.claim, r.claim_uid, int(r.idle_us) / US_PER_HOUR,
+                       held.get(r.claim_uid, (0, 0))[0] / US_PER_HOUR,
+                       held.get(r.claim_uid, (0, 0))[1])
+            for r in ranked
+        ]  # fmt: skip
+
+    async def gaps(self, start_us: int, end_us: int, cluster: str | None = None) -> list[GapSpan]:
+        query = select(Gap.cluster, Gap.start_us, Gap.end_us).where(
+            Gap.start_us < end_us, Gap.end_us > start_us
+        )
+        if cluster is not None:
+            query = query.where(Gap.cluster == cluster)
+        with sql_errors("gaps"):
+            async with self.engine.connect() as conn:
+                rows = await conn.execute(query.order_by(Gap.cluster, Gap.start_us))
+                return [GapSpan(*r) for r in rows]
+
+    @property
+    def _postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+
+def _span_overlap(pod: PodSpan, span: AllocationSpan) -> bool:
+    pod_end = pod.end_us if pod.end_us is not None else float("inf")
+    span_end = span.end_us if span.end_us is not None else float("inf")
+    return pod.start_us < span_end and pod_end > span.start_us
+
+
+def _name_filter(table, device: str):
+    parts = device.split("/")
+    if len(parts) >= 3:
+        driver, device_name = parts[0], parts[-1]
+        pool = "/".join(parts[1:-1])
+        return and_(table.driver == driver, table.pool == pool, table.device == device_name)
+    if len(parts) == 2:
+        return and_(table.node == parts[0], table.device == parts[1])
+    return or_(table.uuid == device, table.device == device)
+
+
+def _device_filter(table, identities: list[DeviceIdentity]):
+    uuids = sorted({d.uuid for d in identities if d.uuid})
+    keyed = [d for d in identities if not d.uuid]
+    clauses = []
+    if uuids:
+        clauses.append(table.uuid.in_(uuids))
+    for d in keyed:
+        clauses.append(
+            and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
+                 table.device == d.device)
+        )  # fmt: skip
+    return or_(*clauses)
