@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import tempfile
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,36 +56,51 @@ def banner(url: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass
+class Demo:
+    """The demo as an ASGI app; `simulator` is set while the app's lifespan runs."""
+
+    app: Any
+    store: MemoryStore
+    kubeconfig: Path
+    simulator: Simulator | None = None
+
+    @property
+    def ready(self) -> bool:
+        watchers = self.app.state.mirror.reactors
+        return watchers is not None and watchers.ready
+
+
 @contextlib.asynccontextmanager
-async def simulated_world(scenario: str, kubeconfig: Path) -> AsyncIterator[Simulator]:
+async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]:
     """Serve the scenario's clusters and run its world (churn, delayed starts)."""
     world = build_world(load_scenario(scenario))
-    async with Simulator(world.specs, kubeconfig_path=kubeconfig) as sim:
+    async with Simulator(world.specs, kubeconfig_path=demo.kubeconfig) as sim:
         movement = asyncio.create_task(world.run(), name="demo-world")
+        demo.simulator = sim
         try:
             yield sim
         finally:
+            demo.simulator = None
             movement.cancel()
             await asyncio.gather(movement, return_exceptions=True)
 
 
-def demo_app(
-    settings: Settings, *, workdir: Path, scenario: str = "demo"
-) -> tuple[Any, MemoryStore]:
+def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the watchers."""
-    kubeconfig = workdir / "demo.kubeconfig"
     store = MemoryStore()
+    demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
 
     async def start_watching():
-        return await watch_clusters(str(kubeconfig), (), store=store)
+        return await watch_clusters(str(demo.kubeconfig), (), store=store)
 
-    app = create_app(
+    demo.app = create_app(
         settings,
         store=store,
         reactors=start_watching,
-        resources=[simulated_world(scenario, kubeconfig)],
+        resources=[simulated_world(demo, scenario)],
     )
-    return app, store
+    return demo
 
 
 async def run_demo(
@@ -92,9 +108,9 @@ async def run_demo(
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
-        app, _store = demo_app(settings, workdir=Path(workdir), scenario=scenario)
+        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
         config = uvicorn.Config(
-            app,
+            demo.app,
             host=settings.http.host,
             port=settings.http.port,
             log_config=None,
@@ -110,8 +126,7 @@ async def run_demo(
                     await serving
                     return
                 await asyncio.sleep(0.05)
-            mirror = app.state.mirror
-            while mirror.reactors is None or not mirror.reactors.ready:
+            while not demo.ready:
                 if serving.done():
                     break
                 await asyncio.sleep(0.1)

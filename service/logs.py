@@ -1,10 +1,11 @@
 """Logging setup: plain text for people, JSON lines for collectors, same structured fields.
 
 Code everywhere logs with the standard `logging` module and passes the object it talks about
-as `extra={"cluster": ..., "kind": ..., "namespace": ..., "name": ...}` (any subset). This
-module promises that those fields appear in every line that carries them — as `key=value`
-suffixes in plain mode, as top-level keys in JSON mode — and that configuring twice (tests,
-the demo) replaces the handler instead of doubling every line.
+as `extra={"cluster": ..., "kind": ..., "namespace": ..., "object_name": ...}` (any subset;
+`name` itself cannot be used: `logging` reserves it for the logger's name and raises KeyError).
+This module promises that those fields appear in every line that carries them — as `key=value`
+suffixes in plain mode, as top-level keys in JSON mode, the object's name printed as `name` —
+and that configuring twice (tests, the demo) replaces the handler instead of doubling lines.
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ from typing import Any, TextIO
 
 import orjson
 
-# The structured fields, in the order plain lines print them.
-FIELDS = ("cluster", "kind", "namespace", "name", "attempt", "retry_in")
+# Structured fields: LogRecord attribute -> the key printed, in the order plain lines print them.
+FIELDS = {
+    "cluster": "cluster",
+    "kind": "kind",
+    "namespace": "namespace",
+    "object_name": "name",
+    "resource_version": "resource_version",
+    "attempt": "attempt",
+    "retry_in": "retry_in",
+}
 
 _HANDLER_NAME = "dra-mirror"
 
@@ -29,9 +38,9 @@ class PlainFormatter(logging.Formatter):
         when = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         parts = [f"{when} {record.levelname} {record.name}: {record.getMessage()}"]
         parts.extend(
-            f"{name}={getattr(record, name)}"
-            for name in FIELDS
-            if getattr(record, name, None) not in (None, "")
+            f"{key}={getattr(record, attribute)}"
+            for attribute, key in FIELDS.items()
+            if getattr(record, attribute, None) not in (None, "")
         )
         line = " ".join(parts)
         if record.exc_info:
@@ -49,10 +58,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for name in FIELDS:
-            value = getattr(record, name, None)
+        for attribute, key in FIELDS.items():
+            value = getattr(record, attribute, None)
             if value not in (None, ""):
-                entry[name] = value
+                entry[key] = value
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return orjson.dumps(entry, default=str).decode()

@@ -1,0 +1,102 @@
+"""The app through ASGI: health, readiness from the store, GraphQL route, GraphiQL, lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+
+import httpx
+import orjson
+from asgi_lifespan import LifespanManager
+
+from service.app import create_app
+from service.settings import HttpSettings, Settings
+from service.stores.memory import MemoryStore
+from service.stores.protocols import ClusterStatus
+
+
+@contextlib.asynccontextmanager
+async def client(app):
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            yield http
+
+
+async def test_health_and_readiness_follow_the_cluster_statuses():
+    store = MemoryStore()
+    async with client(create_app(Settings(), store=store)) as http:
+        assert (await http.get("/healthz")).text == "ok\n"
+        first = await http.get("/readyz")
+        assert first.status_code == 503 and first.text == "no cluster has reported yet\n"
+        await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
+        await store.set_status(ClusterStatus(name="west", error="401 Unauthorized"))
+        waiting = await http.get("/readyz")
+        assert waiting.status_code == 503
+        assert waiting.text == "west: not synced; error: 401 Unauthorized\n"
+        await store.set_status(ClusterStatus(name="west", connected=True, synced=True))
+        ready = await http.get("/readyz")
+        assert (ready.status_code, ready.text) == (200, "ready\n")
+
+
+async def test_graphql_route_answers_post_and_get_with_orjson():
+    store = MemoryStore()
+    await store.set_status(ClusterStatus(name="east", connected=True, synced=True, events=3))
+    async with client(create_app(Settings(), store=store)) as http:
+        post = await http.post(
+            "/graphql", json={"query": "{ clusters { name status { events } } }"}
+        )
+        assert post.status_code == 200  # a Route, not a Mount: no 307 redirect
+        assert post.headers["content-type"] == "application/json"
+        expected = {"data": {"clusters": [{"name": "east", "status": {"events": 3}}]}}
+        assert post.content == orjson.dumps(expected)  # compact orjson bytes
+        get = await http.get("/graphql", params={"query": "{ clusters { name } }"})
+        assert get.json() == {"data": {"clusters": [{"name": "east"}]}}
+        ide = await http.get("/graphql", headers={"accept": "text/html"})
+        assert ide.status_code == 200 and "graphiql" in ide.text.lower()
+        invalid = await http.post("/graphql", json={"query": "{ clusters { nope } }"})
+        assert invalid.status_code == 200
+        assert "Cannot query field 'nope'" in invalid.json()["errors"][0]["message"]
+
+
+async def test_graphiql_can_be_turned_off():
+    settings = Settings(http=HttpSettings(graphiql=False))
+    async with client(create_app(settings, store=MemoryStore())) as http:
+        ide = await http.get("/graphql", headers={"accept": "text/html"})
+        assert "graphiql" not in ide.text.lower()
+
+
+async def test_lifespan_owns_resources_and_closes_the_store():
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def resource(name):
+        events.append(f"enter {name}")
+        yield
+        events.append(f"exit {name}")
+
+    class Watchers:
+        ready = True
+
+        def not_ready(self):
+            return []
+
+        async def stop(self):
+            events.append("stop watchers")
+
+    async def start_watchers():
+        events.append("start watchers")
+        return Watchers()
+
+    store = MemoryStore()
+    await store.set_status(ClusterStatus(name="east"))
+    app = create_app(
+        Settings(),
+        store=store,
+        reactors=start_watchers,
+        resources=[resource("sim"), resource("bus")],
+    )
+    async with client(app) as http:
+        assert events == ["enter sim", "enter bus", "start watchers"]
+        assert (await http.get("/readyz")).status_code == 200  # the watchers say ready
+    assert events[3:] == ["stop watchers", "exit bus", "exit sim"]
+    assert await store.clusters() == []  # closed by the lifespan
