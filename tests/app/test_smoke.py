@@ -55,15 +55,12 @@ async def test_demo_served_by_uvicorn(tmp_path):
             else:
                 raise AssertionError((await http.get("/readyz")).text)
             assert (await http.get("/healthz")).text == "ok\n"
+            query = (
+                "query($uuid: String!) { clusters { name status { connected synced apiVersion } }"
+                " whoHolds(device: $uuid) { cluster claim { namespace name } pods { name phase } } }"
+            )
             response = await http.post(
-                "/graphql",
-                json={
-                    "query": """{
-              clusters { name status { connected synced apiVersion } counts { claims } }
-              whoHolds(device: "%s") { cluster claim { namespace name } pods { name phase } }
-            }"""
-                    % H200_UUID
-                },
+                "/graphql", json={"query": query, "variables": {"uuid": H200_UUID}}
             )
             assert response.status_code == 200
             data = response.json()["data"]
