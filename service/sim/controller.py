@@ -135,8 +135,19 @@ class Controller:
                 self._queue.append(("schedule", _pod_key(obj)))
             elif kind == "DELETED" or _ended(obj):
                 self._queue.append(("end", obj))
-        elif plural in ("nodes", "resourceslices", "deviceclasses") and kind != "DELETED":
+        elif kind == "DELETED":
+            pass
+        elif plural == "nodes":
+            self._queue.append(("retry", {obj["metadata"]["name"]}))
+        elif plural == "resourceslices":
+            node = (obj.get("spec") or {}).get("nodeName")
+            self._queue.append(("retry", {node} if node else None))
+        elif plural == "deviceclasses":
             self._queue.append(("retry", None))
+        elif plural == "resourceclaims" and kind == "ADDED" and self.pending:
+            self._queue.append(
+                ("claim", (obj["metadata"].get("namespace"), obj["metadata"]["name"]))
+            )
         self._drain()
 
     def _drain(self) -> None:
@@ -152,6 +163,8 @@ class Controller:
                     self._end(arg)
                 elif action == "retry":
                     self._retry(arg)
+                elif action == "claim":
+                    self._retry_users(*arg)
         finally:
             self._busy = False
 
@@ -161,6 +174,16 @@ class Controller:
         for key in list(self.pending):
             if key in self.pending:
                 self._schedule(key, nodes=nodes)
+
+    def _retry_users(self, namespace: str, claim: str) -> None:
+        """A claim appeared: pods waiting for it by name may now fit."""
+        for key in [k for k in self.pending if k[0] == namespace]:
+            pod = self.store.stored("pods", key)
+            if pod is not None and any(
+                e.get("resourceClaimName") == claim for e in pod["spec"].get("resourceClaims") or []
+            ):
+                self.pending.pop(key, None)
+                self._schedule(key)
 
     def _schedule(self, key: tuple[str, str], *, nodes: set[str] | None = None) -> None:
         pod = self.store.get("pods", key[0], key[1])
@@ -431,7 +454,8 @@ class SchedulerState:
         self.claims: dict[ObjectKey, ClaimRecord] = {}
         self.nodes: dict[str, dict] = {}
         self.node_index: dict[str, int] = {}
-        self.bound: dict[tuple[str, str], tuple[str, dict[str, Fraction]]] = {}
+        self.bound: dict[tuple[str, str], str] = {}  # pod -> node
+        self.on_node: dict[str, dict[tuple[str, str], dict[str, Fraction]]] = {}  # node -> pods
         self._devices: dict[str | None, list[DeviceEntry]] | None = None
         self._ledger: Ledger | None = None
 
@@ -506,8 +530,12 @@ class SchedulerState:
         phase = (obj.get("status") or {}).get("phase")
         if gone or not node or phase in _TERMINAL:
             previous = self.bound.pop(key, None)
-            return {previous[0]} if previous and previous[1] else None
-        self.bound[key] = (node, _extended_requests(obj))
+            if previous is None:
+                return None
+            usage = self.on_node.get(previous, {}).pop(key, None)
+            return {previous} if usage else None
+        self.bound[key] = node
+        self.on_node.setdefault(node, {})[key] = _extended_requests(obj)
         return None
 
     # ---- derived views -----------------------------------------------------------------------
@@ -538,7 +566,7 @@ class SchedulerState:
     def addresses(self, node: str) -> tuple[str, str]:
         """The node's InternalIP and a pod IP from its range (the next free slot)."""
         index = self.node_index.get(node, 0)
-        used = sum(1 for bound_node, _ in self.bound.values() if bound_node == node)
+        used = len(self.on_node.get(node, ()))
         return f"10.0.{index // 250 % 256}.{index % 250 + 2}", pod_ip(index, used)
 
     # ---- placing a pod -----------------------------------------------------------------------
@@ -613,7 +641,7 @@ class SchedulerState:
         if ready and ready[0].get("status") != "True":
             return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
         name = node["metadata"]["name"]
-        here = [usage for bound_node, usage in self.bound.values() if bound_node == name]
+        here = list(self.on_node.get(name, {}).values())
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         if len(here) >= int(allocatable.get("pods", 110)):
             return "Too many pods"

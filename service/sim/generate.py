@@ -222,8 +222,7 @@ def node_ip(node_index: int) -> str:
 def populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | None = None) -> None:
     """Fill `store` with the generated cluster (see the module docstring)."""
     # Building ~90,000 nested dicts makes the cyclic garbage collector walk the growing heap
-    # again and again (performance-notes.md); none of them is garbage, so pause it, then move
-    # the result to the permanent generation so later collections skip it too.
+    # again and again (performance-notes.md); none of them is garbage, so pause it.
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -231,7 +230,6 @@ def populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | None
     finally:
         if enabled:
             gc.enable()
-        gc.freeze()
 
 
 def _populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | None) -> None:

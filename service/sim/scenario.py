@@ -16,6 +16,7 @@ Promises: a scenario that loads builds without error, deterministically for its 
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import uuid
 from collections.abc import Callable
@@ -293,6 +294,8 @@ async def serve_scenario(
 ) -> None:
     """`dra-mirror sim --scenario NAME|FILE`: build the world, serve it, run its churn."""
     world = build_world(load_scenario(name_or_path))
+    # The objects live as long as the process: keep the cyclic GC from walking them again.
+    gc.freeze()
     churn = asyncio.create_task(world.run(), name="sim-world")
     try:
         await serve_forever(
