@@ -1,0 +1,289 @@
+"""ClusterIndex: reverse maps and the transitions each event makes (index.py rules 1-6)."""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+
+from service.model import changes as ch
+from service.model.index import ClusterIndex, Event
+from service.model.records import (
+    BLOCKED,
+    FREE,
+    HELD,
+    SHARED,
+    DeviceKey,
+    ObjectKey,
+    key_of,
+)
+from tests.model.builders import CLUSTER, DRIVER, claim, device, pod, slice_
+
+
+def dk(pool: str, name: str) -> DeviceKey:
+    return DeviceKey(CLUSTER, DRIVER, pool, name)
+
+
+def ck(name: str, namespace: str = "ns") -> ObjectKey:
+    return ObjectKey(CLUSTER, "ResourceClaim", namespace, name)
+
+
+def pk(name: str, namespace: str = "ns") -> ObjectKey:
+    return ObjectKey(CLUSTER, "Pod", namespace, name)
+
+
+def types(changes: ch.Changes) -> list[str]:
+    return [t.type for t in changes.transitions]
+
+
+def add(index: ClusterIndex, *records, at: str = "t1") -> ch.Changes:
+    return index.apply([Event("ADDED", r) for r in records], at=at)
+
+
+def delete(index: ClusterIndex, *records, at: str = "t9") -> ch.Changes:
+    return index.apply([Event("DELETED", r) for r in records], at=at)
+
+
+N1 = slice_(
+    "n1-gpu",
+    pool="n1",
+    node="n1",
+    devices=(device("gpu-0", uuid="GPU-0"), device("gpu-1", uuid="GPU-1")),
+)
+
+
+def test_claim_lifecycle_transitions() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, N1)
+    pending = claim("c1")
+    changes = add(index, pending)
+    assert types(changes) == [ch.CLAIM_CREATED, ch.WAIT_STARTED]
+    assert changes.upserts == [pending]
+
+    allocated = replace(
+        claim("c1", devices=(("n1", "gpu-0"),), node="n1"),
+        meta=replace(pending.meta, resource_version="2"),
+    )
+    changes = index.apply([Event("MODIFIED", allocated)], at="t2")
+    assert types(changes) == [ch.WAIT_ENDED, ch.ALLOCATED, ch.IDLE_STARTED]
+    wait_ended, alloc, _ = changes.transitions
+    assert wait_ended.reason == "allocated"
+    assert (alloc.device, alloc.uuid, alloc.node, alloc.class_names) == (
+        "gpu-0",
+        "GPU-0",
+        "n1",
+        ("gpu.nvidia.com",),
+    )
+    assert index.idle_since(ck("c1")) == "t2"
+    assert index.device_status(dk("n1", "gpu-0")) == HELD
+    assert index.lookup("device_allocations", dk("n1", "gpu-0"))[0].claim == ck("c1")
+
+    changes = add(index, pod("p1", node="n1", phase="Pending"), at="t3")
+    assert types(changes) == []
+    reserved = claim(
+        "c1", devices=(("n1", "gpu-0"),), node="n1", consumers=(("p1", "uid-p1"),), rv="3"
+    )
+    changes = index.apply([Event("MODIFIED", reserved)], at="t4")
+    assert types(changes) == [ch.CONSUMER_ADDED]  # still idle: its pod is Pending
+    assert index.idle_since(ck("c1")) == "t2"
+    changes = index.apply([Event("MODIFIED", pod("p1", node="n1", rv="2"))], at="t5")
+    assert types(changes) == [ch.IDLE_ENDED]
+    changes = index.apply(
+        [Event("MODIFIED", pod("p1", node="n1", phase="Succeeded", rv="3"))], at="t6"
+    )
+    assert types(changes) == [ch.IDLE_STARTED]
+    assert index.idle_since(ck("c1")) == "t6"
+
+    # The delete-protection finalizer: the controller deallocates once no pod reserves it.
+    deallocated = claim("c1", rv="4")
+    changes = index.apply([Event("MODIFIED", deallocated)], at="t7")
+    assert types(changes) == [ch.WAIT_STARTED, ch.RELEASED, ch.CONSUMER_REMOVED, ch.IDLE_ENDED]
+    assert index.device_status(dk("n1", "gpu-0")) == FREE
+    assert index.lookup("device_allocations", dk("n1", "gpu-0")) == []
+
+    changes = delete(index, deallocated)
+    assert types(changes) == [ch.WAIT_ENDED, ch.CLAIM_DELETED]
+    assert changes.transitions[0].reason == "deleted"
+    assert changes.deletes == [deallocated] and changes.upserts == []
+    assert index.lookup("class_claims", (CLUSTER, "gpu.nvidia.com")) == []
+
+
+def test_deleting_an_allocated_claim_releases_everything() -> None:
+    index = ClusterIndex(CLUSTER)
+    held = claim("c1", devices=(("n1", "gpu-0"), ("n1", "gpu-1")), consumers=(("p1", "u1"),))
+    add(index, N1, held)
+    changes = delete(index, held)
+    assert types(changes) == [
+        ch.RELEASED,
+        ch.RELEASED,
+        ch.CONSUMER_REMOVED,
+        ch.IDLE_ENDED,
+        ch.CLAIM_DELETED,
+    ]
+    assert index.idle_since(ck("c1")) is None
+
+
+def test_identical_upserts_and_unknown_deletes_are_no_ops() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, N1, claim("c1"))
+    assert not add(index, N1, claim("c1"))
+    assert not delete(index, claim("nope"))
+
+
+def test_a_recreated_claim_is_a_delete_and_a_create() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, N1, claim("c1", devices=(("n1", "gpu-0"),)))
+    changes = add(index, claim("c1", uid="new-uid"))
+    assert types(changes) == [
+        ch.RELEASED,
+        ch.IDLE_ENDED,
+        ch.CLAIM_DELETED,
+        ch.CLAIM_CREATED,
+        ch.WAIT_STARTED,
+    ]
+    assert changes.upserts == [claim("c1", uid="new-uid")] and changes.deletes == []
+
+
+def test_shared_device_holds_and_remaining() -> None:
+    index = ClusterIndex(CLUSTER)
+    shared = slice_("n2-gpu", pool="n2", node="n2", devices=(device("gpu-0", shareable=True),))
+    a = claim("a", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}})
+    b = claim("b", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "20Gi"}})
+    changes = add(index, shared, a, b)
+    allocated = [t for t in changes.transitions if t.type == ch.ALLOCATED]
+    assert [(t.claim, t.share_id, t.consumed_capacity) for t in allocated] == [
+        ("a", "share-a", {f"{DRIVER}/memory": "10Gi"}),
+        ("b", "share-b", {f"{DRIVER}/memory": "20Gi"}),
+    ]
+    assert index.device_status(dk("n2", "gpu-0")) == SHARED
+    assert [h.claim.name for h in index.holds(dk("n2", "gpu-0"))] == ["a", "b"]
+
+
+def test_partitions_block_each_other_through_pool_counters() -> None:
+    index = ClusterIndex(CLUSTER)
+    # 1.35 style: the counters in their own slice of the pool, the partitions in another.
+    counters = slice_(
+        "n3-counters", pool="n3", node="n3", count=2, counters={"gpu-0": {"memory": "80Gi"}}
+    )
+    parts = slice_(
+        "n3-parts",
+        pool="n3",
+        node="n3",
+        count=2,
+        devices=(
+            device("gpu-0", consumes={"gpu-0": {"memory": "80Gi"}}),
+            device("gpu-0-mig-a", consumes={"gpu-0": {"memory": "40Gi"}}),
+            device("gpu-0-mig-b", consumes={"gpu-0": {"memory": "40Gi"}}),
+        ),
+    )
+    add(index, counters, parts)
+    assert index.pool(DRIVER, "n3").complete
+    add(index, claim("c", devices=(("n3", "gpu-0-mig-a"),)))
+    assert index.device_status(dk("n3", "gpu-0")) == BLOCKED
+    assert index.device_status(dk("n3", "gpu-0-mig-a")) == HELD
+    assert index.device_status(dk("n3", "gpu-0-mig-b")) == FREE
+
+
+def test_pool_generations_and_completeness() -> None:
+    index = ClusterIndex(CLUSTER)
+    old_a = slice_("p-a", pool="big", generation=1, count=2, devices=(device("d0"), device("d1")))
+    old_b = slice_("p-b", pool="big", generation=1, count=2, devices=(device("d2"),))
+    changes = add(index, old_a, old_b)
+    assert types(changes) == [ch.DEVICE_APPEARED] * 3
+    assert index.pool(DRIVER, "big").complete
+    # The driver republishes: generation 2 slice a first, with d1 changed and d0 gone.
+    new_a = slice_(
+        "p-a2", pool="big", generation=2, count=2, devices=(device("d1", memory="40Gi"),)
+    )
+    changes = add(index, new_a)
+    assert sorted((t.type, t.device) for t in changes.transitions) == [
+        (ch.DEVICE_CHANGED, "d1"),
+        (ch.DEVICE_DISAPPEARED, "d0"),
+        (ch.DEVICE_DISAPPEARED, "d2"),  # old generation: ignored for inventory
+    ]
+    assert not index.pool(DRIVER, "big").complete
+    assert index.device(dk("big", "d1")).pool_complete is False
+    new_b = slice_("p-b2", pool="big", generation=2, count=2, devices=(device("d2"),))
+    changes = add(index, new_b)
+    assert types(changes) == [ch.DEVICE_APPEARED]
+    assert index.device(dk("big", "d1")).pool_complete is True
+    changes = delete(index, old_a, old_b)  # the old generation goes away: nothing changes
+    assert types(changes) == []
+    assert index.lookup("pool_devices", (CLUSTER, DRIVER, "big")) == [
+        dk("big", "d1"),
+        dk("big", "d2"),
+    ]
+
+
+def test_device_reverse_maps() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, N1)
+    slice_key = key_of(N1)
+    assert index.lookup("node_slices", (CLUSTER, "n1")) == [slice_key]
+    assert index.lookup("node_devices", (CLUSTER, "n1")) == [dk("n1", "gpu-0"), dk("n1", "gpu-1")]
+    assert index.lookup("slice_devices", slice_key) == [dk("n1", "gpu-0"), dk("n1", "gpu-1")]
+    assert index.lookup("uuid_devices", "GPU-1") == [dk("n1", "gpu-1")]
+    assert index.lookup("name_devices", "gpu-0") == [dk("n1", "gpu-0")]
+    # The driver renumbers: GPU-1 is now gpu-0 (device names are not hardware identity).
+    renumbered = replace(
+        N1, devices=(device("gpu-0", uuid="GPU-1"),), meta=replace(N1.meta, resource_version="2")
+    )
+    changes = index.apply([Event("MODIFIED", renumbered)], at="t2")
+    assert sorted(t.type for t in changes.transitions) == [ch.DEVICE_CHANGED, ch.DEVICE_DISAPPEARED]
+    assert index.lookup("uuid_devices", "GPU-1") == [dk("n1", "gpu-0")]
+    assert index.lookup("uuid_devices", "GPU-0") == []
+    delete(index, renumbered)
+    assert index.lookup("node_slices", (CLUSTER, "n1")) == []
+    assert index.lookup("name_devices", "gpu-0") == []
+    assert list(index.devices()) == []
+
+
+def test_template_claims_resolved_through_the_pod() -> None:
+    index = ClusterIndex(CLUSTER)
+    generated = claim("web-0-gpu-x7k2q", template_owner="web-0")
+    add(index, generated)
+    assert index.get(ck("web-0-gpu-x7k2q")).template_name is None
+    web = pod("web-0", claims=(("gpu", "web-0-gpu-x7k2q", "gpu-template"),))
+    changes = add(index, web)
+    view = index.get(ck("web-0-gpu-x7k2q"))
+    assert view.template_name == "gpu-template"
+    assert view in changes.upserts  # the claim's view changed: re-emitted
+    template = ObjectKey(CLUSTER, "ResourceClaimTemplate", "ns", "gpu-template")
+    assert index.lookup("template_claims", template) == [ck("web-0-gpu-x7k2q")]
+    assert index.lookup("claim_referrers", ck("web-0-gpu-x7k2q")) == [pk("web-0")]
+    # A claim (re)listed without template_name keeps the index's view.
+    assert not add(index, generated)
+    delete(index, web)
+    assert index.get(ck("web-0-gpu-x7k2q")).template_name is None
+    assert index.lookup("template_claims", template) == []
+
+
+def test_resync_deletes_what_vanished_and_is_idempotent() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, claim("a"), claim("b"), pod("p"))
+    changes = index.resync(
+        "ResourceClaim", [claim("a"), claim("c")], at="t5", resource_version="77"
+    )
+    assert [key_of(r).name for r in changes.upserts] == ["c"]
+    assert [key_of(r).name for r in changes.deletes] == ["b"]
+    assert changes.resource_version == "77"
+    assert index.get(pk("p")) is not None  # other kinds untouched
+    assert not index.resync("ResourceClaim", [claim("a"), claim("c")], at="t6")
+
+
+def test_a_batch_holds_each_key_once() -> None:
+    index = ClusterIndex(CLUSTER)
+    c1, c1b = claim("c1"), claim("c1", rv="2")
+    changes = index.apply([Event("ADDED", c1), Event("MODIFIED", c1b)], at="t1")
+    assert changes.upserts == [c1b] and changes.deletes == []
+    changes = index.apply([Event("MODIFIED", claim("c1", rv="3")), Event("DELETED", c1b)], at="t2")
+    assert changes.upserts == [] and [key_of(r) for r in changes.deletes] == [ck("c1")]
+    assert changes.deletes[0].meta.resource_version == "3"  # the last known state
+
+
+def test_consumer_pod_replaced_under_the_same_name_is_not_running_it() -> None:
+    index = ClusterIndex(CLUSTER)
+    add(index, claim("c1", devices=(("n1", "gpu-0"),), consumers=(("p1", "old-uid"),)))
+    assert index.idle_since(ck("c1")) == "t1"
+    add(index, pod("p1", uid="new-uid"), at="t2")
+    assert index.idle_since(ck("c1")) == "t1"
+    changes = add(index, pod("p1", uid="old-uid", rv="2"), at="t3")
+    assert types(changes) == [ch.IDLE_ENDED]

@@ -1,0 +1,95 @@
+"""Derived device states: the table of DESIGN.md "Derived states"."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.model.inventory import counters_free, device_status, remaining_capacity
+from service.model.records import (
+    BLOCKED,
+    FREE,
+    HELD,
+    SHARED,
+    AllocationRef,
+    CounterSet,
+    ObjectKey,
+)
+from tests.model.builders import device
+
+CLAIM = ObjectKey("east", "ResourceClaim", "ns", "c1")
+OTHER = ObjectKey("east", "ResourceClaim", "ns", "c2")
+GPU_COUNTERS = (CounterSet(name="gpu-0", counters={"memory": "80Gi", "slices": "7"}),)
+WHOLE = device("gpu-0", consumes={"gpu-0": {"memory": "80Gi", "slices": "7"}})
+MIG_3G = device("gpu-0-mig-3g", consumes={"gpu-0": {"memory": "40Gi", "slices": "4"}})
+MIG_3G_B = device("gpu-0-mig-3g-b", consumes={"gpu-0": {"memory": "40Gi", "slices": "3"}})
+MIG_1G = device("gpu-0-mig-1g", consumes={"gpu-0": {"memory": "10Gi", "slices": "1"}})
+
+
+def hold(claim: ObjectKey = CLAIM, **consumed: str) -> AllocationRef:
+    return AllocationRef(
+        claim=claim,
+        request="r",
+        share_id="s" if consumed else None,
+        consumed_capacity={f"gpu.nvidia.com/{k}": v for k, v in consumed.items()},
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "allocated", "holds", "status"),
+    [
+        (device("g"), (), (), FREE),
+        (device("g"), (), (hold(),), HELD),
+        (device("g", shareable=True), (), (), FREE),
+        (device("g", shareable=True), (), (hold(memory="10Gi"),), SHARED),
+        (device("g", shareable=True), (), (hold(memory="10Gi"), hold(OTHER, memory="5Gi")), SHARED),
+        # Partitions of one GPU: a 3g (4 slices) leaves room for a 1g but not for the whole GPU
+        # nor for the other 3g needing 4 slices... which fits 3: exactly the 7 slices.
+        (WHOLE, (MIG_3G,), (), BLOCKED),
+        (MIG_1G, (MIG_3G,), (), FREE),
+        (MIG_3G_B, (MIG_3G,), (), FREE),
+        (MIG_3G_B, (MIG_3G, MIG_1G), (), BLOCKED),
+        (MIG_3G, (WHOLE,), (), BLOCKED),
+        (WHOLE, (WHOLE,), (hold(),), HELD),  # held beats blocked
+        (MIG_1G, (), (), FREE),
+    ],
+)
+def test_device_status(target, allocated, holds, status) -> None:
+    free = counters_free(GPU_COUNTERS, allocated)
+    assert device_status(target, list(holds), counters_free=free) == status
+
+
+def test_counters_of_an_unpublished_set_block_nothing() -> None:
+    free = counters_free((), [MIG_3G])
+    assert device_status(WHOLE, [], counters_free=free) == FREE
+    assert device_status(WHOLE, [], counters_free=None) == FREE
+
+
+def test_counters_free_subtracts_each_allocated_device() -> None:
+    free = counters_free(GPU_COUNTERS, [MIG_3G, MIG_1G])
+    assert free == {"gpu-0": {"memory": 30 * 1024**3, "slices": 2}}
+
+
+@pytest.mark.parametrize(
+    ("target", "holds", "remaining"),
+    [
+        (device("g", memory="80Gi"), (), {"gpu.nvidia.com/memory": "80Gi"}),
+        (device("g", memory="80Gi"), (hold(),), {"gpu.nvidia.com/memory": "0"}),
+        (
+            device("g", memory="80Gi", shareable=True),
+            (hold(memory="10Gi"), hold(OTHER, memory="30Gi")),
+            {"gpu.nvidia.com/memory": "40Gi"},
+        ),
+        (
+            device("g", memory="143771Mi", shareable=True),
+            (hold(memory="71885Mi"),),
+            {"gpu.nvidia.com/memory": "71886Mi"},
+        ),
+        (
+            device("g", memory="1Gi", shareable=True),
+            (hold(memory="2Gi"),),
+            {"gpu.nvidia.com/memory": "0"},
+        ),
+    ],
+)
+def test_remaining_capacity(target, holds, remaining) -> None:
+    assert remaining_capacity(target, list(holds)) == remaining
