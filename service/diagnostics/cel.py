@@ -72,20 +72,50 @@ _DATA_CACHE_LIMIT = 500_000
 _data_cache: dict[int, tuple[Device, str, int, dict[str, Any]]] = {}
 
 
-class Selector:
-    """One compiled selector, reused for every device. The answer for a device is remembered
-    (records are immutable; a new version of a device is a new object), so asking again — the
-    allocator trying node after node, findDevices answering the same question — costs a lookup."""
+# `device.attributes["d"].name` / `device.capacity["d"].name` with literal domain and name.
+_REFERENCE = re.compile(
+    r"""\bdevice\s*\.\s*(attributes|capacity)\s*\[\s*(['"])([^'"\\]*)\2\s*\]"""
+    r"""\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()"""  # a field, not a method of the map
+)
+_PLAIN = re.compile(r"\bdevice\s*\.\s*(?:driver|allowMultipleAllocations)\b")
+_MISSING = object()
 
-    __slots__ = ("_program", "_results", "expression")
+
+def _projection(expression: str) -> tuple[tuple[str, str, str], ...] | None:
+    """The (kind, domain, name) values an expression can read, when it reads the device only
+    through literal references; None when it may read more (a bare `device.attributes`, a
+    `cel.bind` of a domain map, the word `device` anywhere else)."""
+    rest = _PLAIN.sub(" ", _REFERENCE.sub(" ", expression))
+    if re.search(r"\bdevice\b", rest):
+        return None
+    return tuple(sorted({(m[0], m[2], m[3]) for m in _REFERENCE.findall(expression)}))
+
+
+class Selector:
+    """One compiled selector, reused for every device.
+
+    Answers are remembered two ways. When the expression reads the device only through literal
+    references (`device.driver`, `device.attributes["d"].name`, …) — every selector in the
+    fixtures does — the answer is a function of those few values, so it is remembered per
+    distinct tuple of them: 40,000 GPUs of three kinds cost three evaluations. Otherwise it is
+    remembered per Device object (records are immutable; a new version is a new object)."""
+
+    __slots__ = ("_by_values", "_program", "_projection", "_results", "expression")
 
     def __init__(self, expression: str, program: Any) -> None:
         self.expression = expression
         self._program = program
+        self._projection = _projection(expression)
+        self._by_values: dict[tuple[Any, ...], bool | SelectorEvalError] = {}
         self._results: dict[int, tuple[Device, str, int, bool | SelectorEvalError]] = {}
 
     def matches(self, device: Device, driver: str) -> bool:
         """Whether the device passes; raises SelectorEvalError when evaluation fails."""
+        if self._projection is not None:
+            answer = self._by_projection(device, driver)
+            if isinstance(answer, SelectorEvalError):
+                raise answer
+            return answer
         hit = self._results.get(id(device))
         if (
             hit is not None
@@ -101,6 +131,29 @@ class Selector:
             self._results[id(device)] = (device, driver, _domains_generation, answer)
         if isinstance(answer, SelectorEvalError):
             raise answer
+        return answer
+
+    def _by_projection(self, device: Device, driver: str) -> bool | SelectorEvalError:
+        key: list[Any] = [driver, device.shareable]
+        for kind, domain, name in self._projection or ():
+            values = device.attributes if kind == "attributes" else device.capacity
+            value = values.get(f"{domain}/{name}", _MISSING)
+            if value is _MISSING and domain == driver:
+                value = values.get(name, _MISSING)
+            if value is _MISSING:
+                key.append(_MISSING)
+            elif kind == "attributes":
+                raw = value.value
+                key.append((value.type, tuple(raw) if isinstance(raw, list) else raw))
+            else:
+                key.append(value.value)
+        projected = tuple(key)
+        answer = self._by_values.get(projected)
+        if answer is None:
+            answer = self.evaluate(device, driver)
+            if len(self._by_values) >= _DATA_CACHE_LIMIT:
+                self._by_values.clear()
+            self._by_values[projected] = answer
         return answer
 
     def evaluate(self, device: Device, driver: str) -> bool | SelectorEvalError:

@@ -192,3 +192,55 @@ def test_a_new_version_of_a_device_is_evaluated_afresh() -> None:
     for _ in range(2):
         with pytest.raises(SelectorEvalError):
             selector.matches(bare.device, NVIDIA)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "cel.bind(g, device.attributes['gpu.nvidia.com'], g.type == 'gpu')",
+        "'gpu.nvidia.com' in device.attributes",
+        "device.driver == 'device'",
+        "device.attributes['gpu.nvidia.com'].exists(k, k == 'type')",
+    ],
+)
+def test_selectors_reading_more_than_literal_references_are_not_projected(expression: str) -> None:
+    from service.diagnostics.cel import _projection
+
+    assert _projection(expression) is None
+
+
+def test_projected_answers_equal_full_evaluation() -> None:
+    expression = (
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+        " && device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('80Gi'))"
+    )
+    selector = compile_selector(expression)
+    devices = [
+        gpu(0),
+        gpu(1),
+        entry("mig", attributes=attrs(NVIDIA, type="mig")),
+        entry(
+            "small",
+            attributes=attrs(NVIDIA, type="gpu"),
+            capacity={f"{NVIDIA}/memory": Capacity("40Gi")},
+        ),
+        entry("bare", attributes=attrs(NVIDIA, type="gpu")),  # no memory: an error
+        entry("other", driver="gpu.example.com", attributes=attrs("gpu.example.com", type="gpu")),
+        entry(
+            "raw",
+            attributes={"type": Attribute("string", "gpu")},
+            capacity={"memory": Capacity("1Ti")},
+        ),
+    ]
+    for device in devices * 2:
+        full = selector.evaluate(device.device, device.key.driver)
+        try:
+            projected: object = selector.matches(device.device, device.key.driver)
+        except SelectorEvalError as e:
+            projected = e
+        if isinstance(full, SelectorEvalError):
+            assert isinstance(projected, SelectorEvalError) and projected.message == full.message
+        else:
+            assert projected is full
+    assert [selector.evaluate(d.device, d.key.driver) for d in devices[:2]] == [True, True]
+    assert selector.matches(devices[-1].device, NVIDIA) is True
