@@ -156,7 +156,7 @@ class HistoryWriter:
             if batch:
                 self._idle.clear()
                 await self._write(batch)
-            elif await self.outbox.backlog() == 0:
+            if await self.outbox.backlog() == 0:
                 self._idle.set()
             await self._maybe_prune()
 

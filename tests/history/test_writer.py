@@ -1,0 +1,214 @@
+"""The outbox writer: duplicates harmless, restarts resume, outages lose nothing, gaps, retention."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import func, select
+
+from service.history.db import open_engine
+from service.history.migrate import migrate
+from service.history.models import (
+    AllocationInterval,
+    ConsumerInterval,
+    DeviceInterval,
+    IdleInterval,
+    ObjectVersion,
+    WaitInterval,
+)
+from service.history.outbox import MemoryOutbox
+from service.history.queries import HistoryQueries
+from service.history.times import to_us
+from service.history.writer import WriterOptions, prune_versions
+from service.model.changes import Changes
+from tests.history.conftest import Pipeline, fresh_database
+from tests.history.script import CLUSTER, END, at, batches, claim_record, transitions
+from tests.history.test_audit import FROM, TO, _as_dicts
+from tests.history.truth import expected_contention
+
+TABLES = (AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval, DeviceInterval,
+          ObjectVersion)  # fmt: skip
+
+
+async def _counts(engine) -> dict[str, int]:
+    async with engine.connect() as conn:
+        return {t.__tablename__: await conn.scalar(select(func.count()).select_from(t))
+                for t in TABLES}  # fmt: skip
+
+
+async def _matches_truth(engine) -> None:
+    queries = HistoryQueries(engine)
+    for group_by in ("CLASS", "NAMESPACE"):
+        rows = await queries.contention(FROM, TO, group_by=group_by, bucket_us=3_600_000_000)
+        assert _as_dicts(rows) == expected_contention(group_by, 60)
+
+
+async def _load(pipeline: Pipeline) -> None:
+    for changes in batches():
+        await pipeline.sink(changes)
+    await pipeline.drained()
+
+
+async def test_every_entry_twice_writes_every_fact_once(engine, pipeline):
+    await _load(pipeline)
+    once = await _counts(engine)
+    assert once == {"allocations": 4, "consumers": 4, "waits": 5, "idle_holds": 3,
+                    "device_inventory": 5, "object_versions": 5}  # fmt: skip
+    await _load(pipeline)  # new outbox ids: only the SQL rules make this harmless
+    for changes in batches()[::-1]:  # even replayed backwards
+        await pipeline.sink(changes)
+    await pipeline.drained()
+    assert await _counts(engine) == once
+    await _matches_truth(engine)
+
+
+async def test_a_relist_reannouncing_a_holder_keeps_the_first_start(engine, pipeline, queries):
+    await _load(pipeline)
+    d_allocated = next(t for m, t in transitions() if m == 100 and t.type == "allocated")
+    again = Changes(CLUSTER, at(170), transitions=[d_allocated.__class__(
+        **{**{f: getattr(d_allocated, f) for f in d_allocated.__struct_fields__}, "at": at(170)})])  # fmt: skip
+    await pipeline.sink(again)
+    await pipeline.drained()
+    (held,) = await queries.who_held("GPU-A", to_us(at(175)))
+    assert (held.claim, held.start_us) == ("D", to_us(at(100)))
+
+
+class AckLosingOutbox(MemoryOutbox):
+    """An outbox whose acknowledgements never arrive: the writer 'crashed' after each commit."""
+
+    async def ack(self, ids) -> None:
+        return None
+
+
+async def test_a_restarted_writer_resumes_and_skips_what_was_committed(engine):
+    outbox = AckLosingOutbox()
+    first = Pipeline(engine, outbox).start()
+    entries = batches()
+    for changes in entries:
+        await first.sink(changes)
+    while first.writer.stats.entries < len(entries):
+        await asyncio.sleep(0.01)
+    await first.stop()
+    committed = await _counts(engine)
+    assert await outbox.backlog() == len(entries)  # nothing acknowledged
+
+    second = Pipeline(engine, outbox)
+    second.outbox.ack = MemoryOutbox.ack.__get__(outbox)  # acknowledgements work again
+    second.start()
+    await second.drained()
+    await second.stop()
+    assert second.writer.stats.replayed == len(entries)
+    assert second.writer.stats.entries == 0
+    assert await _counts(engine) == committed
+    await _matches_truth(engine)
+
+
+async def test_a_writer_stopped_mid_stream_is_continued_by_the_next(engine):
+    outbox = MemoryOutbox()
+    entries = batches()
+    first = Pipeline(engine, outbox, WriterOptions(batch_entries=3, linger=0.01)).start()
+    for changes in entries[:10]:
+        await first.sink(changes)
+    await first.drained()
+    await first.stop()
+    second = Pipeline(engine, outbox).start()
+    for changes in entries[10:]:
+        await second.sink(changes)
+    await second.drained()
+    await second.stop()
+    assert first.writer.stats.batches >= 4  # batches of at most three entries
+    await _matches_truth(engine)
+
+
+async def test_a_watch_started_with_an_empty_index_records_the_gap(engine, pipeline, queries):
+    await _load(pipeline)
+    await pipeline.sink.cluster_started(CLUSTER, at(200))
+    await pipeline.sink.record_gap("west", at(10), at(20))
+    await pipeline.drained()
+    last_seen = to_us(at(160))  # the newest Changes written for the cluster
+    gaps = await queries.gaps(FROM, to_us(at(300)))
+    assert [(g.cluster, g.start_us, g.end_us) for g in gaps] == [
+        ("east", last_seen, to_us(at(200))), ("west", to_us(at(10)), to_us(at(20)))]  # fmt: skip
+    (d,) = await queries.claim_history(CLUSTER, "team-b", "D")
+    assert [(a.end_us, a.end_reason) for a in d.allocations] == [(last_seen, "unwatched")]
+    assert await queries.who_held("GPU-A", to_us(at(180))) == []
+    # the fresh index re-announces the holder: a new interval from the restart
+    d_allocated = next(t for m, t in transitions() if m == 100 and t.type == "allocated")
+    fields = {f: getattr(d_allocated, f) for f in d_allocated.__struct_fields__}
+    await pipeline.sink(Changes(CLUSTER, at(200), transitions=[
+        d_allocated.__class__(**{**fields, "at": at(200)})]))  # fmt: skip
+    await pipeline.drained()
+    (held,) = await queries.who_held("GPU-A", to_us(at(210)))
+    assert (held.claim, held.start_us) == ("D", to_us(at(200)))
+    # starting again later with nothing new is idempotent: no second gap from the same mark
+    await pipeline.sink.cluster_started(CLUSTER, at(200))
+    await pipeline.drained()
+    assert len(await queries.gaps(FROM, to_us(at(300)), cluster=CLUSTER)) == 1
+
+
+async def test_retention_prunes_object_versions_and_keeps_intervals(engine, pipeline):
+    await _load(pipeline)
+    before = await _counts(engine)
+    removed = await prune_versions(engine, older_than_us=to_us(at(11)))
+    after = await _counts(engine)
+    assert removed == 2  # claim A's versions at 0 and 10
+    assert after == {**before, "object_versions": before["object_versions"] - 2}
+
+
+async def test_the_writer_prunes_on_its_own_schedule(engine):
+    now = to_us(at(END)) / 1e6 + 86400 * 10  # ten days after the script
+    options = WriterOptions(linger=0.01, retention_days=9.99, prune_every=0.0)
+    running = Pipeline(engine, options=options)
+    running.writer.clock = lambda: now
+    running.start()
+    await _load(running)
+    while running.writer.stats.pruned < 5:
+        await asyncio.sleep(0.01)
+    await running.stop()
+    assert (await _counts(engine))["object_versions"] == 0
+
+
+@pytest.fixture
+async def postgres_history(request, tmp_path, postgres_server):
+    async with fresh_database("postgres", request, tmp_path) as url:
+        await migrate(url)
+        engine = open_engine(url)
+        yield engine
+        await engine.dispose()
+
+
+async def test_a_postgres_outage_loses_nothing(postgres_history, postgres_server):
+    engine = postgres_history
+    running = Pipeline(engine).start()
+    entries = batches()
+    for changes in entries[:5]:
+        await running.sink(changes)
+    await running.drained()
+    await asyncio.to_thread(postgres_server.stop)
+    try:
+        for changes in entries[5:]:
+            await running.sink(changes)
+        while running.writer.stats.retries < 3:  # the backlog waits, retried with backoff
+            await asyncio.sleep(0.02)
+        assert await running.outbox.backlog() > 0
+    finally:
+        await asyncio.to_thread(postgres_server.start)
+    await running.drained()
+    await running.stop()
+    assert running.writer.stats.last_error is not None
+    await _matches_truth(engine)
+    assert (await _counts(engine))["allocations"] == 4
+
+
+async def test_an_entry_postgres_refuses_is_skipped_alone(postgres_history):
+    engine = postgres_history
+    options = WriterOptions(linger=0.05, retry_initial=0.01, reject_after=2)
+    running = Pipeline(engine, options=options).start()
+    bad = claim_record("A", 0, 0)
+    bad = bad.__class__(meta=bad.meta.__class__(cluster=CLUSTER, name="A", uid="u" * 100))
+    await running.sink(Changes(CLUSTER, at(0), upserts=[bad]))  # uid longer than the column
+    await _load(running)
+    await running.stop()
+    assert running.writer.stats.rejected == 1
+    await _matches_truth(engine)
