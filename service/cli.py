@@ -21,6 +21,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -67,7 +68,7 @@ def main(log_level: str | None, log_json: bool | None) -> None:
 @main.command()
 @click.option(
     "--kubeconfig",
-    type=click.Path(dir_okay=False),
+    type=click.Path(dir_okay=False, exists=True),
     default=None,
     help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
 )
@@ -122,10 +123,16 @@ async def _serve(settings: Settings) -> None:
 
     store = open_state_store(settings)
 
+    startup_errors: list[BaseException] = []
+
     async def start_watching():
-        return await watch_clusters(
-            settings.clusters.kubeconfig, settings.clusters.contexts, store=store
-        )
+        try:
+            return await watch_clusters(
+                settings.clusters.kubeconfig, settings.clusters.contexts, store=store
+            )
+        except Exception as error:
+            startup_errors.append(error)
+            raise
 
     app = create_app(settings, store=store, reactors=start_watching)
     config = uvicorn.Config(
@@ -134,7 +141,12 @@ async def _serve(settings: Settings) -> None:
     click.echo(
         f"dra-mirror: GraphQL at http://{settings.http.host}:{settings.http.port}/graphql", err=True
     )
-    await uvicorn.Server(config).serve()
+    server = uvicorn.Server(config)
+    with contextlib.suppress(SystemExit):  # uvicorn exits with 3 when the lifespan fails
+        await server.serve()
+    if not server.started:  # the lifespan failed: a bad kubeconfig, an unreachable store…
+        reason = f": {startup_errors[0]}" if startup_errors else " (see the log above)"
+        raise click.ClickException(f"startup failed{reason}")
 
 
 @main.command()
@@ -196,12 +208,19 @@ def sim(
 
 @main.command("schema")
 @click.option("--write", is_flag=True, help="Write schema/schema.graphql instead of printing.")
-def schema_command(write: bool) -> None:
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --write: the file to write (default: the committed schema.graphql).",
+)
+def schema_command(write: bool, output: str | None) -> None:
     """Print the GraphQL SDL (or write the committed copy)."""
     import schema
 
     if write:
-        click.echo(f"wrote {schema.write_sdl()}")
+        path = schema.write_sdl(Path(output)) if output else schema.write_sdl()
+        click.echo(f"wrote {path}")
     else:
         click.echo(schema.print_sdl(), nl=False)
 

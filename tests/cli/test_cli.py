@@ -1,0 +1,63 @@
+"""The click CLI: schema printing/writing, the simulator's scenario list, usage errors, and
+`serve` failing clearly on a kubeconfig without the asked context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import schema
+from service.cli import main
+
+
+def test_schema_prints_the_committed_sdl():
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0, result.output
+    assert result.output == schema.SDL_PATH.read_text()
+
+
+def test_schema_write_to_a_file(tmp_path: Path):
+    target = tmp_path / "schema.graphql"
+    result = CliRunner().invoke(main, ["schema", "--write", "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == schema.print_sdl()
+
+
+def test_sim_lists_the_shipped_scenarios():
+    result = CliRunner().invoke(main, ["sim", "--list-scenarios"])
+    assert result.exit_code == 0, result.output
+    assert {"demo", "scale-5000"} <= set(result.output.split())
+
+
+def test_sim_usage_errors():
+    runner = CliRunner()
+    missing = runner.invoke(main, ["sim"])
+    assert missing.exit_code == 2 and "--scenario" in missing.output
+    unknown = runner.invoke(main, ["sim", "--scenario", "no-such-scenario"])
+    assert unknown.exit_code == 2 and "no-such-scenario" in unknown.output
+
+
+def test_serve_refuses_a_missing_kubeconfig(tmp_path: Path):
+    result = CliRunner().invoke(main, ["serve", "--kubeconfig", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_serve_fails_clearly_on_an_unknown_context(tmp_path: Path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: east, context: {cluster: c, user: u}}]\n"
+        "current-context: east\n"
+    )
+    result = CliRunner().invoke(
+        main, ["serve", "--kubeconfig", str(kubeconfig), "--context", "west", "--port", "0"]
+    )
+    assert result.exit_code == 1
+    assert "startup failed" in result.output and "has no context 'west'" in result.output
+
+
+def test_bad_environment_is_a_usage_error(monkeypatch):
+    monkeypatch.setenv("DRA_MIRROR_HTTP_PORT", "eighty")
+    result = CliRunner().invoke(main, ["demo"])
+    assert result.exit_code == 2 and "DRA_MIRROR_HTTP_PORT='eighty'" in result.output

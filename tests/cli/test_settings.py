@@ -1,0 +1,79 @@
+"""Settings from flags and DRA_MIRROR_* variables; log lines with structured fields."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import orjson
+import pytest
+
+from service.logs import configure_logging
+from service.settings import Settings, SettingsError
+
+
+def test_defaults_are_the_embedded_ones():
+    settings = Settings.from_env(environ={})
+    assert (settings.http.host, settings.http.port) == ("127.0.0.1", 8000)
+    assert settings.store.redis_url is None and settings.clusters.contexts == ()
+    assert settings.graphql.max_page_size == 1000
+
+
+def test_environment_then_flags():
+    environ = {
+        "DRA_MIRROR_HTTP_PORT": "9000",
+        "DRA_MIRROR_HTTP_GRAPHIQL": "false",
+        "DRA_MIRROR_CLUSTERS_CONTEXTS": "east, west",
+        "DRA_MIRROR_STORE_REDIS_URL": "redis://127.0.0.1:6379/0",
+        "DRA_MIRROR_HISTORY_DATABASE_URL": "",
+    }
+    settings = Settings.from_env({"http.port": 9100, "http.host": None}, environ=environ)
+    assert settings.http.port == 9100  # the flag wins
+    assert settings.http.host == "127.0.0.1"  # an unset flag does not
+    assert settings.http.graphiql is False
+    assert settings.clusters.contexts == ("east", "west")
+    assert settings.store.redis_url == "redis://127.0.0.1:6379/0"
+    assert settings.history.database_url is None  # empty means unset
+
+
+def test_bad_values_and_unknown_overrides_are_refused():
+    with pytest.raises(SettingsError, match="DRA_MIRROR_HTTP_PORT"):
+        Settings.from_env(environ={"DRA_MIRROR_HTTP_PORT": "x"})
+    with pytest.raises(SettingsError, match="DRA_MIRROR_LOG_JSON"):
+        Settings.from_env(environ={"DRA_MIRROR_LOG_JSON": "maybe"})
+    with pytest.raises(SettingsError, match=r"http\.nope"):
+        Settings.from_env({"http.nope": 1}, environ={})
+
+
+def test_settings_are_frozen():
+    with pytest.raises(AttributeError):
+        Settings().http.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_log_lines_carry_the_object_reference(as_json: bool):
+    stream = io.StringIO()
+    handler = configure_logging("INFO", json=as_json, stream=stream)
+    try:
+        logging.getLogger("service.test").warning(
+            "skipping malformed %s",
+            "Pod",
+            extra={"cluster": "east", "kind": "Pod", "namespace": "team-a", "object_name": "web-0"},
+        )
+        line = stream.getvalue().strip()
+        if as_json:
+            entry = orjson.loads(line)
+            assert entry["message"] == "skipping malformed Pod" and entry["level"] == "WARNING"
+            assert (entry["cluster"], entry["kind"], entry["namespace"], entry["name"]) == (
+                "east",
+                "Pod",
+                "team-a",
+                "web-0",
+            )
+            assert entry["logger"] == "service.test"
+        else:
+            assert line.endswith(
+                "WARNING service.test: skipping malformed Pod cluster=east kind=Pod namespace=team-a name=web-0"
+            )
+    finally:
+        logging.getLogger().removeHandler(handler)
