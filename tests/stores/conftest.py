@@ -1,0 +1,34 @@
+"""The state stores under contract test, by name.
+
+`STORE_FACTORIES` maps a name to an async factory taking the pytest `request` (so a factory
+can ask for the fixtures it needs, e.g. `request.getfixturevalue("redis_url")`) and returning
+a fresh, EMPTY store. The `store` fixture runs every contract test once per entry: to put a
+new store under contract, add one entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from service.stores.memory import MemoryStore
+from service.stores.protocols import StateStore
+
+
+async def memory_store(request: pytest.FixtureRequest) -> StateStore:
+    return MemoryStore()
+
+
+STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[StateStore]]] = {
+    "memory": memory_store,
+}
+
+
+@pytest.fixture(params=sorted(STORE_FACTORIES))
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[StateStore]:
+    made = await STORE_FACTORIES[request.param](request)
+    try:
+        yield made
+    finally:
+        await made.close()
