@@ -78,6 +78,15 @@ def queries(engine: AsyncEngine) -> HistoryQueries:
     return HistoryQueries(engine)
 
 
+async def eventually(predicate, what: str, *, attempts: int = 3000) -> None:
+    """Wait (polling every 10 ms, at most ~30 s) until `predicate()` holds."""
+    for _ in range(attempts):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"never happened: {what}")
+
+
 class Pipeline:
     """An outbox, the sink in front of it and a running writer behind it."""
 

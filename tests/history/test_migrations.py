@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from pathlib import Path
+
 from sqlalchemy import inspect
 
 from service.history.db import open_engine
@@ -9,6 +14,7 @@ from service.history.migrate import check, downgrade, migrate
 from service.history.models import Base
 
 TABLES = set(Base.metadata.tables)
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _tables(url: str) -> set[str]:
@@ -38,17 +44,11 @@ async def test_downgrade_to_base_and_up_again(history_url):
 
 
 async def test_the_alembic_command_line_upgrades_with_the_url_from_the_environment(tmp_path):
-    import asyncio
-    import os
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
     url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
     env = {**os.environ, "DRA_MIRROR_HISTORY_URL": url}
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "alembic", "-c", str(root / "alembic.ini"), "upgrade", "head",
-        cwd=root, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        sys.executable, "-m", "alembic", "-c", str(REPO_ROOT / "alembic.ini"), "upgrade", "head",
+        cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     output, _ = await process.communicate()
     assert process.returncode == 0, output.decode()

@@ -22,7 +22,7 @@ from service.history.queries import HistoryQueries
 from service.history.times import to_us
 from service.history.writer import WriterOptions, prune_versions
 from service.model.changes import Changes
-from tests.history.conftest import Pipeline, fresh_database
+from tests.history.conftest import Pipeline, eventually, fresh_database
 from tests.history.script import CLUSTER, END, at, batches, claim_record, transitions
 from tests.history.test_audit import FROM, TO, _as_dicts
 from tests.history.truth import expected_contention
@@ -87,8 +87,7 @@ async def test_a_restarted_writer_resumes_and_skips_what_was_committed(engine):
     entries = batches()
     for changes in entries:
         await first.sink(changes)
-    while first.writer.stats.entries < len(entries):
-        await asyncio.sleep(0.01)
+    await eventually(lambda: first.writer.stats.entries == len(entries), "all entries written")
     await first.stop()
     committed = await _counts(engine)
     assert await outbox.backlog() == len(entries)  # nothing acknowledged
@@ -163,8 +162,7 @@ async def test_the_writer_prunes_on_its_own_schedule(engine):
     running.writer.clock = lambda: now
     running.start()
     await _load(running)
-    while running.writer.stats.pruned < 5:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: running.writer.stats.pruned == 5, "every version pruned")
     await running.stop()
     assert (await _counts(engine))["object_versions"] == 0
 
@@ -189,8 +187,8 @@ async def test_a_postgres_outage_loses_nothing(postgres_history, postgres_server
     try:
         for changes in entries[5:]:
             await running.sink(changes)
-        while running.writer.stats.retries < 3:  # the backlog waits, retried with backoff
-            await asyncio.sleep(0.02)
+        # the backlog waits, retried with backoff
+        await eventually(lambda: running.writer.stats.retries >= 3, "three failed attempts")
         assert await running.outbox.backlog() > 0
     finally:
         await asyncio.to_thread(postgres_server.start)
