@@ -1,0 +1,138 @@
+"""Scenarios served over HTTP and read with the real kubernetes_asyncio client; pods created
+through the API are scheduled by the world; churn and delayed starts run in the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client
+
+from service.sim.generate import pod_object
+from service.sim.run import Simulator
+from service.sim.scenario import World, build_world, load_scenario, parse_scenario
+from tests.sim.conftest import api_client_for
+
+
+@pytest.fixture
+async def served_demo(tmp_path: Path) -> AsyncIterator[tuple[World, Simulator]]:
+    world = build_world(load_scenario("demo"))
+    async with Simulator(world.specs, kubeconfig_path=tmp_path / "kubeconfig") as sim:
+        yield world, sim
+
+
+async def eventually(check, *, tries: int = 200) -> None:
+    """Poll `check()` until it is true (bounded, so a broken world fails instead of hanging)."""
+    for _ in range(tries):
+        if check():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition never became true")
+
+
+async def test_demo_over_http_in_each_clusters_version(served_demo):
+    world, sim = served_demo
+    assert sim.kubeconfig_path is not None
+    async with await api_client_for(sim.kubeconfig_path, "west") as west:
+        custom = client.CustomObjectsApi(west)
+        claims = await custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1beta1", "resourceclaims"
+        )
+        assert len(claims["items"]) == world.stores["west"].count("resourceclaims")
+        pair = next(c for c in claims["items"] if c["metadata"]["name"] == "h100-pair")
+        assert pair["spec"]["devices"]["requests"][0]["count"] == 2  # v1beta1: flat request
+        slices = await custom.list_cluster_custom_object(
+            "resource.k8s.io", "v1beta1", "resourceslices", limit=2
+        )
+        assert "basic" in slices["items"][0]["spec"].get("devices", [{"basic": {}}])[0]
+    async with await api_client_for(sim.kubeconfig_path, "east") as east:
+        core = client.CoreV1Api(east)
+        pending = await core.list_pod_for_all_namespaces(field_selector="status.phase=Pending")
+        assert [p.metadata.name.split("-")[0] for p in pending.items] == ["trainer"]
+
+
+async def test_a_pod_posted_to_the_api_is_scheduled(served_demo):
+    world, sim = served_demo
+    assert sim.kubeconfig_path is not None
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "posted", "namespace": "research"},
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}
+            ],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "a100"}],
+        },
+    }
+    async with await api_client_for(sim.kubeconfig_path, "east") as east:
+        core = client.CoreV1Api(east)
+        await core.create_namespaced_pod("research", pod)
+        read = await core.read_namespaced_pod("posted", "research")
+        assert read.status.phase == "Running" and read.spec.node_name == "east-a100-0"
+        claim_name = read.status.resource_claim_statuses[0].resource_claim_name
+        claim = await client.CustomObjectsApi(east).get_namespaced_custom_object(
+            "resource.k8s.io", "v1", "research", "resourceclaims", claim_name
+        )
+        assert claim["status"]["reservedFor"][0]["name"] == "posted"
+        await core.delete_namespaced_pod("posted", "research")
+    assert world.stores["east"].get("resourceclaims", "research", claim_name) is None
+
+
+SMALL = {
+    "clusters": [
+        {
+            "name": "tiny",
+            "startDelay": 0.05,
+            "namespaces": ["jobs"],
+            "deviceClasses": ["gpu.nvidia.com"],
+            "nodes": [{"name": "n0", "devices": [{"profile": "nvidia-a100-80gb-pcie", "count": 2}]}],
+            "objects": [
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "gpu", "namespace": "jobs"},
+                    "spec": {"spec": {"devices": {"requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+                    ]}}},
+                }
+            ],
+            "workloads": [{"name": "w", "namespace": "jobs", "replicas": 1,
+                           "claims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}],
+            "churn": {"rate": 50, "lifetime": 0.1, "seed": 1, "namespace": "jobs", "speed": 1,
+                      "shapes": [{"name": "g", "claims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]}]},
+        }
+    ]
+}  # fmt: skip
+
+
+async def test_a_pod_starts_after_the_delay_when_a_loop_runs():
+    world = build_world(parse_scenario({"clusters": [{**SMALL["clusters"][0], "churn": None}]}))
+    store = world.stores["tiny"]
+    (first,) = store.list("pods")
+    assert first["spec"]["nodeName"] == "n0" and first["status"]["phase"] == "Pending"
+    store.create(
+        "pods",
+        pod_object("late", "jobs", claims=[{"name": "g", "resourceClaimTemplateName": "gpu"}]),
+    )
+    late = store.get("pods", "jobs", "late")
+    assert late["spec"]["nodeName"] == "n0" and late["status"]["phase"] == "Pending"
+    assert late["status"]["conditions"][0]["type"] == "PodScheduled"
+    await eventually(lambda: {p["status"]["phase"] for p in store.list("pods")} == {"Running"})
+
+
+async def test_churn_runs_inside_the_loop():
+    world = build_world(parse_scenario(SMALL))
+    store = world.stores["tiny"]
+    seen: list[tuple[str, str]] = []
+    store.add_listener(lambda kind, plural, obj: seen.append((kind, plural)))
+    task = asyncio.create_task(world.run())
+    try:
+        await eventually(lambda: ("ADDED", "pods") in seen and ("DELETED", "pods") in seen)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    applied = world.churns["tiny"].applied
+    assert {s.action for s in applied} >= {"arrive", "leave"}
