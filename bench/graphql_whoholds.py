@@ -1,0 +1,190 @@
+"""Bench: `whoHolds` by uuid and one node's page, over HTTP, on the 5,000-node scenario.
+
+    .venv/bin/python bench/graphql_whoholds.py [--scenario scale-5000] [--requests 4000]
+
+A server process builds the scenario's objects (the simulator's generator), normalizes them
+with the model and applies them to a MemoryStore (the state the mirror would hold after its
+initial sync), then serves `create_app` with uvicorn on a free loopback port. This process is
+the load generator: 16 concurrent clients, each with its own connection (one shared client
+under 16-way concurrency measures the client, not the server — performance-notes.md).
+
+Measured, printed:
+* `whoHolds(device: "<uuid>")` — claim, namespace, pods: p50/p99 with 16 clients (target p50
+  ≤ 5 ms), plus the unloaded p50 of one client;
+* one node's page: node → devices → allocations → claims → pods, p50 of one client
+  (target ≤ 15 ms);
+* a floor in the same run: `GET /healthz` through the same stack, p50 with 16 clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import random
+import socket
+import statistics
+import time
+from typing import Any
+
+import httpx
+
+WHO_HOLDS = """query($uuid: String!) { whoHolds(device: $uuid) {
+  cluster shareID claim { namespace name state } pods { namespace name phase } } }"""
+
+NODE_PAGE = """query($cluster: String!, $node: String!) {
+  pods(cluster: $cluster, node: $node, first: 1) { totalCount }
+  resourceSlices(cluster: $cluster, node: $node) { name pool { name generation complete } }
+  devices(cluster: $cluster, node: $node, first: 100) { edges { node {
+    name uuid status
+    allocations { request shareID claim { namespace name state
+      consumers { namespace name phase } } } } } } }"""
+
+
+def serve(port_queue: Any, scenario: str) -> None:
+    """The server process: build the state, then serve it until terminated."""
+    import uvicorn
+
+    from service.app import create_app
+    from service.model.changes import Changes
+    from service.model.normalize import normalize
+    from service.settings import Settings
+    from service.sim.scenario import build_world, load_scenario
+    from service.stores.memory import MemoryStore
+    from service.stores.protocols import ClusterStatus, Relation
+
+    kinds = {
+        "nodes": "Node",
+        "deviceclasses": "DeviceClass",
+        "resourceslices": "ResourceSlice",
+        "resourceclaimtemplates": "ResourceClaimTemplate",
+        "resourceclaims": "ResourceClaim",
+        "pods": "Pod",
+    }
+    started = time.perf_counter()
+    world = build_world(load_scenario(scenario))
+    store = MemoryStore()
+    uuids: list[str] = []
+    nodes: list[tuple[str, str]] = []
+    count = 0
+
+    async def load() -> None:
+        nonlocal count
+        for name, cluster in world.stores.items():
+            records = [
+                normalize(kind, raw, cluster=name)
+                for plural, kind in kinds.items()
+                for raw in cluster.list(plural)
+            ]
+            count += len(records)
+            await store.apply(Changes(cluster=name, at="2026-01-01T00:00:00Z", upserts=records))
+            await store.set_status(ClusterStatus(name=name, connected=True, synced=True))
+            entries = await store.list_devices(cluster=name)
+            holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [e.key for e in entries])
+            uuids.extend(
+                e.device.uuid for e, h in zip(entries, holds, strict=True) if h and e.device.uuid
+            )
+            nodes.extend((name, n.meta.name) for n in await store.list("Node", cluster=name))
+
+    asyncio.run(load())
+    loaded = time.perf_counter() - started
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port_queue.put((sock.getsockname()[1], count, loaded, uuids, nodes))
+    app = create_app(Settings(), store=store)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def one_client(base: str, requests: list[tuple[str, dict]], timings: list[float]) -> None:
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as http:
+        for query, variables in requests:
+            began = time.perf_counter()
+            if query == "healthz":
+                response = await http.get("/healthz")
+            else:
+                response = await http.post(
+                    "/graphql", json={"query": query, "variables": variables}
+                )
+            timings.append((time.perf_counter() - began) * 1000)
+            body = response.json() if query != "healthz" else None
+            if response.status_code != 200 or (body and "errors" in body):
+                raise RuntimeError(response.text[:500])
+
+
+async def run_load(base: str, requests: list[tuple[str, dict]], clients: int) -> list[float]:
+    timings: list[float] = []
+    shares = [requests[i::clients] for i in range(clients)]
+    await asyncio.gather(*(one_client(base, share, timings) for share in shares))
+    return timings
+
+
+def line(name: str, timings: list[float], target: str = "") -> str:
+    return (
+        f"{name:<44} n={len(timings):>5}  p50 {statistics.median(timings):7.2f} ms"
+        f"  p99 {percentile(timings, 0.99):7.2f} ms  {target}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="scale-5000")
+    parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--pages", type=int, default=200)
+    args = parser.parse_args()
+
+    context = multiprocessing.get_context("spawn")
+    ports = context.Queue()
+    server = context.Process(target=serve, args=(ports, args.scenario), daemon=True)
+    server.start()
+    port, count, loaded, uuids, nodes = ports.get(timeout=600)
+    print(
+        f"scenario {args.scenario}: {count} objects loaded in {loaded:.1f} s; "
+        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes"
+    )
+    base = f"http://127.0.0.1:{port}"
+    rng = random.Random(1)
+
+    async def bench() -> None:
+        async with httpx.AsyncClient(base_url=base) as http:
+            for _ in range(300):
+                try:
+                    if (await http.get("/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.1)
+        who = [(WHO_HOLDS, {"uuid": rng.choice(uuids)}) for _ in range(args.requests)]
+        await run_load(base, who[:400], args.clients)  # warm-up (parser/validation caches)
+        floor = await run_load(base, [("healthz", {})] * args.requests, args.clients)
+        loaded_who = await run_load(base, who, args.clients)
+        single_who = await run_load(base, who[: args.requests // 8], 1)
+        pages = [(NODE_PAGE, {"cluster": c, "node": n}) for c, n in rng.sample(nodes, args.pages)]
+        await run_load(base, pages[:20], 1)
+        single_page = await run_load(base, pages, 1)
+        print(line(f"floor: GET /healthz, {args.clients} clients", floor))
+        print(line(f"whoHolds by uuid, {args.clients} clients", loaded_who, "(target p50 <= 5 ms)"))
+        print(line("whoHolds by uuid, 1 client", single_who))
+        print(
+            line(
+                "node page (devices>allocations>claims>pods)", single_page, "(target p50 <= 15 ms)"
+            )
+        )
+
+    try:
+        asyncio.run(bench())
+    finally:
+        server.terminate()
+        server.join(10)
+
+
+if __name__ == "__main__":
+    main()
