@@ -16,6 +16,7 @@ Promises: a scenario that loads builds without error, deterministically for its 
 from __future__ import annotations
 
 import asyncio
+import copy
 import gc
 import hashlib
 import uuid
@@ -31,6 +32,8 @@ import yaml
 from service.sim import hardware
 from service.sim.churn import Churn, ChurnSpec
 from service.sim.controller import Controller
+from service.sim.errors import ApiError
+from service.sim.faults import Faults
 from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, pod_object, populate
 from service.sim.resources import DRA_VERSIONS, RESOURCES
 from service.sim.run import ClusterSpec, serve_forever
@@ -192,13 +195,18 @@ def _cluster(doc: dict) -> ClusterScenario:
     unknown = [v for v in versions if v not in DRA_VERSIONS]
     if unknown:
         raise ScenarioError(f"cluster {name}: versions {unknown} not in {list(DRA_VERSIONS)}")
+    faults = dict(doc.get("faults") or {})
+    try:
+        Faults().update(copy.deepcopy(faults))  # the server's own check of the settings
+    except ApiError as error:
+        raise ScenarioError(f"cluster {name}: faults: {error.message}") from error
     for obj in _list(doc, "objects"):
         if not isinstance(obj, dict) or obj.get("kind") not in _KIND_TO_PLURAL:
             raise ScenarioError(f"cluster {name}: objects: unsupported kind {obj.get('kind')!r}")
     return ClusterScenario(
         name=name,
         versions=versions,
-        faults=dict(doc.get("faults") or {}),
+        faults=faults,
         namespaces=tuple(str(n) for n in _list(doc, "namespaces")),
         device_classes=tuple(str(c) for c in _list(doc, "deviceClasses")),
         nodes=tuple(_node_group(n) for n in _list(doc, "nodes")),
@@ -278,7 +286,8 @@ def build_world(scenario: Scenario, *, clock: Callable[[], datetime] | None = No
         else:
             controller.attach()
             _fill(store, cluster, seed=seed, first=index == 0)
-        world.specs.append(ClusterSpec(store, cluster.versions, dict(cluster.faults)))
+        # The server consumes fault counts in place: give it its own copy.
+        world.specs.append(ClusterSpec(store, cluster.versions, copy.deepcopy(cluster.faults)))
         world.controllers[cluster.name] = controller
         if cluster.churn is not None:
             world.churns[cluster.name] = Churn(store, cluster.churn)
