@@ -1,0 +1,118 @@
+"""Cluster facts the diagnoses share: which driver a class is about, which nodes look like GPU
+nodes, and whether a node has room (CPU, memory) for one more pod.
+
+* A DeviceClass names its driver in a selector conjunct `device.driver == "<driver>"` (every
+  vendor class does); `driver_of_selectors` finds it without evaluating anything.
+* A node "looks like a GPU node" when something other than DRA says it has GPUs: a device
+  plugin's extended resource (`nvidia.com/gpu`, `amd.com/gpu` in capacity), GPU feature
+  discovery labels (`nvidia.com/gpu.present`, `nvidia.com/gpu.product`…), or node feature
+  discovery's PCI vendor label for NVIDIA (`feature.node.kubernetes.io/pci-10de.present`).
+* kube-scheduler's NodeResourcesFit: a pod fits when, for each resource it requests, the
+  requests of the pods already bound to the node plus its own stay within the node's
+  allocatable. A pod's request is the larger of the sum over its containers and the largest
+  init container (sidecars aside). Pods that Succeeded or Failed no longer count.
+
+Promises: pure functions over records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+from service.model.quantity import format_quantity, parse_quantity
+from service.model.records import NodeRecord, PodRecord
+
+_DRIVER = re.compile(r"""\bdevice\s*\.\s*driver\s*==\s*(['"])([^'"]+)\1""")
+_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")
+_GPU_LABELS = (
+    "nvidia.com/gpu.present",
+    "nvidia.com/gpu.product",
+    "nvidia.com/gpu.count",
+    "feature.node.kubernetes.io/pci-10de.present",
+    "amd.com/gpu.device-id",
+)
+_TERMINAL = ("Succeeded", "Failed")
+NODE_RESOURCES = ("cpu", "memory")
+
+
+def driver_of_selectors(selectors: Iterable[str]) -> str | None:
+    """The driver a set of selectors requires (`device.driver == "x"`), if one does."""
+    for expression in selectors:
+        match = _DRIVER.search(expression)
+        if match is not None:
+            return match[2]
+    return None
+
+
+def gpu_count(node: NodeRecord) -> int:
+    """GPUs a device plugin advertises on the node (0 when none or unparsable)."""
+    total = 0
+    for resource in _GPU_RESOURCES:
+        try:
+            total += int(parse_quantity(node.capacity.get(resource, "0")))
+        except ValueError:
+            continue
+    return total
+
+
+def gpu_nodes(nodes: Iterable[NodeRecord]) -> list[NodeRecord]:
+    """Nodes that look like GPU nodes by labels or device-plugin capacity, sorted by name."""
+    found = [
+        n for n in nodes if gpu_count(n) > 0 or any(label in n.meta.labels for label in _GPU_LABELS)
+    ]
+    return sorted(found, key=lambda n: n.meta.name)
+
+
+def pod_requests(pod: PodRecord) -> dict[str, Fraction]:
+    """The pod's effective CPU and memory requests, as the scheduler counts them."""
+    total: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for container in pod.containers:
+        for resource in NODE_RESOURCES:
+            text = container.requests.get(resource) or container.limits.get(resource)
+            if text is None:
+                continue
+            try:
+                amount = parse_quantity(text)
+            except ValueError:
+                continue
+            if container.init:
+                init_max[resource] = max(init_max.get(resource, Fraction(0)), amount)
+            else:
+                total[resource] = total.get(resource, Fraction(0)) + amount
+    for resource, amount in init_max.items():
+        total[resource] = max(total.get(resource, Fraction(0)), amount)
+    return total
+
+
+def node_shortfall(
+    pod: PodRecord, node: NodeRecord, pods: Sequence[PodRecord]
+) -> tuple[str, str, str] | None:
+    """(resource, requested in total, allocatable) for the first resource the node lacks to
+    take `pod` beside the pods already bound to it; None when it fits."""
+    wanted = pod_requests(pod)
+    if not wanted:
+        return None
+    name = node.meta.name
+    used: dict[str, Fraction] = {}
+    for other in pods:
+        if other.node_name != name or other.phase in _TERMINAL or other.meta.uid == pod.meta.uid:
+            continue
+        if other.meta.name == pod.meta.name and other.meta.namespace == pod.meta.namespace:
+            continue
+        for resource, amount in pod_requests(other).items():
+            used[resource] = used.get(resource, Fraction(0)) + amount
+    for resource in NODE_RESOURCES:
+        if resource not in wanted or resource not in node.allocatable:
+            continue
+        allocatable_text = node.allocatable[resource]
+        try:
+            allocatable = parse_quantity(allocatable_text)
+        except ValueError:
+            continue
+        requested = used.get(resource, Fraction(0)) + wanted[resource]
+        if requested > allocatable:
+            return resource, format_quantity(requested, like=allocatable_text), allocatable_text
+    return None

@@ -1,0 +1,290 @@
+"""explainClaim, the pure part: why a claim is Pending, or whether an allocated one is healthy.
+
+Given one claim and the state of its cluster (classes, devices, the allocation ledger, claims,
+pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's words:
+
+    pending claims (verdict of the first request that blocks, refined):
+      class-missing    the DeviceClass does not exist (the claim stays Pending)
+      driver-missing   the driver publishes no devices (no slices from it, or none on GPU nodes)
+      no-devices       the class matches none of the driver's devices
+      no-match         no device matches the conditions (which selector rejected how many)
+      selector-error   a selector failed to compile or evaluate (the message says which)
+      all-held         no devices left: every matching device is held — by which claims, which idle
+      sharing-off      sharing is off and another pod took the device first
+      no-capacity / tainted / not-enough / constraints / search-limit   (see `verdicts`)
+      allocatable      it could be allocated now: it waits for its pod to be scheduled
+    allocated claims (the manual's checklist: allocated, node and device named, the pod among
+    the consumers, the pod Running):
+      ok               every check passes
+      node-resources   allocated, but its pod is Pending: the node lacks CPU or memory
+      idle             allocated, but no consumer pod is Running
+      pod-not-running  a consumer pod is not Running (yet)
+    deleting           deletion requested; finalizers pending
+
+Promises: pure (reads records, never mutates the ledger); every verdict comes with a one-line
+`message` and the structured counts behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from service.diagnostics.cluster import driver_of_selectors, gpu_nodes, node_shortfall
+from service.diagnostics.ledger import Ledger
+from service.diagnostics.placement import allocate
+from service.diagnostics.verdicts import (
+    ALL_HELD,
+    NO_DEVICES,
+    RequestVerdict,
+    Unsatisfiable,
+)
+from service.model.records import (
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceEntry,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    key_of,
+)
+
+DRIVER_MISSING = "driver-missing"
+SHARING_OFF = "sharing-off"
+ALLOCATABLE = "allocatable"
+OK = "ok"
+NODE_RESOURCES = "node-resources"
+IDLE = "idle"
+POD_NOT_RUNNING = "pod-not-running"
+DELETING = "deleting"
+
+
+@dataclass
+class Holder:
+    """A claim holding devices the explained claim wanted."""
+
+    claim: ObjectKey
+    pods: list[ObjectKey]  # consumer pods (status.reservedFor)
+    running: bool  # some consumer pod is Running
+    idle: bool  # allocated and no consumer pod Running
+    idle_since: str | None = None
+
+
+@dataclass
+class Check:
+    name: str  # allocated | node | devices | consumers | running
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Diagnosis:
+    claim: ObjectKey
+    state: str
+    verdict: str
+    message: str
+    requests: list[RequestVerdict] = field(default_factory=list)
+    holders: list[Holder] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    pods: list[ObjectKey] = field(default_factory=list)  # pods that reference the claim
+    nodes_without_driver: list[str] = field(default_factory=list)
+
+
+def explain_claim(
+    claim: ClaimRecord,
+    *,
+    classes: Mapping[str, DeviceClassRecord],
+    devices: Sequence[DeviceEntry],
+    ledger: Ledger,
+    claims: Mapping[ObjectKey, ClaimRecord],
+    pods: Sequence[PodRecord],
+    nodes: Sequence[NodeRecord],
+    idle_since: Mapping[ObjectKey, str | None] | None = None,
+) -> Diagnosis:
+    """The diagnosis of one claim against the current state of its cluster."""
+    key = key_of(claim)
+    users = [p for p in pods if _references(p, claim)]
+    base = Diagnosis(
+        claim=key, state=claim.state, verdict="", message="", pods=[key_of(p) for p in users]
+    )
+    if claim.meta.deleted_at is not None:
+        base.verdict = DELETING
+        finalizers = ", ".join(claim.meta.finalizers) or "none"
+        base.message = f"deletion requested at {claim.meta.deleted_at}; finalizers: {finalizers}"
+        return base
+    if claim.allocation is not None:
+        return _allocated(claim, base, users, pods, nodes)
+    # Pending: ask the allocator, restricted to the node a waiting pod is pinned to, if any.
+    pinned = sorted({p.node_name for p in users if p.node_name and p.phase == "Pending"})
+    result = allocate(
+        claim,
+        classes=classes,
+        devices=devices,
+        ledger=ledger,  # a pending claim holds nothing
+        node=pinned[0] if pinned else None,
+        share_id=lambda: "explain",
+    )
+    if not isinstance(result, Unsatisfiable):
+        base.verdict = ALLOCATABLE
+        where = f" on node {result.node_name}" if result.node_name else ""
+        waiting = ", ".join(p.name for p in base.pods) or "no pod references it yet"
+        base.message = (
+            f"devices are free{where}: the claim waits for its pod to be scheduled ({waiting})"
+        )
+        return base
+    base.requests = result.requests
+    holders = sorted({h for v in result.requests for h in v.held_by})
+    base.holders = [_holder(h, claims, pods, idle_since or {}) for h in holders]
+    blocking = next((v for v in result.requests if v.verdict not in ("fits",)), result.requests[0])
+    base.verdict, base.message = _pending_reason(blocking, base, claim, classes, devices, nodes)
+    return base
+
+
+def _references(pod: PodRecord, claim: ClaimRecord) -> bool:
+    if pod.meta.namespace != claim.meta.namespace:
+        return False
+    name = claim.meta.name
+    return pod.extended_claim_name == name or any(c.claim_name == name for c in pod.claims)
+
+
+def _holder(
+    key: ObjectKey,
+    claims: Mapping[ObjectKey, ClaimRecord],
+    pods: Sequence[PodRecord],
+    idle_since: Mapping[ObjectKey, str | None],
+) -> Holder:
+    record = claims.get(key)
+    uids = {c.uid for c in record.reserved_for} if record is not None else set()
+    consumers = [p for p in pods if p.meta.uid in uids]
+    running = any(p.phase == "Running" for p in consumers)
+    return Holder(
+        claim=key,
+        pods=[key_of(p) for p in consumers],
+        running=running,
+        idle=not running,
+        idle_since=idle_since.get(key),
+    )
+
+
+def _pending_reason(
+    v: RequestVerdict,
+    diagnosis: Diagnosis,
+    claim: ClaimRecord,
+    classes: Mapping[str, DeviceClassRecord],
+    devices: Sequence[DeviceEntry],
+    nodes: Sequence[NodeRecord],
+) -> tuple[str, str]:
+    prefix = f"request {v.request}: "
+    if v.verdict == NO_DEVICES:
+        device_class = classes.get(v.class_name or "")
+        driver = driver_of_selectors(device_class.selectors if device_class else ())
+        if driver is not None and not any(e.key.driver == driver for e in devices):
+            on_gpu_nodes = [n.meta.name for n in gpu_nodes(nodes)]
+            diagnosis.nodes_without_driver = on_gpu_nodes
+            where = (
+                f"; GPU nodes without its devices: {', '.join(on_gpu_nodes)}"
+                if on_gpu_nodes
+                else ""
+            )
+            return DRIVER_MISSING, (
+                f"{prefix}the driver {driver} publishes no devices (no ResourceSlice from it){where}"
+            )
+    if v.verdict == "no-match":
+        rejected = []
+        before = v.class_matched
+        for expression, passing in v.selector_matches:
+            if passing < before:
+                rejected.append(f"{expression!r} rejected {before - passing} of {before}")
+            before = passing
+        return v.verdict, f"{prefix}no device matches the conditions: {'; '.join(rejected)}"
+    if v.verdict == "selector-error":
+        errors = "; ".join(f"{expr!r}: {msg}" for expr, msg in v.selector_errors)
+        return v.verdict, f"{prefix}a selector failed: {errors}"
+    if v.verdict == ALL_HELD:
+        held = [h for h in diagnosis.holders if h.claim in v.held_by]
+        idle = [h for h in held if h.idle]
+        names = ", ".join(_claim_ref(h.claim) + (" (idle)" if h.idle else "") for h in held)
+        if held and not idle and not _any_shareable(v, devices, classes):
+            users = ", ".join(_claim_ref(p) for h in held for p in h.pods)
+            return SHARING_OFF, (
+                f"{prefix}sharing is off and another pod took the device first: {users} "
+                f"(through {names})"
+            )
+        idle_note = f"; {len(idle)} of them idle" if idle else ""
+        return (
+            ALL_HELD,
+            f"{prefix}no devices left: every matching device is held by {names}{idle_note}",
+        )
+    return v.verdict, prefix + v.summary()
+
+
+def _any_shareable(
+    v: RequestVerdict, devices: Sequence[DeviceEntry], classes: Mapping[str, DeviceClassRecord]
+) -> bool:
+    """Whether any device the request's class covers allows multiple allocations."""
+    device_class = classes.get(v.class_name or "")
+    driver = driver_of_selectors(device_class.selectors if device_class else ())
+    return any(e.device.shareable for e in devices if driver is None or e.key.driver == driver)
+
+
+def _claim_ref(key: ObjectKey) -> str:
+    return f"{key.namespace}/{key.name}" if key.namespace else key.name
+
+
+def _allocated(
+    claim: ClaimRecord,
+    diagnosis: Diagnosis,
+    users: list[PodRecord],
+    pods: Sequence[PodRecord],
+    nodes: Sequence[NodeRecord],
+) -> Diagnosis:
+    allocation = claim.allocation
+    assert allocation is not None
+    reserved = {c.uid for c in claim.reserved_for}
+    consumers = [p for p in users if p.meta.uid in reserved]
+    devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in allocation.results)
+    node = allocation.node_name
+    checks = [
+        Check("allocated", True, f"{len(allocation.results)} device(s)"),
+        Check("node", True, node or "network-attached: usable on any node"),
+        Check("devices", bool(allocation.results), devices or "no devices"),
+        Check(
+            "consumers",
+            bool(users) and len(consumers) == len(users),
+            ", ".join(f"{p.meta.namespace}/{p.meta.name}" for p in consumers)
+            or "no pod reserves it",
+        ),
+        Check(
+            "running",
+            bool(consumers) and all(p.phase == "Running" for p in consumers),
+            ", ".join(f"{p.meta.name}: {p.phase}" for p in users) or "no pod uses it",
+        ),
+    ]
+    diagnosis.checks = checks
+    pending = [p for p in users if p.phase == "Pending"]
+    for pod in pending:
+        target = node or pod.node_name
+        record = next((n for n in nodes if n.meta.name == target), None)
+        shortfall = node_shortfall(pod, record, pods) if record is not None else None
+        if shortfall is not None:
+            resource, requested, allocatable = shortfall
+            diagnosis.verdict = NODE_RESOURCES
+            diagnosis.message = (
+                f"the claim is allocated on {target}, but pod {pod.meta.name} is Pending: the node "
+                f"lacks {resource} ({requested} requested with the pods already there, "
+                f"{allocatable} allocatable)"
+            )
+            return diagnosis
+    if all(c.ok for c in checks):
+        diagnosis.verdict, diagnosis.message = (
+            OK,
+            f"allocated on {node or 'any node'}: {devices}; in use",
+        )
+    elif not any(p.phase == "Running" for p in consumers):
+        diagnosis.verdict = IDLE
+        diagnosis.message = f"allocated ({devices}) but no consumer pod is Running"
+    else:
+        diagnosis.verdict = POD_NOT_RUNNING
+        failing = [c for c in checks if not c.ok]
+        diagnosis.message = "; ".join(f"{c.name}: {c.detail}" for c in failing)
+    return diagnosis
