@@ -1,0 +1,173 @@
+"""The real kubectl against the simulated API server: tables, YAML, watch, apply, delete.
+
+kubectl runs as a subprocess through asyncio (the server shares the test's event loop), with
+its discovery cache in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+
+from service.sim.run import Simulator
+from service.sim.store import ClusterStore
+from tests.sim.conftest import claim_body, slice_body
+
+
+class Kubectl:
+    def __init__(self, binary: Path, sim: Simulator, cache: Path) -> None:
+        assert sim.kubeconfig_path is not None
+        self.base = [
+            str(binary),
+            "--kubeconfig",
+            str(sim.kubeconfig_path),
+            "--cache-dir",
+            str(cache),
+            "--context",
+            "alpha",
+        ]
+
+    async def run(self, *args: str, check: bool = True) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            *self.base,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        if check:
+            assert proc.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}"
+        return out.decode()
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *self.base, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+
+
+def table(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+async def test_get_resourceclaims_table_with_state(
+    kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path
+):
+    store.create("namespaces", {"metadata": {"name": "team-a"}})
+    store.create("resourceclaims", claim_body("idle", namespace="team-a"))
+    store.create("resourceclaims", claim_body("busy"))
+    allocation = {
+        "devices": {"results": [{"request": "gpu", "driver": "d.x", "pool": "p", "device": "g"}]}
+    }
+    reserved = [
+        {"resource": "pods", "name": "web-0", "uid": "8d2c6b1e-1111-4a43-9a7b-123456789abc"}
+    ]
+    store.patch(
+        "resourceclaims",
+        "default",
+        "busy",
+        {"status": {"allocation": allocation, "reservedFor": reserved}},
+        subresource="status",
+    )
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    rows = table(await kubectl.run("get", "resourceclaims", "-A"))
+    assert rows[0] == ["NAMESPACE", "NAME", "STATE", "AGE"]
+    assert [r[:3] for r in rows[1:]] == [
+        ["default", "busy", "allocated,reserved"],
+        ["team-a", "idle", "pending"],
+    ]
+
+
+async def test_get_resourceslices_yaml_and_nodes(
+    kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path
+):
+    store.create("resourceslices", slice_body("node-0-gpu", "node-0", devices=3))
+    store.create(
+        "nodes",
+        {
+            "metadata": {"name": "node-0", "labels": {"node-role.kubernetes.io/worker": ""}},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.35.0"},
+            },
+        },
+        validate=False,
+    )
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    listed = yaml.safe_load(await kubectl.run("get", "resourceslices", "-o", "yaml"))
+    assert listed["kind"] == "List"
+    (item,) = listed["items"]
+    assert item["apiVersion"] == "resource.k8s.io/v1" and item["kind"] == "ResourceSlice"
+    assert [d["name"] for d in item["spec"]["devices"]] == ["gpu-0", "gpu-1", "gpu-2"]
+    slices = table(await kubectl.run("get", "resourceslices"))
+    assert slices[0] == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+    assert slices[1][:4] == ["node-0-gpu", "node-0", "gpu.nvidia.com", "node-0"]
+    nodes = table(await kubectl.run("get", "nodes"))
+    assert nodes[1][:3] == ["node-0", "Ready", "worker"] and nodes[1][4] == "v1.35.0"
+    beta = yaml.safe_load(
+        await kubectl.run("get", "resourceslices.v1beta1.resource.k8s.io", "-o", "yaml")
+    )
+    assert beta["items"][0]["spec"]["devices"][0]["basic"]["capacity"]["memory"]["value"] == (
+        "143771Mi"
+    )
+
+
+async def test_get_pods_watch(
+    kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path
+):
+    pod = {"metadata": {"name": "first"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    store.create("pods", pod)
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    proc = await kubectl.start("get", "pods", "-A", "-w")
+    assert proc.stdout is not None
+    try:
+        header = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().split()
+        assert header[:4] == ["NAMESPACE", "NAME", "READY", "STATUS"]
+        first = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().split()
+        assert first[:4] == ["default", "first", "0/1", "Pending"]
+        store.create("pods", dict(pod, metadata={"name": "second"}))
+        store.patch(
+            "pods", "default", "first", {"status": {"phase": "Running"}}, subresource="status"
+        )
+        lines = [
+            (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().split() for _ in range(2)
+        ]
+        assert [line[1] for line in lines] == ["second", "first"]
+        assert lines[1][3] == "Running"
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_apply_and_delete_fixture(
+    kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path, shared_dir: Path
+):
+    fixture = (
+        shared_dir / "fixtures" / "upstream" / "dra-example-driver-prioritized-alternatives.yaml"
+    )
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    out = await kubectl.run("apply", "-f", str(fixture))
+    assert "resourceclaimtemplate.resource.k8s.io/prioritized-gpu created" in out
+    templates = store.list("resourceclaimtemplates", "prioritized-alternatives")
+    assert sorted(t["metadata"]["name"] for t in templates) == ["preferred-gpu", "prioritized-gpu"]
+    annotation = templates[0]["metadata"]["annotations"]
+    assert "kubectl.kubernetes.io/last-applied-configuration" in annotation
+    again = await kubectl.run("apply", "-f", str(fixture))
+    assert "pod/pod0 unchanged" in again
+    await kubectl.run("label", "pod", "-n", "prioritized-alternatives", "pod0", "team=a")
+    assert store.get("pods", "prioritized-alternatives", "pod0")["metadata"]["labels"] == {
+        "team": "a"
+    }
+    out = await kubectl.run("delete", "-f", str(fixture), "--wait=false")
+    assert 'namespace "prioritized-alternatives" deleted' in out
+    assert store.list("pods", "prioritized-alternatives") == []
+    assert store.get("namespaces", None, "prioritized-alternatives") is None
+
+
+async def test_kubectl_sees_status_errors(kubectl_binary: Path, sim: Simulator, tmp_path: Path):
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    proc = await kubectl.start("get", "resourceclaim", "missing")
+    _, err = await proc.communicate()
+    assert proc.returncode != 0
+    assert 'resourceclaims.resource.k8s.io "missing" not found' in err.decode()
