@@ -7,7 +7,8 @@ module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
     dra-mirror demo [--port N]
     dra-mirror sim --scenario FILE|NAME [--kubeconfig-out PATH] [--host H] [--port-base N]
     dra-mirror sim --list-scenarios
-    dra-mirror schema [--write]
+    dra-mirror migrate [--database-url URL]
+    dra-mirror schema [--write [--output PATH]]
 
 Flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
@@ -31,9 +32,9 @@ from service.settings import Settings, SettingsError
 
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("service.history.cli", "migrate"),
     ("service.watch_cli", "watch"),
     ("service.diagnostics_cli", "explain"),
+    ("service.diagnostics_cli", "lint"),
 )
 
 
@@ -204,6 +205,29 @@ def sim(
     elif host != "127.0.0.1":
         raise click.UsageError("--host: this simulator listens on 127.0.0.1 only")
     run(scenarios.serve_scenario(scenario, announce=lambda text: click.echo(text), **kwargs))
+
+
+@main.command()
+@click.option(
+    "--database-url",
+    default=None,
+    help="History database (SQLAlchemy URL or SQLite path) [env DRA_MIRROR_HISTORY_DATABASE_URL].",
+)
+@click.pass_context
+def migrate(ctx: click.Context, database_url: str | None) -> None:
+    """Bring the history database to the newest schema (Alembic upgrade head)."""
+    settings = build_settings(ctx, **{"history.database_url": database_url})
+    url = settings.history.database_url
+    if not url:
+        raise click.UsageError("give --database-url or DRA_MIRROR_HISTORY_DATABASE_URL")
+    from service.history.migrate import migrate as upgrade
+    from service.stores.protocols import StoreUnavailable
+
+    try:
+        asyncio.run(upgrade(url))
+    except StoreUnavailable as error:
+        raise click.ClickException(f"history database unavailable: {error}") from error
+    click.echo("history database at the newest schema")
 
 
 @main.command("schema")

@@ -61,3 +61,19 @@ def test_bad_environment_is_a_usage_error(monkeypatch):
     monkeypatch.setenv("DRA_MIRROR_HTTP_PORT", "eighty")
     result = CliRunner().invoke(main, ["demo"])
     assert result.exit_code == 2 and "DRA_MIRROR_HTTP_PORT='eighty'" in result.output
+
+
+def test_migrate_creates_the_history_schema(tmp_path: Path):
+    import sqlite3
+
+    database = tmp_path / "history.db"
+    result = CliRunner().invoke(main, ["migrate", "--database-url", str(database)])
+    assert result.exit_code == 0, result.output
+    tables = {row[0] for row in sqlite3.connect(database).execute("select name from sqlite_master")}
+    assert "alembic_version" in tables
+
+
+def test_migrate_needs_a_database(monkeypatch):
+    monkeypatch.delenv("DRA_MIRROR_HISTORY_DATABASE_URL", raising=False)
+    result = CliRunner().invoke(main, ["migrate"])
+    assert result.exit_code == 2 and "--database-url" in result.output
