@@ -156,9 +156,8 @@ async def test_apply_and_delete_fixture(
     again = await kubectl.run("apply", "-f", str(fixture))
     assert "pod/pod0 unchanged" in again
     await kubectl.run("label", "pod", "-n", "prioritized-alternatives", "pod0", "team=a")
-    assert store.get("pods", "prioritized-alternatives", "pod0")["metadata"]["labels"] == {
-        "team": "a"
-    }
+    labels = store.get("pods", "prioritized-alternatives", "pod0")["metadata"]["labels"]
+    assert labels == {"app": "pod", "team": "a"}
     out = await kubectl.run("delete", "-f", str(fixture), "--wait=false")
     assert 'namespace "prioritized-alternatives" deleted' in out
     assert store.list("pods", "prioritized-alternatives") == []
