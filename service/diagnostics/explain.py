@@ -27,7 +27,7 @@ Promises: pure (reads records, never mutates the ledger); every verdict comes wi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from service.diagnostics.cluster import driver_of_selectors, gpu_nodes, node_shortfall
@@ -100,8 +100,10 @@ def explain_claim(
     pods: Sequence[PodRecord],
     nodes: Sequence[NodeRecord],
     idle_since: Mapping[ObjectKey, str | None] | None = None,
+    eligible_nodes: Collection[str] | None = None,
 ) -> Diagnosis:
-    """The diagnosis of one claim against the current state of its cluster."""
+    """The diagnosis of one claim against the current state of its cluster. `eligible_nodes`:
+    the nodes its pods may run on (nodeSelector/affinity), when known; else every node."""
     key = key_of(claim)
     users = [p for p in pods if _references(p, claim)]
     base = Diagnosis(
@@ -114,14 +116,20 @@ def explain_claim(
         return base
     if claim.allocation is not None:
         return _allocated(claim, base, users, pods, nodes)
-    # Pending: ask the allocator, restricted to the node a waiting pod is pinned to, if any.
-    pinned = sorted({p.node_name for p in users if p.node_name and p.phase == "Pending"})
+    # Pending: ask the allocator, over the nodes its waiting pods may use (a pod pinned by
+    # nodeName; `eligible_nodes` when the caller knows the pods' nodeSelector/affinity).
+    scope = set(eligible_nodes) if eligible_nodes is not None else None
+    pinned = {p.node_name for p in users if p.node_name and p.phase == "Pending"}
+    if pinned:
+        scope = pinned if scope is None else scope & pinned
+    candidates = (
+        devices if scope is None else [e for e in devices if e.node is None or e.node in scope]
+    )
     result = allocate(
         claim,
         classes=classes,
-        devices=devices,
+        devices=candidates,
         ledger=ledger,  # a pending claim holds nothing
-        node=pinned[0] if pinned else None,
         share_id=lambda: "explain",
     )
     if not isinstance(result, Unsatisfiable):
@@ -131,6 +139,12 @@ def explain_claim(
         base.message = (
             f"devices are free{where}: the claim waits for its pod to be scheduled ({waiting})"
         )
+        stuck = [p for p in users if p.phase == "Pending" and p.reason == "Unschedulable"]
+        if stuck:
+            base.message += (
+                f"; pod {stuck[0].meta.name} is Unschedulable: its nodeSelector/affinity or the "
+                "node's CPU/memory rule those devices out"
+            )
         return base
     base.requests = result.requests
     holders = sorted({h for v in result.requests for h in v.held_by})

@@ -1,0 +1,130 @@
+"""explainClaim on the simulator's shipped `demo` world: the mirror's records of cluster `east`
+(normalized and indexed by the model, as the reactor would) diagnose what the scenario built —
+one trainer replica Pending because its node's GPUs are held (one of them idle), the idle
+hand-made notebook claim, and healthy allocated claims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from service.diagnostics.explain import explain_claim
+from service.diagnostics.ledger import Ledger
+from service.model.index import ClusterIndex, Event
+from service.model.normalize import normalize
+from service.model.records import (
+    DEVICE_CLASS,
+    NODE,
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceEntry,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    key_of,
+)
+from service.sim.scenario import build_world, load_scenario
+
+PLURALS = {
+    "deviceclasses": DEVICE_CLASS,
+    "resourceslices": RESOURCE_SLICE,
+    "resourceclaims": RESOURCE_CLAIM,
+    "pods": POD,
+    "nodes": NODE,
+}
+
+
+@dataclass
+class Cluster:
+    classes: dict[str, DeviceClassRecord]
+    devices: list[DeviceEntry]
+    claims: dict[ObjectKey, ClaimRecord]
+    pods: list[PodRecord]
+    nodes: list[NodeRecord]
+    ledger: Ledger
+
+    def explain(self, claim: ClaimRecord, **kw):
+        return explain_claim(
+            claim,
+            classes=self.classes,
+            devices=self.devices,
+            ledger=self.ledger,
+            claims=self.claims,
+            pods=self.pods,
+            nodes=self.nodes,
+            **kw,
+        )
+
+    def claim(self, namespace: str, prefix: str) -> ClaimRecord:
+        [found] = [
+            c
+            for k, c in self.claims.items()
+            if k.namespace == namespace and k.name.startswith(prefix)
+        ]
+        return found
+
+
+@pytest.fixture(scope="module")
+def east() -> Cluster:
+    store = build_world(load_scenario("demo")).stores["east"]
+    index = ClusterIndex("east")
+    for plural, kind in PLURALS.items():
+        records = [normalize(kind, obj, cluster="east") for obj in store.list(plural)]
+        index.apply([Event("ADDED", r) for r in records], at="2026-11-30T00:00:00Z")
+    devices = list(index.devices())
+    claims = {key_of(c): c for c in index.records(RESOURCE_CLAIM)}
+    return Cluster(
+        classes={c.meta.name: c for c in index.records(DEVICE_CLASS)},
+        devices=devices,
+        claims=claims,
+        pods=list(index.records(POD)),
+        nodes=list(index.records(NODE)),
+        ledger=Ledger.build(devices, claims.values(), slices=index.records(RESOURCE_SLICE)),
+    )
+
+
+def test_the_pending_trainer_replica(east: Cluster) -> None:
+    [waiting] = [p for p in east.pods if p.phase == "Pending"]
+    assert waiting.meta.name.startswith("trainer-") and waiting.reason == "Unschedulable"
+    claim = east.claim("training", waiting.meta.name)
+    # The deployment is pinned to east-h200-1 (nodeSelector, which records do not carry).
+    d = east.explain(claim, eligible_nodes=["east-h200-1"])
+    assert d.verdict == "all-held"
+    [v] = d.requests
+    # east-h200-1: four H200s — one idle notebook claim, two trainers, one cut into MIG.
+    assert (v.class_matched, v.selector_matches[0][1], v.free_or_shareable) == (4, 4, 0)
+    assert [h.claim.name.split("-")[0] for h in d.holders] == [
+        "mig",
+        "notebook",
+        "trainer",
+        "trainer",
+    ]
+    assert [h.claim.name for h in d.holders if h.idle] == ["notebook-gpu"]
+    trainers = ", ".join(f"training/{h.claim.name}" for h in d.holders[2:])
+    assert d.message.endswith(f"research/notebook-gpu (idle), {trainers}; 1 of them idle")
+    # Without knowing the pin, the devices free on east-h200-0 are named, and the pod's state.
+    loose = east.explain(claim)
+    assert loose.verdict == "allocatable"
+    assert "on node east-h200-0" in loose.message and "is Unschedulable" in loose.message
+
+
+def test_the_idle_notebook_claim(east: Cluster) -> None:
+    d = east.explain(east.claim("research", "notebook-gpu"))
+    assert d.verdict == "idle"
+    assert (
+        d.message == "allocated (gpu.nvidia.com/east-h200-1/gpu-0) but no consumer pod is Running"
+    )
+
+
+def test_healthy_claims_pass_the_checklist(east: Cluster) -> None:
+    shared = east.explain(east.claim("inference", "shared-h200"))
+    assert shared.verdict == "ok"
+    assert len(shared.pods) == 3  # the three inference-server replicas share it
+    assert all(c.ok for c in shared.checks)
+    mig = east.explain(east.claim("research", "mig-worker-"))
+    assert mig.verdict == "ok"
+    assert mig.checks[2].detail.count("-mig-") == 3
