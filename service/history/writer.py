@@ -13,7 +13,7 @@ Promises:
   outbox handed out but never saw acknowledged.
 * SQL unreachable: the batch is retried with exponential backoff capped at `retry_max` seconds,
   forever, each attempt logged with what happens next; the backlog waits in the outbox.
-* SQL rejecting a batch (a value it cannot store): after `reject_after` attempts the batch is
+* SQL rejecting a batch (a value it cannot store; or any other failure to write it): after `reject_after` attempts the batch is
   written entry by entry; an entry still rejected is counted, logged once with its cluster and
   skipped, so one bad object never blocks history.
 * Retention: every `prune_every` seconds object versions older than `retention_days` are
@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
 from sqlalchemy import delete, select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -120,7 +121,7 @@ def _transient(error: BaseException) -> bool:
     return False
 
 
-def _size(entry: OutboxEntry) -> int:
+def _size(entry: OutboxEntry | None) -> int:
     if isinstance(entry, ChangesEntry):
         c = entry.changes
         return max(1, len(c.upserts) + len(c.deletes) + len(c.transitions))
@@ -175,14 +176,26 @@ class HistoryWriter:
             pending = await self.outbox.pending(self.options.batch_entries)
             if not pending:
                 return
-            await self._write(pending)
+            await self._write(self._decode(pending))
 
-    async def _gather(self) -> list[tuple[str, bytes]]:
+    def _decode(self, raw: Sequence[tuple[str, bytes]]) -> list[tuple[str, OutboxEntry | None]]:
+        """Decode entries; one that cannot be decoded is counted, logged and later skipped."""
+        decoded: list[tuple[str, OutboxEntry | None]] = []
+        for entry_id, payload in raw:
+            try:
+                decoded.append((entry_id, decode_entry(payload)))
+            except msgspec.DecodeError as error:
+                self.stats.rejected += 1
+                log.error("history outbox entry %s cannot be decoded, skipped: %s", entry_id, error)
+                decoded.append((entry_id, None))
+        return decoded
+
+    async def _gather(self) -> list[tuple[str, OutboxEntry | None]]:
         options = self.options
-        batch = await self.outbox.read(options.batch_entries, block=0.5)
+        batch = self._decode(await self.outbox.read(options.batch_entries, block=0.5))
         if not batch:
             return batch
-        rows = sum(_size(decode_entry(payload)) for _, payload in batch)
+        rows = sum(_size(entry) for _, entry in batch)
         deadline = time.monotonic() + options.linger
         while rows < options.batch_rows and len(batch) < options.batch_entries:
             remaining = deadline - time.monotonic()
@@ -191,18 +204,21 @@ class HistoryWriter:
             more = await self.outbox.read(options.batch_entries - len(batch), block=remaining)
             if not more:
                 break
-            batch.extend(more)
-            rows += sum(_size(decode_entry(payload)) for _, payload in more)
+            decoded = self._decode(more)
+            batch.extend(decoded)
+            rows += sum(_size(entry) for _, entry in decoded)
         return batch
 
-    async def _write(self, batch: Sequence[tuple[str, bytes]]) -> None:
+    async def _write(self, batch: Sequence[tuple[str, OutboxEntry | None]]) -> None:
         fresh = [
-            (i, p) for i, p in batch if self._position is None or entry_order(i) > self._position
+            (entry_id, entry)
+            for entry_id, entry in batch
+            if entry is not None
+            and (self._position is None or entry_order(entry_id) > self._position)
         ]
-        self.stats.replayed += len(batch) - len(fresh)
+        self.stats.replayed += sum(1 for _, entry in batch if entry is not None) - len(fresh)
         if fresh:
-            entries = [(i, decode_entry(p)) for i, p in fresh]
-            await self._commit_with_retry(entries)
+            await self._commit_with_retry(fresh)  # type: ignore[arg-type]
         await self.outbox.ack([entry_id for entry_id, _ in batch])
 
     async def _commit_with_retry(self, entries: list[tuple[str, OutboxEntry]]) -> None:
@@ -213,7 +229,7 @@ class HistoryWriter:
             try:
                 await self._commit(entries)
                 return
-            except (SQLAlchemyError, OSError) as error:
+            except Exception as error:  # anything not "unreachable" ends as refused, below
                 self.stats.last_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
                 if not _transient(error):
                     refused += 1
@@ -232,7 +248,7 @@ class HistoryWriter:
         for entry in entries:
             try:
                 await self._commit([entry])
-            except (SQLAlchemyError, OSError) as error:
+            except Exception as error:
                 if _transient(error):
                     await self._commit_with_retry([entry])
                     continue

@@ -1,0 +1,139 @@
+"""CSV exports of the audits, for spreadsheets: ASGI endpoints the app mounts.
+
+    GET /export/contention.csv?from=…&to=…[&groupBy=CLASS|NAMESPACE|NODE|CLUSTER][&bucket=1d][&cluster=…]
+    GET /export/idle-holders.csv?from=…&to=…[&cluster=…][&first=100]
+
+Same figures as the GraphQL `contention` and `idleHolders` fields (one row each), filtered
+through the request's access scope. The endpoints read the app's shared state
+(`request.app.state.mirror`: `.history`, a `HistoryQueries`, and `.scope_for(request)`).
+Answers: 200 text/csv with a header row; 400 for bad parameters; 404 when no history database
+is configured; 503 when it cannot be reached.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from service.history.contention import GROUPS
+from service.history.db import HistoryUnavailable
+from service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+
+CONTENTION_COLUMNS = (
+    "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",
+    "device_hours_idle", "utilization_percent", "claims_waited", "wait_p50_seconds",
+    "wait_p95_seconds", "wait_max_seconds", "peak_pending",
+)  # fmt: skip
+IDLE_COLUMNS = ("cluster", "namespace", "claim", "claim_uid", "device_hours_idle",
+                "device_hours_held", "devices")  # fmt: skip
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _csv(columns: Sequence[str], rows: Iterable[Sequence[Any]], filename: str) -> Response:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow("" if value is None else value for value in row)
+    return Response(
+        out.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+def _window(request: Request) -> tuple[int, int]:
+    params = request.query_params
+    if "from" not in params or "to" not in params:
+        raise _BadRequest("`from` and `to` (RFC 3339) are required")
+    try:
+        start, end = to_us(params["from"]), to_us(params["to"])
+    except BadTime as error:
+        raise _BadRequest(str(error)) from error
+    if end <= start:
+        raise _BadRequest("`to` must be after `from`")
+    return start, end
+
+
+def _state(request: Request) -> tuple[Any, Any]:
+    state = getattr(request.app.state, "mirror", None)
+    history = getattr(state, "history", None)
+    scope_for = getattr(state, "scope_for", None)
+    return history, (scope_for(request) if scope_for else None)
+
+
+def _allows(scope: Any, cluster: str, namespace: str = "") -> bool:
+    return scope is None or scope.allows(cluster, namespace)
+
+
+async def _answer(request: Request, build) -> Response:
+    history, scope = _state(request)
+    if history is None:
+        return PlainTextResponse("history is not configured\n", status_code=404)
+    try:
+        return await build(history, scope)
+    except _BadRequest as error:
+        return PlainTextResponse(f"{error}\n", status_code=400)
+    except HistoryUnavailable as error:
+        return PlainTextResponse(f"{error}\n", status_code=503)
+
+
+async def contention_csv(request: Request) -> Response:
+    async def build(history, scope) -> Response:
+        start, end = _window(request)
+        params = request.query_params
+        group_by = params.get("groupBy", "CLASS").upper()
+        if group_by not in GROUPS:
+            raise _BadRequest(f"groupBy must be one of {', '.join(GROUPS)}")
+        try:
+            size = bucket_us(params.get("bucket"))
+            rows = await history.contention(start, end, group_by=group_by, bucket_us=size,
+                                            cluster=params.get("cluster"))  # fmt: skip
+        except (BadTime, ValueError) as error:
+            if isinstance(error, HistoryUnavailable):
+                raise
+            raise _BadRequest(str(error)) from error
+        namespaced = group_by == "NAMESPACE"
+        return _csv(
+            CONTENTION_COLUMNS,
+            (
+                (r.cluster, r.group, to_rfc3339(r.bucket_start_us), to_rfc3339(r.bucket_end_us),
+                 r.device_hours_available, r.device_hours_allocated, r.device_hours_idle,
+                 r.utilization, r.claims_waited, r.wait_p50, r.wait_p95, r.wait_max,
+                 r.peak_pending)
+                for r in rows if _allows(scope, r.cluster, r.group if namespaced else "")
+            ),
+            "contention.csv",
+        )  # fmt: skip
+
+    return await _answer(request, build)
+
+
+async def idle_holders_csv(request: Request) -> Response:
+    async def build(history, scope) -> Response:
+        start, end = _window(request)
+        try:
+            first = max(0, min(int(request.query_params.get("first", "100")), 10_000))
+        except ValueError as error:
+            raise _BadRequest("`first` must be a number") from error
+        holders = await history.idle_holders(start, end, cluster=request.query_params.get(
+            "cluster"), limit=first)  # fmt: skip
+        return _csv(
+            IDLE_COLUMNS,
+            (
+                (h.cluster, h.namespace, h.claim, h.claim_uid, h.device_hours_idle,
+                 h.device_hours_held, h.devices)
+                for h in holders if _allows(scope, h.cluster, h.namespace)
+            ),
+            "idle-holders.csv",
+        )  # fmt: skip
+
+    return await _answer(request, build)
