@@ -182,18 +182,24 @@ class HistoryQueries:
     # --- devices ---------------------------------------------------------------------------
 
     async def resolve(self, device: str, cluster: str | None = None) -> list[DeviceIdentity]:
-        """Every device that ever carried this name (or uuid), from inventory and allocations."""
+        """Every device that ever carried this name (or uuid): from the inventory, or from
+        allocations when the inventory never saw it. A bare word is tried as a uuid first."""
         found: set[DeviceIdentity] = set()
         with sql_errors("resolve device"):
             async with self.engine.connect() as conn:
-                for table in (DeviceInterval, AllocationInterval):
-                    query = select(
-                        table.cluster, table.driver, table.pool, table.device, table.uuid
-                    ).distinct()
-                    query = query.where(_name_filter(table, device))
-                    if cluster is not None:
-                        query = query.where(table.cluster == cluster)
-                    found.update(DeviceIdentity(*r) for r in await conn.execute(query))
+                for condition in _name_filters(device):
+                    for table in (DeviceInterval, AllocationInterval):
+                        query = select(
+                            table.cluster, table.driver, table.pool, table.device, table.uuid
+                        ).distinct()
+                        query = query.where(condition(table))
+                        if cluster is not None:
+                            query = query.where(table.cluster == cluster)
+                        found.update(DeviceIdentity(*r) for r in await conn.execute(query))
+                        if found:
+                            break
+                    if found:
+                        break
         # a key seen once with its uuid and once without (an old allocation) is the same device
         with_uuid = {(d.cluster, d.driver, d.pool, d.device) for d in found if d.uuid}
         return sorted(
@@ -432,15 +438,15 @@ def _span_overlap(pod: PodSpan, span: AllocationSpan) -> bool:
     return pod.start_us < span_end and pod_end > span.start_us
 
 
-def _name_filter(table, device: str):
+def _name_filters(device: str) -> list:
+    """Conditions (per table) naming the device, in the order to try them."""
     parts = device.split("/")
     if len(parts) >= 3:
-        driver, device_name = parts[0], parts[-1]
-        pool = "/".join(parts[1:-1])
-        return and_(table.driver == driver, table.pool == pool, table.device == device_name)
+        driver, name, pool = parts[0], parts[-1], "/".join(parts[1:-1])
+        return [lambda t: and_(t.driver == driver, t.pool == pool, t.device == name)]
     if len(parts) == 2:
-        return and_(table.node == parts[0], table.device == parts[1])
-    return or_(table.uuid == device, table.device == device)
+        return [lambda t: and_(t.node == parts[0], t.device == parts[1])]
+    return [lambda t: t.uuid == device, lambda t: t.device == device]
 
 
 def _device_filter(table, identities: list[DeviceIdentity]):
