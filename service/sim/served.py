@@ -44,6 +44,7 @@ class ServedCluster:
     bookmark_interval: float = 60.0  # kube-apiserver sends bookmarks about once a minute
     default_watch_timeout: float = 1800.0  # --min-request-timeout
     notifier: Notifier = field(default_factory=Notifier)
+    namespace_purge_delay: float = 0.2  # Terminating -> gone
     closing: bool = False
     open_watches: int = 0
     requests: int = 0
@@ -55,6 +56,22 @@ class ServedCluster:
             raise ValueError(f"unknown resource.k8s.io versions {sorted(unknown)}")
         self.versions = tuple(ordered(self.versions))
         self.store.add_waker(self.notifier.wake)
+        self.store.add_listener(self._namespace_controller)
+
+    def _namespace_controller(self, event_type: str, plural: str, obj: dict) -> None:
+        """Finish deleting a Terminating namespace shortly after, as kube-controller-manager
+        does (so `kubectl delete -f` can still delete the namespace's objects one by one)."""
+        if plural != "namespaces" or event_type != "MODIFIED":
+            return
+        if not obj["metadata"].get("deletionTimestamp"):
+            return
+        name = obj["metadata"]["name"]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.store.purge_namespace(name)
+            return
+        loop.call_later(self.namespace_purge_delay, self.store.purge_namespace, name)
 
     @property
     def name(self) -> str:

@@ -224,8 +224,18 @@ class ClusterStore:
             causes = validation.validate(plural, obj)
             if causes:
                 raise invalid(res.kind, res.group, name, causes)
-            if res.namespaced and ("", meta["namespace"]) not in self._objects["namespaces"]:
-                raise not_found("namespaces", "", meta["namespace"])
+            if res.namespaced:
+                ns = self._objects["namespaces"].get(("", meta["namespace"]))
+                if ns is None:
+                    raise not_found("namespaces", "", meta["namespace"])
+                if ns["metadata"].get("deletionTimestamp"):
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f"{plural} \"{name}\" is forbidden: unable to create new content in "
+                        f"namespace {meta['namespace']} because it is being terminated",
+                        {"name": name, "group": res.group, "kind": plural},
+                    )
             _prepare_for_create(plural, obj)
         key = key_of(res, meta.get("namespace"), name)
         if key in self._objects[plural]:
@@ -291,9 +301,16 @@ class ClusterStore:
         if old is None:
             raise not_found(plural, res.group, name)
         if plural == "namespaces":
-            for dependent in [p for p, r in RESOURCES.items() if r.namespaced]:
-                for dep_key in [k for k in self._objects[dependent] if k[0] == name]:
-                    self._force_delete(dependent, dep_key)
+            if (old.get("spec") or {}).get("finalizers"):
+                # Namespace deletion is asynchronous: the namespace turns Terminating and the
+                # namespace controller (purge_namespace) removes its content, then the namespace.
+                if old["metadata"].get("deletionTimestamp"):
+                    return copy_object(old)
+                new = copy_object(old)
+                new["metadata"]["deletionTimestamp"] = timestamp(self._clock())
+                new["status"] = {"phase": "Terminating"}
+                return self._write(plural, key, new, "MODIFIED", old)
+            self._purge_content(name)
         if old["metadata"].get("finalizers"):
             if old["metadata"].get("deletionTimestamp"):
                 return copy_object(old)
@@ -302,6 +319,21 @@ class ClusterStore:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return self._write(plural, key, new, "MODIFIED", old)
         return self._write(plural, key, copy_object(old), "DELETED", old)
+
+    def purge_namespace(self, name: str) -> None:
+        """The namespace controller's work for a Terminating namespace: delete everything in
+        it, then the namespace itself."""
+        key = ("", name)
+        old = self._objects["namespaces"].get(key)
+        if old is None or not old["metadata"].get("deletionTimestamp"):
+            return
+        self._purge_content(name)
+        self._force_delete("namespaces", key)
+
+    def _purge_content(self, namespace: str) -> None:
+        for dependent in [p for p, r in RESOURCES.items() if r.namespaced]:
+            for dep_key in [k for k in self._objects[dependent] if k[0] == namespace]:
+                self._force_delete(dependent, dep_key)
 
     def bulk_load(self, plural: str, objs: Iterable[dict]) -> None:
         res = _resource(plural)

@@ -7,6 +7,7 @@ ApiClient configured from that kubeconfig; `store` is the cluster's ClusterStore
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -79,3 +80,17 @@ def slice_body(name: str, node: str, devices: int = 2, *, driver: str = "gpu.nvi
             ],
         },
     }
+
+
+async def deleted(store: ClusterStore, plural: str, namespace: str | None, name: str) -> None:
+    """Return once the object is gone from the store (woken by its DELETED event)."""
+    gone = asyncio.Event()
+
+    def on_change(event_type: str, changed: str, obj: dict) -> None:
+        meta = obj["metadata"]
+        if changed == plural and event_type == "DELETED" and meta["name"] == name:
+            gone.set()
+
+    store.add_listener(on_change)
+    if store.get(plural, namespace, name) is not None:
+        await asyncio.wait_for(gone.wait(), timeout=10)

@@ -10,7 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from service.sim.store import ClusterStore
-from tests.sim.conftest import claim_body, slice_body
+from tests.sim.conftest import claim_body, deleted, slice_body
 
 GROUP = "resource.k8s.io"
 MERGE = "application/merge-patch+json"
@@ -246,7 +246,7 @@ async def test_v1beta1_conversion_both_ways(api: client.ApiClient, store: Cluste
     assert beta2.items[0].spec.devices.requests[0].exactly.device_class_name == "gpu.nvidia.com"
 
 
-async def test_core_resources(api: client.ApiClient):
+async def test_core_resources(api: client.ApiClient, store: ClusterStore):
     core = client.CoreV1Api(api)
     await core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="work")))
     pod = client.V1Pod(
@@ -261,4 +261,8 @@ async def test_core_resources(api: client.ApiClient):
     running = await core.list_pod_for_all_namespaces(field_selector="status.phase=Running")
     assert [p.metadata.name for p in running.items] == [made.metadata.name]
     await core.delete_namespace("work")
+    terminating = await core.read_namespace("work")
+    assert terminating.status.phase == "Terminating"
+    # The namespace controller empties and removes it shortly after.
+    await deleted(store, "namespaces", None, "work")
     assert (await core.list_pod_for_all_namespaces()).items == []
