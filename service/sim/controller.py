@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
 import uuid
 from collections import Counter, deque
@@ -59,12 +60,16 @@ from service.model.records import (
     SliceRecord,
 )
 from service.model.records import key_of as record_key
+from service.sim.errors import ApiError
 from service.sim.generate import allocation_dict, pod_ip, running_status, scheduled_condition
 from service.sim.store import ClusterStore, timestamp
 
-__all__ = ["Controller", "generate_name"]
+__all__ = ["Controller", "SchedulerState", "claim_from_template", "device_entries", "generate_name"]
+
+log = logging.getLogger(__name__)
 
 _TERMINAL = ("Succeeded", "Failed")
+MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
 MAX_GENERATE_BASE = 57  # leaves room for 5 random characters within a 63-character name
 
 
@@ -157,16 +162,31 @@ class Controller:
         try:
             while self._queue:
                 action, arg = self._queue.popleft()
-                if action == "schedule":
-                    self._schedule(arg)
-                elif action == "end":
-                    self._end(arg)
-                elif action == "retry":
-                    self._retry(arg)
-                elif action == "claim":
-                    self._retry_users(*arg)
+                try:
+                    self._act(action, arg)
+                except ApiError as error:
+                    # A write the API server refused (e.g. a claim changed under us): the
+                    # object is left as it is, the next event retries, the client's own
+                    # request is never failed by the world's reaction to it.
+                    log.warning(
+                        "sim controller: %s failed: %s %s",
+                        action,
+                        error.code,
+                        error.message,
+                        extra={"cluster": self.cluster},
+                    )
         finally:
             self._busy = False
+
+    def _act(self, action: str, arg: Any) -> None:
+        if action == "schedule":
+            self._schedule(arg)
+        elif action == "end":
+            self._end(arg)
+        elif action == "retry":
+            self._retry(arg)
+        elif action == "claim":
+            self._retry_users(*arg)
 
     # ---- scheduling ------------------------------------------------------------------------
 
@@ -228,6 +248,13 @@ class Controller:
                 claim = self.store.get("resourceclaims", ns, entry["resourceClaimName"])
                 if claim is None:
                     return f'resourceclaim "{entry["resourceClaimName"]}" not found'
+                reserved = (claim.get("status") or {}).get("reservedFor") or []
+                if len(reserved) >= MAX_RESERVED_FOR and all(
+                    r.get("uid") != meta["uid"] for r in reserved
+                ):
+                    return (
+                        f'resourceclaim "{entry["resourceClaimName"]}" is in use by too many pods'
+                    )
             else:
                 name = statuses.get(entry["name"])
                 claim = self.store.get("resourceclaims", ns, name) if name else None
@@ -245,6 +272,8 @@ class Controller:
                     )
                     statuses[entry["name"]] = claim["metadata"]["name"]
                     created = True
+            if claim["metadata"].get("deletionTimestamp"):
+                return f'resourceclaim "{claim["metadata"]["name"]}" is being deleted'
             claims.append(claim)
         if created:
             status = [{"name": n, "resourceClaimName": c} for n, c in statuses.items()]
@@ -456,6 +485,7 @@ class SchedulerState:
         self.node_index: dict[str, int] = {}
         self.bound: dict[tuple[str, str], str] = {}  # pod -> node
         self.on_node: dict[str, dict[tuple[str, str], dict[str, Fraction]]] = {}  # node -> pods
+        self._ip_slots: dict[str, int] = {}
         self._devices: dict[str | None, list[DeviceEntry]] | None = None
         self._ledger: Ledger | None = None
 
@@ -566,7 +596,8 @@ class SchedulerState:
     def addresses(self, node: str) -> tuple[str, str]:
         """The node's InternalIP and a pod IP from its range (the next free slot)."""
         index = self.node_index.get(node, 0)
-        used = len(self.on_node.get(node, ()))
+        # Like a CNI's host-local IPAM: the next address of the node's range, not reused.
+        used = self._ip_slots[node] = self._ip_slots.get(node, 0) + 1
         return f"10.0.{index // 250 % 256}.{index % 250 + 2}", pod_ip(index, used)
 
     # ---- placing a pod -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from service.model.records import DELETE_PROTECTION_FINALIZER
 from service.sim.churn import ChurnShape, ChurnSpec, schedule
 from service.sim.controller import generate_name
 from service.sim.generate import pod_object
-from service.sim.scenario import World, build_world, load_scenario
+from service.sim.scenario import World, build_world, load_scenario, parse_scenario
 from service.sim.store import ClusterStore
 
 
@@ -172,3 +172,51 @@ def test_churn_runs_the_same_world_for_the_same_seed():
         ("DELETED", "resourceclaims"),
     } <= kinds
     assert any(devices for *_, devices in first)
+
+
+def test_a_claim_serves_at_most_256_pods():
+    doc = {
+        "clusters": [
+            {
+                "name": "big",
+                "deviceClasses": ["gpu.nvidia.com"],
+                "nodes": [
+                    {
+                        "name": "n0",
+                        "allocatable": {"pods": "400"},
+                        "devices": [{"profile": "nvidia-a100-80gb-pcie", "count": 1}],
+                    }
+                ],
+                "objects": [
+                    {
+                        "apiVersion": "resource.k8s.io/v1",
+                        "kind": "ResourceClaim",
+                        "metadata": {"name": "shared", "namespace": "default"},
+                        "spec": {
+                            "devices": {
+                                "requests": [
+                                    {
+                                        "name": "gpu",
+                                        "exactly": {"deviceClassName": "gpu.nvidia.com"},
+                                    }
+                                ]
+                            }
+                        },
+                    }
+                ],
+                "workloads": [
+                    {
+                        "name": "w",
+                        "replicas": 257,
+                        "claims": [{"name": "g", "resourceClaimName": "shared"}],
+                    }
+                ],
+            }
+        ]
+    }
+    store = build_world(parse_scenario(doc)).stores["big"]
+    claim = store.get("resourceclaims", "default", "shared")
+    assert len(claim["status"]["reservedFor"]) == 256
+    pending = [p for p in store.list("pods") if p["status"]["phase"] == "Pending"]
+    assert len(pending) == 1
+    assert "in use by too many pods" in pending[0]["status"]["conditions"][0]["message"]
