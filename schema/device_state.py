@@ -37,7 +37,7 @@ async def _counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory.Coun
 async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory.CountersFree:
     cluster, driver, pool = entry.key.cluster, entry.key.driver, entry.key.pool
     facts, sibling_keys = await asyncio.gather(
-        loaders.pools.load((cluster, driver, pool)),
+        loaders.pools.load((cluster, driver, pool, entry.node)),
         loaders.relation(Relation.POOL_DEVICES).load((cluster, driver, pool)),
     )
     siblings, holds = await asyncio.gather(

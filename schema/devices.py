@@ -236,7 +236,7 @@ class ResourceSlice:
     async def pool(self, info: Info) -> PoolInfo:
         pool = self.record.pool
         facts = await info.context.loaders.pools.load(
-            (self.record.meta.cluster, self.record.driver, pool.name)
+            (self.record.meta.cluster, self.record.driver, pool.name, self.record.node_name)
         )
         current = facts is not None and facts.generation == pool.generation
         return PoolInfo(

@@ -5,8 +5,9 @@ request: the state changes between requests). Each loader's batch function recei
 asked for in one tick of the event loop and returns the results in key order, so a page of 500
 devices asking for their allocations costs one `lookup(DEVICE_ALLOCATIONS, keys)`.
 
-Pool facts (highest generation, completeness, shared counter sets) come from the cluster's
-slices, read once per cluster per request.
+Pool facts (highest generation, completeness, shared counter sets) come from the slices of the
+node the pool is seen from when those form a complete generation (one batched node lookup),
+otherwise from the cluster's slices, read once per cluster per request.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from service.stores.protocols import Relation
 from .reader import ScopedReader
 
 PoolKey = tuple[str, str, str]  # (cluster, driver, pool)
+PoolLookup = tuple[str, str, str, str | None]  # (cluster, driver, pool, node it is seen from)
 
 
 class PoolFacts(NamedTuple):
@@ -73,7 +75,7 @@ class Loaders:
         self.idle_since: DataLoader[ObjectKey, str | None] = DataLoader(self._idle_since)
         self.cluster_slices: DataLoader[str, list[SliceRecord]] = DataLoader(self._slices)
         self.cluster_classes: DataLoader[str, list[DeviceClassRecord]] = DataLoader(self._classes)
-        self.pools: DataLoader[PoolKey, PoolFacts | None] = DataLoader(self._pools)
+        self.pools: DataLoader[PoolLookup, PoolFacts | None] = DataLoader(self._pools)
         self._relations: dict[Relation, DataLoader[Hashable, list[Any]]] = {}
         # Per-request memo for derived values other modules compute (device states…).
         self.memo: dict[Hashable, Any] = {}
@@ -110,9 +112,34 @@ class Loaders:
             found.append(list(await self.reader.list(DEVICE_CLASS, cluster=cluster)))  # type: ignore[arg-type]
         return found
 
-    async def _pools(self, keys: list[PoolKey]) -> list[PoolFacts | None]:
-        clusters = sorted({cluster for cluster, _, _ in keys})
-        facts: dict[PoolKey, PoolFacts] = {}
+    async def _pools(self, keys: list[PoolLookup]) -> list[PoolFacts | None]:
+        # A node-local pool's slices normally all sit on its node: read that node's slices
+        # first (one batched lookup) and trust them when they form a complete generation.
+        # Otherwise (network-attached pools, incomplete or spread pools) read the cluster's.
+        facts: dict[PoolLookup, PoolFacts] = {}
+        nodes = sorted({(c, n) for c, _, _, n in keys if n})
+        if nodes:
+            slice_keys = await self.relation(Relation.NODE_SLICES).load_many(nodes)
+            on_nodes = await self.records.load_many([k for ks in slice_keys for k in ks])
+            by_node: dict[tuple[str, str], list[SliceRecord]] = defaultdict(list)
+            for record in on_nodes:
+                if isinstance(record, SliceRecord) and record.node_name:
+                    by_node[(record.meta.cluster, record.node_name)].append(record)
+            for key in keys:
+                cluster, driver, pool, node = key
+                if node:
+                    local = pool_facts(by_node.get((cluster, node), [])).get(
+                        (cluster, driver, pool)
+                    )
+                    if local is not None and local.complete:
+                        facts[key] = local
+        missing = [k for k in keys if k not in facts]
+        clusters = sorted({cluster for cluster, _, _, _ in missing})
+        by_pool: dict[PoolKey, PoolFacts] = {}
         for slices in await self.cluster_slices.load_many(clusters):
-            facts.update(pool_facts(slices))
+            by_pool.update(pool_facts(slices))
+        for key in missing:
+            found = by_pool.get(key[:3])  # type: ignore[call-overload]
+            if found is not None:
+                facts[key] = found
         return [facts.get(key) for key in keys]

@@ -85,7 +85,17 @@ class Query:
         node: str | None = None,
         driver: str | None = None,
     ) -> list[ResourceSlice]:
-        records = await info.context.reader.list(RESOURCE_SLICE, cluster=cluster)
+        if node is None:
+            records = await info.context.reader.list(RESOURCE_SLICE, cluster=cluster)
+        else:  # the node reverse map: no scan of every slice of the cluster
+            loaders = info.context.loaders
+            names = await _cluster_names(info, cluster)
+            keys = await loaders.relation(Relation.NODE_SLICES).load_many(
+                [(c, node) for c in names]
+            )
+            records = [
+                r for r in await loaders.records.load_many([k for ks in keys for k in ks]) if r
+            ]
         found = [
             r
             for r in records

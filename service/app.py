@@ -6,9 +6,11 @@ now=utc_now)` is the factory (`scope_for(request)` gives each request its access
 Its lifespan owns every resource handed to it, in this order:
 
 1. `resources` (async context managers, e.g. the demo's simulator) are entered;
-2. `reactors` — a started `Readiness` group (`service.reactor.Reactors`) or an async factory
+2. `history` — a history reader (`service.history.runtime.History`) or an async factory
+   returning one — is opened; it serves `info.context.history` and the CSV exports;
+3. `reactors` — a started `Readiness` group (`service.reactor.Reactors`) or an async factory
    returning one — is started (the factory runs inside the lifespan, after the resources);
-3. on shutdown: the reactors stop (flushing what they received), the history and state stores
+4. on shutdown: the reactors stop (flushing what they received), the history and state stores
    close, and the resources exit in reverse order.
 
 Readiness: with reactors, ready once every cluster synced once (their `ready`/`not_ready()`);
@@ -17,12 +19,19 @@ cluster status in it says synced. Not ready → 503 with one reason per line. `/
 says the process serves HTTP.
 
 GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses are encoded with
-orjson; every request gets a fresh typed context (`schema.context.make_context`).
+orjson; every request gets a fresh typed context (`schema.context.make_context`). The history
+audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`.
+
+`mirror_app(settings, store=...)` is the whole mirror (history when configured, watchers into
+the store and the history sink), used by `dra-mirror serve` and `dra-mirror demo`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -39,6 +48,7 @@ from strawberry.asgi import GraphQL
 from schema import build_schema
 from schema.context import Context, make_context, utc_now
 from schema.reader import Scope
+from service.history import export
 from service.settings import Settings
 from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
 
@@ -101,6 +111,13 @@ class AppState:
         self.history = history
         self.scope_for = scope_for
         self.reactors: Readiness | None = None
+        self.startup_error: BaseException | None = None  # why the lifespan failed to start
+        self._started = False
+
+    def note_startup_error(self, _type: Any, error: BaseException | None, _tb: Any) -> bool:
+        if error is not None and not self._started:
+            self.startup_error = error
+        return False  # never swallow it
 
     async def readiness(self) -> list[str]:
         """Reasons the mirror is not ready; empty when it is."""
@@ -168,6 +185,57 @@ async def watch_clusters(
     return WatchedClusters(reactors, connections)
 
 
+def mirror_app(
+    settings: Settings,
+    *,
+    store: StateStore,
+    kubeconfig: Callable[[], str | None] | None = None,
+    resources: Sequence[AbstractAsyncContextManager[Any]] = (),
+) -> Starlette:
+    """What `serve` and `demo` run: the history database when one is configured (migrated,
+    its writer started), then watchers feeding the state store and the history sink.
+    `kubeconfig()` is asked inside the lifespan (the demo's simulator writes it at start)."""
+    database = settings.history.database_url
+
+    async def open_history() -> Any:
+        from service.history.runtime import History
+
+        return await History.open(database)  # type: ignore[arg-type]
+
+    app: Starlette
+
+    async def start_watching() -> WatchedClusters:
+        history = app.state.mirror.history
+        path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
+        sinks = [history.sink] if history is not None else []
+        return await watch_clusters(path, settings.clusters.contexts, store=store, sinks=sinks)
+
+    app = create_app(
+        settings,
+        store=store,
+        history=open_history if database else None,
+        reactors=start_watching,
+        resources=resources,
+    )
+    return app
+
+
+def freeze_heap() -> None:
+    """Move every object alive now out of the garbage collector's sight (`gc.freeze`).
+
+    After the initial sync the state store holds millions of long-lived objects; without this,
+    each full collection walks all of them and blocks the event loop for seconds (seen as
+    multi-second p99 request latencies on the 5,000-node scenario). Objects created later are
+    collected as usual."""
+    gc.freeze()
+
+
+async def _freeze_when_synced(watchers: Any) -> None:
+    await watchers.wait_synced()
+    freeze_heap()
+    log.info("every cluster synced once; initial state moved out of the GC's generations")
+
+
 async def _close(resource: Any, what: str) -> None:
     close = getattr(resource, "close", None)
     if close is None:
@@ -182,7 +250,7 @@ def create_app(
     settings: Settings,
     *,
     store: StateReader,
-    history: Any = None,
+    history: Any | Callable[[], Awaitable[Any]] = None,
     reactors: ReactorsArg = None,
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
     scope_for: Callable[[Any], Scope] | None = None,
@@ -208,15 +276,21 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            stack.push(state.note_startup_error)
             for resource in resources:
                 await stack.enter_async_context(resource)
             stack.push_async_callback(_close, store, "state store")
             if history is not None:
-                stack.push_async_callback(_close, history, "history store")
+                state.history = await history() if inspect.isroutine(history) else history
+                stack.push_async_callback(_close, state.history, "history store")
             if reactors is not None:
                 started = reactors if hasattr(reactors, "not_ready") else await reactors()  # type: ignore[operator]
                 state.reactors = started  # type: ignore[assignment]
                 stack.push_async_callback(started.stop)  # type: ignore[union-attr]
+                if hasattr(started, "wait_synced"):
+                    freezer = asyncio.create_task(_freeze_when_synced(started))
+                    stack.callback(freezer.cancel)
+            state._started = True
             yield
 
     app = Starlette(
@@ -225,6 +299,9 @@ def create_app(
             WebSocketRoute("/graphql", view),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            # CSV exports of the history audits (they read app.state.mirror: history, scope_for)
+            Route("/export/contention.csv", export.contention_csv, methods=["GET"]),
+            Route("/export/idle-holders.csv", export.idle_holders_csv, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

@@ -82,6 +82,7 @@ def main(log_level: str | None, log_json: bool | None) -> None:
 @click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port to listen on (default 8000).")
 @click.option("--redis-url", default=None, help="Keep state in Redis instead of memory.")
+@click.option("--database-url", default=None, help="Record history in this SQL database.")
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -90,6 +91,7 @@ def serve(
     host: str | None,
     port: int | None,
     redis_url: str | None,
+    database_url: str | None,
 ) -> None:
     """Watch real clusters and serve the GraphQL API."""
     settings = build_settings(
@@ -100,6 +102,7 @@ def serve(
             "http.host": host,
             "http.port": port,
             "store.redis_url": redis_url,
+            "history.database_url": database_url,
         },
     )
     run(_serve(settings))
@@ -120,22 +123,9 @@ def open_state_store(settings: Settings) -> Any:
 async def _serve(settings: Settings) -> None:
     import uvicorn
 
-    from service.app import create_app, watch_clusters
+    from service.app import mirror_app
 
-    store = open_state_store(settings)
-
-    startup_errors: list[BaseException] = []
-
-    async def start_watching():
-        try:
-            return await watch_clusters(
-                settings.clusters.kubeconfig, settings.clusters.contexts, store=store
-            )
-        except Exception as error:
-            startup_errors.append(error)
-            raise
-
-    app = create_app(settings, store=store, reactors=start_watching)
+    app = mirror_app(settings, store=open_state_store(settings))
     config = uvicorn.Config(
         app, host=settings.http.host, port=settings.http.port, log_config=None, lifespan="on"
     )
@@ -146,7 +136,8 @@ async def _serve(settings: Settings) -> None:
     with contextlib.suppress(SystemExit):  # uvicorn exits with 3 when the lifespan fails
         await server.serve()
     if not server.started:  # the lifespan failed: a bad kubeconfig, an unreachable store…
-        reason = f": {startup_errors[0]}" if startup_errors else " (see the log above)"
+        error = app.state.mirror.startup_error
+        reason = f": {error}" if error is not None else " (see the log above)"
         raise click.ClickException(f"startup failed{reason}")
 
 

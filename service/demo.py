@@ -1,7 +1,7 @@
 """`dra-mirror demo`: the simulator's two-cluster `demo` scenario and the mirror, one process.
 
-What a newcomer gets from one command, on embedded defaults (in-memory state, no Redis, no
-SQL): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
+What a newcomer gets from one command, on embedded defaults (in-memory state, history in a
+SQLite file, no Redis): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
 directory, the mirror watches them through the real Kubernetes client exactly as it would
 watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
 cluster has synced, it prints the GraphiQL URL and three queries to paste.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Any
 
 import uvicorn
 
-from service.app import create_app, watch_clusters
+from service.app import mirror_app
 from service.settings import Settings
 from service.sim.run import Simulator
 from service.sim.scenario import build_world, load_scenario
@@ -87,17 +88,17 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
 
 
 def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
-    """The demo as an ASGI app: its lifespan starts the simulator, then the watchers."""
+    """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
+    in a SQLite file in `workdir` unless a database is configured)."""
+    if not settings.history.database_url:
+        history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
+        settings = dataclasses.replace(settings, history=history)
     store = MemoryStore()
     demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
-
-    async def start_watching():
-        return await watch_clusters(str(demo.kubeconfig), (), store=store)
-
-    demo.app = create_app(
+    demo.app = mirror_app(
         settings,
         store=store,
-        reactors=start_watching,
+        kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
     )
     return demo

@@ -100,3 +100,10 @@ async def test_lifespan_owns_resources_and_closes_the_store():
         assert (await http.get("/readyz")).status_code == 200  # the watchers say ready
     assert events[3:] == ["stop watchers", "exit bus", "exit sim"]
     assert await store.clusters() == []  # closed by the lifespan
+
+
+async def test_history_exports_are_mounted_and_say_when_history_is_off():
+    async with client(create_app(Settings(), store=MemoryStore())) as http:
+        for path in ("/export/contention.csv", "/export/idle-holders.csv"):
+            response = await http.get(path, params={"from": "2026-01-01T00:00:00Z"})
+            assert response.status_code == 404, (path, response.text)

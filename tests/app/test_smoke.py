@@ -75,6 +75,17 @@ async def test_demo_served_by_uvicorn(tmp_path):
             got = sorted((h["claim"]["namespace"], h["claim"]["name"]) for h in data["whoHolds"])
             assert got == expected
             assert all(p["phase"] == "Running" for h in data["whoHolds"] for p in h["pods"])
+            # the demo records history (SQLite in its workdir): the history fields answer
+            gaps = await http.post(
+                "/graphql",
+                json={
+                    "query": (
+                        '{ historyGaps(from: "2020-01-01T00:00:00Z", to: "2100-01-01T00:00:00Z") { cluster } }'
+                    )
+                },
+            )
+            assert "errors" not in gaps.json(), gaps.json()
+            assert (demo.kubeconfig.parent / "history.db").exists()
     finally:
         server.should_exit = True
         await asyncio.wait_for(serving, 30)
