@@ -49,8 +49,10 @@ TRANSITION_TYPES = frozenset(
 )
 
 
-class Transition(Struct, frozen=True):
+class Transition(Struct, frozen=True, gc=False):
     """One fact for history. Fields not relevant to `type` keep their defaults.
+
+    Immutable and acyclic: `gc=False` keeps it out of the cyclic garbage collector.
 
     * claim transitions: namespace, claim, claim_uid (+ class_names, node)
     * allocated / released: + driver, pool, device, uuid, request, share_id,

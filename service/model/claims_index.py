@@ -197,6 +197,8 @@ class ClaimTracker:
         key: ObjectKey,
         batch: Batch,
     ) -> None:
+        if not batch.keep_transitions:
+            return
         assert claim is not None
         _, result = hold
         entry = self._index.device(device)

@@ -98,9 +98,10 @@ class Event(NamedTuple):
 class Batch:
     """The Changes being built for one apply(): each key once, in upserts or deletes."""
 
-    def __init__(self, cluster: str, at: str) -> None:
+    def __init__(self, cluster: str, at: str, *, keep_transitions: bool = True) -> None:
         self.cluster = cluster
         self.at = at
+        self.keep_transitions = keep_transitions
         self.upserts: dict[ObjectKey, Record] = {}
         self.deletes: dict[ObjectKey, Record] = {}
         self.transitions: list[ch.Transition] = []
@@ -114,6 +115,8 @@ class Batch:
         self.deletes[key] = record
 
     def transition(self, type_: str, **fields: Any) -> None:
+        if not self.keep_transitions:
+            return
         self.transitions.append(
             ch.Transition(type=type_, cluster=self.cluster, at=self.at, **fields)
         )
@@ -132,8 +135,11 @@ class Batch:
 class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
-    def __init__(self, cluster: str) -> None:
+    def __init__(self, cluster: str, *, transitions: bool = True) -> None:
+        """`transitions=False` derives the same state without building transitions (for a
+        store's own index: the history has them from the reactor's index already)."""
         self.cluster = cluster
+        self.transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
@@ -203,7 +209,7 @@ class ClusterIndex:
     # --- writing --------------------------------------------------------------------------------
 
     def apply(self, events: Iterable[Event], *, at: str, resource_version: str = "") -> ch.Changes:
-        batch = Batch(self.cluster, at)
+        batch = Batch(self.cluster, at, keep_transitions=self.transitions)
         for event in events:
             if event.type == DELETED:
                 self._delete(event.record, batch)
@@ -338,6 +344,8 @@ class ClusterIndex:
             self.links.remove(relation, from_key, entry.key)
 
     def _device_transition(self, type_: str, entry: DeviceEntry, batch: Batch) -> None:
+        if not batch.keep_transitions:
+            return
         device = entry.device
         batch.transition(
             type_,

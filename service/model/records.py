@@ -8,7 +8,10 @@ simulator's allocator) reads only these. They promise:
 * attribute and capacity keys are fully qualified (`gpu.nvidia.com/uuid`): an unqualified key
   belongs to the driver's own domain, as the API server's CEL environment treats it;
 * quantities stay the Kubernetes string (`"143771Mi"`); parse with `service.model.quantity`;
-* records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly.
+* records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly;
+* records are immutable trees without reference cycles, so they are declared `gc=False`: the
+  cyclic garbage collector never walks them (its full passes over a 100,000-object cluster were
+  a large share of sync time; performance-notes.md).
 
 Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device is
 `(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
@@ -78,7 +81,7 @@ class DeviceKey(NamedTuple):
         return f"{self.cluster}/{self.driver}/{self.pool}/{self.device}"
 
 
-class OwnerRef(Struct, frozen=True):
+class OwnerRef(Struct, frozen=True, gc=False):
     kind: str
     name: str
     uid: str
@@ -86,7 +89,7 @@ class OwnerRef(Struct, frozen=True):
     api_version: str = ""
 
 
-class Meta(Struct, frozen=True):
+class Meta(Struct, frozen=True, gc=False):
     """The parts of ObjectMeta the mirror serves and records."""
 
     cluster: str
@@ -113,7 +116,7 @@ class Meta(Struct, frozen=True):
 # --- DeviceClass ----------------------------------------------------------------------------
 
 
-class DeviceClassRecord(Struct, frozen=True, tag="DeviceClass"):
+class DeviceClassRecord(Struct, frozen=True, gc=False, tag="DeviceClass"):
     meta: Meta
     selectors: tuple[str, ...] = ()  # CEL expressions; all must match
     config: tuple[dict[str, Any], ...] = ()  # raw DeviceClassConfiguration entries
@@ -123,7 +126,7 @@ class DeviceClassRecord(Struct, frozen=True, tag="DeviceClass"):
 # --- ResourceSlice and devices ----------------------------------------------------------------
 
 
-class Attribute(Struct, frozen=True):
+class Attribute(Struct, frozen=True, gc=False):
     """A typed attribute value: `type` is int, bool, string, version (or the 1.36+ list forms
     ints, bools, strings, versions); `value` is the Python value (a list for list forms)."""
 
@@ -131,22 +134,22 @@ class Attribute(Struct, frozen=True):
     value: Any
 
 
-class Capacity(Struct, frozen=True):
+class Capacity(Struct, frozen=True, gc=False):
     value: str  # Kubernetes quantity string
     request_policy: dict[str, Any] | None = None  # raw {default, validValues, validRange}
 
 
-class CounterSet(Struct, frozen=True):
+class CounterSet(Struct, frozen=True, gc=False):
     name: str
     counters: dict[str, str]  # counter name -> quantity string
 
 
-class CounterConsumption(Struct, frozen=True):
+class CounterConsumption(Struct, frozen=True, gc=False):
     counter_set: str
     counters: dict[str, str]
 
 
-class Device(Struct, frozen=True):
+class Device(Struct, frozen=True, gc=False):
     name: str
     attributes: dict[str, Attribute] = field(default_factory=dict)  # qualified keys
     capacity: dict[str, Capacity] = field(default_factory=dict)  # qualified keys
@@ -161,13 +164,13 @@ class Device(Struct, frozen=True):
     binding_conditions: tuple[str, ...] = ()
 
 
-class Pool(Struct, frozen=True):
+class Pool(Struct, frozen=True, gc=False):
     name: str
     generation: int = 0
     resource_slice_count: int = 1
 
 
-class SliceRecord(Struct, frozen=True, tag="ResourceSlice"):
+class SliceRecord(Struct, frozen=True, gc=False, tag="ResourceSlice"):
     meta: Meta
     driver: str
     pool: Pool
@@ -182,7 +185,7 @@ class SliceRecord(Struct, frozen=True, tag="ResourceSlice"):
 # --- ResourceClaim and templates --------------------------------------------------------------
 
 
-class SubRequest(Struct, frozen=True):
+class SubRequest(Struct, frozen=True, gc=False):
     name: str
     device_class_name: str
     selectors: tuple[str, ...] = ()
@@ -192,7 +195,7 @@ class SubRequest(Struct, frozen=True):
     tolerations: tuple[dict[str, Any], ...] = ()
 
 
-class Request(Struct, frozen=True):
+class Request(Struct, frozen=True, gc=False):
     """A claim request: `exactly` (flattened here) or a list of `first_available` subrequests."""
 
     name: str
@@ -206,13 +209,13 @@ class Request(Struct, frozen=True):
     first_available: tuple[SubRequest, ...] = ()
 
 
-class Constraint(Struct, frozen=True):
+class Constraint(Struct, frozen=True, gc=False):
     requests: tuple[str, ...] = ()  # empty: all requests
     match_attribute: str | None = None
     distinct_attribute: str | None = None
 
 
-class AllocationResult(Struct, frozen=True):
+class AllocationResult(Struct, frozen=True, gc=False):
     request: str  # "<request>" or "<request>/<subrequest>"
     driver: str
     pool: str
@@ -222,7 +225,7 @@ class AllocationResult(Struct, frozen=True):
     admin_access: bool = False
 
 
-class Allocation(Struct, frozen=True):
+class Allocation(Struct, frozen=True, gc=False):
     results: tuple[AllocationResult, ...] = ()
     node_name: str | None = None  # from a node-local nodeSelector (matchFields metadata.name)
     node_selector: dict[str, Any] | None = None
@@ -230,7 +233,7 @@ class Allocation(Struct, frozen=True):
     config: tuple[dict[str, Any], ...] = ()
 
 
-class Consumer(Struct, frozen=True):
+class Consumer(Struct, frozen=True, gc=False):
     """An entry of status.reservedFor (normally a pod)."""
 
     resource: str
@@ -239,7 +242,7 @@ class Consumer(Struct, frozen=True):
     api_group: str = ""
 
 
-class ClaimRecord(Struct, frozen=True, tag="ResourceClaim"):
+class ClaimRecord(Struct, frozen=True, gc=False, tag="ResourceClaim"):
     meta: Meta
     requests: tuple[Request, ...] = ()
     constraints: tuple[Constraint, ...] = ()
@@ -252,7 +255,7 @@ class ClaimRecord(Struct, frozen=True, tag="ResourceClaim"):
     template_name: str | None = None  # the pod's resourceClaimTemplateName, once resolved
 
 
-class TemplateRecord(Struct, frozen=True, tag="ResourceClaimTemplate"):
+class TemplateRecord(Struct, frozen=True, gc=False, tag="ResourceClaimTemplate"):
     meta: Meta
     requests: tuple[Request, ...] = ()
     constraints: tuple[Constraint, ...] = ()
@@ -264,7 +267,7 @@ class TemplateRecord(Struct, frozen=True, tag="ResourceClaimTemplate"):
 # --- Pods and nodes ---------------------------------------------------------------------------
 
 
-class PodClaim(Struct, frozen=True):
+class PodClaim(Struct, frozen=True, gc=False):
     """One pod.spec.resourceClaims entry, with its claim name resolved as the kubelet does."""
 
     name: str  # pod-local name
@@ -273,13 +276,13 @@ class PodClaim(Struct, frozen=True):
     containers: tuple[str, ...] = ()  # containers (and init containers) listing it
 
 
-class ContainerClaim(Struct, frozen=True):
+class ContainerClaim(Struct, frozen=True, gc=False):
     container: str
     claim: str  # pod-local claim name
     request: str | None = None
 
 
-class Container(Struct, frozen=True):
+class Container(Struct, frozen=True, gc=False):
     name: str
     init: bool = False
     requests: dict[str, str] = field(default_factory=dict)
@@ -287,7 +290,7 @@ class Container(Struct, frozen=True):
     claims: tuple[ContainerClaim, ...] = ()
 
 
-class PodRecord(Struct, frozen=True, tag="Pod"):
+class PodRecord(Struct, frozen=True, gc=False, tag="Pod"):
     meta: Meta
     phase: str = "Pending"
     node_name: str | None = None
@@ -298,7 +301,7 @@ class PodRecord(Struct, frozen=True, tag="Pod"):
     reason: str | None = None  # status.reason / the PodScheduled condition's reason
 
 
-class NodeRecord(Struct, frozen=True, tag="Node"):
+class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
     meta: Meta
     capacity: dict[str, str] = field(default_factory=dict)
     allocatable: dict[str, str] = field(default_factory=dict)
@@ -310,7 +313,7 @@ class NodeRecord(Struct, frozen=True, tag="Node"):
 # --- Derived views shared by the index, the stores and the allocator ------------------------
 
 
-class DeviceEntry(Struct, frozen=True):
+class DeviceEntry(Struct, frozen=True, gc=False):
     """A device of the valid generation of its pool, with where it lives."""
 
     key: DeviceKey
@@ -321,7 +324,7 @@ class DeviceEntry(Struct, frozen=True):
     pool_complete: bool = True
 
 
-class AllocationRef(Struct, frozen=True):
+class AllocationRef(Struct, frozen=True, gc=False):
     """One claim's hold on a device (one allocation result)."""
 
     claim: ObjectKey

@@ -58,7 +58,9 @@ class MemoryStore:
     async def apply(self, changes: Changes) -> None:
         index = self._indexes.get(changes.cluster)
         if index is None:
-            index = self._indexes[changes.cluster] = ClusterIndex(changes.cluster)
+            index = self._indexes[changes.cluster] = ClusterIndex(
+                changes.cluster, transitions=False
+            )
         events = [Event(DELETED, record) for record in changes.deletes]
         events.extend(Event(MODIFIED, record) for record in changes.upserts)
         index.apply(events, at=changes.at, resource_version=changes.resource_version)
