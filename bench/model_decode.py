@@ -267,6 +267,7 @@ def main() -> None:
     del claims, pods
     total = sum(len(b) for kind in bodies.values() for b in kind)
     objects = nodes + 2 * nodes * 8
+    print(f"gc thresholds {gc.get_threshold()}; times are CPU seconds of this process")
     print(
         f"{objects:,} objects ({nodes:,} slices, {nodes * 8:,} claims, {nodes * 8:,} pods), {total / 1e6:.0f} MB of JSON"
     )
