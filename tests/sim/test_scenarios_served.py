@@ -4,6 +4,7 @@ through the API are scheduled by the world; churn and delayed starts run in the 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -136,3 +137,60 @@ async def test_churn_runs_inside_the_loop():
         await asyncio.gather(task, return_exceptions=True)
     applied = world.churns["tiny"].applied
     assert {s.action for s in applied} >= {"arrive", "leave"}
+
+
+POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: applied
+  namespace: training
+spec:
+  nodeSelector: {kubernetes.io/hostname: east-h200-1}
+  containers:
+  - name: main
+    image: nvcr.io/nvidia/cuda:12.9.0-base-ubuntu24.04
+    resources:
+      claims: [{name: gpu}]
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: single-h200
+"""
+
+
+async def kubectl(binary: Path, kubeconfig: Path, cache: Path, *args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        str(binary), "--kubeconfig", str(kubeconfig), "--context", "east",
+        "--cache-dir", str(cache), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_kubectl_apply_and_delete_drive_the_world(served_demo, kubectl_binary, tmp_path):
+    world, sim = served_demo
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(POD_YAML)
+    cache = tmp_path / "cache"
+    await kubectl(kubectl_binary, sim.kubeconfig_path, cache, "apply", "-f", str(manifest))
+    # east-h200-1 has no whole GPU left (demo): the applied pod waits like the third trainer.
+    table = await kubectl(
+        kubectl_binary, sim.kubeconfig_path, cache, "get", "pods", "-n", "training"
+    )
+    assert re.search(r"^applied\s+0/1\s+Pending", table, re.M)
+    running = [
+        p["metadata"]["name"]
+        for p in world.stores["east"].list("pods", "training")
+        if p["status"]["phase"] == "Running"
+    ]
+    await kubectl(
+        kubectl_binary, sim.kubeconfig_path, cache, "delete", "pod", "-n", "training", running[0]
+    )
+    claims = await kubectl(
+        kubectl_binary, sim.kubeconfig_path, cache, "get", "resourceclaims", "-n", "training"
+    )
+    # The freed GPU went to the first pod waiting for it (the trainer replica), not to "applied".
+    assert len(re.findall(r"allocated,reserved", claims)) == 2
+    assert re.search(r"^applied-gpu-\w{5}\s+pending", claims, re.M)
