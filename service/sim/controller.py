@@ -62,7 +62,13 @@ from service.model.records import (
 )
 from service.model.records import key_of as record_key
 from service.sim.errors import ApiError
-from service.sim.generate import allocation_dict, pod_ip, running_status, scheduled_condition
+from service.sim.generate import (
+    allocation_dict,
+    node_ip,
+    pod_ip,
+    running_status,
+    scheduled_condition,
+)
 from service.sim.store import ClusterStore, timestamp
 
 __all__ = ["Controller", "SchedulerState", "claim_from_template", "device_entries", "generate_name"]
@@ -607,7 +613,9 @@ class SchedulerState:
         index = self.node_index.get(node, 0)
         # Like a CNI's host-local IPAM: the next address of the node's range, not reused.
         used = self._ip_slots[node] = self._ip_slots.get(node, 0) + 1
-        return f"10.0.{index // 250 % 256}.{index % 250 + 2}", pod_ip(index, used)
+        addresses = ((self.nodes.get(node) or {}).get("status") or {}).get("addresses") or []
+        host = next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None)
+        return host or node_ip(index), pod_ip(index, used)
 
     # ---- placing a pod -----------------------------------------------------------------------
 

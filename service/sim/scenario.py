@@ -34,7 +34,7 @@ from service.sim.churn import Churn, ChurnSpec
 from service.sim.controller import Controller
 from service.sim.errors import ApiError
 from service.sim.faults import Faults
-from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, pod_object, populate
+from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, node_ip, pod_object, populate
 from service.sim.resources import DRA_VERSIONS, RESOURCES
 from service.sim.run import ClusterSpec, serve_forever
 from service.sim.store import ClusterStore
@@ -322,9 +322,11 @@ def _fill(store: ClusterStore, cluster: ClusterScenario, *, seed: str, first: bo
     for name in cluster.device_classes:
         store.create("deviceclasses", hardware.device_class(name))
     real_uuid = first
+    ordinal = 0
     for group in cluster.nodes:
         for name in group.names():
-            node = store.create("nodes", node_object(name, group))
+            node = store.create("nodes", node_object(name, group, ordinal=ordinal))
+            ordinal += 1
             for slice_obj in hardware.node_slices(
                 name, node["metadata"]["uid"], group.devices, seed=seed, real_uuid=real_uuid
             ):
@@ -356,7 +358,7 @@ _CREATE_ORDER = [
 ]
 
 
-def node_object(name: str, group: NodeGroup) -> dict:
+def node_object(name: str, group: NodeGroup, *, ordinal: int = 0) -> dict:
     """A Ready core/v1 Node; extended resources of a device plugin show in its capacity."""
     allocatable = {**_DEFAULT_ALLOCATABLE, **group.allocatable, **group.device_plugin}
     labels = {
@@ -380,6 +382,10 @@ def node_object(name: str, group: NodeGroup) -> dict:
                     "reason": "KubeletReady",
                     "message": "kubelet is posting ready status",
                 }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": node_ip(ordinal)},
+                {"type": "Hostname", "address": name},
             ],
             "nodeInfo": {
                 "kubeletVersion": "v1.35.0",
