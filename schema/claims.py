@@ -47,6 +47,21 @@ async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
     return [ResourceClaim(record=r) for r in records if isinstance(r, ClaimRecord)]
 
 
+def consumer_keys(claim: ClaimRecord) -> dict[ObjectKey, str]:
+    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
+    meta = claim.meta
+    return {
+        ObjectKey(meta.cluster, POD, meta.namespace, consumer.name): consumer.uid
+        for consumer in claim.reserved_for
+        if consumer.resource == "pods" and not consumer.api_group
+    }
+
+
+def same_pod(pod: object, uid: str) -> bool:
+    """A reservedFor entry names this pod (not a newer pod under the old name)."""
+    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+
+
 async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
     """Pods in the claims' status.reservedFor (the authoritative "in use" set), deduplicated.
     A reservedFor entry whose pod is gone, or was replaced by a pod with another uid, is not
@@ -57,17 +72,14 @@ async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
     claims = await loaders.records.load_many(claim_keys)
     wanted: dict[ObjectKey, str] = {}
     for claim in claims:
-        if not isinstance(claim, ClaimRecord):
-            continue
-        for consumer in claim.reserved_for:
-            if consumer.resource == "pods" and not consumer.api_group:
-                key = ObjectKey(claim.meta.cluster, POD, claim.meta.namespace, consumer.name)
-                wanted.setdefault(key, consumer.uid)
+        if isinstance(claim, ClaimRecord):
+            for key, uid in consumer_keys(claim).items():
+                wanted.setdefault(key, uid)
     pods = await loaders.records.load_many(list(wanted))
     return [
-        Pod(record=pod)
+        Pod(record=pod)  # type: ignore[arg-type]
         for pod, uid in zip(pods, wanted.values(), strict=True)
-        if isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+        if same_pod(pod, uid)
     ]
 
 
@@ -323,8 +335,13 @@ class ResourceClaimTemplate:
 
 @strawberry.type(description="A claim holding a device, with the pods using it.")
 class Holding:
+    """Built by `whoHolds` with the claim and its consumer pods already loaded (batched), so
+    its fields resolve without further awaits."""
+
     device_key: strawberry.Private[DeviceKey]
     ref: strawberry.Private[AllocationRef]
+    claim_record: strawberry.Private[ClaimRecord]
+    pod_records: strawberry.Private[list[PodRecord]]
 
     @strawberry.field
     def cluster(self) -> str:
@@ -335,12 +352,14 @@ class Holding:
         return await device_for(info, self.device_key)
 
     @strawberry.field
-    async def claim(self, info: Info) -> ResourceClaim:
-        return await Allocation.from_ref(self.device_key, self.ref).claim(info)
+    def claim(self) -> ResourceClaim:
+        return ResourceClaim(record=self.claim_record)
 
     @strawberry.field
-    async def pods(self, info: Info) -> list[PodT]:
-        return await consumer_pods(info, [self.ref.claim])
+    def pods(self) -> list[PodT]:
+        from .pods import Pod
+
+        return [Pod(record=pod) for pod in self.pod_records]
 
     @strawberry.field
     def request(self) -> str:
@@ -355,8 +374,6 @@ class Holding:
         return dict(self.ref.consumed_capacity)
 
     @strawberry.field(description="When the claim was allocated, where the API server says.")
-    async def since(self, info: Info) -> DateTime | None:
-        record = await info.context.loaders.records.load(self.ref.claim)
-        if isinstance(record, ClaimRecord) and record.allocation is not None:
-            return to_datetime(record.allocation.allocated_at)  # type: ignore[return-value]
-        return None
+    def since(self) -> DateTime | None:
+        allocation = self.claim_record.allocation
+        return to_datetime(allocation.allocated_at) if allocation else None  # type: ignore[return-value]

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 from strawberry.types import Info
 
-from service.model.records import AllocationRef, DeviceKey
+from service.model.records import AllocationRef, ClaimRecord, DeviceKey, ObjectKey
 from service.stores.protocols import Relation
 
-from .claims import Holding
+from .claims import Holding, consumer_keys, same_pod
 from .loaders import Loaders
 
 UUID_PREFIXES = ("GPU-", "MIG-")
@@ -62,9 +62,25 @@ async def who_holds(info: Info, spec: str, cluster: str | None) -> list[Holding]
     holds: list[list[AllocationRef]] = await loaders.relation(
         Relation.DEVICE_ALLOCATIONS
     ).load_many(keys)
-    holdings = [
-        Holding(device_key=key, ref=ref)
-        for key, refs in zip(keys, holds, strict=True)
-        for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or ""))
-    ]
+    # The holders' claims, then all their consumer pods: two batched loads for the answer.
+    claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
+    claims = dict(zip(claim_keys, await loaders.records.load_many(claim_keys), strict=True))
+    wanted: dict[ObjectKey, str] = {}
+    for claim in claims.values():
+        if isinstance(claim, ClaimRecord):
+            for key, uid in consumer_keys(claim).items():
+                wanted.setdefault(key, uid)
+    pods = dict(zip(wanted, await loaders.records.load_many(list(wanted)), strict=True))
+    holdings: list[Holding] = []
+    for key, refs in zip(keys, holds, strict=True):
+        for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
+            claim = claims.get(ref.claim)
+            if not isinstance(claim, ClaimRecord):
+                continue  # out of the request's scope, or deleted since the index answered
+            consumers = [
+                pods[k] for k, uid in consumer_keys(claim).items() if same_pod(pods.get(k), uid)
+            ]
+            holdings.append(
+                Holding(device_key=key, ref=ref, claim_record=claim, pod_records=consumers)
+            )  # type: ignore[arg-type]
     return holdings
