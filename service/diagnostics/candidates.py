@@ -24,7 +24,7 @@ from fractions import Fraction
 from math import ceil
 from typing import Any
 
-from service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
+from service.diagnostics.cel import SelectorError, compile_selector
 from service.diagnostics.ledger import CounterSetKey, Ledger
 from service.model.quantity import parse_quantity
 from service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
@@ -125,13 +125,10 @@ def _filter(
         except SelectorError as e:
             errors.setdefault(expression, e.message)
             return []
-        passing = []
-        for entry in kept:
-            try:
-                if selector.matches(entry.device, entry.key.driver):
-                    passing.append(entry)
-            except SelectorEvalError as e:
-                errors.setdefault(expression, f"{entry.key.ref()}: {e.message}")
+        passing, failed = selector.select(kept)
+        if failed:
+            entry, error = failed[0]
+            errors.setdefault(expression, f"{entry.key.ref()}: {error.message}")
         kept = passing
     return kept
 

@@ -28,6 +28,7 @@ cached too); `Selector.matches` is pure and re-entrant. The CEL engine is cel-ex
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from cel_expr_python import cel
@@ -35,7 +36,7 @@ from cel_expr_python.ext.ext_bindings import ExtBindings
 from cel_expr_python.ext.ext_strings import ExtStrings
 
 from service.diagnostics import cel_library
-from service.model.records import Device
+from service.model.records import Device, DeviceEntry
 
 __all__ = ["Selector", "SelectorError", "SelectorEvalError", "compile_selector", "device_data"]
 
@@ -100,49 +101,75 @@ class Selector:
     distinct tuple of them: 40,000 GPUs of three kinds cost three evaluations. Otherwise it is
     remembered per Device object (records are immutable; a new version is a new object)."""
 
-    __slots__ = ("_by_values", "_program", "_projection", "_results", "expression")
+    __slots__ = ("_by_values", "_program", "_reads", "_results", "expression")
 
     def __init__(self, expression: str, program: Any) -> None:
         self.expression = expression
         self._program = program
-        self._projection = _projection(expression)
+        projection = _projection(expression)
+        # (reads an attribute?, qualified key, domain, name) per value the expression reads.
+        self._reads = (
+            None
+            if projection is None
+            else tuple((k == "attributes", f"{d}/{n}", d, n) for k, d, n in projection)
+        )
         self._by_values: dict[tuple[Any, ...], bool | SelectorEvalError] = {}
-        self._results: dict[int, tuple[Device, str, int, bool | SelectorEvalError]] = {}
+        # Per Device object. A selector's answers never depend on domains registered later:
+        # the domains it indexes are registered when it is compiled, before it evaluates.
+        self._results: dict[int, tuple[Device, str, bool | SelectorEvalError]] = {}
 
     def matches(self, device: Device, driver: str) -> bool:
         """Whether the device passes; raises SelectorEvalError when evaluation fails."""
-        if self._projection is not None:
-            answer = self._by_projection(device, driver)
-            if isinstance(answer, SelectorEvalError):
-                raise answer
+        answer = self.answer(device, driver)
+        if answer is True or answer is False:
             return answer
+        raise answer
+
+    def answer(self, device: Device, driver: str) -> bool | SelectorEvalError:
+        """The remembered answer for a device: True, False, or the evaluation error."""
         hit = self._results.get(id(device))
-        if (
-            hit is not None
-            and hit[0] is device
-            and hit[1] == driver
-            and hit[2] == _domains_generation
-        ):
-            answer = hit[3]
+        if hit is not None and hit[0] is device and hit[1] == driver:
+            return hit[2]
+        if self._reads is not None:
+            answer = self._by_projection(device, driver)
         else:
             answer = self.evaluate(device, driver)
-            if len(self._results) >= _DATA_CACHE_LIMIT:
-                self._results.clear()
-            self._results[id(device)] = (device, driver, _domains_generation, answer)
-        if isinstance(answer, SelectorEvalError):
-            raise answer
+        if len(self._results) >= _DATA_CACHE_LIMIT:
+            self._results.clear()
+        self._results[id(device)] = (device, driver, answer)
         return answer
+
+    def select(
+        self, entries: Iterable[DeviceEntry]
+    ) -> tuple[list[DeviceEntry], list[tuple[DeviceEntry, SelectorEvalError]]]:
+        """The entries that pass, and those whose evaluation failed (with the error)."""
+        passing: list[DeviceEntry] = []
+        failed: list[tuple[DeviceEntry, SelectorEvalError]] = []
+        results = self._results
+        for entry in entries:
+            device = entry.device
+            driver = entry.key.driver
+            hit = results.get(id(device))
+            if hit is not None and hit[0] is device and hit[1] == driver:
+                answer = hit[2]
+            else:
+                answer = self.answer(device, driver)
+            if answer is True:
+                passing.append(entry)
+            elif answer is not False:
+                failed.append((entry, answer))
+        return passing, failed
 
     def _by_projection(self, device: Device, driver: str) -> bool | SelectorEvalError:
         key: list[Any] = [driver, device.shareable]
-        for kind, domain, name in self._projection or ():
-            values = device.attributes if kind == "attributes" else device.capacity
-            value = values.get(f"{domain}/{name}", _MISSING)
+        for is_attribute, qualified, domain, name in self._reads or ():
+            values = device.attributes if is_attribute else device.capacity
+            value = values.get(qualified, _MISSING)
             if value is _MISSING and domain == driver:
                 value = values.get(name, _MISSING)
             if value is _MISSING:
                 key.append(_MISSING)
-            elif kind == "attributes":
+            elif is_attribute:
                 raw = value.value
                 key.append((value.type, tuple(raw) if isinstance(raw, list) else raw))
             else:

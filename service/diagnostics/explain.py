@@ -58,6 +58,8 @@ IDLE = "idle"
 POD_NOT_RUNNING = "pod-not-running"
 DELETING = "deleting"
 
+MAX_HOLDERS = 50
+
 
 @dataclass
 class Holder:
@@ -88,6 +90,7 @@ class Diagnosis:
     checks: list[Check] = field(default_factory=list)
     pods: list[ObjectKey] = field(default_factory=list)  # pods that reference the claim
     nodes_without_driver: list[str] = field(default_factory=list)
+    holders_total: int = 0  # holders may be cut to MAX_HOLDERS (idle ones kept first)
 
 
 def explain_claim(
@@ -105,7 +108,13 @@ def explain_claim(
     """The diagnosis of one claim against the current state of its cluster. `eligible_nodes`:
     the nodes its pods may run on (nodeSelector/affinity), when known; else every node."""
     key = key_of(claim)
-    users = [p for p in pods if _references(p, claim)]
+    namespace, name = claim.meta.namespace, claim.meta.name
+    users = [
+        p
+        for p in pods
+        if p.meta.namespace == namespace
+        and (p.extended_claim_name == name or any(c.claim_name == name for c in p.claims))
+    ]
     base = Diagnosis(
         claim=key, state=claim.state, verdict="", message="", pods=[key_of(p) for p in users]
     )
@@ -148,28 +157,26 @@ def explain_claim(
         return base
     base.requests = result.requests
     holders = sorted({h for v in result.requests for h in v.held_by})
-    base.holders = [_holder(h, claims, pods, idle_since or {}) for h in holders]
+    base.holders_total = len(holders)
+    by_uid = {p.meta.uid: p for p in pods} if holders else {}
+    described = [_holder(h, claims, by_uid, idle_since or {}) for h in holders]
+    # Idle holders first: they are the ones to clean up. Long lists are cut, not the count.
+    described.sort(key=lambda h: (not h.idle, h.claim))
+    base.holders = sorted(described[:MAX_HOLDERS], key=lambda h: h.claim)
     blocking = next((v for v in result.requests if v.verdict not in ("fits",)), result.requests[0])
     base.verdict, base.message = _pending_reason(blocking, base, claim, classes, devices, nodes)
     return base
 
 
-def _references(pod: PodRecord, claim: ClaimRecord) -> bool:
-    if pod.meta.namespace != claim.meta.namespace:
-        return False
-    name = claim.meta.name
-    return pod.extended_claim_name == name or any(c.claim_name == name for c in pod.claims)
-
-
 def _holder(
     key: ObjectKey,
     claims: Mapping[ObjectKey, ClaimRecord],
-    pods: Sequence[PodRecord],
+    by_uid: Mapping[str, PodRecord],
     idle_since: Mapping[ObjectKey, str | None],
 ) -> Holder:
     record = claims.get(key)
-    uids = {c.uid for c in record.reserved_for} if record is not None else set()
-    consumers = [p for p in pods if p.meta.uid in uids]
+    reserved = record.reserved_for if record is not None else ()
+    consumers = [by_uid[c.uid] for c in reserved if c.uid in by_uid]
     running = any(p.phase == "Running" for p in consumers)
     return Holder(
         claim=key,
@@ -215,9 +222,15 @@ def _pending_reason(
         errors = "; ".join(f"{expr!r}: {msg}" for expr, msg in v.selector_errors)
         return v.verdict, f"{prefix}a selector failed: {errors}"
     if v.verdict == ALL_HELD:
-        held = [h for h in diagnosis.holders if h.claim in v.held_by]
+        wanted = set(v.held_by)
+        # Idle holders first: they are the ones to clean up.
+        held = sorted(
+            (h for h in diagnosis.holders if h.claim in wanted), key=lambda h: (not h.idle, h.claim)
+        )
         idle = [h for h in held if h.idle]
-        names = ", ".join(_claim_ref(h.claim) + (" (idle)" if h.idle else "") for h in held)
+        names = ", ".join(_claim_ref(h.claim) + (" (idle)" if h.idle else "") for h in held[:10])
+        if len(v.held_by) > 10:
+            names += f" and {len(v.held_by) - 10} more"
         if held and not idle and not _any_shareable(v, devices, classes):
             users = ", ".join(_claim_ref(p) for h in held for p in h.pods)
             return SHARING_OFF, (
@@ -225,6 +238,8 @@ def _pending_reason(
                 f"(through {names})"
             )
         idle_note = f"; {len(idle)} of them idle" if idle else ""
+        if idle and len(v.held_by) > len(held):
+            idle_note += f" (of the first {len(held)})"
         return (
             ALL_HELD,
             f"{prefix}no devices left: every matching device is held by {names}{idle_note}",

@@ -95,6 +95,8 @@ class Ledger:
         self.holds: dict[ObjectKey, list[Hold]] = {}
         # Claims holding each device (exclusive or shared; not admin), for counter accounting.
         self._device_holders: dict[DeviceKey, set[ObjectKey]] = defaultdict(set)
+        # Held devices per pool, so sibling partitions are found without scanning every hold.
+        self._pool_held: dict[tuple[str, str, str], set[DeviceKey]] = defaultdict(set)
 
     @classmethod
     def build(
@@ -150,8 +152,10 @@ class Ledger:
             else:
                 self.exclusive[dk] = claim
             holders = self._device_holders[dk]
-            if not holders and entry is not None:
-                self._add_counters(entry, +1)
+            if not holders:
+                self._pool_held[(dk.cluster, dk.driver, dk.pool)].add(dk)
+                if entry is not None:
+                    self._add_counters(entry, +1)
             holders.add(claim)
         self.holds[claim] = holds
 
@@ -173,6 +177,10 @@ class Ledger:
                 holders.discard(claim)
                 if not holders:
                     del self._device_holders[dk]
+                    pool = (dk.cluster, dk.driver, dk.pool)
+                    self._pool_held[pool].discard(dk)
+                    if not self._pool_held[pool]:
+                        del self._pool_held[pool]
                     entry = self.entries.get(dk)
                     if entry is not None:
                         self._add_counters(entry, -1)

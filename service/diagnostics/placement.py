@@ -83,9 +83,11 @@ def allocate(
     else:
         nodes = {e.node for m in matches for e in m.devices if e.node is not None}
         scopes = sorted(nodes) or [None]
+    # Candidates per match by node, once: each node's search then reads only its own devices.
+    by_node = [[_by_node(m.devices) for m in ms] for ms in per_request]
     search_limited = False
     for scope in scopes:
-        search = _Search(claim, per_request, ledger, scope)
+        search = _Search(claim, per_request, by_node, ledger, scope)
         try:
             picks = search.run()
         except _BudgetExhausted:
@@ -107,14 +109,18 @@ class _Search:
         self,
         claim: ClaimRecord,
         per_request: list[list[Match]],
+        by_node: list[list[dict[str | None, list[DeviceEntry]]]],
         ledger: Ledger,
         scope: str | None,
     ) -> None:
         self.ledger = ledger
         self.constraints = claim.constraints
         self.options = [
-            [(m.alternative, [e for e in m.devices if e.node in (scope, None)]) for m in ms]
-            for ms in per_request
+            [
+                (m.alternative, _in_scope(groups, scope))
+                for m, groups in zip(ms, node_groups, strict=True)
+            ]
+            for ms, node_groups in zip(per_request, by_node, strict=True)
         ]
         self.picks: list[tuple[Alternative, DeviceEntry, dict[str, Fraction] | None]] = []
         self.used: set[Any] = set()
@@ -209,6 +215,19 @@ class _Search:
             if constraint.distinct_attribute and value in others:
                 return False
         return True
+
+
+def _by_node(devices: list[DeviceEntry]) -> dict[str | None, list[DeviceEntry]]:
+    groups: dict[str | None, list[DeviceEntry]] = {}
+    for entry in devices:
+        groups.setdefault(entry.node, []).append(entry)
+    return groups
+
+
+def _in_scope(groups: dict[str | None, list[DeviceEntry]], scope: str | None) -> list[DeviceEntry]:
+    """Devices usable on the node: its own, then network-attached ones (device order kept)."""
+    local = groups.get(scope, []) if scope is not None else []
+    return local + groups.get(None, [])
 
 
 def _applies(constraint: Constraint, alt: Alternative) -> bool:

@@ -145,8 +145,8 @@ def test_every_device_held_some_idle() -> None:
     )
     assert d.verdict == "all-held"
     assert d.message == (
-        "request gpu: no devices left: every matching device is held by default/busy, "
-        "default/leftover (idle); 1 of them idle"
+        "request gpu: no devices left: every matching device is held by default/leftover (idle), "
+        "default/busy; 1 of them idle"
     )
     [b, i] = d.holders
     assert (b.claim, b.pods, b.running, b.idle) == (
@@ -253,3 +253,21 @@ def test_class_matching_no_device_of_a_present_driver() -> None:
     d = explain(claim("c", request(device_class_name="b200")), classes=classes)
     assert d.verdict == "no-devices"
     assert d.message == "request gpu: DeviceClass b200 matches no published device"
+
+
+def test_long_holder_lists_are_cut_but_keep_the_idle_and_the_count() -> None:
+    devices = [gpu(i) for i in range(60)]
+    pods = [pod(f"p{i:02d}", f"c{i:02d}") for i in range(59)]
+    claims = [
+        reserved(claim(f"c{i:02d}", request(), allocation=held(devices[i])), pods[i])
+        for i in range(59)
+    ]
+    claims.append(claim("zz-idle", request(), allocation=held(devices[59])))
+    d = explain(claim("new", request()), claims=claims, pods=pods, devices=devices)
+    assert d.verdict == "all-held"
+    assert d.holders_total == 60 and len(d.holders) == 50
+    assert key("zz-idle") in [h.claim for h in d.holders if h.idle]
+    assert d.message.startswith(
+        "request gpu: no devices left: every matching device is held by default/zz-idle (idle), default/c00"
+    )
+    assert d.message.endswith("and 50 more; 1 of them idle (of the first 50)")

@@ -104,8 +104,8 @@ def test_the_pending_trainer_replica(east: Cluster) -> None:
         "trainer",
     ]
     assert [h.claim.name for h in d.holders if h.idle] == ["notebook-gpu"]
-    trainers = ", ".join(f"training/{h.claim.name}" for h in d.holders[2:])
-    assert d.message.endswith(f"research/notebook-gpu (idle), {trainers}; 1 of them idle")
+    others = ", ".join(f"{h.claim.namespace}/{h.claim.name}" for h in d.holders if not h.idle)
+    assert d.message.endswith(f"held by research/notebook-gpu (idle), {others}; 1 of them idle")
     # Without knowing the pin, the devices free on east-h200-0 are named, and the pod's state.
     loose = east.explain(claim)
     assert loose.verdict == "allocatable"
