@@ -1,7 +1,8 @@
 """Derived device state for the graph: status and remaining capacity, through the loaders.
 
 The decisions are the model's (`service.model.inventory`: free / held / shared / blocked and
-what capacity a shared device has left); this module only gathers their inputs per request,
+what capacity a shared device has left). A store whose index keeps them answers statuses in one
+batched call; for other stores this module gathers the inputs per request,
 batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
 counter sets (from the pool's slices at its valid generation) and what the held siblings in
 the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per request.
@@ -50,7 +51,13 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
 
 
 async def status(loaders: Loaders, entry: DeviceEntry) -> str:
-    """free | held | shared | blocked, as `service.model.inventory.device_status` decides."""
+    """free | held | shared | blocked, as `service.model.inventory.device_status` decides.
+    A store that keeps statuses derived in its index (the memory store) answers them in one
+    batched call; otherwise they are derived here from the holders and the pool's counters."""
+    if loaders.reader.has_device_status:
+        known = await loaders.device_status.load(entry.key)
+        if known is not None:
+            return known
     holds = await holders(loaders, entry.key)
     free = await _counters_free(loaders, entry) if entry.device.consumes_counters else None
     return inventory.device_status(entry, holds, counters_free=free)

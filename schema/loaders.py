@@ -76,6 +76,7 @@ class Loaders:
         self.cluster_slices: DataLoader[str, list[SliceRecord]] = DataLoader(self._slices)
         self.cluster_classes: DataLoader[str, list[DeviceClassRecord]] = DataLoader(self._classes)
         self.pools: DataLoader[PoolLookup, PoolFacts | None] = DataLoader(self._pools)
+        self.device_status: DataLoader[DeviceKey, str | None] = DataLoader(self._device_status)
         self._relations: dict[Relation, DataLoader[Hashable, list[Any]]] = {}
         # Per-request memo for derived values other modules compute (device states…).
         self.memo: dict[Hashable, Any] = {}
@@ -96,6 +97,9 @@ class Loaders:
 
     async def _devices(self, keys: list[DeviceKey]) -> list[DeviceEntry | None]:
         return await self.reader.devices(keys)
+
+    async def _device_status(self, keys: list[DeviceKey]) -> list[str | None]:
+        return await self.reader.device_status(keys)
 
     async def _idle_since(self, keys: list[ObjectKey]) -> list[str | None]:
         return await self.reader.idle_since(keys)

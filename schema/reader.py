@@ -107,3 +107,13 @@ class ScopedReader:
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
         return await self._call(self.store.idle_since, claims)
+
+    @property
+    def has_device_status(self) -> bool:
+        """Does the store answer device statuses itself (batched, beyond the Protocol)?"""
+        return callable(getattr(self.store, "device_status", None))
+
+    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
+        """free | held | shared | blocked per device as the store's index derived it (None:
+        not in a valid pool). Only when `has_device_status`; callers scope the keys."""
+        return await self._call(self.store.device_status, keys)  # type: ignore[attr-defined]

@@ -210,3 +210,31 @@ async def test_resource_slices_pools_and_links(gql):
         '{ resourceSlices(cluster: "east", node: "n1", driver: "gpu.nvidia.com") { name } }'
     )
     assert [s["name"] for s in n1["resourceSlices"]] == ["n1-gpu", "n1-gpu-counters", "n1-gpu-old"]
+
+
+class ProtocolOnly:
+    """The real MemoryStore seen only through the StateReader Protocol (as a Redis store is):
+    no `device_status` shortcut, so the graph derives statuses from holders and counters."""
+
+    def __init__(self, store) -> None:
+        for name in ("clusters", "get", "list", "devices", "list_devices", "lookup", "idle_since"):
+            setattr(self, name, getattr(store, name))
+
+
+async def test_statuses_derived_through_the_protocol_alone_agree(world_store):
+    from schema import build_schema
+    from schema.context import make_context
+
+    query = "{ devices(first: 100) { edges { node { cluster driver pool name status } } } }"
+    answers = []
+    for store in (world_store, ProtocolOnly(world_store)):
+        context = make_context(store)
+        assert context.reader.has_device_status is (store is world_store)
+        result = await build_schema().execute(query, context_value=context)
+        assert result.errors is None
+        answers.append(
+            {key(e["node"]): e["node"]["status"] for e in result.data["devices"]["edges"]}
+        )
+    assert answers[0] == answers[1]
+    assert answers[1][("east", world.GPU, "n1", "gpu-0")] == "BLOCKED"
+    assert sorted(answers[1].values()).count("FREE") == 1
