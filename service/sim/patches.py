@@ -32,6 +32,14 @@ PATCH_TYPES = (MERGE, STRATEGIC, JSON_PATCH, APPLY)
 def decode_body(body: bytes, content_type: str) -> Any:
     """A request body as JSON values (JSON, or YAML for apply patches and yaml bodies)."""
     media = content_type.split(";", 1)[0].strip().lower()
+    if "protobuf" in media or "cbor" in media:
+        # kube-apiserver also speaks protobuf/CBOR; the simulator speaks JSON and YAML only.
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"application/json, application/yaml (not {media})",
+        )
     try:
         if media.endswith("yaml"):
             return yaml.safe_load(body.decode())

@@ -194,13 +194,38 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             body = _incoming(target, await _body(request))
             _check_identity(target, body)
             return json_response(
-                target.served(store.update(target.plural, body, subresource=target.subresource))
+                target.served(
+                    store.update(
+                        target.plural, body, subresource=target.subresource, **_writing(request)
+                    )
+                )
             )
         if method == "PATCH":
             return await patch(request, target)
         if method == "DELETE":
+            options = await _delete_options(request)
+            current = store.stored(target.plural, (target.namespace or "", target.name))
+            preconditions = options.get("preconditions") or {}
+            if current is not None and any(
+                preconditions.get(f) not in (None, current["metadata"].get(f))
+                for f in ("uid", "resourceVersion")
+            ):
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: {preconditions} (current uid "
+                    f"{current['metadata'].get('uid')}, resourceVersion "
+                    f"{current['metadata'].get('resourceVersion')})",
+                )
             return json_response(
-                target.served(store.delete(target.plural, target.namespace, target.name))
+                target.served(
+                    store.delete(
+                        target.plural,
+                        target.namespace,
+                        target.name,
+                        dry_run=_writing(request)["dry_run"] or "All" in options.get("dryRun", []),
+                    )
+                )
             )
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
 
@@ -215,7 +240,9 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = target.namespace or "default"
-        return json_response(target.served(store.create(target.plural, obj)), 201)
+        return json_response(
+            target.served(store.create(target.plural, obj, **_writing(request))), 201
+        )
 
     async def patch(request: Request, target: _Target) -> Response:
         kind = patch_type(request.headers.get("content-type", ""))
@@ -230,7 +257,9 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 obj.setdefault("metadata", {}).update(name=target.name)
                 if target.resource.namespaced:
                     obj["metadata"]["namespace"] = target.namespace
-                return json_response(target.served(store.create(target.plural, obj)), 201)
+                return json_response(
+                    target.served(store.create(target.plural, obj, **_writing(request))), 201
+                )
             body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
             (body.get("metadata") or {}).pop("resourceVersion", None)
         if current is None:
@@ -244,7 +273,11 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             ):
                 obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return json_response(
-                target.served(store.update(target.plural, obj, subresource=target.subresource))
+                target.served(
+                    store.update(
+                        target.plural, obj, subresource=target.subresource, **_writing(request)
+                    )
+                )
             )
         if not isinstance(body, dict):
             raise bad_request("a merge patch must be an object")
@@ -255,7 +288,11 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             if not (body.get("metadata") or {}).get("resourceVersion"):
                 obj["metadata"].pop("resourceVersion", None)
             return json_response(
-                target.served(store.update(target.plural, obj, subresource=target.subresource))
+                target.served(
+                    store.update(
+                        target.plural, obj, subresource=target.subresource, **_writing(request)
+                    )
+                )
             )
         return json_response(
             target.served(
@@ -265,6 +302,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     target.name,
                     body,
                     subresource=target.subresource,
+                    **_writing(request),
                 )
             )
         )
@@ -445,6 +483,25 @@ async def _body(request: Request) -> Any:
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
     return body
+
+
+async def _delete_options(request: Request) -> dict[str, Any]:
+    """The DeleteOptions body of a DELETE (kubectl sends dryRun and propagationPolicy there).
+    propagationPolicy is accepted; dependents are not garbage-collected by the simulator."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    options = decode_body(raw, request.headers.get("content-type", _JSON))
+    return options if isinstance(options, dict) else {}
+
+
+def _writing(request: Request) -> dict[str, Any]:
+    """Field manager and dry-run of a write: `?fieldManager=` or, as kube-apiserver does, the
+    User-Agent up to its first "/" (kubectl, OpenAPI-Generator …); `?dryRun=All`."""
+    manager = request.query_params.get("fieldManager")
+    if not manager:
+        manager = request.headers.get("user-agent", "").split("/", 1)[0] or "unknown"
+    return {"manager": manager[:128], "dry_run": request.query_params.get("dryRun") == "All"}
 
 
 def _incoming(target: _Target, body: Any) -> dict:

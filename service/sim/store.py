@@ -44,6 +44,7 @@ Listener = Callable[[str, str, dict], None]
 
 # utilrand's alphabet: no vowels, no easily confused characters (k8s.io/apimachinery).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+MANAGER = "dra-mirror-sim"  # field manager of writes that name none
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -205,7 +206,15 @@ class ClusterStore:
         """`fn()` after every change and restart (the HTTP layer wakes its watches with it)."""
         self._wakers.append(fn)
 
-    def create(self, plural: str, obj: dict, *, validate: bool = True) -> dict:
+    def create(
+        self,
+        plural: str,
+        obj: dict,
+        *,
+        validate: bool = True,
+        manager: str = MANAGER,
+        dry_run: bool = False,
+    ) -> dict:
         res = _resource(plural)
         obj = copy_object(obj)
         meta = obj.setdefault("metadata", {})
@@ -232,7 +241,7 @@ class ClusterStore:
                     raise ApiError(
                         403,
                         "Forbidden",
-                        f"{plural} \"{name}\" is forbidden: unable to create new content in "
+                        f'{plural} "{name}" is forbidden: unable to create new content in '
                         f"namespace {meta['namespace']} because it is being terminated",
                         {"name": name, "group": res.group, "kind": plural},
                     )
@@ -246,10 +255,18 @@ class ClusterStore:
         meta.pop("deletionTimestamp", None)
         meta["generation"] = 1
         if "managedFields" not in meta:
-            meta["managedFields"] = [_managed_entry(obj, "Update", now)]
-        return self._write(plural, key, obj, "ADDED", None)
+            meta["managedFields"] = [_managed_entry(obj, "Update", now, manager)]
+        return self._write(plural, key, obj, "ADDED", None, dry_run=dry_run)
 
-    def update(self, plural: str, obj: dict, *, subresource: str | None = None) -> dict:
+    def update(
+        self,
+        plural: str,
+        obj: dict,
+        *,
+        subresource: str | None = None,
+        manager: str = MANAGER,
+        dry_run: bool = False,
+    ) -> dict:
         res = _resource(plural)
         meta = obj.get("metadata") or {}
         key = key_of(res, meta.get("namespace"), meta.get("name") or "")
@@ -267,10 +284,11 @@ class ClusterStore:
             raise invalid(res.kind, res.group, key[1], causes)
         if _without_rv(new) == _without_rv(old):
             return copy_object(old)  # a no-op update writes nothing, as kube-apiserver
+        _record_manager(new, manager, subresource, timestamp(self._clock()))
         if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             # The last finalizer is gone from an object being deleted: remove it now.
-            return self._write(plural, key, new, "DELETED", old)
-        return self._write(plural, key, new, "MODIFIED", old)
+            return self._write(plural, key, new, "DELETED", old, dry_run=dry_run)
+        return self._write(plural, key, new, "MODIFIED", old, dry_run=dry_run)
 
     def patch(
         self,
@@ -280,6 +298,8 @@ class ClusterStore:
         patch: dict,
         *,
         subresource: str | None = None,
+        manager: str = MANAGER,
+        dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
         old = self._objects[plural].get(key_of(res, namespace, name))
@@ -292,14 +312,20 @@ class ClusterStore:
             meta["namespace"] = old["metadata"]["namespace"]
         if not (patch.get("metadata") or {}).get("resourceVersion"):
             meta.pop("resourceVersion", None)  # a patch is unconditional unless it says otherwise
-        return self.update(plural, merged, subresource=subresource)
+        return self.update(
+            plural, merged, subresource=subresource, manager=manager, dry_run=dry_run
+        )
 
-    def delete(self, plural: str, namespace: str | None, name: str) -> dict:
+    def delete(
+        self, plural: str, namespace: str | None, name: str, *, dry_run: bool = False
+    ) -> dict:
         res = _resource(plural)
         key = key_of(res, namespace, name)
         old = self._objects[plural].get(key)
         if old is None:
             raise not_found(plural, res.group, name)
+        if dry_run:
+            return copy_object(old)
         if plural == "namespaces":
             if (old.get("spec") or {}).get("finalizers"):
                 # Namespace deletion is asynchronous: the namespace turns Terminating and the
@@ -381,7 +407,22 @@ class ClusterStore:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _write(self, plural: str, key: Key, obj: dict, kind: str, prev: dict | None) -> dict:
+    def _write(
+        self,
+        plural: str,
+        key: Key,
+        obj: dict,
+        kind: str,
+        prev: dict | None,
+        *,
+        dry_run: bool = False,
+    ) -> dict:
+        if dry_run:
+            # ?dryRun=All: everything but the write (kubectl --dry-run=server, kubectl diff).
+            out = copy_object(obj)
+            if prev is not None:
+                out["metadata"]["resourceVersion"] = prev["metadata"]["resourceVersion"]
+            return out
         self.resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self.resource_version)
         objects = self._objects[plural]
@@ -499,13 +540,44 @@ def _qos_class(pod: dict) -> str:
     return "Burstable" if has_any else "BestEffort"
 
 
-def _managed_entry(obj: dict, operation: str, now: str, manager: str = "dra-mirror-sim") -> dict:
-    body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
-    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")}
-    body["metadata"] = meta
-    if not meta:
-        body.pop("metadata")
-    return {
+def _record_manager(obj: dict, manager: str, subresource: str | None, now: str) -> None:
+    """Record `manager`'s Update in managedFields, as the API server does on every write."""
+    meta = obj["metadata"]
+    if "managedFields" not in meta:
+        return  # an object written without managedFields (bulk load) keeps none
+    entry = _managed_entry(obj, "Update", now, manager, subresource=subresource)
+    entries = [
+        e
+        for e in meta["managedFields"] or []
+        if not (
+            e.get("manager") == manager
+            and e.get("operation") == "Update"
+            and e.get("subresource") == subresource
+        )
+    ]
+    meta["managedFields"] = [*entries, entry]
+
+
+def _managed_entry(
+    obj: dict,
+    operation: str,
+    now: str,
+    manager: str = "dra-mirror-sim",
+    *,
+    subresource: str | None = None,
+) -> dict:
+    """One managedFields entry: who wrote which fields (labels, annotations, spec…) when."""
+    if subresource == "status":
+        body = {"status": obj.get("status") or {}}
+    else:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
+        meta = {
+            k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")
+        }
+        body["metadata"] = meta
+        if not meta:
+            body.pop("metadata")
+    entry = {
         "manager": manager,
         "operation": operation,
         "apiVersion": obj.get("apiVersion", "v1"),
@@ -513,6 +585,9 @@ def _managed_entry(obj: dict, operation: str, now: str, manager: str = "dra-mirr
         "fieldsType": "FieldsV1",
         "fieldsV1": fields_v1(body),
     }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
 
 
 def _too_old(rv: int) -> ApiError:

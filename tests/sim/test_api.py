@@ -140,6 +140,35 @@ async def test_errors_are_status_objects(api: client.ApiClient):
     assert {"metadata.name", "spec.devices"} <= fields
 
 
+async def test_dry_run_and_field_manager(api: client.ApiClient, store: ClusterStore):
+    custom = client.CustomObjectsApi(api)
+    dry = await custom.create_namespaced_custom_object(
+        GROUP, "v1", "default", "resourceclaims", claim_body("dry"), dry_run="All"
+    )
+    assert (
+        dry["metadata"]["name"] == "dry" and store.get("resourceclaims", "default", "dry") is None
+    )
+    await custom.create_namespaced_custom_object(
+        GROUP, "v1", "default", "resourceclaims", claim_body("real"), field_manager="tester"
+    )
+    await custom.patch_namespaced_custom_object_status(
+        GROUP,
+        "v1",
+        "default",
+        "resourceclaims",
+        "real",
+        {"status": {"devices": []}},
+        field_manager="kube-scheduler",
+        _content_type=MERGE,
+    )
+    managed = store.get("resourceclaims", "default", "real")["metadata"]["managedFields"]
+    assert [(m["manager"], m.get("subresource")) for m in managed] == [
+        ("tester", None),
+        ("kube-scheduler", "status"),
+    ]
+    assert managed[1]["fieldsV1"] == {"f:status": {".": {}, "f:devices": {}}}
+
+
 async def test_paged_list_is_a_consistent_snapshot(api: client.ApiClient, store: ClusterStore):
     for i in range(7):
         store.create("resourceslices", slice_body(f"slice-{i}", f"node-{i}"))

@@ -153,6 +153,10 @@ async def test_apply_and_delete_fixture(
     assert sorted(t["metadata"]["name"] for t in templates) == ["preferred-gpu", "prioritized-gpu"]
     annotation = templates[0]["metadata"]["annotations"]
     assert "kubectl.kubernetes.io/last-applied-configuration" in annotation
+    assert templates[0]["metadata"]["managedFields"][0]["manager"] == "kubectl-client-side-apply"
+    dry = await kubectl.run("delete", "-f", str(fixture), "--dry-run=server")
+    assert "(server dry run)" in dry
+    assert store.get("pods", "prioritized-alternatives", "pod0") is not None
     again = await kubectl.run("apply", "-f", str(fixture))
     assert "pod/pod0 unchanged" in again
     await kubectl.run("label", "pod", "-n", "prioritized-alternatives", "pod0", "team=a")
