@@ -16,7 +16,8 @@ committed id per `name` kept in `outbox_positions`). `name` must identify the ou
 restarts: a Redis stream key; for the in-process queue a fresh name per process, since its
 entries (and ids) die with it.
 
-Entries (`OutboxEntry`) are msgspec msgpack: a `Changes` batch, a gap, or "watch started".
+Entries (`OutboxEntry`) are msgspec msgpack: a `Changes` batch (its records pre-encoded as
+JSON, so the writer never decodes them), a gap, or "watch started".
 """
 
 from __future__ import annotations
@@ -29,11 +30,46 @@ from typing import Protocol
 
 import msgspec
 
-from service.model.changes import Changes
+from service.model.changes import Changes, Transition
+from service.model.records import KIND_OF, Record
+
+
+class Version(msgspec.Struct, array_like=True):
+    """One object version, its record already encoded (msgspec JSON): the writer stores the
+    body as it is, never decoding the record."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    deleted: bool
+    body: bytes
 
 
 class ChangesEntry(msgspec.Struct, tag="changes"):
-    changes: Changes
+    """What history keeps of one `Changes`: its object versions and its transitions."""
+
+    cluster: str
+    at: str
+    versions: list[Version]
+    transitions: list[Transition]
+
+    @classmethod
+    def of(cls, changes: Changes) -> ChangesEntry:
+        versions = [_version(record, False) for record in changes.upserts] + [
+            _version(record, True) for record in changes.deletes
+        ]
+        return cls(changes.cluster, changes.at, versions, changes.transitions)
+
+
+_json = msgspec.json.Encoder()
+
+
+def _version(record: Record, deleted: bool) -> Version:
+    meta = record.meta
+    return Version(KIND_OF[type(record)], meta.namespace, meta.name, meta.uid,
+                   meta.resource_version, deleted, _json.encode(record))  # fmt: skip
 
 
 class GapEntry(msgspec.Struct, tag="gap"):

@@ -18,8 +18,8 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   `unwatched` — the fresh index re-announces what is still held, opening new intervals.
 
 Open intervals touched by a batch are read once per batch (one SELECT per table), decided in
-Python, then written with one executemany per table: the cost is a few statements per batch,
-not per row.
+Python, then written with one executemany per table — on PostgreSQL through COPY and a staging
+table (`pgcopy`): the cost is a few statements per batch, not per row.
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
 import orjson
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import String, any_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from service.history import pgcopy
 from service.history.models import (
     INTERVAL_TABLES,
     AllocationInterval,
@@ -50,12 +51,9 @@ from service.history.models import (
 from service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
 from service.history.times import to_us
 from service.model import changes as t
-from service.model.changes import Changes, Transition
-from service.model.records import KIND_OF, Record
+from service.model.changes import Transition
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
-
-_json = msgspec.json.Encoder()
 
 # identity columns of each interval table (after `cluster`)
 _KEYS: dict[type, tuple[str, ...]] = {
@@ -91,27 +89,13 @@ def _insert(conn: AsyncConnection, table: type):
     return dialect.insert(table)
 
 
-def version_rows(changes: Changes) -> Iterable[dict[str, Any]]:
-    """The object_versions rows of one Changes (upserts, then deletes as `deleted`)."""
-    observed = to_us(changes.at)
-    for deleted, records in ((False, changes.upserts), (True, changes.deletes)):
-        for record in records:
-            yield _version_row(record, observed, deleted)
-
-
-def _version_row(record: Record, observed: int, deleted: bool) -> dict[str, Any]:
-    meta = record.meta
-    return {
-        "cluster": meta.cluster,
-        "kind": KIND_OF[type(record)],
-        "namespace": meta.namespace,
-        "name": meta.name,
-        "uid": meta.uid,
-        "resource_version": meta.resource_version,
-        "observed_us": observed,
-        "deleted": deleted,
-        "body": _json.encode(record).decode(),
-    }
+def version_rows(entry: ChangesEntry) -> Iterable[dict[str, Any]]:
+    """The object_versions rows of one entry (bodies stored as encoded, never parsed)."""
+    observed = to_us(entry.at)
+    for v in entry.versions:
+        yield {"cluster": entry.cluster, "kind": v.kind, "namespace": v.namespace,
+               "name": v.name, "uid": v.uid, "resource_version": v.resource_version,
+               "observed_us": observed, "deleted": v.deleted, "body": v.body.decode()}  # fmt: skip
 
 
 class BatchRecorder:
@@ -153,12 +137,11 @@ class BatchRecorder:
         plan = _Plan()
         transitions: list[Transition] = []
         for entry in entries:
-            changes = entry.changes
-            plan.versions.extend(version_rows(changes))
-            at = to_us(changes.at)
-            if at > plan.marks.get(changes.cluster, -1):
-                plan.marks[changes.cluster] = at
-            transitions.extend(changes.transitions)
+            plan.versions.extend(version_rows(entry))
+            at = to_us(entry.at)
+            if at > plan.marks.get(entry.cluster, -1):
+                plan.marks[entry.cluster] = at
+            transitions.extend(entry.transitions)
         if transitions:
             opened = await self._open_intervals(transitions)
             _Decider(plan, opened).apply(transitions)
@@ -178,8 +161,15 @@ class BatchRecorder:
             for start in range(0, len(values), CHUNK):
                 chunk = values[start : start + CHUNK]
                 columns = [getattr(table, name) for name in keys]
+                # PostgreSQL: one array parameter, so the statement text (and its prepared
+                # plan) is the same for every batch; SQLite has no arrays: an IN list
+                wanted = (
+                    column == any_(bindparam("wanted", chunk, type_=ARRAY(String)))
+                    if self.conn.dialect.name == "postgresql"
+                    else column.in_(chunk)
+                )
                 query = select(table.id, table.start_us, *columns).where(
-                    table.end_us.is_(None), column.in_(chunk)
+                    table.end_us.is_(None), wanted
                 )
                 for row in await self.conn.execute(query):
                     opened[table][tuple(row[2:])] = _Open(start_us=row[1], row_id=row[0])
@@ -187,13 +177,16 @@ class BatchRecorder:
 
     async def _write(self, plan: _Plan) -> None:
         conn = self.conn
-        if plan.versions:
-            await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), plan.versions)
-        for table, rows in plan.inserts.items():
-            if rows:
+        bulk = conn.dialect.name == "postgresql"
+        for table, rows in ((ObjectVersion, plan.versions), *plan.inserts.items()):
+            if bulk and len(rows) >= pgcopy.MIN_ROWS:
+                await pgcopy.copy_insert(conn, table.__tablename__, rows)
+            elif rows:
                 await conn.execute(_insert(conn, table).on_conflict_do_nothing(), rows)
         for table, rows in plan.closes.items():
-            if rows:
+            if bulk and len(rows) >= pgcopy.MIN_ROWS:
+                await pgcopy.copy_close(conn, table.__tablename__, rows)
+            elif rows:
                 stmt = (
                     update(table)
                     .where(table.id == bindparam("row_id"))

@@ -65,7 +65,7 @@ class HistorySink:
 
     async def __call__(self, changes: Changes) -> None:
         if changes:
-            await self.outbox.append(encode_entry(ChangesEntry(changes)))
+            await self.outbox.append(encode_entry(ChangesEntry.of(changes)))
 
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         """The cluster was not watched from `start` to `end` (RFC 3339), e.g. a watch
@@ -83,8 +83,10 @@ class HistorySink:
 class WriterOptions:
     batch_rows: int = 200
     """Write a batch once it holds about this many rows (object versions + transitions)."""
-    batch_entries: int = 500
-    """Never take more outbox entries than this into one batch."""
+    batch_entries: int = 2000
+    """Never take more outbox entries than this into one batch. A backlog (after an outage,
+    at start-up) drains in batches this big: each transaction costs a few round trips and a
+    commit whatever its size, so draining in batches of 100 is several times slower."""
     linger: float = 0.1
     """Seconds to wait for more entries before writing a short batch."""
     retry_initial: float = 0.2
@@ -123,8 +125,7 @@ def _transient(error: BaseException) -> bool:
 
 def _size(entry: OutboxEntry | None) -> int:
     if isinstance(entry, ChangesEntry):
-        c = entry.changes
-        return max(1, len(c.upserts) + len(c.deletes) + len(c.transitions))
+        return max(1, len(entry.versions) + len(entry.transitions))
     return 1
 
 
@@ -253,7 +254,7 @@ class HistoryWriter:
                     await self._commit_with_retry([entry])
                     continue
                 self.stats.rejected += 1
-                cluster = getattr(getattr(entry[1], "changes", entry[1]), "cluster", "?")
+                cluster = getattr(entry[1], "cluster", "?")
                 log.error(
                     "history entry %s of cluster %s refused by SQL, skipped: %s",
                     entry[0], cluster, str(error).splitlines()[0],
