@@ -164,7 +164,7 @@ class Selector:
         key: list[Any] = [driver, device.shareable]
         for is_attribute, qualified, domain, name in self._reads or ():
             values = device.attributes if is_attribute else device.capacity
-            value = values.get(qualified, _MISSING)
+            value: Any = values.get(qualified, _MISSING)
             if value is _MISSING and domain == driver:
                 value = values.get(name, _MISSING)
             if value is _MISSING:

@@ -121,9 +121,9 @@ def _compare(a: Any, b: Any) -> int:
     if _kind(b) != kind:
         raise ValueError("cannot compare a Quantity with a Semver")
     if kind == QUANTITY_KEY:
-        x, y = _fraction(a[kind]), _fraction(b[kind])
-    else:
-        x, y = _semver_order(a[kind]), _semver_order(b[kind])
+        q, r = _fraction(a[kind]), _fraction(b[kind])
+        return (q > r) - (q < r)
+    x, y = _semver_order(a[kind]), _semver_order(b[kind])
     return (x > y) - (x < y)
 
 
@@ -131,7 +131,7 @@ def _semver_part(index: int):
     def part(value: Any) -> int:
         if _kind(value) != SEMVER_KEY:
             raise ValueError("expected a Semver")
-        return _parse_semver(value[SEMVER_KEY], normalize=False)[index]
+        return int(_parse_semver(value[SEMVER_KEY], normalize=False)[index])
 
     return part
 

@@ -155,15 +155,15 @@ def _pods(pods: list[PodRecord], claims: Mapping[ObjectKey, ClaimRecord]) -> lis
             replicas[group] += 1
             if pod.phase == "Pending" and pod.reason == "Unschedulable":
                 waiting_replicas[group].append(pod)
-    for (namespace, owner), waiting in sorted(waiting_replicas.items()):
-        total = replicas[(namespace, owner)]
+    for (namespace, controller), waiting in sorted(waiting_replicas.items()):
+        total = replicas[(namespace, controller)]
         if total > 1:
             names = ", ".join(sorted(p.meta.name for p in waiting))
             out.append(
                 Finding(
                     "template-per-replica",
                     WARNING,
-                    f"{owner.split(' ')[0]} {namespace}/{owner.split(' ', 1)[1]}",
+                    f"{controller.split(' ')[0]} {namespace}/{controller.split(' ', 1)[1]}",
                     "",
                     f"{total} replicas each got their own claim from a template and "
                     f"{len(waiting)} stay Pending ({names}): not enough free devices where they "

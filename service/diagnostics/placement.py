@@ -81,8 +81,8 @@ def allocate(
     if node is not None:
         scopes: list[str | None] = [node]
     else:
-        nodes = {e.node for m in matches for e in m.devices if e.node is not None}
-        scopes = sorted(nodes) or [None]
+        nodes = sorted({e.node for m in matches for e in m.devices if e.node is not None})
+        scopes = list(nodes) if nodes else [None]
     # Candidates per match by node, once: each node's search then reads only its own devices.
     by_node = [[_by_node(m.devices) for m in ms] for ms in per_request]
     search_limited = False

@@ -106,10 +106,10 @@ def claim_verdicts(
             if v.verdict == FITS:
                 v.verdict = fallback
     blocking = [vs[0] for vs in grouped if not any(v.verdict == FITS for v in vs)]
-    first = (blocking or verdicts or [None])[0]
+    shown = blocking or verdicts
     message = (
-        f"cannot allocate all claims: request {first.request}: {first.summary()}"
-        if first is not None
+        f"cannot allocate all claims: request {shown[0].request}: {shown[0].summary()}"
+        if shown
         else "cannot allocate all claims: the claim has no requests"
     )
     return Unsatisfiable(requests=verdicts, node=node, message=message)
