@@ -1,0 +1,73 @@
+"""Cluster facts: the driver a class names, GPU-looking nodes, and the scheduler's
+NodeResourcesFit arithmetic (init containers, terminal pods)."""
+
+from __future__ import annotations
+
+from service.diagnostics.cluster import driver_of_selectors, gpu_nodes, node_shortfall, pod_requests
+from service.model.records import Container, Meta, NodeRecord, PodRecord
+from tests.diagnostics.builders import CLUSTER
+
+
+def pod(
+    name: str, *containers: Container, node: str | None = "n1", phase: str = "Running"
+) -> PodRecord:
+    return PodRecord(
+        meta=Meta(cluster=CLUSTER, name=name, namespace="default", uid=f"uid-{name}"),
+        phase=phase,
+        node_name=node,
+        containers=containers,
+    )
+
+
+def node(name: str = "n1", *, capacity=None, labels=None, **allocatable: str) -> NodeRecord:
+    return NodeRecord(
+        meta=Meta(cluster=CLUSTER, name=name, labels=labels or {}),
+        capacity=capacity or {},
+        allocatable=allocatable,
+    )
+
+
+def test_driver_named_by_a_class() -> None:
+    assert driver_of_selectors(["device.driver == 'gpu.nvidia.com' && x"]) == "gpu.nvidia.com"
+    assert driver_of_selectors(
+        ['device.attributes["a.io"].x', 'device.driver=="cni.dra.networking.x-k8s.io"']
+    ) == ("cni.dra.networking.x-k8s.io")
+    assert driver_of_selectors(["device.attributes['gpu.nvidia.com'].type == 'gpu'"]) is None
+
+
+def test_gpu_looking_nodes() -> None:
+    nodes = [
+        node("plugin", capacity={"nvidia.com/gpu": "4"}),
+        node("gfd", labels={"nvidia.com/gpu.present": "true"}),
+        node("nfd", labels={"feature.node.kubernetes.io/pci-10de.present": "true"}),
+        node("zero", capacity={"nvidia.com/gpu": "0"}),
+        node("cpu", labels={"kubernetes.io/os": "linux"}),
+    ]
+    assert [n.meta.name for n in gpu_nodes(nodes)] == ["gfd", "nfd", "plugin"]
+
+
+def test_pod_requests_take_the_larger_of_containers_and_init() -> None:
+    p = pod(
+        "p",
+        Container(name="a", requests={"cpu": "500m", "memory": "1Gi"}),
+        Container(
+            name="b", requests={"cpu": "1"}, limits={"memory": "2Gi"}
+        ),  # limits default requests
+        Container(name="init", init=True, requests={"cpu": "4", "memory": "1Gi"}),
+    )
+    assert {k: str(v) for k, v in pod_requests(p).items()} == {
+        "cpu": "4",
+        "memory": str(3 * 1024**3),
+    }
+
+
+def test_node_shortfall_counts_bound_pods_but_not_finished_ones() -> None:
+    n1 = node(cpu="8", memory="16Gi")
+    waiting = pod("waiting", Container(name="m", requests={"cpu": "2"}), node=None, phase="Pending")
+    busy = pod("busy", Container(name="m", requests={"cpu": "6500m"}))
+    done = pod("done", Container(name="m", requests={"cpu": "8"}), phase="Succeeded")
+    elsewhere = pod("elsewhere", Container(name="m", requests={"cpu": "8"}), node="n2")
+    assert node_shortfall(waiting, n1, [busy, done, elsewhere, waiting]) == ("cpu", "8500m", "8")
+    assert node_shortfall(waiting, n1, [done, elsewhere]) is None
+    big = pod("big", Container(name="m", requests={"memory": "20Gi"}), node=None, phase="Pending")
+    assert node_shortfall(big, n1, []) == ("memory", "20Gi", "16Gi")
