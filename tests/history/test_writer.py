@@ -210,3 +210,18 @@ async def test_an_entry_postgres_refuses_is_skipped_alone(postgres_history):
     await running.stop()
     assert running.writer.stats.rejected == 1
     await _matches_truth(engine)
+
+
+async def test_the_postgres_copy_path_writes_the_same_facts(postgres_history, monkeypatch):
+    from service.history import pgcopy
+
+    monkeypatch.setattr(pgcopy, "MIN_ROWS", 1)  # every insert and close through COPY
+    engine = postgres_history
+    running = Pipeline(engine).start()
+    await _load(running)
+    once = await _counts(engine)
+    await _load(running)  # every row again: COPY hits the unique keys, the staging path runs
+    await running.stop()
+    assert await _counts(engine) == once
+    assert once["allocations"] == 4 and once["object_versions"] == 5
+    await _matches_truth(engine)
