@@ -16,6 +16,9 @@ and a capacity selector (`memory.compareTo(quantity('80Gi')) >= 0 && productName
 * floor  — the same test written as a Python expression over the same dicts, in the same run,
   so the ratio survives a noisy machine.
 
+Then findDevices' case (issue 6: ≤ 1 s): the same two-clause selector over `--clusters` (10)
+clusters x 40,000 devices through `Selector.select`, first and again.
+
 A benchmark, not a test: it asserts only that the engines agree.
 """
 
@@ -48,7 +51,7 @@ CAPACITY_SELECTOR = (
 )
 
 
-def make_devices(n: int) -> list[DeviceEntry]:
+def make_devices(n: int, cluster: str = "bench") -> list[DeviceEntry]:
     """n devices: 8 per node; every 4th is a MIG partition, every 5th node an A100 node."""
     out = []
     for i in range(n):
@@ -71,9 +74,9 @@ def make_devices(n: int) -> list[DeviceEntry]:
         )
         out.append(
             DeviceEntry(
-                key=DeviceKey("bench", NVIDIA, f"node-{node}", device.name),
+                key=DeviceKey(cluster, NVIDIA, f"node-{node}", device.name),
                 device=device,
-                slice=ObjectKey("bench", "ResourceSlice", "", f"node-{node}-{NVIDIA}"),
+                slice=ObjectKey(cluster, "ResourceSlice", "", f"node-{node}-{NVIDIA}"),
                 node=f"node-{node}",
             )
         )
@@ -123,7 +126,25 @@ def run(n: int) -> None:
         print(f"  eval / floor: {timings['eval'] / timings['floor']:.1f}x")
 
 
+def find(n: int, clusters: int) -> None:
+    fleet = [make_devices(n, f"cluster-{c}") for c in range(clusters)]
+    total = n * clusters
+    expression = CAPACITY_SELECTOR.replace("'NVIDIA H200'", "'NVIDIA A100 80GB PCIe'")
+    selector = compile_selector(expression)
+    for label in ("first", "again"):
+        start = time.perf_counter()
+        found = sum(len(selector.select(devices)[0]) for devices in fleet)
+        elapsed = time.perf_counter() - start
+        print(
+            f"findDevices {label}: {clusters} clusters x {n:,} devices, {found:,} found in "
+            f"{elapsed * 1000:.0f} ms ({total / elapsed:,.0f} devices/s)"
+        )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--devices", type=int, default=40_000)
-    run(parser.parse_args().devices)
+    parser.add_argument("--clusters", type=int, default=10)
+    args = parser.parse_args()
+    run(args.devices)
+    find(args.devices, args.clusters)

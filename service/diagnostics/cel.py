@@ -199,6 +199,7 @@ class Selector:
         return f"Selector({self.expression!r})"
 
 
+_COMPILED_LIMIT = 10_000
 _compiled: dict[str, Selector | SelectorError] = {}
 
 
@@ -207,6 +208,9 @@ def compile_selector(expression: str) -> Selector:
     hit = _compiled.get(expression)
     if hit is None:
         hit = _compile(expression)
+        if len(_compiled) >= _COMPILED_LIMIT:
+            # Clients send selectors too (findDevices): keep the cache bounded.
+            _compiled.clear()
         _compiled[expression] = hit
     if isinstance(hit, SelectorError):
         raise hit
