@@ -15,6 +15,7 @@ seconds. `Accept: …;as=Table;g=meta.k8s.io;v=v1` gets a server-side Table (tab
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +38,7 @@ from service.sim.served import ServedCluster
 from service.sim.store import list_item, merge_patch
 from service.sim.watching import WatchRequest, watch_stream
 
+log = logging.getLogger(__name__)
 _JSON = "application/json"
 _WRITE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -136,6 +138,13 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 return await fn(request)
             except ApiError as error:
                 return error_response(error)
+            except Exception as error:  # a simulator bug: answer as kube-apiserver would
+                log.exception(
+                    "cluster %s: %s %s failed", cluster.name, request.method, request.url.path
+                )
+                return error_response(
+                    ApiError(500, "InternalError", f"Internal error occurred: {error!r}")
+                )
 
         return endpoint
 

@@ -217,7 +217,8 @@ class ClusterStore:
     ) -> dict:
         res = _resource(plural)
         obj = copy_object(obj)
-        meta = obj.setdefault("metadata", {})
+        _check_shape(res, obj)
+        meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generated_name(res, meta)
         name = meta.get("name") or ""
@@ -268,7 +269,8 @@ class ClusterStore:
         dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
-        meta = obj.get("metadata") or {}
+        _check_shape(res, obj)
+        meta = obj["metadata"]
         key = key_of(res, meta.get("namespace"), meta.get("name") or "")
         old = self._objects[plural].get(key)
         if old is None:
@@ -496,6 +498,56 @@ class ClusterStore:
         if new.get("spec") != old.get("spec"):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
+
+
+def _check_shape(res: Resource, obj: Any) -> None:
+    """422 for an object whose metadata has the wrong JSON types (before anything reads it)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(obj, dict) and meta is None:
+        meta = obj["metadata"] = {}
+    problems = []
+    if not isinstance(meta, dict):
+        problems.append(
+            {"reason": "FieldValueInvalid", "message": "must be an object", "field": "metadata"}
+        )
+    else:
+        for field in ("name", "generateName", "namespace", "resourceVersion"):
+            if meta.get(field) is not None and not isinstance(meta[field], str):
+                problems.append(
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "must be a string",
+                        "field": f"metadata.{field}",
+                    }
+                )
+        for field in ("labels", "annotations"):
+            value = meta.get(field)
+            if value is not None and not (
+                isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+            ):
+                problems.append(
+                    {
+                        "reason": "FieldValueInvalid",
+                        "message": "must be a map of strings",
+                        "field": f"metadata.{field}",
+                    }
+                )
+        if meta.get("finalizers") is not None and not (
+            isinstance(meta["finalizers"], list)
+            and all(isinstance(f, str) for f in meta["finalizers"])
+        ):
+            problems.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": "must be a list of strings",
+                    "field": "metadata.finalizers",
+                }
+            )
+    if problems:
+        name = (
+            meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
+        )
+        raise invalid(res.kind, res.group, name, problems)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -111,6 +111,13 @@ def validate(plural: str, obj: dict) -> Causes:
     """Problems with `obj` as a new or updated object of `plural`; [] when it is valid."""
     c = _Checker()
     meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        c.add("metadata", "Invalid value: must be an object")
+        return c.causes
+    for field in ("labels", "annotations"):
+        if not isinstance(meta.get(field) or {}, dict):
+            c.add(f"metadata.{field}", "Invalid value: must be a map of strings")
+            return c.causes
     name = meta.get("name")
     if plural == "namespaces":
         c.dns_label("metadata.name", name)
@@ -122,7 +129,12 @@ def validate(plural: str, obj: dict) -> Causes:
         _label(c, "metadata.labels", key, value)
     check = _CHECKS.get(plural)
     if check is not None:
-        check(c, obj)
+        try:
+            check(c, obj)
+        except (AttributeError, TypeError, KeyError, ValueError) as error:
+            # A field of the wrong JSON type (a string where a list belongs …): the real
+            # server fails to decode such a body; here it is one more cause, never a crash.
+            c.add("spec", f"Invalid value: malformed object ({type(error).__name__}: {error})")
     return c.causes
 
 
