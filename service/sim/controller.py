@@ -49,6 +49,7 @@ from service.model.quantity import parse_quantity
 from service.model.records import (
     DELETE_PROTECTION_FINALIZER,
     DEVICE_CLASS,
+    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     POD_CLAIM_NAME_ANNOTATION,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
@@ -228,9 +229,26 @@ class Controller:
             if nodes is None or key not in self.pending:
                 self._unschedulable(pod, placed)
             return
-        node, allocations = placed
+        node, allocations, extended = placed
         for claim, record in zip(claims, records, strict=True):
             self._reserve(claim, pod, allocations.get(record_key(record)))
+        if extended is not None:
+            # Created at PreBind, after the node is chosen; the tentative hold is replaced by
+            # the real claim's as its events arrive.
+            state.ledger.release(record_key(extended.record))
+            created = self.store.create("resourceclaims", extended.body)
+            self._reserve(created, pod, extended.allocation)
+            status = {
+                "resourceClaimName": created["metadata"]["name"],
+                "requestMappings": extended.mappings,
+            }
+            self.store.patch(
+                "pods",
+                key[0],
+                key[1],
+                {"status": {"extendedResourceClaimStatus": status}},
+                subresource="status",
+            )
         self.pending.pop(key, None)
         self.scheduled += 1
         self._bind(pod, node)
@@ -372,6 +390,11 @@ class Controller:
             s.get("resourceClaimName")
             for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
         ]
+        names.append(
+            ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get(
+                "resourceClaimName"
+            )
+        )
         for name in dict.fromkeys(n for n in names if n):
             claim = self.store.get("resourceclaims", ns, name)
             if claim is None:
@@ -626,15 +649,22 @@ class SchedulerState:
         *,
         nodes: set[str] | None,
         share_id: Callable[[], str],
-    ) -> tuple[str, dict[ObjectKey, Allocation]] | str:
+    ) -> tuple[str, dict[ObjectKey, Allocation], ExtendedClaim | None] | str:
         """The first node (by name) where the pod and all its claims fit, with the new
-        allocations; or kube-scheduler's message saying why no node fits."""
+        allocations (and the extended-resource claim the scheduler must create, if the pod's
+        `limits` name a DeviceClass's extended resource that no device plugin offers on that
+        node); or kube-scheduler's message saying why no node fits."""
         reasons: Counter[str] = Counter()
         candidates = sorted(self.nodes) if nodes is None else sorted(nodes & self.nodes.keys())
         ledger = self.ledger
         missing = [c for c in claims if c.allocation is None]
+        wanted = _extended_requests(pod)
+        by_dra = self.extended_classes() if wanted else {}
         for name in candidates:
-            why = self._node_misfit(pod, self.nodes[name])
+            allocatable = (self.nodes[name].get("status") or {}).get("allocatable") or {}
+            dra = {r: by_dra[r] for r in wanted if r not in allocatable and r in by_dra}
+            extended = extended_claim(pod, dra, self.cluster) if dra else None
+            why = self._node_misfit(pod, self.nodes[name], skip=dra.keys())
             if why is None and any(
                 c.allocation is not None and c.allocation.node_name not in (None, name)
                 for c in claims
@@ -645,7 +675,7 @@ class SchedulerState:
                 continue
             devices = self.devices.get(name, []) + self.devices.get(None, [])
             done: dict[ObjectKey, Allocation] = {}
-            for claim in missing:
+            for claim in missing + ([extended.record] if extended else []):
                 result = allocate(
                     claim,
                     classes=self.classes,
@@ -659,7 +689,9 @@ class SchedulerState:
                 ledger.commit(record_key(claim), result)
                 done[record_key(claim)] = result
             else:
-                return name, done
+                if extended is not None:
+                    extended.allocation = done[record_key(extended.record)]
+                return name, done, extended
             for key in done:
                 ledger.release(key)
             reasons["cannot allocate all claims"] += 1
@@ -672,7 +704,19 @@ class SchedulerState:
             f"available: {total} Preemption is not helpful for scheduling."
         )
 
-    def _node_misfit(self, pod: dict, node: dict) -> str | None:
+    def extended_classes(self) -> dict[str, str]:
+        """Extended resource name -> the DeviceClass that provides it through DRA: the class's
+        `extendedResourceName`, and implicitly `deviceclass.resource.kubernetes.io/<class>`.
+        (Kubernetes lets the newest class win a shared name; here the first by name does.)"""
+        out: dict[str, str] = {}
+        for name in sorted(self.classes):
+            out.setdefault(f"deviceclass.resource.kubernetes.io/{name}", name)
+            explicit = self.classes[name].extended_resource_name
+            if explicit:
+                out.setdefault(explicit, name)
+        return out
+
+    def _node_misfit(self, pod: dict, node: dict, *, skip: Iterable[str] = ()) -> str | None:
         spec = pod["spec"]
         labels = node["metadata"].get("labels") or {}
         if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
@@ -694,10 +738,73 @@ class SchedulerState:
         if len(here) >= int(allocatable.get("pods", 110)):
             return "Too many pods"
         for resource, amount in _extended_requests(pod).items():
+            if resource in skip:
+                continue
             used = sum((u.get(resource, Fraction(0)) for u in here), Fraction(0))
             if used + amount > parse_quantity(allocatable.get(resource, "0")):
                 return f"Insufficient {resource}"
         return None
+
+
+class ExtendedClaim:
+    """The claim kube-scheduler creates for extended resources served by DRA (DRAExtendedResource):
+    `generateName <pod>-extended-resources-`, the `resource.kubernetes.io/extended-resource-claim`
+    annotation, one request `container-<i>-request-<j>` per container and resource."""
+
+    def __init__(self, body: dict, mappings: list[dict], record: ClaimRecord) -> None:
+        self.body = body
+        self.mappings = mappings
+        self.record = record
+        self.allocation: Allocation | None = None
+
+
+def extended_claim(pod: dict, classes: dict[str, str], cluster: str) -> ExtendedClaim:
+    meta = pod["metadata"]
+    requests, mappings = [], []
+    for i, container in enumerate(pod["spec"].get("containers") or []):
+        limits = (container.get("resources") or {}).get("limits") or {}
+        for j, resource in enumerate(r for r in limits if r in classes):
+            request = f"container-{i}-request-{j}"
+            count = int(parse_quantity(str(limits[resource])))
+            requests.append(
+                {
+                    "name": request,
+                    "exactly": {
+                        "deviceClassName": classes[resource],
+                        "allocationMode": "ExactCount",
+                        "count": count,
+                    },
+                }
+            )
+            mappings.append(
+                {
+                    "containerName": container["name"],
+                    "resourceName": resource,
+                    "requestName": request,
+                }
+            )
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "generateName": f"{meta['name']}-extended-resources-",
+            "namespace": meta["namespace"],
+            "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"devices": {"requests": requests}},
+    }
+    named = {**body, "metadata": {**body["metadata"], "name": f"{meta['name']}-extended-resources"}}
+    return ExtendedClaim(body, mappings, normalize(RESOURCE_CLAIM, named, cluster=cluster))
 
 
 def _record(kind: str, obj: dict, cluster: str) -> Any:

@@ -102,6 +102,7 @@ def test_demo_who_runs_and_who_waits(demo: World):
         "notebook": ["Running"],
         "gateway": ["Running"] * 2,
         "cuda-legacy": ["Running"],
+        "mig-ext": ["Running"],
     }
     pending = next(p for p in pods_of(east, "trainer-") if p["status"]["phase"] == "Pending")
     condition = next(c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled")
@@ -188,6 +189,29 @@ def test_demo_idle_mig_and_nic_shares(demo: World):
             f"{hardware.NIC_DRIVER}/bandwidth": "10G",
             f"{hardware.NIC_DRIVER}/maxVirtualDevices": "1",
         }
+
+
+def test_demo_extended_resource_claim_is_made_by_the_scheduler(demo: World):
+    east = demo.stores["east"]
+    pod = pods_of(east, "mig-ext-")[0]
+    status = pod["status"]["extendedResourceClaimStatus"]
+    assert status["requestMappings"] == [
+        {
+            "containerName": "main",
+            "resourceName": "nvidia.com/mig-1g.18gb",
+            "requestName": "container-0-request-0",
+        }
+    ]
+    claim = east.get("resourceclaims", "research", status["resourceClaimName"])
+    meta = claim["metadata"]
+    assert meta["generateName"] == f"{pod['metadata']['name']}-extended-resources-"
+    assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert meta["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    request = claim["spec"]["devices"]["requests"][0]
+    assert request["exactly"]["deviceClassName"] == "mig-1g-18gb.gpu.nvidia.com"
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert result["request"] == "container-0-request-0"
+    assert "-mig-1g18gb-19-" in result["device"] and result["pool"] == pod["spec"]["nodeName"]
 
 
 def test_demo_west_and_determinism(demo: World):

@@ -109,6 +109,21 @@ def test_a_succeeded_pod_gives_back_its_devices(demo: World):
     assert east.get("pods", "research", mig["metadata"]["name"])["status"]["phase"] == "Succeeded"
 
 
+def test_the_extended_resource_claim_goes_with_its_pod(demo: World):
+    east = demo.stores["east"]
+    pod = pods_named(east, "mig-ext-")[0]
+    name = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    east.delete("pods", "research", pod["metadata"]["name"])
+    assert east.get("resourceclaims", "research", name) is None
+    # A node with the device plugin's resource serves it the old way, without a claim.
+    east.create("pods", pod_object("dp", "legacy", limits={"nvidia.com/gpu": "1"}))
+    dp = east.get("pods", "legacy", "dp")
+    assert (
+        dp["spec"]["nodeName"] == "east-legacy-0"
+        and "extendedResourceClaimStatus" not in dp["status"]
+    )
+
+
 def test_unknown_claim_keeps_the_pod_pending_until_it_exists(demo: World):
     east = demo.stores["east"]
     east.create(
