@@ -216,8 +216,16 @@ def fit(
     alt: Alternative,
     ledger: Ledger,
     tentative: Mapping[CounterSetKey, Mapping[str, Fraction]] | None = None,
+    *,
+    pending: Mapping[str, Fraction] | None = None,
+    in_claim: bool = False,
 ) -> tuple[str | None, dict[str, Fraction] | None]:
-    """(reason it cannot be given or None, the capacity a share would consume)."""
+    """(reason it cannot be given or None, the capacity a share would consume).
+
+    `tentative`: counters this allocation already took; `pending`: capacity of this device
+    earlier requests of the same claim already took; `in_claim`: the claim already uses the
+    device (a shareable device can serve several requests of one claim; it consumes its
+    counters once)."""
     if blocking_taints(entry, alt):
         return TAINTED, None
     if alt.admin:
@@ -229,7 +237,11 @@ def fit(
         if consumed is None:
             return CAPACITY, None
         remaining = ledger.remaining_capacity(entry)
-        if any(amount > remaining.get(name, Fraction(0)) for name, amount in consumed.items()):
+        taken = pending or {}
+        if any(
+            amount > remaining.get(name, Fraction(0)) - taken.get(name, Fraction(0))
+            for name, amount in consumed.items()
+        ):
             return CAPACITY, None
     else:
         if entry.key in ledger.exclusive or entry.key in ledger.shares:
@@ -238,7 +250,7 @@ def fit(
             capacity = device.capacity.get(name)
             if capacity is None or parse_quantity(requested) > parse_quantity(capacity.value):
                 return CAPACITY, None
-    if device.consumes_counters and not ledger.holders(entry.key):
+    if device.consumes_counters and not in_claim and not ledger.holders(entry.key):
         if not counters_fit(entry, ledger, tentative or {}):
             return COUNTERS, consumed
     return None, consumed

@@ -11,8 +11,10 @@ Rules implemented (resource.k8s.io/v1, as far as the scenarios use them):
   takes every matching device in scope and fails if any of them is unavailable (or none match);
 * every device of one claim is on one node, or network-attached (`DeviceEntry.node is None`);
   `node=None` tries nodes in name order, `node="n1"` only devices usable on n1;
-* a device is used at most once per claim; exclusive devices must be unheld; shareable ones get a
-  `shareID` and a `consumedCapacity` listing every capacity, rounded by its `requestPolicy`;
+* exclusive devices must be unheld and serve one request of one claim; shareable ones
+  (`allowMultipleAllocations`) get a `shareID` and a `consumedCapacity` listing every capacity,
+  rounded by its `requestPolicy`, per allocation result — several requests of one claim may
+  share one device while the capacity lasts (a request never takes the same device twice);
 * partition counters, NoSchedule/NoExecute taints and admin access as in `candidates.fit`;
 * `constraints`: `matchAttribute` (one value over all chosen devices of the named requests;
   a device without the attribute cannot be chosen) and `distinctAttribute` (all different);
@@ -123,7 +125,8 @@ class _Search:
             for ms, node_groups in zip(per_request, by_node, strict=True)
         ]
         self.picks: list[tuple[Alternative, DeviceEntry, dict[str, Fraction] | None]] = []
-        self.used: set[Any] = set()
+        self.uses: dict[Any, int] = {}  # device -> picks of it in this claim
+        self.pending: dict[Any, dict[str, Fraction]] = {}  # device -> capacity picks took
         self.tentative: dict[CounterSetKey, dict[str, Fraction]] = {}
         self.budget = SEARCH_BUDGET
 
@@ -173,22 +176,43 @@ class _Search:
         self.budget -= 1
         if self.budget < 0:
             raise _BudgetExhausted
-        if entry.key in self.used:
+        key = entry.key
+        uses = self.uses.get(key, 0)
+        if uses and not entry.device.shareable:
             return False
-        reason, consumed = fit(entry, alt, self.ledger, self.tentative)
+        reason, consumed = fit(
+            entry,
+            alt,
+            self.ledger,
+            self.tentative,
+            pending=self.pending.get(key),
+            in_claim=uses > 0,
+        )
         if reason is not None or not self._constraints_hold(alt, entry):
             return False
         self.picks.append((alt, entry, consumed))
-        self.used.add(entry.key)
-        if not alt.admin and not self.ledger.holders(entry.key):
+        self.uses[key] = uses + 1
+        if consumed:
+            taken = self.pending.setdefault(key, {})
+            for name, amount in consumed.items():
+                taken[name] = taken.get(name, Fraction(0)) + amount
+        if uses == 0 and not alt.admin and not self.ledger.holders(key):
             self._count(entry, +1)
         return True
 
     def _pop(self) -> None:
-        alt, entry, _ = self.picks.pop()
-        self.used.discard(entry.key)
-        if not alt.admin and not self.ledger.holders(entry.key):
-            self._count(entry, -1)
+        alt, entry, consumed = self.picks.pop()
+        key = entry.key
+        self.uses[key] -= 1
+        if consumed:
+            taken = self.pending[key]
+            for name, amount in consumed.items():
+                taken[name] -= amount
+        if self.uses[key] == 0:
+            del self.uses[key]
+            self.pending.pop(key, None)
+            if not alt.admin and not self.ledger.holders(key):
+                self._count(entry, -1)
 
     def _count(self, entry: DeviceEntry, sign: int) -> None:
         for consumption in entry.device.consumes_counters:

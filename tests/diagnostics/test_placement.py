@@ -475,3 +475,27 @@ def test_ledger_commit_replaces_and_never_mutated_by_allocate() -> None:
     ledger.commit(claim_key("c"), held(devices[1]))
     assert ledger.exclusive == {devices[1].key: claim_key("c")}
     assert ledger.holders(devices[0].key) == []
+
+
+def test_requests_of_one_claim_share_a_device_while_capacity_lasts() -> None:
+    devices = [nic(VALID_VALUES)]
+
+    def nic_req(name: str) -> Any:
+        return request(
+            name, "network-interface", capacity={f"{NIC}/bandwidth": "5G", f"{NIC}/queues": "1"}
+        )
+
+    two = place(claim("c", nic_req("a"), nic_req("b")), devices, share_id=share_ids())
+    assert isinstance(two, Allocation)
+    assert [(r.request, r.device, r.share_id) for r in two.results] == [
+        ("a", "eth1", "share-0"),
+        ("b", "eth1", "share-1"),
+    ]
+    three = place(claim("c", nic_req("a"), nic_req("b"), nic_req("c")), devices)
+    assert isinstance(three, Unsatisfiable)
+    # An exclusive device serves one request only.
+    assert isinstance(place(claim("c", request("a"), request("b")), [gpu(0)]), Unsatisfiable)
+    assert devices_of(place(claim("c", request("a"), request("b")), [gpu(0), gpu(1)])) == [
+        "n1/gpu-0",
+        "n1/gpu-1",
+    ]
