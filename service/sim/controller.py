@@ -428,7 +428,10 @@ class Controller:
                 "resourceclaims", {**claim, "status": status}, subresource="status"
             )
         finalizers = [f for f in meta.get("finalizers") or [] if f != DELETE_PROTECTION_FINALIZER]
-        claim["metadata"]["finalizers"] = finalizers or None
+        if finalizers:
+            claim["metadata"]["finalizers"] = finalizers
+        else:
+            claim["metadata"].pop("finalizers", None)
         self.store.update("resourceclaims", claim)
 
 
