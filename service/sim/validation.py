@@ -157,6 +157,14 @@ def validate_update(plural: str, old: dict, new: dict) -> Causes:
 
 def default(plural: str, obj: dict) -> dict:
     """Apply kube-apiserver's defaults for DRA requests in place; returns `obj`."""
+    try:
+        _default_requests(plural, obj)
+    except (AttributeError, TypeError):
+        pass  # malformed: validate() reports it
+    return obj
+
+
+def _default_requests(plural: str, obj: dict) -> None:
     spec = None
     if plural == "resourceclaims":
         spec = obj.get("spec")
@@ -168,7 +176,6 @@ def default(plural: str, obj: dict) -> dict:
                 exact.setdefault("allocationMode", "ExactCount")
                 if exact["allocationMode"] == "ExactCount":
                     exact.setdefault("count", 1)
-    return obj
 
 
 def _label(c: _Checker, field: str, key: str, value: Any) -> None:
