@@ -64,10 +64,56 @@ async def status(loaders: Loaders, entry: DeviceEntry) -> str:
 
 
 async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str]:
-    """Statuses of many devices, batched (filters and cluster counts use this)."""
-    return list(await asyncio.gather(*(status(loaders, entry) for entry in entries)))
+    """Statuses of many devices (filters, cluster counts): one store call for all of them,
+    not one DataLoader future each (tens of thousands of futures cost seconds). The answers
+    prime the per-device loaders, so a page built from the same devices reads them for free."""
+    keys = [entry.key for entry in entries]
+    found: list[str | None] = [None] * len(entries)
+    if loaders.reader.has_device_status:
+        found = await loaders.reader.device_status(keys)
+        loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
+    missing = [i for i, s in enumerate(found) if s is None]
+    if missing:
+        holds = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
+        loaders.relation(Relation.DEVICE_ALLOCATIONS).prime_many(
+            {keys[i]: h for i, h in zip(missing, holds, strict=True)}
+        )
+        for i, hold in zip(missing, holds, strict=True):
+            entry = entries[i]
+            free = None
+            if not hold and entry.device.consumes_counters:
+                free = await _counters_free(loaders, entry)
+            found[i] = inventory.device_status(entry, hold, counters_free=free)
+    return found  # type: ignore[return-value]
 
 
 async def remaining_capacity(loaders: Loaders, entry: DeviceEntry) -> dict[str, str]:
     """Capacity left on a shareable device after its shares' consumedCapacity."""
     return inventory.remaining_capacity(entry, await holders(loaders, entry.key))
+
+
+async def prefetch(loaders: Loaders, entries: Sequence[DeviceEntry]) -> None:
+    """Warm the loaders for a page of devices — statuses, holders, the holders' claims — in
+    one store call each, so each device's fields then resolve from the request's cache
+    instead of scheduling thousands of loader futures."""
+    if not entries:
+        return
+    await statuses(loaders, entries)
+    holds_loader = loaders.relation(Relation.DEVICE_ALLOCATIONS)
+    known: dict[DeviceKey, list[AllocationRef]] = {}
+    keys = []
+    for entry in entries:
+        cached = holds_loader.cache_map.get(entry.key)
+        if cached is None:
+            keys.append(entry.key)
+        elif cached.done() and not cached.cancelled() and cached.exception() is None:
+            known[entry.key] = cached.result()
+    if keys:
+        found = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
+        fresh = dict(zip(keys, found, strict=True))
+        holds_loader.prime_many(fresh)
+        known.update(fresh)
+    claim_keys = list(dict.fromkeys(ref.claim for refs in known.values() for ref in refs))
+    if claim_keys:
+        claims = await loaders.reader.get(claim_keys)
+        loaders.records.prime_many(dict(zip(claim_keys, claims, strict=True)))

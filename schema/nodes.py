@@ -79,7 +79,9 @@ class Node:
     @strawberry.field(description="Devices usable on this node (valid pool generations).")
     async def devices(self, info: Info) -> list[Device]:
         keys = await info.context.loaders.relation(Relation.NODE_DEVICES).load(self._key())
-        return await load_devices(info, sorted(keys))
+        devices = await load_devices(info, sorted(keys))
+        await device_state.prefetch(info.context.loaders, [d.entry for d in devices])
+        return devices
 
     @strawberry.field(description="Pods bound to this node.")
     async def pods(self, info: Info) -> list[Pod]:

@@ -132,7 +132,7 @@ class Query:
         if status is not None:
             statuses = await device_state.statuses(loaders, entries)
             entries = [e for e, s in zip(entries, statuses, strict=True) if s == status.value]
-        return paginate(
+        page = paginate(
             entries,
             key=lambda e: tuple(e.key),
             node=lambda e: Device(entry=e),
@@ -140,6 +140,8 @@ class Query:
             after=after,
             settings=info.context.settings,
         )
+        await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
+        return page
 
     @strawberry.field
     async def resource_claims(
@@ -159,7 +161,9 @@ class Query:
         if state is not None:
             claims = [c for c in claims if c.state == state.value]
         if idle is not None:
-            since = await info.context.loaders.idle_since.load_many([claim_key(c) for c in claims])
+            keys = [claim_key(c) for c in claims]
+            since = await info.context.reader.idle_since(keys)  # one call, no future per claim
+            info.context.loaders.idle_since.prime_many(dict(zip(keys, since, strict=True)))
             claims = [c for c, s in zip(claims, since, strict=True) if (s is not None) == idle]
         return paginate(
             claims,
