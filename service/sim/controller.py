@@ -175,7 +175,9 @@ class Controller:
                 except ApiError as error:
                     # A write the API server refused (e.g. a claim changed under us): the
                     # object is left as it is, the next event retries, the client's own
-                    # request is never failed by the world's reaction to it.
+                    # request is never failed by the world's reaction to it. Tentative holds
+                    # may be left in the ledger: rebuild the cache from the store.
+                    self._state = None
                     log.warning(
                         "sim controller: %s failed: %s %s",
                         action,
@@ -268,39 +270,15 @@ class Controller:
         }
         claims: list[dict] = []
         created = False
+        problem = None
         for entry in pod["spec"].get("resourceClaims") or []:
-            if entry.get("resourceClaimName"):
-                claim = self.store.get("resourceclaims", ns, entry["resourceClaimName"])
-                if claim is None:
-                    return f'resourceclaim "{entry["resourceClaimName"]}" not found'
-                reserved = (claim.get("status") or {}).get("reservedFor") or []
-                if len(reserved) >= MAX_RESERVED_FOR and all(
-                    r.get("uid") != meta["uid"] for r in reserved
-                ):
-                    return (
-                        f'resourceclaim "{entry["resourceClaimName"]}" is in use by too many pods'
-                    )
-            else:
-                name = statuses.get(entry["name"])
-                claim = self.store.get("resourceclaims", ns, name) if name else None
-                if claim is None:
-                    template = self.store.get(
-                        "resourceclaimtemplates", ns, entry["resourceClaimTemplateName"]
-                    )
-                    if template is None:
-                        return (
-                            f'resource claim template "{entry["resourceClaimTemplateName"]}": '
-                            "resourceclaimtemplate not found"
-                        )
-                    claim = self.store.create(
-                        "resourceclaims", claim_from_template(pod, entry["name"], template)
-                    )
-                    statuses[entry["name"]] = claim["metadata"]["name"]
-                    created = True
-            if claim["metadata"].get("deletionTimestamp"):
-                return f'resourceclaim "{claim["metadata"]["name"]}" is being deleted'
+            claim, problem, new = self._pod_claim(pod, entry, statuses)
+            created = created or new
+            if problem is not None:
+                break
             claims.append(claim)
         if created:
+            # Recorded at once, so that a retry finds the claims instead of making more.
             status = [{"name": n, "resourceClaimName": c} for n, c in statuses.items()]
             self.store.patch(
                 "pods",
@@ -309,7 +287,45 @@ class Controller:
                 {"status": {"resourceClaimStatuses": status}},
                 subresource="status",
             )
-        return claims
+        return problem if problem is not None else claims
+
+    def _pod_claim(
+        self, pod: dict, entry: dict, statuses: dict[str, str | None]
+    ) -> tuple[dict, str | None, bool]:
+        """One pod.spec.resourceClaims entry: (claim, problem, created)."""
+        meta = pod["metadata"]
+        ns = meta["namespace"]
+        created = False
+        if entry.get("resourceClaimName"):
+            claim = self.store.get("resourceclaims", ns, entry["resourceClaimName"])
+            if claim is None:
+                return {}, f'resourceclaim "{entry["resourceClaimName"]}" not found', False
+            reserved = (claim.get("status") or {}).get("reservedFor") or []
+            if len(reserved) >= MAX_RESERVED_FOR and all(
+                r.get("uid") != meta["uid"] for r in reserved
+            ):
+                message = f'resourceclaim "{entry["resourceClaimName"]}" is in use by too many pods'
+                return {}, message, False
+        else:
+            name = statuses.get(entry["name"])
+            claim = self.store.get("resourceclaims", ns, name) if name else None
+            if claim is None:
+                template_name = entry["resourceClaimTemplateName"]
+                template = self.store.get("resourceclaimtemplates", ns, template_name)
+                if template is None:
+                    message = (
+                        f'resource claim template "{template_name}": '
+                        "resourceclaimtemplate not found"
+                    )
+                    return {}, message, False
+                claim = self.store.create(
+                    "resourceclaims", claim_from_template(pod, entry["name"], template)
+                )
+                statuses[entry["name"]] = claim["metadata"]["name"]
+                created = True
+        if claim["metadata"].get("deletionTimestamp"):
+            return {}, f'resourceclaim "{claim["metadata"]["name"]}" is being deleted', created
+        return claim, None, created
 
     def _reserve(self, claim: dict, pod: dict, allocation: Allocation | None) -> None:
         meta = claim["metadata"]

@@ -126,11 +126,15 @@ def test_the_extended_resource_claim_goes_with_its_pod(demo: World):
 
 def test_unknown_claim_keeps_the_pod_pending_until_it_exists(demo: World):
     east = demo.stores["east"]
-    east.create(
-        "pods", pod_object("late", "research", claims=[{"name": "c", "resourceClaimName": "later"}])
-    )
-    condition = east.get("pods", "research", "late")["status"]["conditions"][0]
+    claims = [
+        {"name": "t", "resourceClaimTemplateName": "a100"},
+        {"name": "c", "resourceClaimName": "later"},
+    ]
+    east.create("pods", pod_object("late", "research", claims=claims))
+    late = east.get("pods", "research", "late")
+    condition = late["status"]["conditions"][0]
     assert condition["reason"] == "Unschedulable" and "later" in condition["message"]
+    (generated,) = claim_names(late)  # the template claim is made and recorded at once
     claim = {
         "metadata": {"name": "later", "namespace": "research"},
         "spec": {
@@ -140,7 +144,14 @@ def test_unknown_claim_keeps_the_pod_pending_until_it_exists(demo: World):
         },
     }
     east.create("resourceclaims", claim)  # the scheduler looks again at pods waiting for it
-    assert east.get("pods", "research", "late")["status"]["phase"] == "Running"
+    late = east.get("pods", "research", "late")
+    assert late["status"]["phase"] == "Running" and claim_names(late) == [generated]
+    made = [
+        c
+        for c in east.list("resourceclaims", "research")
+        if c["metadata"]["name"].startswith("late-")
+    ]
+    assert [c["metadata"]["name"] for c in made] == [generated]
 
 
 def test_churn_plan_is_deterministic_and_seed_dependent():
