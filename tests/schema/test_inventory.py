@@ -4,6 +4,7 @@ checked against truth computed from the raw objects in `world.py`."""
 from __future__ import annotations
 
 from . import world
+from .conftest import LOADED_AT
 
 DEVICE_FIELDS = """
   cluster driver pool name uuid attributes shareable status nodeName taints consumesCounters
@@ -58,6 +59,8 @@ async def test_clusters_status_and_counts(gql):
         assert cluster["counts"]["pendingClaims"] == len(pending)
         assert cluster["status"]["connected"] and cluster["status"]["synced"]
         assert cluster["status"]["apiVersion"] == "v1"
+        assert cluster["status"]["lastEventAt"] == LOADED_AT and cluster["status"]["error"] is None
+        assert cluster["status"]["malformed"] == {} and cluster["status"]["relists"] == 0
     east = data["clusters"][0]
     # Free in east: only the 2g MIG partition (gpu-0 is blocked by the 1g partition's counters).
     free = [k for k in valid if k[0] == "east" and k not in held]

@@ -189,6 +189,7 @@ async def test_pods_with_claims_and_devices(gql):
     for p in found:
         r = raw[(p["cluster"], p["namespace"], p["name"])]
         assert p["phase"] == r["status"]["phase"] and p["nodeName"] == r["spec"].get("nodeName")
+        assert p["uid"] == r["metadata"]["uid"] and p["createdAt"] == world.CREATED
         assert p["node"] == ({"name": p["nodeName"]} if p["nodeName"] else None)
         generated = {
             s["name"]: s["resourceClaimName"] for s in r["status"].get("resourceClaimStatuses", [])
