@@ -13,13 +13,15 @@ releases exactly as for `kubectl`: `advance(t)` applies every step due by virtua
 once (tests), `run(speed=…)` follows the plan in real time inside the Simulator's event loop.
 
 Promises: the same seed gives the same steps, pod names and — with the store seeded — the same
-objects; a step whose pod is already gone is skipped, never an error.
+objects; a step the API refuses (its pod already gone, its name taken by someone else) is
+skipped (logged if it is not a 404), never an error that stops the churn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +32,8 @@ from service.sim.generate import pod_object
 from service.sim.store import ClusterStore
 
 __all__ = ["Churn", "ChurnShape", "ChurnSpec", "Step", "schedule"]
+
+log = logging.getLogger(__name__)
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 ARRIVE, SUCCEED, LEAVE = "arrive", "succeed", "leave"
@@ -171,8 +175,16 @@ class Churn:
             else:
                 self.store.delete("pods", ns, step.pod)
         except ApiError as error:
+            # The pod is gone already (404), or someone took its name (409): churn goes on.
             if error.code != 404:
-                raise
+                log.warning(
+                    "sim churn: %s %s refused: %s %s",
+                    step.action,
+                    step.pod,
+                    error.code,
+                    error.message,
+                    extra={"cluster": self.store.name, "namespace": ns, "object_name": step.pod},
+                )
         self.applied.append(step)
 
     async def run(self) -> None:

@@ -19,6 +19,7 @@ import asyncio
 import copy
 import gc
 import hashlib
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ __all__ = [
     "load_scenario",
     "serve_scenario",
 ]
+
+log = logging.getLogger(__name__)
 
 _KIND_TO_PLURAL = {r.kind: p for p, r in RESOURCES.items()}
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's, as in ReplicaSet and pod names
@@ -294,6 +297,11 @@ def build_world(scenario: Scenario, *, clock: Callable[[], datetime] | None = No
     return world
 
 
+def _report_world_end(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("sim: the world stopped moving", exc_info=task.exception())
+
+
 async def serve_scenario(
     name_or_path: str | Path,
     *,
@@ -306,6 +314,7 @@ async def serve_scenario(
     # The objects live as long as the process: keep the cyclic GC from walking them again.
     gc.freeze()
     churn = asyncio.create_task(world.run(), name="sim-world")
+    churn.add_done_callback(_report_world_end)
     try:
         await serve_forever(
             world.specs, kubeconfig_path=kubeconfig_path, port_base=port_base, announce=announce

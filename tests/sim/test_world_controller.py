@@ -246,3 +246,15 @@ def test_a_claim_serves_at_most_256_pods():
     pending = [p for p in store.list("pods") if p["status"]["phase"] == "Pending"]
     assert len(pending) == 1
     assert "in use by too many pods" in pending[0]["status"]["conditions"][0]["message"]
+
+
+def test_churn_goes_on_when_the_api_refuses_a_step(caplog):
+    world = build_world(load_scenario("churn"))
+    churn = world.churns["churn"]
+    first = next(schedule(churn.spec))
+    store = world.stores["churn"]
+    store.create("pods", pod_object(first.pod, "jobs"))  # someone took the name
+    with caplog.at_level("WARNING", logger="service.sim.churn"):
+        steps = churn.advance(first.at + 30)
+    assert steps[0] == first and len(steps) > 10
+    assert any("409" in r.getMessage() for r in caplog.records)
