@@ -1,10 +1,9 @@
 """Private redis-server and PostgreSQL instances for the test suite, on loopback only.
 
-One implementation serves two callers:
+Controllers for the suite's servers, used by two callers:
 
-* ``scripts/test`` runs ``python -m tests.infra.servers up RUN_DIR`` to start both servers
-  at free ports under a temporary run directory, evaluates the ``export`` lines it prints,
-  and runs ``python -m tests.infra.servers down`` on exit (the trap);
+* ``tests.infra.stack`` (run by ``scripts/test``) starts both servers at free ports under
+  a temporary run directory and exports ``DRA_MIRROR_TEST_*`` variables describing them;
 * ``tests/conftest.py`` rebuilds the same controllers from those ``DRA_MIRROR_TEST_*``
   variables (``from_env``) so that outage tests can ``stop()`` and ``start()`` a real
   server.
@@ -24,7 +23,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -262,115 +260,9 @@ def _required(env: os._Environ[str] | dict[str, str], name: str) -> str:
     return value
 
 
-def find_redis_server() -> Path:
-    found = shutil.which("redis-server") or "/usr/bin/redis-server"
-    if not Path(found).exists():
-        raise ServerError("redis-server not found (scripts/test installs the redis-server package)")
-    return Path(found)
+if __name__ == "__main__":  # the older spelling of ``python -m tests.infra.stack``
+    import sys
 
+    from tests.infra.stack import main
 
-def find_postgres_bin() -> Path:
-    """PostgreSQL 15's bin directory, else the newest installed one, else pg_ctl on PATH."""
-    preferred = Path("/usr/lib/postgresql/15/bin")
-    installed = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
-        key=lambda path: int(path.parent.parent.name) if path.parent.parent.name.isdigit() else 0,
-    )
-    on_path = shutil.which("pg_ctl")
-    for candidate in [
-        preferred / "pg_ctl",
-        *reversed(installed),
-        *([Path(on_path)] if on_path else []),
-    ]:
-        if candidate.exists():
-            return candidate.parent
-    raise ServerError("PostgreSQL binaries not found (scripts/test installs postgresql-15)")
-
-
-def postgres_account() -> str:
-    """The OS account that owns the test cluster: ourselves, or an unprivileged one as root."""
-    if os.geteuid() != 0:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    for name in ("postgres", FALLBACK_PG_USER):
-        try:
-            pwd.getpwnam(name)
-            return name
-        except KeyError:
-            continue
-    subprocess.run(
-        [
-            "useradd",
-            "--system",
-            "--no-create-home",
-            "--shell",
-            "/usr/sbin/nologin",
-            FALLBACK_PG_USER,
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return FALLBACK_PG_USER
-
-
-def up(run_dir: Path) -> dict[str, str]:
-    """Start both servers under ``run_dir``; return the variables that describe them."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    run_dir.chmod(0o755)  # the PostgreSQL account must reach its data directory below
-    redis = RedisServer(binary=find_redis_server(), port=free_port(), workdir=run_dir / "redis")
-    redis.start()
-    try:
-        postgres = PostgresServer(
-            bin_dir=find_postgres_bin(),
-            pgdata=run_dir / "pg" / "data",
-            user=postgres_account(),
-            port=free_port(),
-        )
-        postgres.init()
-        postgres.start()
-        postgres.create_database()
-    except BaseException:
-        redis.stop()
-        raise
-    return {
-        "DRA_MIRROR_TEST_REDIS_URL": redis.url,
-        "DRA_MIRROR_TEST_REDIS_SERVER": str(redis.binary),
-        "DRA_MIRROR_TEST_REDIS_PORT": str(redis.port),
-        "DRA_MIRROR_TEST_REDIS_DIR": str(redis.workdir),
-        "DRA_MIRROR_TEST_POSTGRES_URL": postgres.url,
-        "DRA_MIRROR_TEST_PG_CTL": str(postgres.pg_ctl),
-        "DRA_MIRROR_TEST_PGDATA": str(postgres.pgdata),
-        "DRA_MIRROR_TEST_PG_USER": postgres.user,
-    }
-
-
-def down(env: os._Environ[str] | dict[str, str] = os.environ) -> None:
-    """Stop whatever ``up`` started (as described by ``env``); already stopped is fine."""
-    errors: list[str] = []
-    try:
-        RedisServer.from_env(env).stop()
-    except ServerError as error:
-        errors.append(str(error))
-    try:
-        postgres = PostgresServer.from_env(env)
-        if (postgres.pgdata / "postmaster.pid").exists():
-            postgres.stop()
-    except ServerError as error:
-        errors.append(str(error))
-    if errors:
-        raise ServerError("\n".join(errors))
-
-
-def main(argv: list[str]) -> int:
-    if argv[:1] == ["up"] and len(argv) == 2:
-        for name, value in up(Path(argv[1]).resolve()).items():
-            print(f"export {name}={shlex.quote(value)}")
-        return 0
-    if argv == ["down"]:
-        down()
-        return 0
-    print("usage: python -m tests.infra.servers up RUN_DIR | down", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

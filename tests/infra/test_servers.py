@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from tests.infra import servers
+from tests.infra import stack
 from tests.infra.servers import PostgresServer, RedisServer, ServerError
 
 
@@ -29,9 +29,9 @@ def private_servers() -> Iterator[dict[str, str]]:
     # (we may be root, running PostgreSQL as another user) could not traverse.
     run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-infra-"))
     try:
-        env = servers.up(run_dir)
+        env = stack.up(run_dir)
         yield env
-        servers.down(env)
+        stack.down(env)
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
 
