@@ -367,11 +367,10 @@ class HistoryQueries:
         bucket_us: int | None = None, cluster: str | None = None,
     ) -> list[ContentionRow]:  # fmt: skip
         with sql_errors("contention"):
-            async with self.engine.connect() as conn:
-                return await contention_audit.contention(
-                    conn, start_us=start_us, end_us=end_us, horizon_us=self.now_us(),
-                    group_by=group_by, bucket_us=bucket_us, cluster=cluster,
-                )  # fmt: skip
+            return await contention_audit.contention(
+                self.engine, start_us=start_us, end_us=end_us, horizon_us=self.now_us(),
+                group_by=group_by, bucket_us=bucket_us, cluster=cluster,
+            )  # fmt: skip
 
     async def idle_holders(
         self, start_us: int, end_us: int, *, cluster: str | None = None, limit: int = 100
