@@ -15,8 +15,6 @@ by device key, then claim, so answers are stable.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from strawberry.types import Info
 
 from service.model.records import AllocationRef, ClaimRecord, DeviceKey, ObjectKey
@@ -24,53 +22,57 @@ from service.stores.protocols import Relation
 
 from .claims import Holding, consumer_keys, same_pod
 from .loaders import Loaders
+from .reader import ScopedReader
 
 UUID_PREFIXES = ("GPU-", "MIG-")
 
 
 async def resolve_devices(
-    loaders: Loaders, clusters: Sequence[str], spec: str, *, cluster: str | None
+    reader: ScopedReader, spec: str, *, cluster: str | None
 ) -> list[DeviceKey]:
     """The device keys `spec` names, restricted to `cluster` when given."""
     spec = spec.strip()
-    wanted = [cluster] if cluster else list(clusters)
     keys: list[DeviceKey] = []
     parts = spec.split("/")
     if "/" not in spec:
         # A uuid first (any string may be one: drivers other than NVIDIA publish their own).
-        keys = list(await loaders.relation(Relation.UUID_DEVICES).load(spec))
+        (keys,) = await reader.lookup(Relation.UUID_DEVICES, [spec])
         if not keys and not spec.startswith(UUID_PREFIXES):
-            keys = list(await loaders.relation(Relation.NAME_DEVICES).load(spec))
-    elif len(parts) >= 3:
-        driver, pool, device = parts[0], "/".join(parts[1:-1]), parts[-1]
-        candidates = [DeviceKey(c, driver, pool, device) for c in wanted]
-        entries = await loaders.devices.load_many(candidates)
-        keys = [k for k, e in zip(candidates, entries, strict=True) if e is not None]
+            (keys,) = await reader.lookup(Relation.NAME_DEVICES, [spec])
     else:
-        node, device = parts
-        found = await loaders.relation(Relation.NODE_DEVICES).load_many([(c, node) for c in wanted])
-        keys = [k for node_keys in found for k in node_keys if k.device == device]
+        wanted = [cluster] if cluster else [s.name for s in await reader.clusters()]
+        if len(parts) >= 3:
+            driver, pool, device = parts[0], "/".join(parts[1:-1]), parts[-1]
+            candidates = [DeviceKey(c, driver, pool, device) for c in wanted]
+            entries = await reader.devices(candidates)
+            keys = [k for k, e in zip(candidates, entries, strict=True) if e is not None]
+        else:
+            node, device = parts
+            found = await reader.lookup(Relation.NODE_DEVICES, [(c, node) for c in wanted])
+            keys = [k for node_keys in found for k in node_keys if k.device == device]
     if cluster:
         keys = [k for k in keys if k.cluster == cluster]
     return sorted(set(keys))
 
 
 async def who_holds(info: Info, spec: str, cluster: str | None) -> list[Holding]:
+    # The root of a chat-ops hot path: direct batched reads (one store call per step, no
+    # loader futures), and the answer's claims and pods loaded up front.
+    reader: ScopedReader = info.context.reader
     loaders: Loaders = info.context.loaders
-    clusters = [s.name for s in await info.context.reader.clusters()]
-    keys = await resolve_devices(loaders, clusters, spec, cluster=cluster)
-    holds: list[list[AllocationRef]] = await loaders.relation(
-        Relation.DEVICE_ALLOCATIONS
-    ).load_many(keys)
-    # The holders' claims, then all their consumer pods: two batched loads for the answer.
+    keys = await resolve_devices(reader, spec, cluster=cluster)
+    holds: list[list[AllocationRef]] = (
+        await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys) if keys else []
+    )
     claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
-    claims = dict(zip(claim_keys, await loaders.records.load_many(claim_keys), strict=True))
+    claims = dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
     wanted: dict[ObjectKey, str] = {}
     for claim in claims.values():
         if isinstance(claim, ClaimRecord):
             for key, uid in consumer_keys(claim).items():
                 wanted.setdefault(key, uid)
-    pods = dict(zip(wanted, await loaders.records.load_many(list(wanted)), strict=True))
+    pods = dict(zip(wanted, await reader.get(list(wanted)), strict=True)) if wanted else {}
+    loaders.records.prime_many({**claims, **pods})  # type: ignore[dict-item]
     holdings: list[Holding] = []
     for key, refs in zip(keys, holds, strict=True):
         for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
