@@ -18,7 +18,7 @@ Promises: pure functions over records.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from service.model.quantity import format_quantity, parse_quantity
@@ -63,6 +63,15 @@ def gpu_nodes(nodes: Iterable[NodeRecord]) -> list[NodeRecord]:
         n for n in nodes if gpu_count(n) > 0 or any(label in n.meta.labels for label in _GPU_LABELS)
     ]
     return sorted(found, key=lambda n: n.meta.name)
+
+
+def eligible_nodes(node_selector: Mapping[str, str], nodes: Iterable[NodeRecord]) -> list[str]:
+    """Names of the nodes a pod's nodeSelector admits (for explain_claim's `eligible_nodes`)."""
+    return sorted(
+        n.meta.name
+        for n in nodes
+        if all(n.meta.labels.get(k) == v for k, v in node_selector.items()) and not n.unschedulable
+    )
 
 
 def pod_requests(pod: PodRecord) -> dict[str, Fraction]:

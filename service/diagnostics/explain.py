@@ -165,6 +165,23 @@ def explain_claim(
     base.holders = sorted(described[:MAX_HOLDERS], key=lambda h: h.claim)
     blocking = next((v for v in result.requests if v.verdict not in ("fits",)), result.requests[0])
     base.verdict, base.message = _pending_reason(blocking, base, claim, classes, devices, nodes)
+    if base.verdict != DRIVER_MISSING:
+        # "Or none on GPU nodes": the driver runs somewhere, but not on every GPU node.
+        device_class = classes.get(blocking.class_name or "")
+        driver = driver_of_selectors(device_class.selectors if device_class else ())
+        if driver is not None:
+            covered = {e.node for e in devices if e.key.driver == driver}
+            missing = [
+                n.meta.name
+                for n in gpu_nodes(nodes)
+                if n.meta.name not in covered and (scope is None or n.meta.name in scope)
+            ]
+            if missing:
+                base.nodes_without_driver = missing
+                shown = ", ".join(missing[:10]) + (
+                    f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+                )
+                base.message += f" (GPU nodes where {driver} publishes no devices: {shown})"
     return base
 
 

@@ -71,3 +71,15 @@ def test_node_shortfall_counts_bound_pods_but_not_finished_ones() -> None:
     assert node_shortfall(waiting, n1, [done, elsewhere]) is None
     big = pod("big", Container(name="m", requests={"memory": "20Gi"}), node=None, phase="Pending")
     assert node_shortfall(big, n1, []) == ("memory", "20Gi", "16Gi")
+
+
+def test_eligible_nodes_by_node_selector() -> None:
+    from service.diagnostics.cluster import eligible_nodes
+
+    nodes = [
+        node("a", labels={"pool": "x"}),
+        node("b", labels={"pool": "y"}),
+        node("c", labels={"pool": "x"}),
+    ]
+    assert eligible_nodes({"pool": "x"}, nodes) == ["a", "c"]
+    assert eligible_nodes({}, nodes) == ["a", "b", "c"]

@@ -271,3 +271,18 @@ def test_long_holder_lists_are_cut_but_keep_the_idle_and_the_count() -> None:
         "request gpu: no devices left: every matching device is held by default/zz-idle (idle), default/c00"
     )
     assert d.message.endswith("and 50 more; 1 of them idle (of the first 50)")
+
+
+def test_gpu_nodes_the_driver_does_not_cover_are_named() -> None:
+    devices = [gpu(0)]
+    holder = claim("h", request(), allocation=held(devices[0]))
+    nodes = [node("n1", gpus="1"), node("legacy", gpus="4")]
+    d = explain(claim("c", request()), claims=[holder], devices=devices, nodes=nodes)
+    assert d.verdict == "all-held"
+    assert d.nodes_without_driver == ["legacy"]
+    assert d.message.endswith("(GPU nodes where gpu.nvidia.com publishes no devices: legacy)")
+    # Asked about the nodes the pod may use only, the others are not mentioned.
+    pinned = explain(
+        claim("c", request()), claims=[holder], devices=devices, nodes=nodes, eligible_nodes=["n1"]
+    )
+    assert pinned.nodes_without_driver == [] and "legacy" not in pinned.message
