@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+from service.diagnostics.placement import Ledger, Unsatisfiable, allocate
 from service.model.records import (
     Allocation,
     AllocationResult,
@@ -195,3 +197,22 @@ def h200_mig(node: str = "n1", minor: int = 0) -> tuple[list[DeviceEntry], Slice
         ),
     )
     return devices, sl
+
+
+# --- running the allocator ------------------------------------------------------------------
+
+
+def share_ids():
+    """Deterministic shareIDs: share-0, share-1, …"""
+    counter = itertools.count()
+    return lambda: f"share-{next(counter)}"
+
+
+def place(c: ClaimRecord, devices, ledger=None, **kw: Any) -> Allocation | Unsatisfiable:
+    ledger = ledger if ledger is not None else Ledger.build(devices, [])
+    return allocate(c, classes=CLASSES, devices=devices, ledger=ledger, **kw)
+
+
+def devices_of(allocation: Allocation | Unsatisfiable) -> list[str]:
+    assert isinstance(allocation, Allocation), allocation
+    return [f"{r.pool}/{r.device}" for r in allocation.results]
