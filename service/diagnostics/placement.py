@@ -78,7 +78,10 @@ def allocate(
         [match(alt, classes, devices) for alt in alternatives(r)] for r in claim.requests
     ]
     matches = [m for ms in per_request for m in ms]
-    if not claim.requests or any(m.errors for m in matches):
+    if not claim.requests:
+        # Nothing to allocate: the scheduler writes an empty allocation usable anywhere.
+        return _allocation(claim, [], classes, None, share_id)
+    if any(m.errors for m in matches):
         return claim_verdicts(claim, per_request, ledger, node=node)
     if node is not None:
         scopes: list[str | None] = [node]

@@ -260,3 +260,8 @@ def test_ledger_commit_replaces_and_never_mutated_by_allocate() -> None:
     ledger.commit(claim_key("c"), held(devices[1]))
     assert ledger.exclusive == {devices[1].key: claim_key("c")}
     assert ledger.holders(devices[0].key) == []
+
+
+def test_a_claim_without_requests_gets_an_empty_allocation() -> None:
+    allocation = place(claim("empty"), [gpu(0)], node="n1")
+    assert allocation == Allocation(results=(), node_name=None, node_selector=None, config=())
