@@ -28,14 +28,22 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.sim import discovery, openapi, tables
-from service.sim.convert import to_served, to_storage
 from service.sim.errors import ApiError, bad_request, not_found
 from service.sim.listing import list_page
 from service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
-from service.sim.resources import DRA_GROUP, RESOURCES, Resource
+from service.sim.resources import DRA_GROUP
 from service.sim.selectors import combine, parse_fields, parse_labels
 from service.sim.served import ServedCluster
 from service.sim.store import list_item, merge_patch
+from service.sim.targets import (
+    Target,
+    check_identity,
+    delete_options,
+    incoming,
+    read_body,
+    wants_table,
+    writing,
+)
 from service.sim.watching import WatchRequest, watch_stream
 
 log = logging.getLogger(__name__)
@@ -50,63 +58,6 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 def error_response(error: ApiError) -> Response:
     headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
     return json_response(error.status(), error.code, headers)
-
-
-class _Target:
-    """What a resource path names."""
-
-    def __init__(self, group: str, version: str, rest: str) -> None:
-        segs = [s for s in rest.split("/") if s]
-        self.group, self.version = group, version
-        self.namespace: str | None = None
-        self.name: str | None = None
-        self.subresource: str | None = None
-        core_namespace_status = group == "" and len(segs) == 3 and segs[2] == "status"
-        if segs and segs[0] == "namespaces" and len(segs) >= 3 and not core_namespace_status:
-            self.namespace, segs = segs[1], segs[2:]
-        if not segs or len(segs) > 3:
-            raise not_found("", group, rest)
-        plural = segs[0]
-        res = RESOURCES.get(plural)
-        if res is None or res.group != group:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        if self.namespace is not None and not res.namespaced:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        self.resource: Resource = res
-        if len(segs) >= 2:
-            self.name = segs[1]
-        if len(segs) == 3:
-            if segs[2] != "status" or not res.has_status:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            self.subresource = "status"
-        if self.name is not None and res.namespaced and self.namespace is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-
-    @property
-    def plural(self) -> str:
-        return self.resource.plural
-
-    @property
-    def group_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def served(self, obj: dict) -> dict:
-        if self.group == DRA_GROUP:
-            return to_served(self.plural, obj, self.version)
-        return obj
-
-    def item_bytes(self, store, key, obj: dict, current: bool) -> bytes:
-        if self.group == DRA_GROUP and self.version == "v1beta1":
-            return orjson.dumps(list_item(to_served(self.plural, obj, "v1beta1")))
-        if current:
-            return store.encoded(self.plural, key)
-        return orjson.dumps(list_item(obj))
-
-
-def _wants_table(request: Request) -> bool:
-    accept = request.headers.get("accept", "")
-    first = accept.split(",", 1)[0]
-    return "as=Table" in first
 
 
 class _FaultGate:
@@ -173,16 +124,16 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
     async def core_objects(request: Request) -> Response:
         if not request.path_params["rest"].strip("/"):
             return await core_resources(request)
-        return await objects(request, _Target("", "v1", request.path_params["rest"]))
+        return await objects(request, Target("", "v1", request.path_params["rest"]))
 
     async def dra_objects(request: Request) -> Response:
         version = request.path_params["version"]
         cluster.check_version(version)
         if not request.path_params["rest"].strip("/"):
             return await dra_resources(request)
-        return await objects(request, _Target(DRA_GROUP, version, request.path_params["rest"]))
+        return await objects(request, Target(DRA_GROUP, version, request.path_params["rest"]))
 
-    async def objects(request: Request, target: _Target) -> Response:
+    async def objects(request: Request, target: Target) -> Response:
         method = request.method
         if target.name is None:
             if method == "GET":
@@ -190,7 +141,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     return watch(request, target)
                 return list_objects(request, target)
             if method == "POST":
-                return create(target, await _body(request), request)
+                return create(target, await read_body(request), request)
             if method == "DELETE":
                 return delete_collection(request, target)
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on a collection")
@@ -200,19 +151,19 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 raise not_found(target.plural, target.group, target.name)
             return json_response(target.served(obj))
         if method == "PUT":
-            body = _incoming(target, await _body(request))
-            _check_identity(target, body)
+            body = incoming(target, await read_body(request))
+            check_identity(target, body)
             return json_response(
                 target.served(
                     store.update(
-                        target.plural, body, subresource=target.subresource, **_writing(request)
+                        target.plural, body, subresource=target.subresource, **writing(request)
                     )
                 )
             )
         if method == "PATCH":
             return await patch(request, target)
         if method == "DELETE":
-            options = await _delete_options(request)
+            options = await delete_options(request)
             current = store.stored(target.plural, (target.namespace or "", target.name))
             preconditions = options.get("preconditions") or {}
             if current is not None and any(
@@ -232,16 +183,16 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                         target.plural,
                         target.namespace,
                         target.name,
-                        dry_run=_writing(request)["dry_run"] or "All" in options.get("dryRun", []),
+                        dry_run=writing(request)["dry_run"] or "All" in options.get("dryRun", []),
                     )
                 )
             )
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
 
-    def create(target: _Target, body: Any, request: Request) -> Response:
+    def create(target: Target, body: Any, request: Request) -> Response:
         if target.subresource is not None:
             raise ApiError(405, "MethodNotAllowed", "POST is not supported on a subresource")
-        obj = _incoming(target, body)
+        obj = incoming(target, body)
         meta = obj.setdefault("metadata", {})
         if target.resource.namespaced:
             if meta.get("namespace") and meta["namespace"] != target.namespace:
@@ -250,10 +201,10 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 )
             meta["namespace"] = target.namespace or "default"
         return json_response(
-            target.served(store.create(target.plural, obj, **_writing(request))), 201
+            target.served(store.create(target.plural, obj, **writing(request))), 201
         )
 
-    async def patch(request: Request, target: _Target) -> Response:
+    async def patch(request: Request, target: Target) -> Response:
         kind = patch_type(request.headers.get("content-type", ""))
         body = decode_body(await request.body(), kind)
         key = (target.namespace or "", target.name)
@@ -262,12 +213,12 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             if not isinstance(body, dict):
                 raise bad_request("an apply patch must be an object")
             if current is None:
-                obj = _incoming(target, body)
+                obj = incoming(target, body)
                 obj.setdefault("metadata", {}).update(name=target.name)
                 if target.resource.namespaced:
                     obj["metadata"]["namespace"] = target.namespace
                 return json_response(
-                    target.served(store.create(target.plural, obj, **_writing(request))), 201
+                    target.served(store.create(target.plural, obj, **writing(request))), 201
                 )
             body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
             (body.get("metadata") or {}).pop("resourceVersion", None)
@@ -275,8 +226,8 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             raise not_found(target.plural, target.group, target.name)
         if kind == JSON_PATCH:
             patched = json_patch(target.served(current), body)
-            obj = _incoming(target, patched)
-            _check_identity(target, obj)
+            obj = incoming(target, patched)
+            check_identity(target, obj)
             if not isinstance(body, list) or not any(
                 op.get("path") == "/metadata/resourceVersion" for op in body if isinstance(op, dict)
             ):
@@ -284,7 +235,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             return json_response(
                 target.served(
                     store.update(
-                        target.plural, obj, subresource=target.subresource, **_writing(request)
+                        target.plural, obj, subresource=target.subresource, **writing(request)
                     )
                 )
             )
@@ -293,13 +244,13 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         if target.group == DRA_GROUP and target.version == "v1beta1":
             # Merge in the client's version, then convert the result back to storage.
             merged = merge_patch(target.served(current), body)
-            obj = _incoming(target, merged)
+            obj = incoming(target, merged)
             if not (body.get("metadata") or {}).get("resourceVersion"):
                 obj["metadata"].pop("resourceVersion", None)
             return json_response(
                 target.served(
                     store.update(
-                        target.plural, obj, subresource=target.subresource, **_writing(request)
+                        target.plural, obj, subresource=target.subresource, **writing(request)
                     )
                 )
             )
@@ -311,12 +262,12 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     target.name,
                     body,
                     subresource=target.subresource,
-                    **_writing(request),
+                    **writing(request),
                 )
             )
         )
 
-    def list_objects(request: Request, target: _Target) -> Response:
+    def list_objects(request: Request, target: Target) -> Response:
         params = request.query_params
         try:
             limit = int(params.get("limit") or 0)
@@ -336,7 +287,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             rv_match=params.get("resourceVersionMatch"),
             matches=matches,
         )
-        if _wants_table(request):
+        if wants_table(request):
             return json_response(
                 tables.table(
                     target.plural,
@@ -364,7 +315,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         )
         return Response(head[:-1] + b',"items":[' + items + b"]}", media_type=_JSON)
 
-    def delete_collection(request: Request, target: _Target) -> Response:
+    def delete_collection(request: Request, target: Target) -> Response:
         matches = combine(
             parse_labels(request.query_params.get("labelSelector")),
             parse_fields(request.query_params.get("fieldSelector"), target.plural),
@@ -385,7 +336,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             }
         )
 
-    def watch(request: Request, target: _Target) -> Response:
+    def watch(request: Request, target: Target) -> Response:
         params = dict(request.query_params)
         wreq = WatchRequest(params, cluster.default_watch_timeout)
         matches = combine(
@@ -396,7 +347,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             stream_faults = cluster.faults.before_watch()
         except ApiError as error:
             stream_faults = error
-        as_table = _wants_table(request)
+        as_table = wants_table(request)
         rv_now = lambda: str(store.resource_version)  # noqa: E731
 
         def encode(obj: dict) -> Any:
@@ -485,55 +436,3 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         Route("/livez", healthz),
     ]
     return _FaultGate(Starlette(routes=routes), cluster)
-
-
-async def _body(request: Request) -> Any:
-    body = decode_body(await request.body(), request.headers.get("content-type", _JSON))
-    if not isinstance(body, dict):
-        raise bad_request("the request body must be an object")
-    return body
-
-
-async def _delete_options(request: Request) -> dict[str, Any]:
-    """The DeleteOptions body of a DELETE (kubectl sends dryRun and propagationPolicy there).
-    propagationPolicy is accepted; dependents are not garbage-collected by the simulator."""
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    options = decode_body(raw, request.headers.get("content-type", _JSON))
-    return options if isinstance(options, dict) else {}
-
-
-def _writing(request: Request) -> dict[str, Any]:
-    """Field manager and dry-run of a write: `?fieldManager=` or, as kube-apiserver does, the
-    User-Agent up to its first "/" (kubectl, OpenAPI-Generator …); `?dryRun=All`."""
-    manager = request.query_params.get("fieldManager")
-    if not manager:
-        manager = request.headers.get("user-agent", "").split("/", 1)[0] or "unknown"
-    return {"manager": manager[:128], "dry_run": request.query_params.get("dryRun") == "All"}
-
-
-def _incoming(target: _Target, body: Any) -> dict:
-    if not isinstance(body, dict):
-        raise bad_request("the request body must be an object")
-    if target.group == DRA_GROUP:
-        sent = body.get("apiVersion")
-        if sent and sent != target.group_version:
-            raise bad_request(
-                f"the API version in the data ({sent}) does not match the expected API version "
-                f"({target.group_version})"
-            )
-        return to_storage(target.plural, body, target.version)
-    return body
-
-
-def _check_identity(target: _Target, body: dict) -> None:
-    meta = body.get("metadata") or {}
-    if meta.get("name") and meta["name"] != target.name:
-        raise bad_request("the name of the object does not match the name on the URL")
-    if target.resource.namespaced:
-        if meta.get("namespace") and meta["namespace"] != target.namespace:
-            raise bad_request("the namespace of the object does not match the namespace on the URL")
-        meta["namespace"] = target.namespace
-    meta["name"] = target.name
-    body["metadata"] = meta

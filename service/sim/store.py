@@ -28,23 +28,46 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
 from service.sim import validation
 from service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
+from service.sim.objects import (
+    MANAGER,
+    check_shape,
+    copy_object,
+    list_item,
+    managed_entry,
+    merge_patch,
+    namespace_object,
+    prepare_for_create,
+    record_manager,
+    timestamp,
+    without_rv,
+)
 from service.sim.resources import RESOURCES, Resource
 from service.sim.resources import resource as _resource
 
-__all__ = ["RESOURCES", "ApiError", "ClusterStore", "Event", "Key", "Resource"]
+__all__ = [
+    "RESOURCES",
+    "ApiError",
+    "ClusterStore",
+    "Event",
+    "Key",
+    "Resource",
+    "copy_object",
+    "list_item",
+    "merge_patch",
+    "timestamp",
+]
 
 Key = tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, dict], None]
 
 # utilrand's alphabet: no vowels, no easily confused characters (k8s.io/apimachinery).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-MANAGER = "dra-mirror-sim"  # field manager of writes that name none
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -61,33 +84,6 @@ class Event(NamedTuple):
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def timestamp(moment: datetime) -> str:
-    """RFC 3339 with second precision, as metav1.Time serialises."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def copy_object(obj: dict) -> dict:
-    """A deep copy of a JSON object (orjson round trip is several times faster than deepcopy)."""
-    return orjson.loads(orjson.dumps(obj))
-
-
-def fields_v1(value: Any, depth: int = 0) -> dict:
-    """A FieldsV1 set for managedFields: every map key as `f:<key>`, lists as leaves."""
-    if not isinstance(value, dict) or depth > 6:
-        return {}
-    out: dict[str, Any] = {}
-    for k, v in value.items():
-        out[f"f:{k}"] = fields_v1(v, depth + 1)
-    if depth > 0 and out:
-        out["."] = {}
-    return out
-
-
-def list_item(obj: dict) -> dict:
-    """`obj` without kind and apiVersion: the shape of an item in a LIST body."""
-    return {k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"}
 
 
 def key_of(res: Resource, namespace: str | None, name: str) -> Key:
@@ -119,19 +115,7 @@ class ClusterStore:
         self._floor = base  # every event with rv > floor is still in the log
         self._listeners: list[Listener] = []
         self._wakers: list[Callable[[], None]] = []
-        self.bulk_load(
-            "namespaces",
-            (
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
-                    "spec": {"finalizers": ["kubernetes"]},
-                    "status": {"phase": "Active"},
-                }
-                for ns in default_namespaces
-            ),
-        )
+        self.bulk_load("namespaces", (namespace_object(ns) for ns in default_namespaces))
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -217,7 +201,7 @@ class ClusterStore:
     ) -> dict:
         res = _resource(plural)
         obj = copy_object(obj)
-        _check_shape(res, obj)
+        check_shape(res, obj)
         meta = obj["metadata"]
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generated_name(res, meta)
@@ -246,7 +230,7 @@ class ClusterStore:
                         f"namespace {meta['namespace']} because it is being terminated",
                         {"name": name, "group": res.group, "kind": plural},
                     )
-            _prepare_for_create(plural, obj)
+            prepare_for_create(plural, obj)
         key = key_of(res, meta.get("namespace"), name)
         if key in self._objects[plural]:
             raise already_exists(plural, res.group, name)
@@ -256,7 +240,7 @@ class ClusterStore:
         meta.pop("deletionTimestamp", None)
         meta["generation"] = 1
         if "managedFields" not in meta:
-            meta["managedFields"] = [_managed_entry(obj, "Update", now, manager)]
+            meta["managedFields"] = [managed_entry(obj, "Update", now, manager)]
         return self._write(plural, key, obj, "ADDED", None, dry_run=dry_run)
 
     def update(
@@ -269,7 +253,7 @@ class ClusterStore:
         dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
-        _check_shape(res, obj)
+        check_shape(res, obj)
         meta = obj["metadata"]
         key = key_of(res, meta.get("namespace"), meta.get("name") or "")
         old = self._objects[plural].get(key)
@@ -284,9 +268,9 @@ class ClusterStore:
         causes = validation.validate(plural, new) + validation.validate_update(plural, old, new)
         if causes:
             raise invalid(res.kind, res.group, key[1], causes)
-        if _without_rv(new) == _without_rv(old):
+        if without_rv(new) == without_rv(old):
             return copy_object(old)  # a no-op update writes nothing, as kube-apiserver
-        _record_manager(new, manager, subresource, timestamp(self._clock()))
+        record_manager(new, manager, subresource, timestamp(self._clock()))
         if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             # The last finalizer is gone from an object being deleted: remove it now.
             return self._write(plural, key, new, "DELETED", old, dry_run=dry_run)
@@ -500,146 +484,8 @@ class ClusterStore:
         return new
 
 
-def _check_shape(res: Resource, obj: Any) -> None:
-    """422 for an object whose metadata has the wrong JSON types (before anything reads it)."""
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    if isinstance(obj, dict) and meta is None:
-        meta = obj["metadata"] = {}
-    problems = []
-    if not isinstance(meta, dict):
-        problems.append(
-            {"reason": "FieldValueInvalid", "message": "must be an object", "field": "metadata"}
-        )
-    else:
-        for field in ("name", "generateName", "namespace", "resourceVersion"):
-            if meta.get(field) is not None and not isinstance(meta[field], str):
-                problems.append(
-                    {
-                        "reason": "FieldValueInvalid",
-                        "message": "must be a string",
-                        "field": f"metadata.{field}",
-                    }
-                )
-        for field in ("labels", "annotations"):
-            value = meta.get(field)
-            if value is not None and not (
-                isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-            ):
-                problems.append(
-                    {
-                        "reason": "FieldValueInvalid",
-                        "message": "must be a map of strings",
-                        "field": f"metadata.{field}",
-                    }
-                )
-        if meta.get("finalizers") is not None and not (
-            isinstance(meta["finalizers"], list)
-            and all(isinstance(f, str) for f in meta["finalizers"])
-        ):
-            problems.append(
-                {
-                    "reason": "FieldValueInvalid",
-                    "message": "must be a list of strings",
-                    "field": "metadata.finalizers",
-                }
-            )
-    if problems:
-        name = (
-            meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
-        )
-        raise invalid(res.kind, res.group, name, problems)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch; returns a new value and leaves both inputs unchanged."""
-    if not isinstance(patch, dict):
-        return copy_object({"v": patch})["v"] if isinstance(patch, list) else patch
-    result = copy_object(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            result.pop(k, None)
-        else:
-            result[k] = merge_patch(result.get(k), v)
-    return result
-
-
 def _api_version(res: Resource) -> str:
     return f"{res.group}/v1" if res.group else "v1"
-
-
-def _without_rv(obj: dict) -> dict:
-    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion",)}
-    return {**obj, "metadata": meta}
-
-
-def _prepare_for_create(plural: str, obj: dict) -> None:
-    """Status on create, as the registry strategies (PrepareForCreate) set it."""
-    if plural == "resourceclaims":
-        obj.pop("status", None)
-    elif plural == "pods":
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
-    elif plural == "namespaces":
-        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-        obj["status"] = {"phase": "Active"}
-
-
-def _qos_class(pod: dict) -> str:
-    containers = (pod.get("spec") or {}).get("containers") or []
-    has_any = any(
-        (c.get("resources") or {}).get("requests") or (c.get("resources") or {}).get("limits")
-        for c in containers
-    )
-    return "Burstable" if has_any else "BestEffort"
-
-
-def _record_manager(obj: dict, manager: str, subresource: str | None, now: str) -> None:
-    """Record `manager`'s Update in managedFields, as the API server does on every write."""
-    meta = obj["metadata"]
-    if "managedFields" not in meta:
-        return  # an object written without managedFields (bulk load) keeps none
-    entry = _managed_entry(obj, "Update", now, manager, subresource=subresource)
-    entries = [
-        e
-        for e in meta["managedFields"] or []
-        if not (
-            e.get("manager") == manager
-            and e.get("operation") == "Update"
-            and e.get("subresource") == subresource
-        )
-    ]
-    meta["managedFields"] = [*entries, entry]
-
-
-def _managed_entry(
-    obj: dict,
-    operation: str,
-    now: str,
-    manager: str = "dra-mirror-sim",
-    *,
-    subresource: str | None = None,
-) -> dict:
-    """One managedFields entry: who wrote which fields (labels, annotations, spec…) when."""
-    if subresource == "status":
-        body = {"status": obj.get("status") or {}}
-    else:
-        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
-        meta = {
-            k: v for k, v in (body.get("metadata") or {}).items() if k in ("labels", "annotations")
-        }
-        body["metadata"] = meta
-        if not meta:
-            body.pop("metadata")
-    entry = {
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": obj.get("apiVersion", "v1"),
-        "time": now,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields_v1(body),
-    }
-    if subresource:
-        entry["subresource"] = subresource
-    return entry
 
 
 def _too_old(rv: int) -> ApiError:
