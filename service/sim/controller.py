@@ -42,6 +42,8 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import msgspec
+
 from service.diagnostics.ledger import Ledger
 from service.diagnostics.placement import allocate
 from service.model.normalize import MalformedObject, normalize
@@ -535,6 +537,10 @@ class SchedulerState:
         self.bound: dict[tuple[str, str], str] = {}  # pod -> node
         self.on_node: dict[str, dict[tuple[str, str], dict[str, Fraction]]] = {}  # node -> pods
         self._ip_slots: dict[str, int] = {}
+        # node -> claim sets that did not fit there. Allocations only take devices away, so a
+        # verdict holds until something is released on that node (kube-scheduler's queueing
+        # hints serve the same purpose): full nodes are skipped without running the allocator.
+        self._misses: dict[str, set[bytes]] = {}
         self._devices: dict[str | None, list[DeviceEntry]] | None = None
         self._ledger: Ledger | None = None
 
@@ -558,6 +564,15 @@ class SchedulerState:
 
     def observe(self, kind: str, plural: str, obj: dict) -> set[str] | None:
         """Fold one store event in; the nodes where devices were released, if any."""
+        released = self._observe(kind, plural, obj)
+        if plural in ("deviceclasses", "resourceslices", "nodes"):
+            self._misses.clear()  # new devices, selectors or node facts: every verdict is stale
+        elif released:
+            for node in released:
+                self._misses.pop(node, None)
+        return released
+
+    def _observe(self, kind: str, plural: str, obj: dict) -> set[str] | None:
         name = obj["metadata"]["name"]
         gone = kind == "DELETED"
         if plural == "deviceclasses":
@@ -692,9 +707,14 @@ class SchedulerState:
             if why is not None:
                 reasons[why] += 1
                 continue
+            wanted_claims = missing + ([extended.record] if extended else [])
+            signature = msgspec.json.encode([(c.requests, c.constraints) for c in wanted_claims])
+            if signature in self._misses.get(name, ()):
+                reasons["cannot allocate all claims"] += 1
+                continue
             devices = self.devices.get(name, []) + self.devices.get(None, [])
             done: dict[ObjectKey, Allocation] = {}
-            for claim in missing + ([extended.record] if extended else []):
+            for claim in wanted_claims:
                 result = allocate(
                     claim,
                     classes=self.classes,
@@ -713,6 +733,7 @@ class SchedulerState:
                 return name, done, extended
             for key in done:
                 ledger.release(key)
+            self._misses.setdefault(name, set()).add(signature)
             reasons["cannot allocate all claims"] += 1
         if not self.nodes:
             return "no nodes available to schedule pods"
