@@ -9,7 +9,8 @@ device, so both live here:
   error (Kubernetes fails the scheduling attempt on a CEL runtime error; so does the allocator);
 * **can it be given now?** — `fit(...)` checks, against the ledger plus what this allocation
   already picked: exclusivity, a shareable device's remaining capacity after rounding the
-  request by the capacity's `requestPolicy`, partition counters, and NoSchedule/NoExecute taints
+  request by the capacity's `requestPolicy` (a request the policy or the device's total can
+  never grant is `policy`, not `capacity`), partition counters, and NoSchedule/NoExecute taints
   against the request's tolerations. Admin access skips holders, capacity and counters.
 
 Promises: pure; `match` compiles each expression once (via `compile_selector`) and evaluates a
@@ -31,7 +32,8 @@ from service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Requ
 
 # Why a matching device cannot be given now.
 HELD = "held"
-CAPACITY = "capacity"
+CAPACITY = "capacity"  # not enough left now (others consume it)
+POLICY = "policy"  # never: outside the requestPolicy, or more than the device has
 COUNTERS = "counters"
 TAINTED = "tainted"
 IN_CLAIM = "in-claim"
@@ -235,7 +237,10 @@ def fit(
     if device.shareable:
         consumed = share_consumption(entry, alt)
         if consumed is None:
-            return CAPACITY, None
+            return POLICY, None
+        for name, amount in consumed.items():
+            if amount > parse_quantity(device.capacity[name].value):
+                return POLICY, None
         remaining = ledger.remaining_capacity(entry)
         taken = pending or {}
         if any(
@@ -249,7 +254,7 @@ def fit(
         for name, requested in alt.capacity.items():
             capacity = device.capacity.get(name)
             if capacity is None or parse_quantity(requested) > parse_quantity(capacity.value):
-                return CAPACITY, None
+                return POLICY, None
     if device.consumes_counters and not in_claim and not ledger.holders(entry.key):
         if not counters_fit(entry, ledger, tentative or {}):
             return COUNTERS, consumed

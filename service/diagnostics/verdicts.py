@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.diagnostics.candidates import COUNTERS, TAINTED, Match, fit
+from service.diagnostics.candidates import COUNTERS, POLICY, TAINTED, Match, fit
 from service.diagnostics.ledger import Ledger
 from service.model.records import ClaimRecord, ObjectKey
 
@@ -128,7 +128,7 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
             free_per_node[entry.node] += 1
         elif reason == COUNTERS:
             held_by.update(ledger.counter_blockers(entry))
-        elif reason != TAINTED:
+        elif reason not in (TAINTED, POLICY):
             held_by.update(ledger.holders(entry.key))
     free = reasons["free"]
     network_free = free_per_node.get(None, 0)
