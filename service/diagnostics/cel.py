@@ -70,6 +70,9 @@ _domains_generation = 0
 # Per-device CEL input, built once. Keyed by id(); the entry holds the Device itself, so the
 # id cannot be reused while the entry lives, and `is` confirms the hit.
 _DATA_CACHE_LIMIT = 500_000
+# Inputs are larger (a nested dict per device) and needed only on a miss of the answer
+# memories below, so fewer are kept.
+_INPUT_CACHE_LIMIT = 50_000
 _data_cache: dict[int, tuple[Device, str, int, dict[str, Any]]] = {}
 
 
@@ -239,7 +242,7 @@ def device_data(device: Device, driver: str) -> dict[str, Any]:
     if hit is not None and hit[0] is device and hit[1] == driver and hit[2] == _domains_generation:
         return hit[3]
     data = _build(device, driver)
-    if len(_data_cache) >= _DATA_CACHE_LIMIT:
+    if len(_data_cache) >= _INPUT_CACHE_LIMIT:
         _data_cache.clear()
     _data_cache[id(device)] = (device, driver, _domains_generation, data)
     return data
