@@ -148,6 +148,8 @@ class Controller:
         if plural == "pods":
             if kind == "ADDED" and _waiting(obj):
                 self._queue.append(("schedule", _pod_key(obj)))
+            elif kind == "ADDED" and _bound_by_hand(obj):
+                self._queue.append(("kubelet", _pod_key(obj)))
             elif kind == "DELETED" or _ended(obj):
                 self._queue.append(("end", obj))
         elif kind == "DELETED":
@@ -199,6 +201,8 @@ class Controller:
             self._retry(arg)
         elif action == "claim":
             self._retry_users(*arg)
+        elif action == "kubelet":
+            self._run_bound(arg)
 
     # ---- scheduling ------------------------------------------------------------------------
 
@@ -256,6 +260,24 @@ class Controller:
         self.pending.pop(key, None)
         self.scheduled += 1
         self._bind(pod, node)
+
+    def _run_bound(self, key: tuple[str, str]) -> None:
+        """A pod created with spec.nodeName skips the scheduler: kubelet runs it if its claims
+        are allocated and usable there; otherwise it stays Pending, as kubelet leaves it."""
+        pod = self.store.get("pods", key[0], key[1])
+        if pod is None or not _bound_by_hand(pod):
+            return
+        claims = self._pod_claims(pod)
+        if isinstance(claims, str):
+            return
+        node = pod["spec"]["nodeName"]
+        for claim in claims:
+            allocation = self.state.claim_record(claim).allocation
+            if allocation is None or allocation.node_name not in (None, node):
+                return
+        for claim in claims:
+            self._reserve(claim, pod, None)
+        self._start(key[0], key[1])
 
     def _share_id(self) -> str:
         self._shares += 1
@@ -495,6 +517,14 @@ def _waiting(pod: dict) -> bool:
     """Not bound, not ending: a pod the scheduler still has to place."""
     return (
         not pod["spec"].get("nodeName")
+        and not pod["metadata"].get("deletionTimestamp")
+        and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
+    )
+
+
+def _bound_by_hand(pod: dict) -> bool:
+    return (
+        bool(pod["spec"].get("nodeName"))
         and not pod["metadata"].get("deletionTimestamp")
         and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
     )

@@ -258,3 +258,28 @@ def test_churn_goes_on_when_the_api_refuses_a_step(caplog):
         steps = churn.advance(first.at + 30)
     assert steps[0] == first and len(steps) > 10
     assert any("409" in r.getMessage() for r in caplog.records)
+
+
+def test_a_pod_bound_by_hand_skips_the_scheduler(demo: World):
+    east = demo.stores["east"]
+    plain = pod_object("pinned", "research")
+    plain["spec"]["nodeName"] = "east-a100-0"
+    east.create("pods", plain)
+    assert east.get("pods", "research", "pinned")["status"]["phase"] == "Running"
+    # Its claim is not allocated: kubelet cannot prepare it, the pod waits.
+    waiting = pod_object(
+        "pinned-2", "research", claims=[{"name": "c", "resourceClaimName": "orphan"}]
+    )
+    waiting["spec"]["nodeName"] = "east-a100-0"
+    claim = {
+        "metadata": {"name": "orphan", "namespace": "research"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]
+            }
+        },
+    }
+    east.create("resourceclaims", claim)
+    east.create("pods", waiting)
+    pod = east.get("pods", "research", "pinned-2")
+    assert pod["status"]["phase"] == "Pending" and not pod["status"].get("conditions")
