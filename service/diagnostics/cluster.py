@@ -96,23 +96,31 @@ def pod_requests(pod: PodRecord) -> dict[str, Fraction]:
     return total
 
 
-def node_shortfall(
-    pod: PodRecord, node: NodeRecord, pods: Sequence[PodRecord]
-) -> tuple[str, str, str] | None:
-    """(resource, requested in total, allocatable) for the first resource the node lacks to
-    take `pod` beside the pods already bound to it; None when it fits."""
-    wanted = pod_requests(pod)
-    if not wanted:
-        return None
-    name = node.meta.name
-    used: dict[str, Fraction] = {}
+def node_usage(
+    pods: Iterable[PodRecord], *, excluding: PodRecord | None = None
+) -> dict[str, dict[str, Fraction]]:
+    """CPU and memory requested on each node by the pods bound to it (not finished ones),
+    leaving out `excluding` (the pod being placed)."""
+    usage: dict[str, dict[str, Fraction]] = {}
     for other in pods:
-        if other.node_name != name or other.phase in _TERMINAL or other.meta.uid == pod.meta.uid:
+        if other.node_name is None or other.phase in _TERMINAL:
             continue
-        if other.meta.name == pod.meta.name and other.meta.namespace == pod.meta.namespace:
+        if excluding is not None and (
+            other.meta.uid == excluding.meta.uid
+            or (other.meta.name, other.meta.namespace)
+            == (excluding.meta.name, excluding.meta.namespace)
+        ):
             continue
+        used = usage.setdefault(other.node_name, {})
         for resource, amount in pod_requests(other).items():
             used[resource] = used.get(resource, Fraction(0)) + amount
+    return usage
+
+
+def shortfall(
+    wanted: Mapping[str, Fraction], node: NodeRecord, used: Mapping[str, Fraction]
+) -> tuple[str, str, str] | None:
+    """(resource, requested in total, allocatable) for the first resource the node lacks."""
     for resource in NODE_RESOURCES:
         if resource not in wanted or resource not in node.allocatable:
             continue
@@ -125,3 +133,15 @@ def node_shortfall(
         if requested > allocatable:
             return resource, format_quantity(requested, like=allocatable_text), allocatable_text
     return None
+
+
+def node_shortfall(
+    pod: PodRecord, node: NodeRecord, pods: Sequence[PodRecord]
+) -> tuple[str, str, str] | None:
+    """(resource, requested in total, allocatable) for the first resource the node lacks to
+    take `pod` beside the pods already bound to it; None when it fits."""
+    wanted = pod_requests(pod)
+    if not wanted:
+        return None
+    bound = [p for p in pods if p.node_name == node.meta.name]
+    return shortfall(wanted, node, node_usage(bound, excluding=pod).get(node.meta.name, {}))

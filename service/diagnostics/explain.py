@@ -12,6 +12,7 @@ pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's w
       all-held         no devices left: every matching device is held — by which claims, which idle
       sharing-off      sharing is off and another pod took the device first
       no-capacity / tainted / not-enough / constraints / search-limit   (see `verdicts`)
+      node-resources   devices are free only on nodes without CPU/memory for its pod
       allocatable      it could be allocated now: it waits for its pod to be scheduled
     allocated claims (the manual's checklist: allocated, node and device named, the pod among
     the consumers, the pod Running):
@@ -30,16 +31,23 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from service.diagnostics.cluster import driver_of_selectors, gpu_nodes, node_shortfall
+from service.diagnostics.cluster import (
+    driver_of_selectors,
+    gpu_nodes,
+    node_shortfall,
+    node_usage,
+    pod_requests,
+    shortfall,
+)
 from service.diagnostics.ledger import Ledger
 from service.diagnostics.placement import allocate
 from service.diagnostics.verdicts import (
     ALL_HELD,
     NO_DEVICES,
     RequestVerdict,
-    Unsatisfiable,
 )
 from service.model.records import (
+    Allocation,
     ClaimRecord,
     DeviceClassRecord,
     DeviceEntry,
@@ -134,25 +142,27 @@ def explain_claim(
     candidates = (
         devices if scope is None else [e for e in devices if e.node is None or e.node in scope]
     )
-    result = allocate(
-        claim,
-        classes=classes,
-        devices=candidates,
-        ledger=ledger,  # a pending claim holds nothing
-        share_id=lambda: "explain",
-    )
-    if not isinstance(result, Unsatisfiable):
+    result = allocate(claim, classes=classes, devices=candidates, ledger=ledger, share_id=_no_share)
+    stuck = [p for p in users if p.phase == "Pending"]
+    if isinstance(result, Allocation) and result.node_name and stuck and nodes:
+        # kube-scheduler needs one node with both: free devices and room for the pod.
+        found = _node_with_room(claim, stuck[0], result, candidates, classes, ledger, pods, nodes)
+        if isinstance(found, str):
+            base.verdict, base.message = NODE_RESOURCES, found
+            return base
+        result = found
+    if isinstance(result, Allocation):
         base.verdict = ALLOCATABLE
         where = f" on node {result.node_name}" if result.node_name else ""
         waiting = ", ".join(p.name for p in base.pods) or "no pod references it yet"
         base.message = (
             f"devices are free{where}: the claim waits for its pod to be scheduled ({waiting})"
         )
-        stuck = [p for p in users if p.phase == "Pending" and p.reason == "Unschedulable"]
-        if stuck:
+        unschedulable = [p for p in stuck if p.reason == "Unschedulable"]
+        if unschedulable:
             base.message += (
-                f"; pod {stuck[0].meta.name} is Unschedulable: its nodeSelector/affinity or the "
-                "node's CPU/memory rule those devices out"
+                f"; pod {unschedulable[0].meta.name} is Unschedulable: its nodeSelector/affinity "
+                "or the node's CPU/memory rule those devices out"
             )
         return base
     base.requests = result.requests
@@ -183,6 +193,44 @@ def explain_claim(
                 )
                 base.message += f" (GPU nodes where {driver} publishes no devices: {shown})"
     return base
+
+
+def _no_share() -> str:
+    return "explain"  # explain never writes the allocation it finds
+
+
+def _node_with_room(
+    claim: ClaimRecord,
+    pod: PodRecord,
+    found: Allocation,
+    candidates: Sequence[DeviceEntry],
+    classes: Mapping[str, DeviceClassRecord],
+    ledger: Ledger,
+    pods: Sequence[PodRecord],
+    nodes: Sequence[NodeRecord],
+) -> Allocation | str:
+    """An allocation on a node that also has CPU and memory for the pod, or why there is none."""
+    wanted = pod_requests(pod)
+    if not wanted:
+        return found
+    usage = node_usage(pods, excluding=pod)
+    lacking = {
+        n.meta.name: why
+        for n in nodes
+        if (why := shortfall(wanted, n, usage.get(n.meta.name, {}))) is not None
+    }
+    if found.node_name not in lacking:
+        return found
+    roomy = [e for e in candidates if e.node is None or e.node not in lacking]
+    again = allocate(claim, classes=classes, devices=roomy, ledger=ledger, share_id=_no_share)
+    if isinstance(again, Allocation):
+        return again
+    resource, requested, allocatable = lacking[found.node_name or ""]
+    return (
+        f"devices are free on node {found.node_name}, but pod {pod.meta.name} does not fit "
+        f"there: the node lacks {resource} ({requested} requested with the pods already there, "
+        f"{allocatable} allocatable), and no node with room for the pod has free devices"
+    )
 
 
 def _holder(

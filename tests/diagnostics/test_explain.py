@@ -286,3 +286,27 @@ def test_gpu_nodes_the_driver_does_not_cover_are_named() -> None:
         claim("c", request()), claims=[holder], devices=devices, nodes=nodes, eligible_nodes=["n1"]
     )
     assert pinned.nodes_without_driver == [] and "legacy" not in pinned.message
+
+
+def test_pending_claim_whose_free_devices_are_on_a_node_without_room() -> None:
+    devices = [gpu(0, "n1"), gpu(0, "n2")]
+    busy_n1 = pod("batch-1", cpu="7", node="n1")
+    waiting = pod("p", "c", phase="Pending", node=None, cpu="2")
+    nodes = [node("n1", cpu="8"), node("n2", cpu="8")]
+    # n1 lacks CPU but n2 has room and a free GPU: the claim can be placed there.
+    d = explain(claim("c", request()), pods=[busy_n1, waiting], devices=devices, nodes=nodes)
+    assert (d.verdict, d.message.split(":")[0]) == ("allocatable", "devices are free on node n2")
+    # n2's GPU is taken: the only free GPU is on a node without room for the pod.
+    holder = claim("h", request(), allocation=held(devices[1]))
+    d = explain(
+        claim("c", request()),
+        claims=[holder],
+        pods=[busy_n1, waiting],
+        devices=devices,
+        nodes=nodes,
+    )
+    assert d.verdict == "node-resources"
+    assert d.message == (
+        "devices are free on node n1, but pod p does not fit there: the node lacks cpu (9 requested "
+        "with the pods already there, 8 allocatable), and no node with room for the pod has free devices"
+    )
