@@ -16,6 +16,7 @@ from typing import Any
 from service.sim.discovery import ordered
 from service.sim.errors import ApiError
 from service.sim.faults import Faults
+from service.sim.garbage import GarbageCollector
 from service.sim.resources import DRA_VERSIONS, RESOURCES
 from service.sim.store import ClusterStore
 
@@ -57,6 +58,7 @@ class ServedCluster:
         self.versions = tuple(ordered(self.versions))
         self.store.add_waker(self.notifier.wake)
         self.store.add_listener(self._namespace_controller)
+        self.garbage = GarbageCollector(self.store)
 
     def _namespace_controller(self, event_type: str, plural: str, obj: dict) -> None:
         """Finish deleting a Terminating namespace shortly after, as kube-controller-manager

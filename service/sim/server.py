@@ -177,14 +177,15 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     f"{current['metadata'].get('uid')}, resourceVersion "
                     f"{current['metadata'].get('resourceVersion')})",
                 )
+            policy = request.query_params.get("propagationPolicy") or options.get(
+                "propagationPolicy"
+            )
+            dry = writing(request)["dry_run"] or "All" in (options.get("dryRun") or [])
+            if current is not None and policy == "Orphan" and not dry:
+                cluster.garbage.orphaned.add(current["metadata"].get("uid", ""))
             return json_response(
                 target.served(
-                    store.delete(
-                        target.plural,
-                        target.namespace,
-                        target.name,
-                        dry_run=writing(request)["dry_run"] or "All" in options.get("dryRun", []),
-                    )
+                    store.delete(target.plural, target.namespace, target.name, dry_run=dry)
                 )
             )
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")

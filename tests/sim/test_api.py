@@ -295,3 +295,52 @@ async def test_core_resources(api: client.ApiClient, store: ClusterStore):
     # The namespace controller empties and removes it shortly after.
     await deleted(store, "namespaces", None, "work")
     assert (await core.list_pod_for_all_namespaces()).items == []
+
+
+async def test_garbage_collection_by_owner(api: client.ApiClient, store: ClusterStore):
+    core = client.CoreV1Api(api)
+    node = store.create("nodes", {"metadata": {"name": "node-0"}})
+    owned = slice_body("node-0-gpu", "node-0")
+    owned["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "name": "node-0",
+            "uid": node["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    store.create("resourceslices", owned)
+    store.create("resourceslices", slice_body("other", "node-1"))
+    pod = store.create(
+        "pods", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
+    claim = claim_body("p-gpu-abcde")
+    claim["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "p",
+            "uid": pod["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    store.create("resourceclaims", claim)
+
+    await core.delete_node("node-0")
+    await deleted(store, "resourceslices", None, "node-0-gpu")
+    assert store.get("resourceslices", None, "other") is not None
+
+    second = store.create(
+        "pods", {"metadata": {"name": "q"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
+    claim = claim_body("q-gpu-fghij")
+    claim["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "q", "uid": second["metadata"]["uid"]}
+    ]
+    store.create("resourceclaims", claim)
+    await core.delete_namespaced_pod("p", "default", propagation_policy="Orphan")
+    await core.delete_namespaced_pod("q", "default")
+    # q's claim goes; by then a collection for p (scheduled earlier) would have run too.
+    await deleted(store, "resourceclaims", "default", "q-gpu-fghij")
+    assert store.get("resourceclaims", "default", "p-gpu-abcde") is not None
