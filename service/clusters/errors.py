@@ -49,8 +49,12 @@ class ClusterError(Exception):
 
     def __str__(self) -> str:
         where = f"{self.cluster}: " if self.cluster else ""
+        return f"{where}{self.detail()}"
+
+    def detail(self) -> str:
+        """The message and status without the cluster name (for that cluster's status)."""
         code = f" ({self.code} {self.reason})".rstrip() if self.code else ""
-        return f"{where}{self.message}{code}"
+        return f"{self.message}{code}"
 
 
 class ConfigurationError(ClusterError):

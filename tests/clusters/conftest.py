@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 
 import pytest
@@ -22,10 +23,16 @@ FAST = WatchSettings(
 
 
 async def eventually(predicate: Callable[[], object], *, within: float = 15.0) -> None:
-    """Wait until `predicate()` is true; fail (not hang) if it never becomes so."""
+    """Wait until `predicate()` (or the awaitable it returns) is true; fail, never hang, if it
+    does not become so within `within` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
-    while not predicate():
+    while True:
+        result = predicate()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
         if loop.time() > deadline:
             raise AssertionError("condition never became true")
         await asyncio.sleep(0.01)

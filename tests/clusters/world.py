@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from service.clusters.config import ClusterConnection, close_all, connect
-from service.model.normalize import normalize
+from service.model.normalize import MalformedObject, normalize
 from service.model.records import KINDS, key_of
 from service.sim.run import ClusterSpec, Simulator
 from service.sim.store import ClusterStore
@@ -165,9 +165,16 @@ def small_world(name: str, *, nodes: int = 3) -> ClusterStore:
 
 
 def truth(store: ClusterStore, kind: str) -> dict:
-    """key -> record of every object of `kind` in the simulator, normalized independently."""
-    records = (normalize(kind, obj, cluster=store.name) for obj in store.list(PLURALS[kind]))
-    return {key_of(r): r for r in records}
+    """key -> record of every object of `kind` in the simulator, normalized independently
+    (objects that do not normalize are left out, as the mirror must leave them out)."""
+    records = {}
+    for obj in store.list(PLURALS[kind]):
+        try:
+            record = normalize(kind, obj, cluster=store.name)
+        except MalformedObject:
+            continue
+        records[key_of(record)] = record
+    return records
 
 
 def all_truth(store: ClusterStore) -> dict:

@@ -1,0 +1,289 @@
+"""Reactors against the simulator over HTTP: whole clusters synced into a MemoryStore, batches
+handed to every sink in order, status kept, deletions while disconnected, malformed objects,
+two clusters at once, an unreachable one, and a clean stop."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from service.clusters.config import ClusterConnection
+from service.model.changes import Changes
+from service.model.records import KINDS, ObjectKey, key_of
+from service.reactor import ReactorSettings, run_reactors
+from service.sim.run import ClusterSpec
+from service.stores.memory import MemoryStore
+from service.stores.protocols import ClusterStatus, StoreUnavailable
+from tests.clusters.conftest import FAST, RecordingSleep, eventually
+from tests.clusters.world import all_truth, claim, device_slice, serving, small_world
+
+SETTINGS = ReactorSettings(watch=FAST, status_interval=0.05)
+
+
+async def mirrored(store: MemoryStore, cluster: str) -> dict[ObjectKey, object]:
+    every = {}
+    for kind in KINDS:
+        every |= {key_of(r): r for r in await store.list(kind, cluster=cluster)}
+    return every
+
+
+class Statuses:
+    """A status sink remembering every pushed status."""
+
+    def __init__(self) -> None:
+        self.pushed: list[ClusterStatus] = []
+
+    async def __call__(self, status: ClusterStatus) -> None:
+        self.pushed.append(status)
+
+    def last(self, cluster: str) -> ClusterStatus:
+        return [s for s in self.pushed if s.name == cluster][-1]
+
+
+async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> None:
+    world = small_world("east", nodes=4)
+    store = MemoryStore()
+    statuses = Statuses()
+    batches: list[Changes] = []
+
+    async def recorder(changes: Changes) -> None:
+        # the second sink sees each batch after the store has it
+        assert await store.get(changes.keys()[:1]) is not None
+        batches.append(changes)
+
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        reactors = await run_reactors(
+            connections, sinks=[store.apply, recorder], status_sink=statuses, settings=SETTINGS
+        )
+        async with reactors:
+            assert not reactors.ready
+            await reactors.wait_synced()
+            assert reactors.ready and reactors.not_ready() == []
+            assert await mirrored(store, "east") == all_truth(world)
+            allocations = [t for b in batches for t in b.transitions if t.type == "allocated"]
+            assert {(t.claim, t.device) for t in allocations} == {
+                ("claim-0", "gpu-0"),
+                ("claim-2", "gpu-0"),
+            }
+
+            world.create("resourceclaims", claim("later"))
+            world.delete("pods", "default", "pod-1")
+            await eventually(
+                lambda: (
+                    world.get("resourceclaims", "default", "later") is not None
+                    and reactors.by_name["east"].index.get(
+                        ObjectKey("east", "Pod", "default", "pod-1")
+                    )
+                    is None
+                    and reactors.by_name["east"].index.get(
+                        ObjectKey("east", "ResourceClaim", "default", "later")
+                    )
+                    is not None
+                )
+            )
+            assert await mirrored(store, "east") == all_truth(world)
+            await eventually(lambda: statuses.last("east").events >= 2)
+            status = statuses.last("east")
+            assert (status.connected, status.synced, status.api_version) == (True, True, "v1")
+            assert status.error is None and status.relists == 0 and status.last_sync_at
+            assert status.last_event_at and status.malformed == {}
+        assert statuses.last("east").connected is False  # stop says so
+
+
+async def test_two_clusters_one_of_them_v1beta1_only(tmp_path: Path) -> None:
+    east, old = small_world("east", nodes=2), small_world("old", nodes=3)
+    store = MemoryStore()
+    specs = (ClusterSpec(east), ClusterSpec(old, versions=("v1beta1",)))
+    async with serving(tmp_path, *specs) as (_sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=SETTINGS
+        ) as reactors:
+            await reactors.wait_synced()
+            assert await mirrored(store, "east") == all_truth(east)
+            assert await mirrored(store, "old") == all_truth(old)
+            versions = {s.name: s.api_version for s in reactors.statuses()}
+            assert versions == {"east": "v1", "old": "v1beta1"}
+
+
+async def test_deletions_while_disconnected_become_deletes(
+    tmp_path: Path, recording_sleep: RecordingSleep
+) -> None:
+    world = small_world("east", nodes=3)
+    store = MemoryStore()
+    batches: list[Changes] = []
+
+    async def recorder(changes: Changes) -> None:
+        batches.append(changes)
+
+    async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
+        async with await run_reactors(
+            connections,
+            sinks=[store, recorder],
+            status_sink=store,
+            settings=SETTINGS,
+            sleep=recording_sleep,
+        ) as reactors:
+            await reactors.wait_synced()
+            reactor = reactors.by_name["east"]
+            # Cut the cluster off: every request fails, and the restart ends open streams.
+            recording_sleep.gate.clear()
+            served = sim.served["east"]
+            served.apply_faults({"errors": {"code": 503, "count": 10_000}, "restart": True})
+            await eventually(lambda: not reactor.status.connected)
+            # While nobody watches: objects go away (their DELETED events are lost with the
+            # restart's cleared log) and one is added.
+            world.delete("pods", "default", "pod-1")
+            world.delete("resourceclaims", "default", "claim-1")
+            world.delete("resourceslices", None, "node-2-gpu.example.com")
+            world.create("resourceclaims", claim("meanwhile"))
+            batches.clear()
+            # The restarted counter may have caught up with the watchers' positions (as after
+            # a real etcd restore): the server says 410 to the next watch of every kind.
+            served.apply_faults({"errors": None, "expireWatches": 6})
+            recording_sleep.gate.set()
+            await eventually(lambda: reactor.status.relists >= 6 and reactor.status.connected)
+            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            deleted = {key_of(r) for b in batches for r in b.deletes}
+            assert deleted == {
+                ObjectKey("east", "Pod", "default", "pod-1"),
+                ObjectKey("east", "ResourceClaim", "default", "claim-1"),
+                ObjectKey("east", "ResourceSlice", "", "node-2-gpu.example.com"),
+            }
+            disappeared = [
+                t for b in batches for t in b.transitions if t.type == "device_disappeared"
+            ]
+            assert {t.device for t in disappeared} == {"gpu-0", "gpu-1"}
+            assert await mirrored(store, "east") == all_truth(world)
+
+            async def pushed() -> bool:
+                [status] = await store.clusters()
+                return status.relists >= 6 and status.connected and status.error is None
+
+            await eventually(pushed)
+
+
+async def test_410_relist_keeps_the_store_exact(tmp_path: Path) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    settings = replace(SETTINGS, watch=replace(FAST, watch_timeout=1))
+    async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=settings
+        ) as reactors:
+            await reactors.wait_synced()
+            sim.served["east"].apply_faults({"expireWatches": 6})
+            world.create("resourceclaims", claim("during"))
+            reactor = reactors.by_name["east"]
+            await eventually(lambda: reactor.status.relists >= 6)
+            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            assert await mirrored(store, "east") == all_truth(world)
+
+
+async def test_malformed_object_counted_logged_once_and_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = small_world("east")
+    broken = device_slice("node-bad")
+    broken["spec"]["devices"] = "not a list"
+    world.bulk_load("resourceslices", [broken])
+    store = MemoryStore()
+    caplog.set_level(logging.WARNING, logger="service.reactor")
+    async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=SETTINGS
+        ) as reactors:
+            await reactors.wait_synced()
+            reactor = reactors.by_name["east"]
+            # relist (same object, same resourceVersion): counted and logged once only
+            sim.served["east"].apply_faults({"expireWatches": 1, "dropWatchAfterEvents": 1})
+            world.create("resourceslices", device_slice("node-7"))
+            await eventually(lambda: reactor.status.relists >= 1)
+            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            held = await mirrored(store, "east")
+            assert held == all_truth(world)
+            assert ObjectKey("east", "ResourceSlice", "", "node-7-gpu.example.com") in held
+            assert ObjectKey("east", "ResourceSlice", "", "node-bad-gpu.example.com") not in held
+            assert reactor.status.malformed == {"ResourceSlice": 1}
+    logged = [r for r in caplog.records if "malformed" in r.getMessage()]
+    assert len(logged) == 1
+    record = logged[0]
+    assert (record.cluster, record.kind, record.namespace, record.object_name) == (
+        "east",
+        "ResourceSlice",
+        "",
+        "node-bad-gpu.example.com",
+    )
+    assert "not a list" not in record.getMessage().split(":")[0]  # the ref, never the body
+
+
+async def test_unreachable_cluster_is_reported_and_blocks_only_readiness(
+    tmp_path: Path, recording_sleep: RecordingSleep
+) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        # a second cluster whose API server is gone (a port nobody listens on)
+        configuration = Configuration(host="http://127.0.0.1:9")
+        gone = ClusterConnection("gone", ApiClient(configuration), "gone")
+        try:
+            async with await run_reactors(
+                [*connections, gone],
+                sinks=[store],
+                status_sink=store,
+                settings=SETTINGS,
+                sleep=recording_sleep,
+            ) as reactors:
+                await reactors.by_name["east"].synced.wait()
+                await eventually(lambda: len(recording_sleep.delays) >= 12)
+                assert not reactors.ready
+                [reason] = reactors.not_ready()
+                assert reason.startswith("gone: not synced (waiting for DeviceClass")
+                assert "Cannot connect to host 127.0.0.1:9" in reason
+                statuses = {s.name: s for s in await store.clusters()}
+                assert statuses["gone"].connected is False and statuses["gone"].error
+                assert statuses["east"].connected and statuses["east"].synced
+                assert await mirrored(store, "east") == all_truth(world)
+        finally:
+            await gone.close()
+
+
+async def test_sink_outage_retries_the_same_batch(
+    tmp_path: Path, recording_sleep: RecordingSleep
+) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    failures = {"left": 3}
+
+    async def flaky(changes: Changes) -> None:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise StoreUnavailable("redis is down")
+        await store.apply(changes)
+
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        async with await run_reactors(
+            connections, sinks=[flaky], status_sink=store, settings=SETTINGS, sleep=recording_sleep
+        ) as reactors:
+            await reactors.wait_synced()
+            assert failures["left"] == 0 and len(recording_sleep.delays) >= 3
+            assert await mirrored(store, "east") == all_truth(world)
+
+
+async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -> None:
+    world = small_world("bare")
+    store = MemoryStore()
+    faults = {"hideVersions": ["v1", "v1beta2", "v1beta1"]}
+    async with serving(tmp_path, ClusterSpec(world, faults=faults)) as (_sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=SETTINGS
+        ) as reactors:
+            await reactors.wait_synced()  # not blocked forever by an API the cluster lacks
+            reactor = reactors.by_name["bare"]
+            assert "resource.k8s.io" in (reactor.status.error or "")
+            held = await mirrored(store, "bare")
+            expected = {k: v for k, v in all_truth(world).items() if k.kind in ("Pod", "Node")}
+            assert held == expected
