@@ -191,16 +191,19 @@ def mirror_app(
     store: StateStore,
     kubeconfig: Callable[[], str | None] | None = None,
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
+    watch: bool = True,
 ) -> Starlette:
-    """What `serve` and `demo` run: the history database when one is configured (migrated,
-    its writer started), then watchers feeding the state store and the history sink.
-    `kubeconfig()` is asked inside the lifespan (the demo's simulator writes it at start)."""
+    """What `serve`, `watch` and `demo` run: the history database when one is configured
+    (migrated and written by the watching process), then watchers feeding the state store
+    and the history sink. `watch=False` is an API replica: it reads the shared store and
+    history, and neither watches nor migrates. `kubeconfig()` is asked inside the lifespan
+    (the demo's simulator writes it at start)."""
     database = settings.history.database_url
 
     async def open_history() -> Any:
         from service.history.runtime import History
 
-        return await History.open(database)  # type: ignore[arg-type]
+        return await History.open(database, upgrade=watch)  # type: ignore[arg-type]
 
     app: Starlette
 
@@ -214,7 +217,7 @@ def mirror_app(
         settings,
         store=store,
         history=open_history if database else None,
-        reactors=start_watching,
+        reactors=start_watching if watch else None,
         resources=resources,
     )
     return app

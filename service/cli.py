@@ -4,6 +4,8 @@ Commands (each a small function registered on the group; other areas add theirs 
 module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
 
     dra-mirror serve --kubeconfig PATH [--context NAME]… [--host H] [--port 8000]
+                     [--redis-url URL] [--database-url URL] [--no-watch]
+    dra-mirror watch --kubeconfig PATH [--context NAME]… --redis-url URL [--database-url URL]
     dra-mirror demo [--port N]
     dra-mirror sim --scenario FILE|NAME [--kubeconfig-out PATH] [--host H] [--port-base N]
     dra-mirror sim --list-scenarios
@@ -32,7 +34,6 @@ from service.settings import Settings, SettingsError
 
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("service.watch_cli", "watch"),
     ("service.diagnostics_cli", "explain"),
     ("service.diagnostics_cli", "lint"),
 )
@@ -66,46 +67,71 @@ def main(log_level: str | None, log_json: bool | None) -> None:
     """Mirror of Kubernetes Dynamic Resource Allocation objects, served as one GraphQL graph."""
 
 
-@main.command()
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
-)
-@click.option(
-    "--context",
-    "contexts",
-    multiple=True,
-    help="Context to watch, one cluster each (repeatable; default: every context).",
-)
-@click.option("--host", default=None, help="Address to listen on (default 127.0.0.1).")
-@click.option("--port", type=int, default=None, help="Port to listen on (default 8000).")
-@click.option("--redis-url", default=None, help="Keep state in Redis instead of memory.")
-@click.option("--database-url", default=None, help="Record history in this SQL database.")
-@click.pass_context
-def serve(
-    ctx: click.Context,
-    kubeconfig: str | None,
-    contexts: tuple[str, ...],
-    host: str | None,
-    port: int | None,
-    redis_url: str | None,
-    database_url: str | None,
-) -> None:
-    """Watch real clusters and serve the GraphQL API."""
-    settings = build_settings(
+def cluster_options(command: Any) -> Any:
+    """The options `serve` and `watch` share: clusters, listening address, stores."""
+    options = [
+        click.option(
+            "--kubeconfig",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
+        ),
+        click.option(
+            "--context",
+            "contexts",
+            multiple=True,
+            help="Context to watch, one cluster each (repeatable; default: every context).",
+        ),
+        click.option("--host", default=None, help="Address to listen on (default 127.0.0.1)."),
+        click.option("--port", type=int, default=None, help="Port to listen on (default 8000)."),
+        click.option("--redis-url", default=None, help="Keep state in Redis instead of memory."),
+        click.option("--database-url", default=None, help="Record history in this SQL database."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def cluster_settings(ctx: click.Context, flags: dict[str, Any]) -> Settings:
+    return build_settings(
         ctx,
         **{
-            "clusters.kubeconfig": kubeconfig,
-            "clusters.contexts": contexts or None,
-            "http.host": host,
-            "http.port": port,
-            "store.redis_url": redis_url,
-            "history.database_url": database_url,
+            "clusters.kubeconfig": flags["kubeconfig"],
+            "clusters.contexts": flags["contexts"] or None,
+            "http.host": flags["host"],
+            "http.port": flags["port"],
+            "store.redis_url": flags["redis_url"],
+            "history.database_url": flags["database_url"],
         },
     )
-    run(_serve(settings))
+
+
+@main.command()
+@cluster_options
+@click.option(
+    "--no-watch",
+    is_flag=True,
+    help="Serve only: read the state the `watch` replicas write to Redis.",
+)
+@click.pass_context
+def serve(ctx: click.Context, no_watch: bool, **flags: Any) -> None:
+    """Watch clusters and serve the GraphQL API (or only serve, with --no-watch)."""
+    settings = cluster_settings(ctx, flags)
+    if no_watch and not settings.store.redis_url:
+        raise click.UsageError("--no-watch reads the shared state: give --redis-url")
+    run(_serve(settings, watch=not no_watch))
+
+
+@main.command()
+@cluster_options
+@click.pass_context
+def watch(ctx: click.Context, **flags: Any) -> None:
+    """Only watch clusters into the shared state (Redis) and history; /healthz and /readyz
+    stay served for probes."""
+    settings = cluster_settings(ctx, flags)
+    if not settings.store.redis_url:
+        raise click.UsageError("watch writes the shared state: give --redis-url")
+    run(_serve(settings, watch=True))
 
 
 def open_state_store(settings: Settings) -> Any:
@@ -120,12 +146,12 @@ def open_state_store(settings: Settings) -> Any:
     return MemoryStore()
 
 
-async def _serve(settings: Settings) -> None:
+async def _serve(settings: Settings, *, watch: bool = True) -> None:
     import uvicorn
 
     from service.app import mirror_app
 
-    app = mirror_app(settings, store=open_state_store(settings))
+    app = mirror_app(settings, store=open_state_store(settings), watch=watch)
     config = uvicorn.Config(
         app, host=settings.http.host, port=settings.http.port, log_config=None, lifespan="on"
     )

@@ -77,3 +77,12 @@ def test_migrate_needs_a_database(monkeypatch):
     monkeypatch.delenv("DRA_MIRROR_HISTORY_DATABASE_URL", raising=False)
     result = CliRunner().invoke(main, ["migrate"])
     assert result.exit_code == 2 and "--database-url" in result.output
+
+
+def test_split_deployment_commands_need_the_shared_store(monkeypatch):
+    monkeypatch.delenv("DRA_MIRROR_STORE_REDIS_URL", raising=False)
+    runner = CliRunner()
+    api_only = runner.invoke(main, ["serve", "--no-watch"])
+    assert api_only.exit_code == 2 and "--redis-url" in api_only.output
+    watcher = runner.invoke(main, ["watch"])
+    assert watcher.exit_code == 2 and "--redis-url" in watcher.output
