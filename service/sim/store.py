@@ -28,6 +28,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
+from itertools import islice
 from typing import NamedTuple
 
 import orjson
@@ -168,10 +169,12 @@ class ClusterStore:
         if rv >= self.resource_version:
             return []
         log = self._log
-        first = log[0].rv
         # Events in the log have consecutive resourceVersions (see _append).
-        start = max(0, rv - first + 1)
-        return [log[i] for i in range(start, len(log))]
+        start = max(0, rv - log[0].rv + 1)
+        wanted = len(log) - start
+        if wanted <= start:  # walk from the newer end: O(wanted), the usual case of a live watch
+            return list(islice(reversed(log), wanted))[::-1]
+        return list(islice(log, start, None))
 
     def state_at(self, plural: str, rv: int) -> dict[Key, dict | None]:
         """Keys of `plural` changed after `rv`, mapped to their state at `rv` (None = absent)."""

@@ -177,7 +177,7 @@ _PRINTERS: dict[str, tuple[list[Column], Callable[[dict], list], Callable[[dict]
             _col(
                 "Restarts",
                 "The number of times the containers in this pod have been restarted.",
-                type_="string",
+                type_="integer",
             ),
             _AGE,
             _col("IP", "IP address allocated to the pod.", 1),

@@ -114,3 +114,15 @@ def test_bulk_load_and_consistent_state_at():
     store.create("nodes", {"metadata": {"name": "n3"}})
     before = store.state_at("nodes", rv)
     assert before[("", "n1")]["metadata"]["name"] == "n1" and before[("", "n3")] is None
+
+
+def test_events_after_every_position_in_a_full_window():
+    store = ClusterStore("a", window=10)
+    for i in range(25):
+        store.create("namespaces", {"metadata": {"name": f"n{i}"}})
+    current = store.resource_version
+    assert store.floor == current - 10
+    for rv in range(store.floor, current + 1):
+        assert [e.rv for e in store.events_after(rv)] == list(range(rv + 1, current + 1))
+    with pytest.raises(ApiError):
+        store.events_after(store.floor - 1)
