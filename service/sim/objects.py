@@ -134,18 +134,21 @@ def qos_class(pod: dict) -> str:
     return "Burstable" if has_any else "BestEffort"
 
 
-def record_manager(obj: dict, manager: str, subresource: str | None, now: str) -> None:
-    """Record `manager`'s Update in managedFields, as the API server does on every write."""
+def record_manager(
+    obj: dict, manager: str, subresource: str | None, now: str, operation: str = "Update"
+) -> None:
+    """Record `manager`'s write (Update, or Apply for server-side apply) in managedFields, as
+    the API server does on every write."""
     meta = obj["metadata"]
     if "managedFields" not in meta:
         return  # an object written without managedFields (bulk load) keeps none
-    entry = managed_entry(obj, "Update", now, manager, subresource=subresource)
+    entry = managed_entry(obj, operation, now, manager, subresource=subresource)
     entries = [
         e
         for e in meta["managedFields"] or []
         if not (
             e.get("manager") == manager
-            and e.get("operation") == "Update"
+            and e.get("operation") == operation
             and e.get("subresource") == subresource
         )
     ]

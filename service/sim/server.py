@@ -210,7 +210,9 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         body = decode_body(await request.body(), kind)
         key = (target.namespace or "", target.name)
         current = store.stored(target.plural, key)
+        options = writing(request)
         if kind == APPLY:
+            options["operation"] = "Apply"  # server-side apply: recorded as such
             if not isinstance(body, dict):
                 raise bad_request("an apply patch must be an object")
             if current is None:
@@ -219,7 +221,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 if target.resource.namespaced:
                     obj["metadata"]["namespace"] = target.namespace
                 return json_response(
-                    target.served(store.create(target.plural, obj, **writing(request))), 201
+                    target.served(store.create(target.plural, obj, **options)), 201
                 )
             body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
             (body.get("metadata") or {}).pop("resourceVersion", None)
@@ -235,9 +237,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return json_response(
                 target.served(
-                    store.update(
-                        target.plural, obj, subresource=target.subresource, **writing(request)
-                    )
+                    store.update(target.plural, obj, subresource=target.subresource, **options)
                 )
             )
         if not isinstance(body, dict):
@@ -250,9 +250,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                 obj["metadata"].pop("resourceVersion", None)
             return json_response(
                 target.served(
-                    store.update(
-                        target.plural, obj, subresource=target.subresource, **writing(request)
-                    )
+                    store.update(target.plural, obj, subresource=target.subresource, **options)
                 )
             )
         return json_response(
@@ -263,7 +261,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     target.name,
                     body,
                     subresource=target.subresource,
-                    **writing(request),
+                    **options,
                 )
             )
         )

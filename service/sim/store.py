@@ -200,6 +200,7 @@ class ClusterStore:
         *,
         validate: bool = True,
         manager: str = MANAGER,
+        operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
@@ -243,7 +244,7 @@ class ClusterStore:
         meta.pop("deletionTimestamp", None)
         meta["generation"] = 1
         if "managedFields" not in meta:
-            meta["managedFields"] = [managed_entry(obj, "Update", now, manager)]
+            meta["managedFields"] = [managed_entry(obj, operation, now, manager)]
         return self._write(plural, key, obj, "ADDED", None, dry_run=dry_run)
 
     def update(
@@ -253,6 +254,7 @@ class ClusterStore:
         *,
         subresource: str | None = None,
         manager: str = MANAGER,
+        operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
@@ -273,7 +275,7 @@ class ClusterStore:
             raise invalid(res.kind, res.group, key[1], causes)
         if without_rv(new) == without_rv(old):
             return copy_object(old)  # a no-op update writes nothing, as kube-apiserver
-        record_manager(new, manager, subresource, timestamp(self._clock()))
+        record_manager(new, manager, subresource, timestamp(self._clock()), operation)
         if old["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             # The last finalizer is gone from an object being deleted: remove it now.
             return self._write(plural, key, new, "DELETED", old, dry_run=dry_run)
@@ -288,6 +290,7 @@ class ClusterStore:
         *,
         subresource: str | None = None,
         manager: str = MANAGER,
+        operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
         res = _resource(plural)
@@ -302,7 +305,12 @@ class ClusterStore:
         if not (patch.get("metadata") or {}).get("resourceVersion"):
             meta.pop("resourceVersion", None)  # a patch is unconditional unless it says otherwise
         return self.update(
-            plural, merged, subresource=subresource, manager=manager, dry_run=dry_run
+            plural,
+            merged,
+            subresource=subresource,
+            manager=manager,
+            operation=operation,
+            dry_run=dry_run,
         )
 
     def delete(

@@ -167,6 +167,22 @@ async def test_dry_run_and_field_manager(api: client.ApiClient, store: ClusterSt
         ("kube-scheduler", "status"),
     ]
     assert managed[1]["fieldsV1"] == {"f:status": {".": {}, "f:devices": {}}}
+    applied = await api.call_api(
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/real",
+        "PATCH",
+        query_params=[("fieldManager", "applier")],
+        header_params={"Content-Type": "application/apply-patch+yaml"},
+        body={
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "real", "labels": {"owner": "applier"}},
+        },
+        response_types_map={200: "object"},
+        _return_http_data_only=True,
+    )
+    assert applied["metadata"]["labels"] == {"owner": "applier"}
+    last = applied["metadata"]["managedFields"][-1]
+    assert (last["manager"], last["operation"]) == ("applier", "Apply")
 
 
 async def test_paged_list_is_a_consistent_snapshot(api: client.ApiClient, store: ClusterStore):
