@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 
 
-def kubeconfig(ports: Mapping[str, int], *, current: str | None = None) -> dict[str, Any]:
+def kubeconfig(
+    ports: Mapping[str, int], *, current: str | None = None, host: str = "127.0.0.1"
+) -> dict[str, Any]:
     """The kubeconfig document for clusters named by `ports` (name -> port)."""
     names = list(ports)
     return {
@@ -26,7 +28,7 @@ def kubeconfig(ports: Mapping[str, int], *, current: str | None = None) -> dict[
         "kind": "Config",
         "preferences": {},
         "clusters": [
-            {"name": n, "cluster": {"server": f"http://127.0.0.1:{ports[n]}"}} for n in names
+            {"name": n, "cluster": {"server": f"http://{host}:{ports[n]}"}} for n in names
         ],
         "users": [{"name": n, "user": {}} for n in names],
         "contexts": [{"name": n, "context": {"cluster": n, "user": n}} for n in names],
@@ -34,11 +36,13 @@ def kubeconfig(ports: Mapping[str, int], *, current: str | None = None) -> dict[
     }
 
 
-def write_kubeconfig(path: str | os.PathLike, ports: Mapping[str, int]) -> Path:
+def write_kubeconfig(
+    path: str | os.PathLike, ports: Mapping[str, int], *, host: str = "127.0.0.1"
+) -> Path:
     """Write the kubeconfig for `ports` to `path` atomically; returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(kubeconfig(ports), sort_keys=False)
+    text = yaml.safe_dump(kubeconfig(ports, host=host), sort_keys=False)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "w") as handle:

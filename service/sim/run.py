@@ -5,8 +5,8 @@
         sim.clusters["demo"]     # the ClusterStore, for the world half and tests
         sim.served["demo"].apply_faults({"expireWatches": 1})
 
-Promises: every listening socket is bound on 127.0.0.1 (port 0 = a free port, the real port
-is known at once); the kubeconfig (one context per cluster) is written atomically after the
+Promises: every listening socket is bound on 127.0.0.1 unless `host` says otherwise (port 0
+= a free port, the real port is known at once); the kubeconfig (one context per cluster) is written atomically after the
 servers accept connections and before `start()` returns; `stop()` ends open watch streams
 and waits for the servers to exit. `serve_forever()` is the CLI's loop: it prints where
 each cluster listens and runs until cancelled.
@@ -50,13 +50,13 @@ def _spec(item: ClusterSpec | tuple | ClusterStore) -> ClusterSpec:
     return ClusterSpec(*item)
 
 
-def _bind(port: int) -> socket.socket:
+def _bind(host: str, port: int) -> socket.socket:
     # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only then.
     # Without it, Nagle + delayed ACK cost ~40 ms per keep-alive request.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((HOST, port))
+    sock.bind((host, port))
     sock.listen(512)
     sock.setblocking(False)
     return sock
@@ -71,6 +71,7 @@ class Simulator:
         *,
         kubeconfig_path: str | Path | None = None,
         port_base: int | None = None,
+        host: str = HOST,
         bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
         warm_list_cache: bool = True,
@@ -81,6 +82,10 @@ class Simulator:
             raise ValueError(f"cluster names must be unique: {names}")
         self.kubeconfig_path = Path(kubeconfig_path) if kubeconfig_path else None
         self._port_base = port_base
+        # 127.0.0.1 by default. Another address is for containers (docker-compose), where
+        # the kubeconfig then names that address (or 127.0.0.1 for a wildcard).
+        self.host = host
+        self._address = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
         self.served: dict[str, ServedCluster] = {}
         for spec in self._specs:
             served = ServedCluster(
@@ -106,13 +111,13 @@ class Simulator:
         return {name: s.port for name, s in self.served.items()}
 
     def url(self, name: str) -> str:
-        return f"http://{HOST}:{self.served[name].port}"
+        return f"http://{self._address}:{self.served[name].port}"
 
     async def start(self) -> None:
         for i, spec in enumerate(self._specs):
             served = self.served[spec.store.name]
             port = spec.port or (self._port_base + i if self._port_base else 0)
-            sock = _bind(port)
+            sock = _bind(self.host, port)
             served.port = sock.getsockname()[1]
             config = uvicorn.Config(
                 build_app(served),
@@ -134,7 +139,7 @@ class Simulator:
                 raise RuntimeError("a simulated cluster's server stopped during startup")
             await asyncio.sleep(0.01)
         if self.kubeconfig_path is not None:
-            write_kubeconfig(self.kubeconfig_path, self.ports)
+            write_kubeconfig(self.kubeconfig_path, self.ports, host=self._address)
         if self._warm:
             self._tasks_aux.append(asyncio.create_task(self._warm_list_cache(), name="sim-warm"))
 
@@ -182,10 +187,13 @@ async def serve_forever(
     *,
     kubeconfig_path: str | Path = "sim.kubeconfig",
     port_base: int | None = None,
+    host: str = HOST,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve until cancelled (Ctrl-C); announce each cluster's address and the kubeconfig."""
-    async with Simulator(clusters, kubeconfig_path=kubeconfig_path, port_base=port_base) as sim:
+    async with Simulator(
+        clusters, kubeconfig_path=kubeconfig_path, port_base=port_base, host=host
+    ) as sim:
         for name in sim.served:
             announce(f"cluster {name} listening on {sim.url(name)}")
         announce(f"kubeconfig written to {sim.kubeconfig_path} (contexts: {', '.join(sim.served)})")
