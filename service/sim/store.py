@@ -23,6 +23,7 @@ Returned objects from `get`/`list` are private copies; the world half may change
 
 from __future__ import annotations
 
+import logging
 import random
 import uuid
 from collections import deque
@@ -64,6 +65,7 @@ __all__ = [
     "timestamp",
 ]
 
+log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, dict], None]
 
@@ -433,7 +435,13 @@ class ClusterStore:
         self._raw[plural].pop(key, None)
         self._append(Event(self.resource_version, kind, plural, key, obj, prev))
         for fn in self._listeners:
-            fn(kind, plural, obj)
+            try:
+                fn(kind, plural, obj)
+            except Exception:
+                # A listener's bug must not leave the write half-announced (watches unwoken).
+                log.exception(
+                    "cluster %s: listener failed on %s %s %s", self.name, kind, plural, key
+                )
         for wake in self._wakers:
             wake()
         return copy_object(obj)

@@ -126,3 +126,18 @@ def test_events_after_every_position_in_a_full_window():
         assert [e.rv for e in store.events_after(rv)] == list(range(rv + 1, current + 1))
     with pytest.raises(ApiError):
         store.events_after(store.floor - 1)
+
+
+def test_a_failing_listener_does_not_stop_the_write(caplog):
+    store = ClusterStore("a")
+    seen: list[str] = []
+
+    def broken(kind: str, plural: str, obj: dict) -> None:
+        raise RuntimeError("world bug")
+
+    store.add_listener(broken)
+    store.add_listener(lambda kind, plural, obj: seen.append(kind))
+    store.add_waker(lambda: seen.append("woken"))
+    store.create("resourceclaims", claim("c"))
+    assert seen == ["ADDED", "woken"]
+    assert "listener failed" in caplog.text
