@@ -247,9 +247,11 @@ class ClaimTracker:
             fields = self._claim_fields(key, claim)
         if now:
             self.idle_since[key] = batch.at
+            self._index.note_idle(key, batch.at)
             batch.transition(ch.IDLE_STARTED, **fields)
         else:
             del self.idle_since[key]
+            self._index.note_idle(key, None)
             batch.transition(ch.IDLE_ENDED, **fields)
 
     # --- pods -----------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from msgspec.structs import replace
 
 from service.model import changes as ch
 from service.model.claims_index import ClaimTracker
+from service.model.delta import IndexDelta
 from service.model.inventory import counters_free, device_status
 from service.model.links import Links
 from service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
@@ -135,13 +136,16 @@ class Batch:
 class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
-    def __init__(self, cluster: str, *, transitions: bool = True) -> None:
+    def __init__(self, cluster: str, *, transitions: bool = True, deltas: bool = False) -> None:
         """`transitions=False` derives the same state without building transitions (for a
-        store's own index: the history has them from the reactor's index already)."""
+        store's own index: the history has them from the reactor's index already);
+        `deltas=True` notes what each batch changed in the derived state (`take_delta`)."""
         self.cluster = cluster
         self.transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
+        self._delta: IndexDelta | None = IndexDelta() if deltas else None
+        self.links.delta = self._delta
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
         self._pools: dict[PoolKey, ValidPool] = {}
         self._devices: dict[DeviceKey, DeviceEntry] = {}
@@ -205,6 +209,18 @@ class ClusterIndex:
 
     def idle_claims(self) -> Iterator[ObjectKey]:
         return iter(self._claims.idle_since)
+
+    def take_delta(self) -> IndexDelta:
+        """What the batches since the last call changed in the derived state (deltas=True)."""
+        if self._delta is None:
+            raise ValueError("this index was made without deltas=True")
+        delta, self._delta = self._delta, IndexDelta()
+        self.links.delta = self._delta
+        return delta
+
+    def note_idle(self, claim: ObjectKey, since: str | None) -> None:
+        if self._delta is not None:
+            self._delta.idle[claim] = since
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -306,12 +322,16 @@ class ClusterIndex:
             if dk not in after.devices:
                 self._unlink_device(entry)
                 del self._devices[dk]
+                if self._delta is not None:
+                    self._delta.devices[dk] = None
                 self._device_transition(ch.DEVICE_DISAPPEARED, entry, batch)
         for dk, entry in after.devices.items():
             previous = before.get(dk)
             if previous is None:
                 self._link_device(entry)
                 self._devices[dk] = entry
+                if self._delta is not None:
+                    self._delta.devices[dk] = entry
                 self._device_transition(ch.DEVICE_APPEARED, entry, batch)
             elif previous != entry:
                 if (previous.slice, previous.node, previous.device.uuid) != (
@@ -322,6 +342,8 @@ class ClusterIndex:
                     self._unlink_device(previous)
                     self._link_device(entry)
                 self._devices[dk] = entry
+                if self._delta is not None:
+                    self._delta.devices[dk] = entry
                 if previous.device != entry.device or previous.node != entry.node:
                     self._device_transition(ch.DEVICE_CHANGED, entry, batch)
 

@@ -10,25 +10,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from service.model.delta import REMOVED, IndexDelta
+
 _EMPTY: dict[Any, Any] = {}
 
 
 class Links:
     def __init__(self, relations: Iterable[str]) -> None:
         self._maps: dict[str, dict[Any, dict[Any, Any]]] = {r: {} for r in relations}
+        # When set, every add/remove is also noted there (net effect per entry; delta.py).
+        self.delta: IndexDelta | None = None
 
     def add(self, relation: str, key: Any, value: Any, payload: Any = None) -> None:
         targets = self._maps[relation].get(key)
         if targets is None:
             self._maps[relation][key] = targets = {}
         targets[value] = payload
+        if self.delta is not None:
+            self.delta.links[(relation, key, value)] = payload
 
     def remove(self, relation: str, key: Any, value: Any) -> None:
         by_key = self._maps[relation]
         targets = by_key.get(key)
         if targets is None:
             return
-        targets.pop(value, None)
+        if targets.pop(value, REMOVED) is not REMOVED and self.delta is not None:
+            self.delta.links[(relation, key, value)] = REMOVED
         if not targets:
             del by_key[key]
 

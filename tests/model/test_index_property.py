@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from service.model import changes as ch
+from service.model.delta import IndexDelta
 from service.model.index import RELATIONS, ClusterIndex, Event
 from service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_
@@ -153,7 +154,8 @@ def fresh(final: dict[Any, Record]) -> ClusterIndex:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_folding_any_events_equals_building_from_the_final_state(data: st.DataObject) -> None:
-    index = ClusterIndex(CLUSTER)
+    index = ClusterIndex(CLUSTER, deltas=True)
+    mirror = _DeltaMirror()
     final: dict[Any, Record] = {}
     replayed: dict[Any, Record] = {}
     transitions: list[ch.Transition] = []
@@ -174,6 +176,7 @@ def test_folding_any_events_equals_building_from_the_final_state(data: st.DataOb
         for record in changes.upserts:
             replayed[key_of(record)] = record
         transitions.extend(changes.transitions)
+        mirror.apply(index.take_delta())
 
     folded = state(index)
     assert folded == state(fresh(final))
@@ -185,6 +188,40 @@ def test_folding_any_events_equals_building_from_the_final_state(data: st.DataOb
         for k, r in replayed.items()
     } == final
     _transitions_balance(index, transitions)
+    # A store writing only the deltas ends with the index's derived state.
+    assert mirror.links == {
+        (r, k, v): p
+        for r in RELATIONS
+        for k, vs in index.links.mapping(r).items()
+        for v, p in vs.items()
+    }
+    assert mirror.devices == folded["devices"]
+    assert mirror.idle == {k: index.idle_since(k) for k in index.idle_claims()}
+
+
+class _DeltaMirror:
+    """What a remote store holds when it writes nothing but each batch's IndexDelta."""
+
+    def __init__(self) -> None:
+        self.links: dict[tuple, Any] = {}
+        self.devices: dict[Any, Any] = {}
+        self.idle: dict[Any, str] = {}
+
+    def apply(self, delta: IndexDelta) -> None:
+        for relation, key, value in delta.links_removed():
+            self.links.pop((relation, key, value), None)
+        for relation, key, value, payload in delta.links_added():
+            self.links[(relation, key, value)] = payload
+        for key, entry in delta.devices.items():
+            if entry is None:
+                self.devices.pop(key, None)
+            else:
+                self.devices[key] = entry
+        for key, since in delta.idle.items():
+            if since is None:
+                self.idle.pop(key, None)
+            else:
+                self.idle[key] = since
 
 
 def _transitions_balance(index: ClusterIndex, transitions: list[ch.Transition]) -> None:
