@@ -26,16 +26,14 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from itertools import islice
-from typing import NamedTuple
 
 import orjson
 
 from service.sim import validation
 from service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
+from service.sim.eventlog import Event, EventLog, Key
 from service.sim.objects import (
     MANAGER,
     check_shape,
@@ -66,23 +64,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-Key = tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, dict], None]
 
 # utilrand's alphabet: no vowels, no easily confused characters (k8s.io/apimachinery).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-
-
-class Event(NamedTuple):
-    """One change in the log; `prev` is the state before it (None for ADDED)."""
-
-    rv: int
-    type: str  # ADDED | MODIFIED | DELETED
-    plural: str
-    key: Key
-    obj: dict
-    prev: dict | None
 
 
 def _utc_now() -> datetime:
@@ -114,8 +100,7 @@ class ClusterStore:
         self._objects: dict[str, dict[Key, dict]] = {p: {} for p in RESOURCES}
         self._sorted: dict[str, list[Key] | None] = {p: None for p in RESOURCES}
         self._raw: dict[str, dict[Key, bytes]] = {p: {} for p in RESOURCES}
-        self._log: deque[Event] = deque(maxlen=window)
-        self._floor = base  # every event with rv > floor is still in the log
+        self._log = EventLog(window, base)
         self._listeners: list[Listener] = []
         self._wakers: list[Callable[[], None]] = []
         self.bulk_load("namespaces", (namespace_object(ns) for ns in default_namespaces))
@@ -162,21 +147,11 @@ class ClusterStore:
     @property
     def floor(self) -> int:
         """The oldest resourceVersion a watch may start from without 410."""
-        return self._floor
+        return self._log.floor
 
     def events_after(self, rv: int) -> list[Event]:
         """Events with resourceVersion > rv; 410 Expired if some have left the window."""
-        if rv < self._floor:
-            raise _too_old(rv)
-        if rv >= self.resource_version:
-            return []
-        log = self._log
-        # Events in the log have consecutive resourceVersions (see _append).
-        start = max(0, rv - log[0].rv + 1)
-        wanted = len(log) - start
-        if wanted <= start:  # walk from the newer end: O(wanted), the usual case of a live watch
-            return list(islice(reversed(log), wanted))[::-1]
-        return list(islice(log, start, None))
+        return self._log.after(rv, self.resource_version)
 
     def state_at(self, plural: str, rv: int) -> dict[Key, dict | None]:
         """Keys of `plural` changed after `rv`, mapped to their state at `rv` (None = absent)."""
@@ -384,15 +359,13 @@ class ClusterStore:
             objects[key] = obj
             raw.pop(key, None)
         self._sorted[plural] = None
-        self._floor = self.resource_version  # nothing of the load is in the log
-        self._log.clear()
+        self._log.reset(self.resource_version)  # nothing of the load is in the log
 
     def restart(self, base: int = 1) -> None:
         """Simulate an etcd restore: counter restarts at `base`, log cleared, every object gets
         a new resourceVersion (uids kept). Clients must relist; watches are woken to end."""
         self.epoch += 1
         self.resource_version = base
-        self._log.clear()
         for plural, objects in self._objects.items():
             for key in self.sorted_keys(plural):
                 self.resource_version += 1
@@ -400,7 +373,7 @@ class ClusterStore:
                 obj["metadata"] = dict(obj["metadata"], resourceVersion=str(self.resource_version))
                 objects[key] = obj
             self._raw[plural].clear()
-        self._floor = self.resource_version
+        self._log.reset(self.resource_version)
         for wake in self._wakers:
             wake()
 
@@ -433,7 +406,7 @@ class ClusterStore:
                 self._sorted[plural] = None
             objects[key] = obj
         self._raw[plural].pop(key, None)
-        self._append(Event(self.resource_version, kind, plural, key, obj, prev))
+        self._log.append(Event(self.resource_version, kind, plural, key, obj, prev))
         for fn in self._listeners:
             try:
                 fn(kind, plural, obj)
@@ -445,12 +418,6 @@ class ClusterStore:
         for wake in self._wakers:
             wake()
         return copy_object(obj)
-
-    def _append(self, ev: Event) -> None:
-        log = self._log
-        if log.maxlen is not None and len(log) == log.maxlen:
-            self._floor = log[0].rv
-        log.append(ev)
 
     def _force_delete(self, plural: str, key: Key) -> None:
         old = self._objects[plural][key]
@@ -505,9 +472,3 @@ class ClusterStore:
 
 def _api_version(res: Resource) -> str:
     return f"{res.group}/v1" if res.group else "v1"
-
-
-def _too_old(rv: int) -> ApiError:
-    from service.sim.errors import expired
-
-    return expired(f"too old resource version: {rv}")
