@@ -225,3 +225,22 @@ async def test_the_postgres_copy_path_writes_the_same_facts(postgres_history, mo
     assert await _counts(engine) == once
     assert once["allocations"] == 4 and once["object_versions"] == 5
     await _matches_truth(engine)
+
+
+async def test_the_history_runtime_migrates_writes_reads_and_drains_on_close(history_url):
+    from service.history.runtime import History
+
+    history = await History.open(history_url)  # a fresh database: migrated on open
+    try:
+        for changes in batches():
+            await history.sink(changes)
+    finally:
+        await history.close()  # drains the outbox before it stops
+    reopened = await History.open(history_url)
+    try:
+        rows = await reopened.contention(FROM, TO, group_by="NAMESPACE", bucket_us=3_600_000_000)
+        assert _as_dicts(rows) == expected_contention("NAMESPACE", 60)
+        (held,) = await reopened.who_held("GPU-A", to_us(at(50)))
+        assert held.claim == "A"
+    finally:
+        await reopened.close()
