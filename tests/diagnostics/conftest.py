@@ -25,6 +25,7 @@ from service.model.records import (
     key_of,
 )
 from service.sim.scenario import build_world, load_scenario
+from service.sim.store import ClusterStore
 
 PLURALS = {
     "deviceclasses": DEVICE_CLASS,
@@ -65,13 +66,11 @@ class Cluster:
         return found
 
 
-@pytest.fixture(scope="session")
-def east() -> Cluster:
-    """Cluster `east` of the demo scenario, normalized and indexed by the model."""
-    store = build_world(load_scenario("demo")).stores["east"]
-    index = ClusterIndex("east")
+def mirror(store: ClusterStore) -> Cluster:
+    """A simulated cluster as the mirror sees it: its objects normalized and indexed."""
+    index = ClusterIndex(store.name)
     for plural, kind in PLURALS.items():
-        records = [normalize(kind, obj, cluster="east") for obj in store.list(plural)]
+        records = [normalize(kind, obj, cluster=store.name) for obj in store.list(plural)]
         index.apply([Event("ADDED", r) for r in records], at="2026-11-30T00:00:00Z")
     devices = list(index.devices())
     claims = {key_of(c): c for c in index.records(RESOURCE_CLAIM)}
@@ -83,3 +82,9 @@ def east() -> Cluster:
         nodes=list(index.records(NODE)),
         ledger=Ledger.build(devices, claims.values(), slices=index.records(RESOURCE_SLICE)),
     )
+
+
+@pytest.fixture(scope="session")
+def east() -> Cluster:
+    """Cluster `east` of the demo scenario, normalized and indexed by the model."""
+    return mirror(build_world(load_scenario("demo")).stores["east"])
