@@ -176,7 +176,10 @@ def share_consumption(entry: DeviceEntry, alt: Alternative) -> dict[str, Fractio
         return None
     consumed: dict[str, Fraction] = {}
     for name, capacity in capacities.items():
-        amount = consumed_amount(capacity, alt.capacity.get(name))
+        try:
+            amount = consumed_amount(capacity, alt.capacity.get(name))
+        except (ValueError, KeyError, TypeError):
+            return None  # a quantity or policy the API server would have rejected
         if amount is None:
             return None
         consumed[name] = amount
@@ -239,7 +242,7 @@ def fit(
         if consumed is None:
             return POLICY, None
         for name, amount in consumed.items():
-            if amount > parse_quantity(device.capacity[name].value):
+            if amount > _total(device.capacity[name]):
                 return POLICY, None
         remaining = ledger.remaining_capacity(entry)
         taken = pending or {}
@@ -253,12 +256,27 @@ def fit(
             return HELD, None
         for name, requested in alt.capacity.items():
             capacity = device.capacity.get(name)
-            if capacity is None or parse_quantity(requested) > parse_quantity(capacity.value):
+            if capacity is None or _amount(requested) > _total(capacity):
                 return POLICY, None
     if device.consumes_counters and not in_claim and not ledger.holders(entry.key):
         if not counters_fit(entry, ledger, tentative or {}):
             return COUNTERS, consumed
     return None, consumed
+
+
+def _amount(text: str) -> Fraction:
+    """A requested amount; one that does not parse can never be granted."""
+    try:
+        return parse_quantity(text)
+    except ValueError:
+        return Fraction(2**128)
+
+
+def _total(capacity: Capacity) -> Fraction:
+    try:
+        return parse_quantity(capacity.value)
+    except ValueError:
+        return Fraction(0)
 
 
 def counters_fit(
@@ -276,7 +294,7 @@ def counters_fit(
             return False  # no slice of the pool publishes the set: not allocatable
         extra = tentative.get(key, {})
         for name, text in consumption.counters.items():
-            need = parse_quantity(text)
+            need = _amount(text)
             if need > free.get(name, Fraction(0)) - extra.get(name, Fraction(0)):
                 return False
     return True

@@ -143,6 +143,8 @@ class _Search:
         if i == len(self.options):
             return True
         for alt, candidates in self.options[i]:
+            if alt.mode not in ("ExactCount", "All") or alt.count < 0:
+                continue  # clients must refuse allocation modes they do not know
             if alt.mode == "All":
                 if candidates and self._take_all(alt, candidates, i):
                     return True
@@ -224,7 +226,11 @@ class _Search:
             )
             used = self.tentative.setdefault(key, {})
             for name, text in consumption.counters.items():
-                used[name] = used.get(name, Fraction(0)) + sign * parse_quantity(text)
+                try:
+                    amount = parse_quantity(text)
+                except ValueError:
+                    continue  # counters_fit refused such a device already
+                used[name] = used.get(name, Fraction(0)) + sign * amount
 
     def _constraints_hold(self, alt: Alternative, entry: DeviceEntry) -> bool:
         for constraint in self.constraints:

@@ -265,3 +265,12 @@ def test_ledger_commit_replaces_and_never_mutated_by_allocate() -> None:
 def test_a_claim_without_requests_gets_an_empty_allocation() -> None:
     allocation = place(claim("empty"), [gpu(0)], node="n1")
     assert allocation == Allocation(results=(), node_name=None, node_selector=None, config=())
+
+
+def test_bad_input_from_a_cluster_is_refused_not_raised() -> None:
+    devices = [gpu(0)]
+    unparsable = claim("c", request(capacity={"gpu.nvidia.com/memory": "lots"}))
+    verdict = place(unparsable, devices)
+    assert isinstance(verdict, Unsatisfiable) and verdict.requests[0].verdict == "no-capacity"
+    unknown_mode = claim("c", request(allocation_mode="Some"))
+    assert isinstance(place(unknown_mode, devices), Unsatisfiable)
