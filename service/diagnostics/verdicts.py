@@ -18,6 +18,7 @@ and one verdict, in the words of the operations manual:
     not-enough      fewer free devices on any one node than the request needs
     constraints     each request fits alone, not together (matchAttribute, distinct…)
     search-limit    the search budget ran out before an answer
+    unsupported     an allocationMode this allocator does not know (Kubernetes refuses it too)
     fits            this request alone could be placed (another one blocks the claim)
 
 Promises: pure; reads the ledger, never writes it.
@@ -44,6 +45,7 @@ NOT_ENOUGH = "not-enough"
 CONSTRAINTS = "constraints"
 SEARCH_LIMIT = "search-limit"
 FITS = "fits"
+UNSUPPORTED = "unsupported"
 
 _SUMMARY = {
     CLASS_MISSING: "DeviceClass {cls} does not exist",
@@ -57,6 +59,7 @@ _SUMMARY = {
     CONSTRAINTS: "the requests fit alone but not together (constraints)",
     SEARCH_LIMIT: "the allocation search gave up (budget exhausted)",
     FITS: "this request could be placed",
+    UNSUPPORTED: "its allocationMode is not supported",
 }
 
 
@@ -134,7 +137,9 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     network_free = free_per_node.get(None, 0)
     best_node = max((n for k, n in free_per_node.items() if k is not None), default=0)
     needed = len(m.devices) if alt.mode == "All" else alt.count
-    if not m.class_exists:
+    if alt.mode not in ("ExactCount", "All"):
+        verdict = UNSUPPORTED
+    elif not m.class_exists:
         verdict = CLASS_MISSING
     elif m.errors:
         verdict = SELECTOR_ERROR

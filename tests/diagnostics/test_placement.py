@@ -272,5 +272,6 @@ def test_bad_input_from_a_cluster_is_refused_not_raised() -> None:
     unparsable = claim("c", request(capacity={"gpu.nvidia.com/memory": "lots"}))
     verdict = place(unparsable, devices)
     assert isinstance(verdict, Unsatisfiable) and verdict.requests[0].verdict == "no-capacity"
-    unknown_mode = claim("c", request(allocation_mode="Some"))
-    assert isinstance(place(unknown_mode, devices), Unsatisfiable)
+    unknown_mode = place(claim("c", request(allocation_mode="Some")), devices)
+    assert isinstance(unknown_mode, Unsatisfiable)
+    assert unknown_mode.requests[0].verdict == "unsupported"
