@@ -22,8 +22,8 @@ Rules implemented (resource.k8s.io/v1, as far as the scenarios use them):
   attempt): it is reported as a selector error, never as "no match".
 
 The search is a depth-first search with backtracking over candidate devices, bounded by
-`SEARCH_BUDGET` device tries per node (Kubernetes bounds its search too); running out reports
-the claim as unsatisfiable with verdict `search-limit`.
+`SEARCH_BUDGET` device tries per node and `TOTAL_BUDGET` per claim (Kubernetes bounds its
+search too); running out reports the claim as unsatisfiable with verdict `search-limit`.
 
 Promises: pure; never mutates the ledger (the caller commits what it writes); deterministic
 for the same inputs and `share_id`.
@@ -53,9 +53,10 @@ from service.model.records import (
     DeviceEntry,
 )
 
-__all__ = ["SEARCH_BUDGET", "Ledger", "RequestVerdict", "Unsatisfiable", "allocate"]
+__all__ = ["SEARCH_BUDGET", "TOTAL_BUDGET", "Ledger", "RequestVerdict", "Unsatisfiable", "allocate"]
 
-SEARCH_BUDGET = 20_000
+SEARCH_BUDGET = 20_000  # device tries per node
+TOTAL_BUDGET = 200_000  # device tries per claim, over every node
 
 
 def _new_share_id() -> str:
@@ -91,13 +92,20 @@ def allocate(
     # Candidates per match by node, once: each node's search then reads only its own devices.
     by_node = [[_by_node(m.devices) for m in ms] for ms in per_request]
     search_limited = False
+    left = TOTAL_BUDGET
     for scope in scopes:
-        search = _Search(claim, per_request, by_node, ledger, scope)
+        if left <= 0:
+            search_limited = True
+            break
+        search = _Search(
+            claim, per_request, by_node, ledger, scope, budget=min(SEARCH_BUDGET, left)
+        )
         try:
             picks = search.run()
         except _BudgetExhausted:
             search_limited = True
-            continue
+            picks = None
+        left -= search.tries
         if picks is not None:
             return _allocation(claim, picks, classes, scope, share_id)
     return claim_verdicts(claim, per_request, ledger, node=node, search_limited=search_limited)
@@ -117,6 +125,8 @@ class _Search:
         by_node: list[list[dict[str | None, list[DeviceEntry]]]],
         ledger: Ledger,
         scope: str | None,
+        *,
+        budget: int = SEARCH_BUDGET,
     ) -> None:
         self.ledger = ledger
         self.constraints = claim.constraints
@@ -131,7 +141,8 @@ class _Search:
         self.uses: dict[Any, int] = {}  # device -> picks of it in this claim
         self.pending: dict[Any, dict[str, Fraction]] = {}  # device -> capacity picks took
         self.tentative: dict[CounterSetKey, dict[str, Fraction]] = {}
-        self.budget = SEARCH_BUDGET
+        self.budget = budget
+        self.tries = 0
 
     def run(self) -> list[tuple[Alternative, DeviceEntry, dict[str, Fraction] | None]] | None:
         # Quick rejection: a request with no candidate at all on this node.
@@ -178,8 +189,8 @@ class _Search:
         return False
 
     def _push(self, alt: Alternative, entry: DeviceEntry) -> bool:
-        self.budget -= 1
-        if self.budget < 0:
+        self.tries += 1
+        if self.tries > self.budget:
             raise _BudgetExhausted
         key = entry.key
         uses = self.uses.get(key, 0)

@@ -242,3 +242,22 @@ def test_requests_of_one_claim_share_a_device_while_capacity_lasts() -> None:
         "n1/gpu-0",
         "n1/gpu-1",
     ]
+
+
+def test_a_search_that_runs_out_of_budget_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import service.diagnostics.placement as placement
+
+    monkeypatch.setattr(placement, "SEARCH_BUDGET", 50)
+    devices = [gpu(i) for i in range(20)]
+    # Every pair has the same productName: no three distinct ones exist, found only by trying.
+    c = claim(
+        "c", request(count=3), constraints=(Constraint(distinct_attribute=f"{NVIDIA}/productName"),)
+    )
+    verdict = place(c, devices)
+    assert isinstance(verdict, Unsatisfiable)
+    assert verdict.requests[0].verdict == "search-limit"
+    monkeypatch.setattr(placement, "SEARCH_BUDGET", 20_000)
+    monkeypatch.setattr(placement, "TOTAL_BUDGET", 100)
+    many_nodes = [gpu(i, f"n{n}") for n in range(10) for i in range(20)]
+    verdict = place(c, many_nodes)
+    assert isinstance(verdict, Unsatisfiable) and verdict.requests[0].verdict == "search-limit"
