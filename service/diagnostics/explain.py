@@ -43,6 +43,7 @@ from service.diagnostics.ledger import Ledger
 from service.diagnostics.placement import allocate
 from service.diagnostics.verdicts import (
     ALL_HELD,
+    FITS,
     NO_DEVICES,
     RequestVerdict,
 )
@@ -173,7 +174,7 @@ def explain_claim(
     # Idle holders first: they are the ones to clean up. Long lists are cut, not the count.
     described.sort(key=lambda h: (not h.idle, h.claim))
     base.holders = sorted(described[:MAX_HOLDERS], key=lambda h: h.claim)
-    blocking = next((v for v in result.requests if v.verdict not in ("fits",)), result.requests[0])
+    blocking = _blocking(result.requests)
     base.verdict, base.message = _pending_reason(blocking, base, claim, classes, devices, nodes)
     if base.verdict != DRIVER_MISSING:
         # "Or none on GPU nodes": the driver runs somewhere, but not on every GPU node.
@@ -193,6 +194,17 @@ def explain_claim(
                 )
                 base.message += f" (GPU nodes where {driver} publishes no devices: {shown})"
     return base
+
+
+def _blocking(verdicts: Sequence[RequestVerdict]) -> RequestVerdict:
+    """The first request none of whose alternatives fits (its first alternative's verdict)."""
+    groups: dict[str, list[RequestVerdict]] = {}
+    for v in verdicts:
+        groups.setdefault(v.request.split("/")[0], []).append(v)
+    for group in groups.values():
+        if not any(v.verdict == FITS for v in group):
+            return group[0]
+    return verdicts[0]
 
 
 def _no_share() -> str:

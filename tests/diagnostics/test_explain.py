@@ -310,3 +310,28 @@ def test_pending_claim_whose_free_devices_are_on_a_node_without_room() -> None:
         "devices are free on node n1, but pod p does not fit there: the node lacks cpu (9 requested "
         "with the pods already there, 8 allocatable), and no node with room for the pod has free devices"
     )
+
+
+def test_the_blocking_request_is_the_one_no_alternative_satisfies() -> None:
+    from service.model.records import SubRequest
+
+    devices = [gpu(0)]
+    b200 = SubRequest(
+        name="b200",
+        device_class_name="gpu.nvidia.com",
+        selectors=("device.attributes['gpu.nvidia.com'].productName == 'B200'",),
+    )
+    any_gpu = SubRequest(name="any", device_class_name="gpu.nvidia.com")
+    c = claim(
+        "c",
+        request("first", None, first_available=(b200, any_gpu)),
+        request("second", "mig.nvidia.com"),
+    )
+    d = explain(c, devices=devices)
+    # "first" could use its second choice; "second" (a MIG class with no MIG devices) blocks.
+    assert [(v.request, v.verdict) for v in d.requests] == [
+        ("first/b200", "no-match"),
+        ("first/any", "fits"),
+        ("second", "no-devices"),
+    ]
+    assert d.verdict == "no-devices" and d.message.startswith("request second:")
