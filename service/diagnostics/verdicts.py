@@ -123,8 +123,10 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     alt = m.alternative
     reasons: Counter[str] = Counter()
     free_per_node: Counter[str | None] = Counter()
+    per_node: Counter[str | None] = Counter()
     held_by: set[ObjectKey] = set()
     for entry in m.devices:
+        per_node[entry.node] += 1
         reason, _ = fit(entry, alt, ledger)
         reasons[reason or "free"] += 1
         if reason is None:
@@ -152,8 +154,15 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
             verdict = ALL_TAINTED
         else:
             verdict = ALL_HELD if held_by else NO_CAPACITY
-    elif alt.mode == "All" and free < len(m.devices):
-        verdict = NOT_ENOUGH
+    elif alt.mode == "All":
+        # All takes every matching device usable on one node: all of them must be free.
+        network_free_all = free_per_node[None] == per_node[None]
+        local = [(n, count) for n, count in per_node.items() if n is not None]
+        if local:
+            complete = network_free_all and any(free_per_node[n] == c for n, c in local)
+        else:
+            complete = network_free_all and per_node[None] > 0
+        verdict = FITS if complete else NOT_ENOUGH
     elif best_node + network_free < needed:
         verdict = NOT_ENOUGH
     else:

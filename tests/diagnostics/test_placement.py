@@ -275,3 +275,21 @@ def test_bad_input_from_a_cluster_is_refused_not_raised() -> None:
     unknown_mode = place(claim("c", request(allocation_mode="Some")), devices)
     assert isinstance(unknown_mode, Unsatisfiable)
     assert unknown_mode.requests[0].verdict == "unsupported"
+
+
+def test_all_mode_verdict_looks_node_by_node() -> None:
+    devices = [gpu(0, "n1"), gpu(1, "n1"), gpu(0, "n2")]
+    ledger = Ledger.build(devices, [claim("h", request(), allocation=held(devices[0]))])
+    # n2's only GPU is free: All can be satisfied there.
+    assert devices_of(
+        place(claim("all", request(allocation_mode="All", count=0)), devices, ledger)
+    ) == ["n2/gpu-0"]
+    verdict = place(
+        claim("all", request(allocation_mode="All", count=0)), devices, ledger, node="n1"
+    )
+    assert isinstance(verdict, Unsatisfiable) and verdict.requests[0].verdict == "not-enough"
+    # When another request blocks the claim, the All request is still reported as fitting.
+    both = claim("all", request(allocation_mode="All", count=0), request("mig", "mig.nvidia.com"))
+    verdict = place(both, devices, ledger)
+    assert isinstance(verdict, Unsatisfiable)
+    assert [v.verdict for v in verdict.requests] == ["fits", "no-devices"]
