@@ -84,7 +84,8 @@ class Observed(NamedTuple):
 
 
 class Skipped(NamedTuple):
-    """An object that does not decode into a record; the watch goes on without it."""
+    """An object that does not decode into a record; the watch goes on without it.
+    `resource_version` is the object's ("" when a list could not tell)."""
 
     kind: str
     malformed: MalformedObject
@@ -240,7 +241,10 @@ class KindWatcher:
                 ) from error
             records.extend(page.records)
             for malformed in page.malformed:
-                await self.emit(Skipped(self.kind, malformed, page.resource_version))
+                # The object's own resourceVersion when the model reports it; the list's
+                # version would differ on every relist and make one object look like many.
+                version = getattr(malformed, "resource_version", "") or ""
+                await self.emit(Skipped(self.kind, malformed, version))
             if not page.continue_token:
                 return records, page.resource_version
             token = page.continue_token

@@ -4,6 +4,7 @@ two clusters at once, an unreachable one, and a clean stop."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from service.clusters.config import ClusterConnection
 from service.model.changes import Changes
 from service.model.records import KINDS, ObjectKey, key_of
-from service.reactor import ReactorSettings, run_reactors
+from service.reactor import ReactorSettings, SyncGc, run_reactors
 from service.sim.run import ClusterSpec
 from service.stores.memory import MemoryStore
 from service.stores.protocols import ClusterStatus, StoreUnavailable
@@ -22,6 +23,7 @@ from tests.clusters.conftest import FAST, RecordingSleep, eventually
 from tests.clusters.world import all_truth, claim, device_slice, serving, small_world
 
 SETTINGS = ReactorSettings(watch=FAST, status_interval=0.05)
+# The suite shares one process: tests leave its garbage collector alone (SyncGc has its own).
 
 
 async def mirrored(store: MemoryStore, cluster: str) -> dict[ObjectKey, object]:
@@ -57,7 +59,11 @@ async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> 
 
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         reactors = await run_reactors(
-            connections, sinks=[store.apply, recorder], status_sink=statuses, settings=SETTINGS
+            connections,
+            sinks=[store.apply, recorder],
+            status_sink=statuses,
+            settings=SETTINGS,
+            tune_gc=False,
         )
         async with reactors:
             assert not reactors.ready
@@ -100,9 +106,14 @@ async def test_two_clusters_one_of_them_v1beta1_only(tmp_path: Path) -> None:
     specs = (ClusterSpec(east), ClusterSpec(old, versions=("v1beta1",)))
     async with serving(tmp_path, *specs) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS
+            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=True
         ) as reactors:
+            before = gc.get_threshold()
             await reactors.wait_synced()
+            # the initial sync ran with a raised threshold; what it built is frozen afterwards
+            await eventually(lambda: gc.get_freeze_count() > 0)
+            gc.unfreeze()
+            assert gc.get_threshold()[0] < before[0]
             assert await mirrored(store, "east") == all_truth(east)
             assert await mirrored(store, "old") == all_truth(old)
             versions = {s.name: s.api_version for s in reactors.statuses()}
@@ -125,6 +136,7 @@ async def test_deletions_while_disconnected_become_deletes(
             sinks=[store, recorder],
             status_sink=store,
             settings=SETTINGS,
+            tune_gc=False,
             sleep=recording_sleep,
         ) as reactors:
             await reactors.wait_synced()
@@ -172,7 +184,7 @@ async def test_410_relist_keeps_the_store_exact(tmp_path: Path) -> None:
     settings = replace(SETTINGS, watch=replace(FAST, watch_timeout=1))
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=settings
+            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
         ) as reactors:
             await reactors.wait_synced()
             sim.served["east"].apply_faults({"expireWatches": 6})
@@ -194,7 +206,7 @@ async def test_malformed_object_counted_logged_once_and_skipped(
     caplog.set_level(logging.WARNING, logger="service.reactor")
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS
+            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]
@@ -235,6 +247,7 @@ async def test_unreachable_cluster_is_reported_and_blocks_only_readiness(
                 sinks=[store],
                 status_sink=store,
                 settings=SETTINGS,
+                tune_gc=False,
                 sleep=recording_sleep,
             ) as reactors:
                 await reactors.by_name["east"].synced.wait()
@@ -266,7 +279,12 @@ async def test_sink_outage_retries_the_same_batch(
 
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[flaky], status_sink=store, settings=SETTINGS, sleep=recording_sleep
+            connections,
+            sinks=[flaky],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
+            sleep=recording_sleep,
         ) as reactors:
             await reactors.wait_synced()
             assert failures["left"] == 0 and len(recording_sleep.delays) >= 3
@@ -279,7 +297,7 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
     faults = {"hideVersions": ["v1", "v1beta2", "v1beta1"]}
     async with serving(tmp_path, ClusterSpec(world, faults=faults)) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS
+            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
         ) as reactors:
             await reactors.wait_synced()  # not blocked forever by an API the cluster lacks
             reactor = reactors.by_name["bare"]
@@ -287,3 +305,21 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
             held = await mirrored(store, "bare")
             expected = {k: v for k, v in all_truth(world).items() if k.kind in ("Pod", "Node")}
             assert held == expected
+
+
+async def test_sync_gc_raises_then_restores_thresholds_and_freezes() -> None:
+    before = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    tuning = SyncGc(threshold=before[0] * 10)
+    try:
+        assert gc.get_threshold() == (before[0] * 10, *before[1:])
+        tuning.done(freeze=False)
+        assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+        tuning.done()  # once only
+        assert gc.get_freeze_count() == frozen
+        again = SyncGc(threshold=before[0] * 10)
+        again.done()
+        assert gc.get_threshold() == before and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
