@@ -14,6 +14,10 @@ known not to be served, resource.k8s.io version, last event and sync times, erro
 relists, malformed objects per kind) and pushes it through `status_sink` when it changes (at
 most about once a second for counters alone).
 
+Sinks may also have the history sink's hooks, called when present: `cluster_started(cluster,
+at)` before the first `Changes` (this process starts from an empty index) and
+`record_gap(cluster, start, end)` when the cluster comes back after being disconnected.
+
 Malformed objects are counted per kind and logged once per (object, resourceVersion) with the
 reference only, never the body. A sink that raises `StoreError` (backend down) gets the same
 `Changes` again after a backoff, so nothing is skipped; any other sink exception is a bug: it
@@ -129,6 +133,7 @@ class Reactor:
         self.connection = connection
         self.settings = settings or ReactorSettings()
         self.sinks = [_as_callable(sink, "apply") for sink in sinks]
+        self._sink_objects = list(sinks)  # for the optional history hooks (see _hook)
         self.status_sink = _as_callable(status_sink, "set_status")
         self.clock = clock
         self.sleep = sleep
@@ -160,6 +165,8 @@ class Reactor:
         self._failing: dict[str, str] = {}
         self._up: set[str] = set()
         self._seen_malformed: set[tuple[str, str]] = set()
+        self._disconnected_at: str | None = None
+        self._gaps: list[tuple[str, str]] = []
         self._status_due = True
         self._status_pushed_at = float("-inf")
         self._watch_tasks: list[asyncio.Task[None]] = []
@@ -222,6 +229,8 @@ class Reactor:
 
     async def _consume(self) -> None:
         loop = asyncio.get_running_loop()
+        # This process starts from an empty index: history closes what it left open before.
+        await self._hook("cluster_started", self.name, self._at())
         try:
             while True:
                 message = await self._next(self._status_wait())
@@ -259,6 +268,9 @@ class Reactor:
     async def _handle(self, message: WatchMessage) -> None:
         try:
             await self._react(message)
+            while self._gaps:
+                start, end = self._gaps.pop(0)
+                await self._hook("record_gap", self.name, start, end)
         except Exception:  # a bug must not stop the cluster's mirror: log it, go on
             log.exception(
                 "failed to handle %s",
@@ -321,6 +333,12 @@ class Reactor:
             if errors
             else None
         )
+        if self.status.connected and not connected:
+            self._disconnected_at = self._at()
+        elif connected and not self.status.connected and self._disconnected_at is not None:
+            # Events may have been missed (or arrive late) in between: history marks the gap.
+            self._gaps.append((self._disconnected_at, self._at()))
+            self._disconnected_at = None
         if (connected, error) != (self.status.connected, self.status.error):
             self.status.connected = connected
             self.status.error = error
@@ -406,6 +424,18 @@ class Reactor:
                         extra=self._log,
                     )
                     break
+
+    async def _hook(self, name: str, *args: str) -> None:
+        """Call `name(*args)` on every sink that has it (the history sink's `cluster_started`
+        and `record_gap`); a failing hook is logged, never fatal."""
+        for sink in self._sink_objects:
+            hook = getattr(sink, name, None)
+            if hook is None:
+                continue
+            try:
+                await hook(*args)
+            except Exception:
+                log.exception("%s hook of %r failed", name, sink, extra=self._log)
 
     async def _push_status(self, *, force: bool = False) -> None:
         loop = asyncio.get_running_loop()

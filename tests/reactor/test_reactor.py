@@ -126,9 +126,22 @@ async def test_deletions_while_disconnected_become_deletes(
     world = small_world("east", nodes=3)
     store = MemoryStore()
     batches: list[Changes] = []
+    calls: list[tuple] = []
 
-    async def recorder(changes: Changes) -> None:
-        batches.append(changes)
+    class HistoryLike:
+        """A sink with the history sink's optional hooks."""
+
+        async def __call__(self, changes: Changes) -> None:
+            calls.append(("changes",))
+            batches.append(changes)
+
+        async def cluster_started(self, cluster: str, at: str) -> None:
+            calls.append(("started", cluster, at))
+
+        async def record_gap(self, cluster: str, start: str, end: str) -> None:
+            calls.append(("gap", cluster, start, end))
+
+    recorder = HistoryLike()
 
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
@@ -170,6 +183,9 @@ async def test_deletions_while_disconnected_become_deletes(
             ]
             assert {t.device for t in disappeared} == {"gpu-0", "gpu-1"}
             assert await mirrored(store, "east") == all_truth(world)
+            assert calls[0][:2] == ("started", "east") and calls[1] == ("changes",)
+            [gap] = [c for c in calls if c[0] == "gap"]
+            assert gap[1] == "east" and gap[2] < gap[3]
 
             async def pushed() -> bool:
                 [status] = await store.clusters()
