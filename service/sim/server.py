@@ -224,7 +224,8 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     target.served(store.create(target.plural, obj, **options)), 201
                 )
             body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
-            (body.get("metadata") or {}).pop("resourceVersion", None)
+            if isinstance(body.get("metadata"), dict):
+                body["metadata"].pop("resourceVersion", None)
         if current is None:
             raise not_found(target.plural, target.group, target.name)
         if kind == JSON_PATCH:
@@ -246,7 +247,8 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
             # Merge in the client's version, then convert the result back to storage.
             merged = merge_patch(target.served(current), body)
             obj = incoming(target, merged)
-            if not (body.get("metadata") or {}).get("resourceVersion"):
+            sent = body.get("metadata")
+            if not (isinstance(sent, dict) and sent.get("resourceVersion")):
                 obj["metadata"].pop("resourceVersion", None)
             return json_response(
                 target.served(

@@ -275,11 +275,12 @@ class ClusterStore:
         if old is None:
             raise not_found(plural, res.group, name)
         merged = merge_patch(old, patch)
-        meta = merged.setdefault("metadata", {})
+        check_shape(res, merged)
+        meta = merged["metadata"]
         meta["name"] = name
         if res.namespaced:
             meta["namespace"] = old["metadata"]["namespace"]
-        if not (patch.get("metadata") or {}).get("resourceVersion"):
+        if "resourceVersion" not in (patch.get("metadata") or {}):
             meta.pop("resourceVersion", None)  # a patch is unconditional unless it says otherwise
         return self.update(
             plural,

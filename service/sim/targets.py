@@ -107,8 +107,14 @@ def writing(request: Request) -> dict[str, Any]:
 
 
 def incoming(target: Target, body: Any) -> dict:
+    """A request body as a storage-shaped object (400 if it is not a JSON object with an
+    object `metadata`, as kube-apiserver's decoder refuses it)."""
     if not isinstance(body, dict):
         raise bad_request("the request body must be an object")
+    if body.get("metadata") is None:
+        body = {**body, "metadata": {}}
+    if not isinstance(body["metadata"], dict):
+        raise bad_request("metadata: the object's metadata must be an object")
     if target.group == DRA_GROUP:
         sent = body.get("apiVersion")
         if sent and sent != target.group_version:
