@@ -8,6 +8,7 @@ new store under contract, add one entry here.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -20,8 +21,17 @@ async def memory_store(request: pytest.FixtureRequest) -> StateStore:
     return MemoryStore()
 
 
+async def redis_store(request: pytest.FixtureRequest) -> StateStore:
+    # A fresh key prefix per test: an empty store on the suite's shared redis-server.
+    from service.stores.redis import RedisStore
+
+    url = request.getfixturevalue("redis_url")
+    return RedisStore.from_url(url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+
+
 STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[StateStore]]] = {
     "memory": memory_store,
+    "redis": redis_store,
 }
 
 

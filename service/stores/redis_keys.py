@@ -1,0 +1,145 @@
+"""The Redis key layout of the state store, and how records, keys and links are encoded.
+
+Every key of a cluster carries the cluster as a hash tag, `PREFIX:{cluster}:…`, so Redis
+Cluster keeps a cluster's keys in one slot (one transaction or script may touch them all) and
+shards by cluster. The layout (docs/redis.md has the full table):
+
+    PREFIX:clusters                               SET   cluster names (the only untagged key)
+    PREFIX:{c}:status                             STRING msgpack ClusterStatus
+    PREFIX:{c}:obj:<Kind>                         HASH  "namespace/name" -> msgpack record
+    PREFIX:{c}:devices                            HASH  device field -> msgpack DeviceEntry
+    PREFIX:{c}:device_status                      HASH  device field -> free|held|shared|blocked
+    PREFIX:{c}:idle                               HASH  "namespace/name" -> idle since (claims)
+    PREFIX:{c}:link:<relation>:<from>             SET   members: linked keys (JSON arrays)
+    PREFIX:{c}:link:device_allocations:<from>     HASH  hold id (JSON) -> msgpack AllocationRef
+    PREFIX:{c}:lease / :fence / :fence_counter    the writer's lease (service.stores.lease)
+    PREFIX:{c}:events                             pub/sub channel of live events
+
+Keys inside a cluster's values drop the cluster (it is the tag): an ObjectKey is the JSON array
+`[kind, namespace, name]`, a DeviceKey `[driver, pool, device]`; JSON because pool names may
+hold '/' (object names never do, hence "namespace/name" for hash fields). Encodings are
+canonical (orjson of a list of strings), so a SREM of a member removes exactly what SADD added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import orjson
+
+from service.model.records import (
+    KIND_OF,
+    AllocationRef,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+)
+from service.stores.protocols import ClusterStatus, Relation
+
+DEFAULT_PREFIX = "dra-mirror"
+
+# Relations whose linked values are devices; the others link objects.
+DEVICE_VALUED = frozenset(
+    {
+        Relation.NODE_DEVICES.value,
+        Relation.SLICE_DEVICES.value,
+        Relation.POOL_DEVICES.value,
+        Relation.UUID_DEVICES.value,
+        Relation.NAME_DEVICES.value,
+    }
+)
+HOLDS = Relation.DEVICE_ALLOCATIONS.value
+
+_encoder = msgspec.msgpack.Encoder()
+record_decoder = msgspec.msgpack.Decoder(Record)
+entry_decoder = msgspec.msgpack.Decoder(DeviceEntry)
+hold_decoder = msgspec.msgpack.Decoder(AllocationRef)
+status_decoder = msgspec.msgpack.Decoder(ClusterStatus)
+encode = _encoder.encode
+KINDS_BY_NAME = {kind: kind for kind in KIND_OF.values()}
+
+
+def check_cluster_name(cluster: str) -> str:
+    # A brace would end (or start) the hash tag early and scatter the cluster's keys.
+    if not cluster or "{" in cluster or "}" in cluster:
+        raise ValueError(f"cluster name {cluster!r} cannot be a Redis hash tag")
+    return cluster
+
+
+class Keys:
+    """The names of one cluster's keys under a prefix."""
+
+    def __init__(self, prefix: str, cluster: str) -> None:
+        self.cluster = check_cluster_name(cluster)
+        base = f"{prefix}:{{{cluster}}}:"
+        self.base = base
+        self.status = base + "status"
+        self.devices = base + "devices"
+        self.device_status = base + "device_status"
+        self.idle = base + "idle"
+        self.lease = base + "lease"
+        self.fence = base + "fence"
+        self.fence_counter = base + "fence_counter"
+        self.events = base + "events"
+
+    def objects(self, kind: str) -> str:
+        return f"{self.base}obj:{kind}"
+
+    def link(self, relation: str, from_key: Any) -> str:
+        return f"{self.base}link:{relation}:{link_part(from_key).decode()}"
+
+
+def clusters_key(prefix: str) -> str:
+    return f"{prefix}:clusters"
+
+
+def object_field(key: ObjectKey) -> str:
+    return f"{key.namespace}/{key.name}"
+
+
+def split_object_field(field: bytes) -> tuple[str, str]:
+    namespace, _, name = field.decode().partition("/")
+    return namespace, name
+
+
+def link_part(from_key: Any) -> bytes:
+    """A relation's from-key without its cluster: `["n1"]`, `["Pod","ns","a"]`, `"GPU-…"`."""
+    if isinstance(from_key, tuple | list):
+        return orjson.dumps(list(from_key[1:]))
+    return orjson.dumps(from_key)
+
+
+def key_member(key: ObjectKey | DeviceKey) -> bytes:
+    return orjson.dumps(list(key[1:]))
+
+
+def device_field(key: DeviceKey) -> bytes:
+    return orjson.dumps(list(key[1:]))
+
+
+def driver_prefix(driver: str) -> bytes:
+    return b"[" + orjson.dumps(driver) + b","
+
+
+def decode_device_key(cluster: str, raw: bytes) -> DeviceKey:
+    driver, pool, device = orjson.loads(raw)
+    return DeviceKey(cluster, driver, pool, device)
+
+
+def decode_member(cluster: str, relation: str, raw: bytes) -> ObjectKey | DeviceKey:
+    parts = orjson.loads(raw)
+    if relation in DEVICE_VALUED:
+        return DeviceKey(cluster, *parts)
+    return ObjectKey(cluster, *parts)
+
+
+def hold_field(hold_id: tuple[ObjectKey, str, str]) -> bytes:
+    claim, request, share = hold_id
+    return orjson.dumps([claim.kind, claim.namespace, claim.name, request, share])
+
+
+def hold_sort_key(raw: bytes) -> tuple[Any, ...]:
+    # Holds come in (claim, request, shareID) order, as the in-memory index sorts its hold ids.
+    return tuple(orjson.loads(raw))
