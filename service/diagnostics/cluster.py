@@ -50,8 +50,11 @@ def gpu_count(node: NodeRecord) -> int:
     """GPUs a device plugin advertises on the node (0 when none or unparsable)."""
     total = 0
     for resource in _GPU_RESOURCES:
+        text = node.capacity.get(resource)
+        if text is None:
+            continue
         try:
-            total += int(parse_quantity(node.capacity.get(resource, "0")))
+            total += int(text) if text.isdigit() else int(parse_quantity(text))
         except ValueError:
             continue
     return total
