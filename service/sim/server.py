@@ -297,6 +297,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
                     continue_token=page.continue_token,
                     remaining=page.remaining,
                     include_object=params.get("includeObject") or "Metadata",
+                    served=target.served,
                 )
             )
         meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
@@ -349,12 +350,18 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         except ApiError as error:
             stream_faults = error
         as_table = wants_table(request)
+        include_object = params.get("includeObject") or "Metadata"
         rv_now = lambda: str(store.resource_version)  # noqa: E731
 
         def encode(obj: dict) -> Any:
             if as_table:
                 return tables.table(
-                    target.plural, [obj], resource_version=rv_now(), now=datetime.now(UTC)
+                    target.plural,
+                    [obj],
+                    resource_version=rv_now(),
+                    now=datetime.now(UTC),
+                    include_object=include_object,
+                    served=target.served,
                 )
             return target.served(obj)
 

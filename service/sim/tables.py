@@ -216,8 +216,10 @@ def table(
     include_object: str = "Metadata",
     now: datetime | None = None,
     headers: bool = True,
+    served: Callable[[dict], dict] | None = None,
 ) -> dict:
-    """A Table of `objects` (storage shape) with the columns kube-apiserver prints."""
+    """A Table of `objects` (storage shape) with the columns kube-apiserver prints;
+    `served` converts a row's full object (`includeObject=Object`) to the requested version."""
     now = now or datetime.now(UTC)
     columns, before, after = _PRINTERS[plural]
     rows = []
@@ -226,7 +228,7 @@ def table(
             "cells": [obj["metadata"]["name"], *before(obj), _age(obj, now), *after(obj)]
         }
         if include_object == "Object":
-            row["object"] = obj
+            row["object"] = served(obj) if served is not None else obj
         elif include_object != "None":
             row["object"] = {
                 "kind": "PartialObjectMetadata",

@@ -360,3 +360,22 @@ async def test_garbage_collection_by_owner(api: client.ApiClient, store: Cluster
     # q's claim goes; by then a collection for p (scheduled earlier) would have run too.
     await deleted(store, "resourceclaims", "default", "q-gpu-fghij")
     assert store.get("resourceclaims", "default", "p-gpu-abcde") is not None
+
+
+async def test_server_side_table(api: client.ApiClient, store: ClusterStore):
+    store.create("resourceslices", slice_body("s1", "node-1"))
+    table = await api.call_api(
+        "/apis/resource.k8s.io/v1beta1/resourceslices",
+        "GET",
+        query_params=[("includeObject", "Object")],
+        header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"},
+        response_types_map={200: "object"},
+        _return_http_data_only=True,
+    )
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    names = [c["name"] for c in table["columnDefinitions"]]
+    assert names == ["Name", "Node", "Driver", "Pool", "Age"]
+    (row,) = table["rows"]
+    assert row["cells"][:4] == ["s1", "node-1", "gpu.nvidia.com", "node-1"]
+    assert row["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert "basic" in row["object"]["spec"]["devices"][0]
