@@ -21,6 +21,7 @@ says the process serves HTTP.
 GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses are encoded with
 orjson; every request gets a fresh typed context (`schema.context.make_context`). The history
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`.
+Slack slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given).
 
 `mirror_app(settings, store=...)` is the whole mirror (history when configured, watchers into
 the store and the history sink), used by `dra-mirror serve` and `dra-mirror demo`.
@@ -50,6 +51,7 @@ from schema.context import Context, make_context, utc_now
 from schema.reader import Scope
 from service.history import export
 from service.settings import Settings
+from service.slack import SlackCommands, SlackSettings
 from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -192,6 +194,7 @@ def mirror_app(
     kubeconfig: Callable[[], str | None] | None = None,
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
     watch: bool = True,
+    slack: SlackSettings | None = None,
 ) -> Starlette:
     """What `serve`, `watch` and `demo` run: the history database when one is configured
     (migrated and written by the watching process), then watchers feeding the state store
@@ -219,6 +222,7 @@ def mirror_app(
         history=open_history if database else None,
         reactors=start_watching if watch else None,
         resources=resources,
+        slack=slack,
     )
     return app
 
@@ -258,6 +262,7 @@ def create_app(
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
     scope_for: Callable[[Any], Scope] | None = None,
     now: Callable[[], datetime] = utc_now,
+    slack: SlackSettings | None = None,
 ) -> Starlette:
     """The ASGI app; see the module docstring for what its lifespan owns."""
     state = AppState(
@@ -305,6 +310,12 @@ def create_app(
             # CSV exports of the history audits (they read app.state.mirror: history, scope_for)
             Route("/export/contention.csv", export.contention_csv, methods=["GET"]),
             Route("/export/idle-holders.csv", export.idle_holders_csv, methods=["GET"]),
+            # Slack slash commands, answered by this schema with /graphql's per-request context
+            Route(
+                "/slack/commands",
+                SlackCommands(view.schema, lambda r: view.get_context(r, None), slack).handle,
+                methods=["POST"],
+            ),
         ],
         lifespan=lifespan,
     )

@@ -1,0 +1,17 @@
+"""Chatops: Slack slash commands answering "who holds GPU X" from the mirror's graph.
+
+    config     SlackSettings (signing secret from a file or DRA_MIRROR_SLACK_SIGNING_SECRET)
+    endpoint   POST /slack/commands: signature check, answer in 3 s or post to response_url
+    commands   the command text parsed and answered
+    questions  the GraphQL documents and the rows they give (shared with the CLI client)
+    explain    explainClaim asked through introspection (its shape belongs to diagnostics)
+    blocks     Block Kit rendering
+
+The package reads the graph only through GraphQL documents (in-process here, over HTTP in
+`service.cli_client`); it never reads the stores itself.
+"""
+
+from .config import SigningSecret, SlackSettings
+from .endpoint import SlackCommands
+
+__all__ = ["SigningSecret", "SlackCommands", "SlackSettings"]

@@ -1,0 +1,110 @@
+"""Slack settings: the signing secret, the answer budget, where answers may be posted.
+
+Built once at the edge (`SlackSettings.from_env`, called by `dra-mirror serve`) and handed to the
+app; tests build their own. Environment names follow `service.settings`
+(`DRA_MIRROR_<GROUP>_<FIELD>`, group `slack`):
+
+    DRA_MIRROR_SLACK_SIGNING_SECRET        the app's signing secret (Slack: Basic Information)
+    DRA_MIRROR_SLACK_SIGNING_SECRET_FILE   or a file holding it (a mounted Kubernetes Secret)
+    DRA_MIRROR_SLACK_ANSWER_WITHIN         seconds to answer in the HTTP reply (default 2.0)
+    DRA_MIRROR_SLACK_RESPONSE_URLS         comma-separated prefixes a response_url must start with
+
+Promises: the secret is held in a `SigningSecret` whose `repr`/`str` never show it, so logging the
+settings (or an exception holding them) cannot leak it; a missing or empty file is an error
+naming the file, never its content.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.settings import SettingsError
+
+ENV_PREFIX = "DRA_MIRROR_SLACK_"
+
+# Slack posts slash-command follow-ups only to its own hooks host. Anything else in a signed
+# request's response_url is refused, so the mirror never becomes a request forwarder.
+SLACK_HOOKS = ("https://hooks.slack.com/",)
+
+
+class SigningSecret:
+    """The signing secret; shows as `SigningSecret(********)` wherever it is printed."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not value.strip():
+            raise SettingsError("the Slack signing secret is empty")
+        self._value = value.strip()
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SigningSecret(********)"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SigningSecret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    signing_secret: SigningSecret
+    """Verifies `X-Slack-Signature` (HMAC-SHA256 of `v0:<timestamp>:<body>`)."""
+
+    answer_within: float = 2.0
+    """Seconds an answer may take to go back in the HTTP reply. Slack waits 3 s for it; a slower
+    answer is acknowledged at once and posted to the command's `response_url`. 0: every answer
+    goes to `response_url`."""
+
+    response_urls: tuple[str, ...] = SLACK_HOOKS
+    """Prefixes a `response_url` must start with to be posted to."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SlackSettings | None:
+        """The settings, or None when no secret is configured (Slack commands are off)."""
+        environ = os.environ if environ is None else environ
+        secret = environ.get(f"{ENV_PREFIX}SIGNING_SECRET") or None
+        secret_file = environ.get(f"{ENV_PREFIX}SIGNING_SECRET_FILE") or None
+        if secret and secret_file:
+            raise SettingsError(
+                f"{ENV_PREFIX}SIGNING_SECRET and {ENV_PREFIX}SIGNING_SECRET_FILE: give one"
+            )
+        if secret_file:
+            secret = read_secret_file(Path(secret_file))
+        if not secret:
+            return None
+        values: dict[str, object] = {"signing_secret": SigningSecret(secret)}
+        within = environ.get(f"{ENV_PREFIX}ANSWER_WITHIN")
+        if within:
+            try:
+                values["answer_within"] = float(within)
+            except ValueError:
+                raise SettingsError(
+                    f"{ENV_PREFIX}ANSWER_WITHIN={within!r}: expected seconds"
+                ) from None
+            if not 0 <= values["answer_within"] < 3:  # type: ignore[operator]
+                raise SettingsError(f"{ENV_PREFIX}ANSWER_WITHIN: Slack waits 3 s; give 0 to 2.9")
+        urls = environ.get(f"{ENV_PREFIX}RESPONSE_URLS")
+        if urls:
+            values["response_urls"] = tuple(u.strip() for u in urls.split(",") if u.strip())
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def read_secret_file(path: Path) -> str:
+    """The secret in `path` (surrounding whitespace dropped, as a mounted Secret ends in \\n)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise SettingsError(f"Slack signing secret file {path}: {error.strerror}") from None
+    if not text.strip():
+        raise SettingsError(f"Slack signing secret file {path} is empty")
+    return text.strip()
