@@ -7,8 +7,9 @@ each request and while streaming watches. Settings (JSON/YAML keys, all optional
     dropWatchAfterEvents: 5          every watch stream ends after 5 events
     expireWatches: 2                 the next 2 watch requests get 410 Expired
     errors: {code: 503, count: 3, retryAfter: 1, path: "resourceclaims"}
-                                     the next 3 requests (whose path contains `path`, if
-                                     given) fail with 500/503/429 and Retry-After
+                                     the next 3 requests (whose path contains `path`, or
+                                     matches it as a glob such as `/api/v1/*`, if given)
+                                     fail with 500/503/429 and Retry-After
     stallWatch: {seconds: 5, afterEvents: 1, count: 1}
                                      the next `count` watch streams go silent for `seconds`
                                      after `afterEvents` events (no events, no bookmarks)
@@ -23,6 +24,7 @@ Counts are consumed as requests arrive, so a test can say "the next two watches 
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +86,7 @@ class Faults:
     def before_request(self, path: str) -> None:
         """Raise the injected error for this request, if one is due."""
         errors = self.settings.get("errors")
-        if not errors or (errors.get("path") and errors["path"] not in path):
+        if not errors or not _path_matches(errors.get("path"), path):
             return
         if errors.get("count", 1) <= 0:
             self.settings.pop("errors")
@@ -123,6 +125,16 @@ class Faults:
         if slow:
             stream.delay = float(slow.get("delay", 0.05))
         return stream
+
+
+def _path_matches(pattern: str | None, path: str) -> bool:
+    """No pattern: every path; a glob (`*/resourceclaims*`) matches the whole path; other
+    text matches as a substring (`resourceclaims`)."""
+    if not pattern:
+        return True
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(path, pattern)
+    return pattern in path
 
 
 def _checked(key: str, value: Any) -> Any:

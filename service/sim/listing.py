@@ -99,6 +99,8 @@ def list_page(
 ) -> Page:
     """One page of `plural` (in `namespace`, or all), filtered by `matches`."""
     if continue_token:
+        if rv not in (None, "", "0") or rv_match:
+            raise bad_request("specifying resource version is not allowed when using continue")
         epoch, at, start = decode_token(continue_token)
         if epoch != store.epoch or at < store.floor:
             raise expired(_CONTINUE_TOO_OLD)

@@ -83,6 +83,15 @@ async def test_errors_with_retry_after(sim: Simulator, api: client.ApiClient, co
     await claims.list_resource_claim_for_all_namespaces()
 
 
+async def test_error_path_glob(sim: Simulator, api: client.ApiClient):
+    await set_faults(sim, {"errors": {"code": 500, "count": 1, "path": "/api/v1/*"}})
+    await client.ResourceV1Api(api).list_resource_slice()  # not under /api/v1
+    with pytest.raises(ApiException) as error:
+        await client.CoreV1Api(api).list_node()
+    assert error.value.status == 500
+    await client.CoreV1Api(api).list_node()
+
+
 async def test_stalled_watch_goes_silent(
     sim: Simulator, api: client.ApiClient, store: ClusterStore
 ):
