@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.history import peaks
 from service.history.times import US_PER_HOUR, US_PER_SECOND
 
 GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
@@ -191,9 +192,13 @@ async def contention(
             WHERE {overlap.format(a="d")}{_where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
-    queries += [_waits_query(sql, group_by, cluster), _peak_query(sql, group_by, cluster)]
+    queries.append(_waits_query(sql, group_by, cluster))
 
-    results = await _fetch_all(engine, queries, params)
+    results, pending_peaks = await asyncio.gather(
+        _fetch_all(engine, queries, params),
+        _peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size, count=count,
+               now_us=horizon_us),
+    )  # fmt: skip
     allocated_rows, idle_rows = results[0], results[1]
     for attribute, found in (("device_hours_allocated", allocated_rows),
                              ("device_hours_idle", idle_rows)):  # fmt: skip
@@ -202,8 +207,9 @@ async def contention(
     if group_by != "NAMESPACE":
         for c, grp, idx, us in results[2]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
-    _waits(results[-2], postgres, row)
-    _peak_pending(results[-1], count, row, rows)
+    _waits(results[-1], postgres, row)
+    for (c, grp, idx), peak in pending_peaks.items():
+        row(c, grp, idx).peak_pending = peak
 
     for r in rows.values():
         if r.device_hours_available is None and group_by != "NAMESPACE":
@@ -291,15 +297,48 @@ def _peak_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
     """
 
 
-def _peak_pending(found: list, count: int, row, rows) -> None:
+def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
+    """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
+    (a bucket without events keeps the count the previous one ended with)."""
     per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
     for c, grp, idx, peak, net in found:
         per_group[(c, grp)][idx] = (int(peak), int(net))
+    values: dict[tuple[str, str, int], int] = {}
     for (c, grp), buckets in per_group.items():
         carry = 0
         for idx in range(count):
             peak, net = buckets.get(idx, (0, 0))
             best = max(carry, peak) if idx in buckets else carry
-            if best or (c, grp, idx) in rows:
-                row(c, grp, idx).peak_pending = best
+            if best > 0:
+                values[(c, grp, idx)] = best
             carry += net
+    return values
+
+
+async def _peaks(
+    engine: AsyncEngine, sql: _Sql, params: dict, *, group_by: str, cluster: str | None,
+    size: int, count: int, now_us: int,
+) -> dict[tuple[str, str, int], int]:  # fmt: skip
+    """Peak pending per (cluster, group, bucket): from hourly peaks (cached, see
+    `service.history.peaks`) when the window and buckets are whole hours, else live."""
+    start, end = params["f"], params["t"]
+    if not peaks.cacheable(start, end, size):
+        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
+        return _peak_values(found, count)
+
+    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
+        hours = (b - a) // peaks.HOUR
+        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
+        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
+        return {(c, grp, a + idx * peaks.HOUR): v
+                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
+
+    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
+                                      now_us=now_us, compute=compute)  # fmt: skip
+    values: dict[tuple[str, str, int], int] = {}
+    for (c, grp, hour), peak in hourly.items():
+        if peak <= 0 or (cluster is not None and c != cluster):
+            continue
+        key = (c, grp, (hour - start) // size)
+        values[key] = max(values.get(key, 0), peak)
+    return values

@@ -17,6 +17,8 @@ SQLite and PostgreSQL; `migrations/` is the only thing that creates these tables
 * `gaps` — a cluster not watched: audits say where data is missing.
 * `cluster_marks` — the newest observation time written per cluster (to derive gaps on start).
 * `outbox_positions` — the last outbox entry written per stream, committed with its batch.
+* `pending_peaks`, `pending_peak_hours`, `cache_epochs` — a cache of hourly peak pending
+  counts for `contention` (`service.history.peaks`), invalidated by the writer.
 """
 
 from __future__ import annotations
@@ -201,3 +203,35 @@ class OutboxPosition(Base):
 
 
 INTERVAL_TABLES = (AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval, DeviceInterval)
+
+
+class PendingPeak(Base):
+    """Cache: the most claims waiting at once in one complete hour, per group (see
+    `service.history.peaks`). Rows are deleted when waits touching their hour are written."""
+
+    __tablename__ = "pending_peaks"
+
+    group_by: Mapped[str] = mapped_column(String(16), primary_key=True)
+    hour_us: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    grp: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    peak: Mapped[int] = mapped_column(Integer)
+
+
+class PendingPeakHour(Base):
+    """Cache: the hours `pending_peaks` holds (an hour with no waits has no peak rows)."""
+
+    __tablename__ = "pending_peak_hours"
+
+    group_by: Mapped[str] = mapped_column(String(16), primary_key=True)
+    hour_us: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+
+
+class CacheEpoch(Base):
+    """A counter the writer bumps (first thing in its transaction) whenever it invalidates a
+    cache; a reader stores what it computed only if the counter did not move meanwhile."""
+
+    __tablename__ = "cache_epochs"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    epoch: Mapped[int] = mapped_column(BigInteger)

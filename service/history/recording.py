@@ -35,7 +35,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from service.history import pgcopy
+from service.history import peaks, pgcopy
 from service.history.models import (
     INTERVAL_TABLES,
     AllocationInterval,
@@ -82,6 +82,11 @@ class _Plan:
     closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     data_updates: list[dict[str, Any]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
+    waits_from: int | None = None  # earliest wait start or end written (peak cache)
+
+    def wait_touched(self, at: int) -> None:
+        if self.waits_from is None or at < self.waits_from:
+            self.waits_from = at
 
 
 def _insert(conn: AsyncConnection, table: type):
@@ -177,6 +182,8 @@ class BatchRecorder:
 
     async def _write(self, plan: _Plan) -> None:
         conn = self.conn
+        if plan.waits_from is not None:
+            await peaks.invalidate(conn, plan.waits_from, max(plan.marks.values()))
         bulk = conn.dialect.name == "postgresql"
         for table, rows in ((ObjectVersion, plan.versions), *plan.inserts.items()):
             if bulk and len(rows) >= pgcopy.MIN_ROWS:
@@ -234,6 +241,7 @@ class BatchRecorder:
         if last_seen is None or last_seen >= at:
             return
         await self._gap(cluster, last_seen, at)
+        await peaks.invalidate(self.conn, last_seen, at)  # open waits end at last_seen
         for table in INTERVAL_TABLES:
             await self.conn.execute(
                 update(table)
@@ -293,6 +301,8 @@ class _Decider:
         row["start_us"] = at
         row["end_us"] = None
         row["end_reason"] = None
+        if table is WaitInterval:
+            self.plan.wait_touched(at)
         self.opened[table][key] = _Open(start_us=at, new_row=row)
         self.plan.inserts[table].append(row)
         if table in _CLAIM_TABLES:
@@ -302,6 +312,8 @@ class _Decider:
         current = self.opened[table].get(key)
         if current is None or at < current.start_us:
             return  # nothing open, or a later interval is open: a replay
+        if table is WaitInterval:
+            self.plan.wait_touched(at)
         if current.new_row is not None:
             current.new_row["end_us"] = at
             current.new_row["end_reason"] = reason

@@ -1,0 +1,93 @@
+"""The hourly peak-pending cache: filled by the first audit, read by the next, forgotten when a
+wait touching its hours is written, and never filled with what a concurrent batch changed."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from service.history import peaks
+from service.history.models import PendingPeakHour
+from service.model.changes import Changes, Transition
+from tests.history.script import CLUSTER, at
+from tests.history.test_audit import FROM, TO, _as_dicts
+from tests.history.test_writer import _load
+from tests.history.truth import expected_contention
+
+HOUR_BUCKETS = 3_600_000_000
+
+
+async def _cached_hours(engine) -> int:
+    async with engine.connect() as conn:
+        return await conn.scalar(select(func.count()).select_from(PendingPeakHour))
+
+
+async def _live(queries, monkeypatch, group_by: str):
+    with monkeypatch.context() as patch:
+        patch.setattr(peaks, "cacheable", lambda *_: False)
+        return await queries.contention(FROM, TO, group_by=group_by, bucket_us=HOUR_BUCKETS)
+
+
+def _late_wait(minute_from: int, minute_to: int) -> list[Changes]:
+    """A claim of team-b that waited [from, to) and was then deleted — written late."""
+    base = {"namespace": "team-b", "claim": "late", "claim_uid": "uid-late",
+            "class_names": ("h200",)}  # fmt: skip
+    return [
+        Changes(CLUSTER, at(minute_from),
+                transitions=[Transition("wait_started", CLUSTER, at(minute_from), **base)]),
+        Changes(CLUSTER, at(minute_to),
+                transitions=[Transition("wait_ended", CLUSTER, at(minute_to), reason="deleted",
+                                        **base)]),
+    ]  # fmt: skip
+
+
+async def test_the_first_audit_fills_the_cache_and_the_next_reads_it(engine, pipeline, queries):
+    await _load(pipeline)
+    assert await _cached_hours(engine) == 0
+    first = await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    assert await _cached_hours(engine) == 3  # three complete hours
+    again = await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    assert _as_dicts(first) == _as_dicts(again) == expected_contention("NAMESPACE", 60)
+    whole = await queries.contention(FROM, TO, group_by="NAMESPACE")  # one 3-hour bucket
+    assert _as_dicts(whole) == expected_contention("NAMESPACE", 180)
+
+
+async def test_a_late_wait_invalidates_its_hours(engine, pipeline, queries, monkeypatch):
+    await _load(pipeline)
+    await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    assert await _cached_hours(engine) == 3
+    for changes in _late_wait(65, 130):  # written after the audit, about the past
+        await pipeline.sink(changes)
+    await pipeline.drained()
+    assert await _cached_hours(engine) == 1  # hours from 01:00 on are forgotten
+    cached = await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    live = await _live(queries, monkeypatch, "NAMESPACE")
+    assert _as_dicts(cached) == _as_dicts(live)
+    team_b = {r.bucket_start_us: r.peak_pending for r in cached if r.group == "team-b"}
+    assert team_b[FROM + HOUR_BUCKETS] == 2  # "late" and D over [95, 100)
+
+
+async def test_nothing_is_cached_from_a_computation_a_batch_overtook(engine, pipeline, queries,
+                                                                    monkeypatch):  # fmt: skip
+    await _load(pipeline)
+    real = peaks.hourly_peaks
+
+    async def racing(engine_, **kwargs):
+        compute = kwargs["compute"]
+
+        async def compute_then_write(a: int, b: int):
+            values = await compute(a, b)  # computed without the late wait...
+            for changes in _late_wait(20, 40):  # ...which a batch commits right now
+                await pipeline.sink(changes)
+            await pipeline.drained()
+            return values
+
+        return await real(engine_, **{**kwargs, "compute": compute_then_write})
+
+    monkeypatch.setattr(peaks, "hourly_peaks", racing)
+    await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    monkeypatch.setattr(peaks, "hourly_peaks", real)
+    assert await _cached_hours(engine) == 0  # the day's counter moved: nothing stored
+    cached = await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=HOUR_BUCKETS)
+    assert _as_dicts(cached) == _as_dicts(await _live(queries, monkeypatch, "NAMESPACE"))
+    team_a = {r.bucket_start_us: r.peak_pending for r in cached if r.group == "team-a"}
+    assert team_a[FROM] == 2  # C (20-50) with E (35-40); the late one is team-b
