@@ -129,6 +129,7 @@ class _Search:
         budget: int = SEARCH_BUDGET,
     ) -> None:
         self.ledger = ledger
+        self.exclusive = ledger.exclusive
         self.constraints = claim.constraints
         self.options = [
             [
@@ -194,8 +195,8 @@ class _Search:
             raise _BudgetExhausted
         key = entry.key
         uses = self.uses.get(key, 0)
-        if uses and not entry.device.shareable:
-            return False
+        if not entry.device.shareable and (uses or (not alt.admin and key in self.exclusive)):
+            return False  # the common case on a busy cluster, answered before `fit`
         reason, consumed = fit(
             entry,
             alt,
