@@ -181,6 +181,13 @@ class PostgresServer:
         root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
             shutil.chown(root, user=self.user, group=pwd.getpwnam(self.user).pw_gid)
+        try:
+            self._run(["test", "-w", str(root)], "test -w")
+        except ServerError:
+            raise ServerError(
+                f"the account {self.user!r} cannot write {root}: every directory above it must "
+                "be searchable by that account (a run directory right under /tmp is)"
+            ) from None
         self._run(
             [str(self.bin_dir / "initdb"), "-D", str(self.pgdata), "-U", self.user,
              "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
