@@ -13,6 +13,7 @@ paths are written in the v1 shape, as kube-apiserver reports them after conversi
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -50,6 +51,11 @@ MAX_ATTRIBUTE_VALUE = 64
 Causes = list[dict[str, str]]
 
 
+def _q(value: Any) -> str:
+    """A value as Go's %q prints it in field errors ("nameValue", not 'nameValue')."""
+    return json.dumps(value, default=str)
+
+
 class _Checker:
     def __init__(self) -> None:
         self.causes: Causes = []
@@ -75,21 +81,21 @@ class _Checker:
         if self.required(field, value) and (
             not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value)
         ):
-            self.add(field, f"Invalid value: {value!r}: must be a lowercase RFC 1123 label")
+            self.add(field, f"Invalid value: {_q(value)}: must be a lowercase RFC 1123 label")
 
     def dns_subdomain(self, field: str, value: Any, limit: int = 253) -> None:
         if self.required(field, value) and (
             not isinstance(value, str) or len(value) > limit or not _DNS_SUBDOMAIN.match(value)
         ):
-            self.add(field, f"Invalid value: {value!r}: must be a lowercase RFC 1123 subdomain")
+            self.add(field, f"Invalid value: {_q(value)}: must be a lowercase RFC 1123 subdomain")
 
     def qualified_name(self, field: str, value: str) -> None:
         """Attribute/capacity keys: C identifier ≤32, optionally `<dns subdomain ≤63>/`."""
         domain, _, ident = value.rpartition("/")
         if domain and (len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain)):
-            self.add(field, f"Invalid value: {value!r}: the domain must be a DNS subdomain")
+            self.add(field, f"Invalid value: {_q(value)}: the domain must be a DNS subdomain")
         if len(ident) > 32 or not _C_IDENTIFIER.match(ident):
-            self.add(field, f"Invalid value: {value!r}: must be a C identifier of ≤32 characters")
+            self.add(field, f"Invalid value: {_q(value)}: must be a C identifier of ≤32 characters")
 
     def one_of(self, field: str, present: list[str]) -> None:
         if not present:
@@ -181,11 +187,11 @@ def _default_requests(plural: str, obj: dict) -> None:
 def _label(c: _Checker, field: str, key: str, value: Any) -> None:
     prefix, _, label = key.rpartition("/")
     if prefix and not _DNS_SUBDOMAIN.match(prefix):
-        c.add(f"{field}", f"Invalid value: {key!r}: prefix must be a DNS subdomain")
+        c.add(f"{field}", f"Invalid value: {_q(key)}: prefix must be a DNS subdomain")
     if len(label) > 63 or not _LABEL_NAME.match(label):
-        c.add(f"{field}", f"Invalid value: {key!r}: name part must be a valid label name")
+        c.add(f"{field}", f"Invalid value: {_q(key)}: name part must be a valid label name")
     if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-        c.add(f"{field}", f"Invalid value: {value!r}: a valid label value")
+        c.add(f"{field}", f"Invalid value: {_q(value)}: a valid label value")
 
 
 def _device_class(c: _Checker, obj: dict) -> None:
@@ -234,7 +240,7 @@ def _resource_slice(c: _Checker, obj: dict) -> None:
             if not _DNS_SUBDOMAIN.match(part) or len(pool["name"]) > 253:
                 c.add(
                     "spec.pool.name",
-                    f"Invalid value: {pool['name']!r}: must be DNS subdomains separated by /",
+                    f"Invalid value: {_q(pool['name'])}: must be DNS subdomains separated by /",
                 )
                 break
     if not isinstance(pool.get("generation"), int) or pool["generation"] < 0:
@@ -265,7 +271,7 @@ def _resource_slice(c: _Checker, obj: dict) -> None:
         if (dev or {}).get("name") in seen:
             c.add(
                 f"spec.devices[{i}].name",
-                f"Duplicate value: {dev['name']!r}",
+                f"Duplicate value: {_q(dev['name'])}",
                 "FieldValueDuplicate",
             )
         seen.add((dev or {}).get("name"))
@@ -295,7 +301,8 @@ def _device(c: _Checker, field: str, dev: dict, per_device: bool) -> None:
             c.add(f"{path}.string", "Too long: may not be more than 64 bytes", "FieldValueTooLong")
         if members == ["version"] and not _SEMVER.match(str(attr["version"])):
             c.add(
-                f"{path}.version", f"Invalid value: {attr['version']!r}: must be a semantic version"
+                f"{path}.version",
+                f"Invalid value: {_q(attr['version'])}: must be a semantic version",
             )
     for key, cap in capacity.items():
         c.qualified_name(f"{field}.capacity[{key}]", key)
@@ -339,7 +346,7 @@ def _claim_spec(c: _Checker, field: str, spec: Any) -> None:
         req = req or {}
         c.dns_label(f"{path}.name", req.get("name"))
         if req.get("name") in names:
-            c.add(f"{path}.name", f"Duplicate value: {req['name']!r}", "FieldValueDuplicate")
+            c.add(f"{path}.name", f"Duplicate value: {_q(req['name'])}", "FieldValueDuplicate")
         names.add(req.get("name"))
         present = [k for k in ("exactly", "firstAvailable") if req.get(k)]
         c.one_of(path, present)
@@ -358,7 +365,7 @@ def _claim_spec(c: _Checker, field: str, spec: Any) -> None:
             if ref.split("/", 1)[0] not in names:
                 c.add(
                     f"{field}.devices.constraints[{i}].requests",
-                    f"Invalid value: {ref!r}: must be the name of a request in the claim",
+                    f"Invalid value: {_q(ref)}: must be the name of a request in the claim",
                 )
     c.too_many(f"{field}.devices.config", devices.get("config"), MAX_CONFIGS)
     for i, cfg in enumerate(devices.get("config") or []):
@@ -370,7 +377,7 @@ def _exact(c: _Checker, path: str, exact: dict) -> None:
     c.selectors(f"{path}.selectors", exact.get("selectors"))
     mode = exact.get("allocationMode") or "ExactCount"
     if mode not in _ALLOCATION_MODES:
-        c.add(f"{path}.allocationMode", f"Unsupported value: {mode!r}", "FieldValueNotSupported")
+        c.add(f"{path}.allocationMode", f"Unsupported value: {_q(mode)}", "FieldValueNotSupported")
     count = exact.get("count")
     if mode == "ExactCount" and count is not None and (not isinstance(count, int) or count <= 0):
         c.add(f"{path}.count", f"Invalid value: {count}: must be greater than zero")
