@@ -89,6 +89,16 @@ class _Sql:
             FROM ({spans}) AS sp WHERE sp.e > sp.s GROUP BY sp.cluster, sp.grp
             """
         g, lst = self.greatest, self.least
+        if self.postgres:
+            # one row per bucket a span touches (usually one), no join against every bucket
+            return f"""
+            SELECT sp.cluster, sp.grp, b.idx,
+                   SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
+            FROM ({spans}) AS sp
+            CROSS JOIN LATERAL generate_series((sp.s - :f) / :b, (sp.e - 1 - :f) / :b) AS b(idx)
+            WHERE sp.e > sp.s
+            GROUP BY sp.cluster, sp.grp, b.idx
+            """
         return f"""
         WITH RECURSIVE
         buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)
