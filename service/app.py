@@ -170,17 +170,25 @@ async def watch_clusters(
     *,
     store: StateStore,
     sinks: Sequence[ChangeSink] = (),
+    lease: Any = None,
 ) -> WatchedClusters:
     """Connect to every cluster (kubeconfig contexts, or in-cluster) and start watching them
-    into `store` (then into each extra sink, e.g. the history outbox), in that order."""
+    into `store` (then into each extra sink, e.g. the history outbox), in that order. A store
+    shared by replicas (Redis: it has `fence`) is written only under per-cluster leases
+    (`service.leased`; `lease` is its `LeaseSettings`)."""
     from service.clusters.config import close_all, connect
     from service.reactor import run_reactors
 
     connections = await connect(kubeconfig, list(contexts) or None)
     try:
-        reactors = await run_reactors(
-            connections, sinks=[store.apply, *sinks], status_sink=store.set_status
-        )
+        if callable(getattr(store, "fence", None)):  # a shared store: one watcher per cluster
+            from service.leased import watch_leased
+
+            reactors = watch_leased(connections, store=store, sinks=sinks, lease_settings=lease)  # type: ignore[assignment, arg-type]
+        else:
+            reactors = await run_reactors(
+                connections, sinks=[store.apply, *sinks], status_sink=store.set_status
+            )
     except BaseException:
         await close_all(connections)
         raise
@@ -214,7 +222,15 @@ def mirror_app(
         history = app.state.mirror.history
         path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
         sinks = [history.sink] if history is not None else []
-        return await watch_clusters(path, settings.clusters.contexts, store=store, sinks=sinks)
+        return await watch_clusters(
+            path, settings.clusters.contexts, store=store, sinks=sinks, lease=lease_settings()
+        )
+
+    def lease_settings() -> Any:
+        from service.stores.lease import LeaseSettings
+
+        ttl = settings.store.lease_ttl
+        return LeaseSettings(ttl=ttl, renew_interval=ttl / 3, retry_interval=ttl / 5)
 
     app = create_app(
         settings,

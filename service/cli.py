@@ -140,7 +140,9 @@ def open_state_store(settings: Settings) -> Any:
         if importlib.util.find_spec("service.stores.redis") is None:
             raise click.UsageError("--redis-url: this build has no Redis state store yet")
         redis_module = importlib.import_module("service.stores.redis")
-        return redis_module.RedisStore.from_url(settings.store.redis_url)
+        return redis_module.RedisStore.from_url(
+            settings.store.redis_url, prefix=settings.store.redis_prefix
+        )
     from service.stores.memory import MemoryStore
 
     return MemoryStore()

@@ -65,6 +65,10 @@ class ClusterSettings:
 class StoreSettings:
     redis_url: str | None = None
     """Redis URL for current state (and the bus); None keeps state in this process's memory."""
+    redis_prefix: str = "dra-mirror"
+    """First part of every Redis key (several mirrors may share one Redis under different ones)."""
+    lease_ttl: float = 10.0
+    """Seconds a cluster's watch lease outlives its holder: the longest takeover after a crash."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,11 @@ def _parse(name: str, raw: str, default: Any) -> Any:
         if lowered in {"0", "false", "no", "off", ""}:
             return False
         raise SettingsError(f"{name}={raw!r}: expected true or false")
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise SettingsError(f"{name}={raw!r}: expected a number") from None
     if isinstance(default, int):
         try:
             return int(raw)

@@ -126,7 +126,8 @@ class RedisStore:
         cluster = changes.cluster
         async with self._locks.setdefault(cluster, asyncio.Lock()):
             writer = await self._writer(cluster)
-            writer.fold(changes.upserts, changes.deletes, changes.at)
+            listed = getattr(changes, "listed_kind", None)
+            writer.fold(changes.upserts, changes.deletes, changes.at, listed)
             await self._flush(writer)
 
     async def set_status(self, status: ClusterStatus) -> None:

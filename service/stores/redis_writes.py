@@ -22,11 +22,13 @@ turned into Redis commands. Promises:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from service.model.delta import REMOVED, IndexDelta
 from service.model.index import DELETED, MODIFIED, ClusterIndex, Event
 from service.model.records import (
+    POD,
     RESOURCE_CLAIM,
     ClaimRecord,
     DeviceKey,
@@ -69,6 +71,8 @@ if ARGV[3] ~= '' then
 end
 return 1
 """
+# Whether ClusterIndex.apply takes `listed` (pods unknown until first listed; model rule 5).
+_INDEX_KNOWS_LISTS = "listed" in inspect.signature(ClusterIndex.apply).parameters
 _CHUNK = 1000  # Lua's unpack() refuses more than ~8,000 values
 
 
@@ -121,19 +125,27 @@ class ClusterWriter:
 
     def load(self, records: list[Record]) -> None:
         """Start from what Redis holds (written by this cluster's earlier writers)."""
-        self.index.apply([Event(MODIFIED, r) for r in records], at="")
+        # What an earlier writer wrote was complete for its kinds (it had listed them).
+        pods = any(isinstance(r, PodRecord) for r in records)
+        listed = {"listed": POD} if pods and _INDEX_KNOWS_LISTS else {}
+        self.index.apply([Event(MODIFIED, r) for r in records], at="", **listed)
         self.index.take_delta()  # Redis already has the derived state of these records
         self.unseen = {key_of(r) for r in records}
         self.statuses = {e.key: self.index.device_status(e.key) for e in self.index.devices()}
         self.entries = {e.key: e for e in self.index.devices()}
         self.loaded = True
 
-    def fold(self, upserts: list[Record], deletes: list[Record], at: str) -> None:
+    def fold(
+        self, upserts: list[Record], deletes: list[Record], at: str, listed: str | None = None
+    ) -> None:
+        """Fold one batch (`listed`: the kind whose complete LIST it is, as Changes says)."""
         index = self.index
         before = self._claims_touched(upserts, deletes)
         events = [Event(DELETED, r) for r in deletes]
         events.extend(Event(MODIFIED, r) for r in upserts)
-        out = index.apply(events, at=at)
+        out = index.apply(
+            events, at=at, **({"listed": listed} if listed and _INDEX_KNOWS_LISTS else {})
+        )
         for record in out.deletes:
             self.records[key_of(record)] = None
         for record in out.upserts:

@@ -1,0 +1,182 @@
+"""Per-cluster leases in Redis: exactly one replica watches (and writes) a cluster at a time.
+
+A lease is the key `PREFIX:{cluster}:lease` holding the holder's random id with a TTL
+(`SET NX PX`). Taking it also draws a fencing token — `INCR PREFIX:{cluster}:fence_counter`
+joined with the holder id — and stores it in `PREFIX:{cluster}:fence`. Every write batch of the
+Redis store compares that fence with its own token inside the same atomic script
+(service.stores.redis_writes), so a replica that lost its lease (paused past its TTL, cut off
+from Redis, or Redis restarted empty) cannot write even if it does not know yet.
+
+Promises:
+
+* `acquire()` is one script: it takes a free lease, or confirms one this holder already has;
+  it returns the token, or None when another replica holds it;
+* `renew()` extends the TTL only while the key still names this holder (one script);
+  False means the lease is gone — stop writing, and acquire again (the new token forces a
+  fresh start: the store reloads the cluster and the watcher relists);
+* `release()` deletes the key only if it is still ours, so a successor may take over at once;
+* when the holder dies, the key expires and another replica's `acquire()` succeeds within
+  the TTL (plus its retry interval).
+
+`hold_leases(...)` runs the loop for many clusters: try to acquire every `retry_interval`,
+renew every `renew_interval`; on each acquisition it awaits `on_acquired(cluster, token)`,
+on each loss `on_lost(cluster)`. Redis errors count as "not renewed": a holder that cannot
+renew before its TTL runs out treats the lease as lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from redis.exceptions import RedisError
+
+from service.stores.redis import RedisStore
+
+log = logging.getLogger(__name__)
+
+# KEYS: lease, fence, fence_counter; ARGV: holder, ttl ms.
+ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local token = redis.call('INCR', KEYS[3]) .. ':' .. ARGV[1]
+  redis.call('SET', KEYS[2], token)
+  return token
+end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return redis.call('GET', KEYS[2])
+end
+return false
+"""
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """How long a lease lasts and how often holders and candidates act."""
+
+    ttl: float = 10.0
+    """Seconds a lease outlives its last renewal: the longest takeover after a holder dies."""
+    renew_interval: float = 3.0
+    """Seconds between renewals (well under `ttl`)."""
+    retry_interval: float = 2.0
+    """Seconds between attempts to take a lease another replica holds."""
+
+
+class Lease:
+    """One cluster's lease, seen by one holder id."""
+
+    def __init__(
+        self, store: RedisStore, cluster: str, *, ttl: float = 10.0, holder: str | None = None
+    ) -> None:
+        self.store = store
+        self.cluster = cluster
+        self.keys = store.keys(cluster)
+        self.ttl_ms = max(1, int(ttl * 1000))
+        self.holder = holder or secrets.token_hex(8)
+        self.token: str | None = None
+        redis = store.redis
+        self._acquire = redis.register_script(ACQUIRE)
+        self._renew = redis.register_script(RENEW)
+        self._release = redis.register_script(RELEASE)
+
+    async def acquire(self) -> str | None:
+        keys = [self.keys.lease, self.keys.fence, self.keys.fence_counter]
+        found = await self.store._call(self._acquire(keys=keys, args=[self.holder, self.ttl_ms]))
+        self.token = found.decode() if found else None
+        return self.token
+
+    async def renew(self) -> bool:
+        renewed = await self.store._call(
+            self._renew(keys=[self.keys.lease], args=[self.holder, self.ttl_ms])
+        )
+        if not renewed:
+            self.token = None
+        return bool(renewed)
+
+    async def release(self) -> None:
+        self.token = None
+        await self.store._call(self._release(keys=[self.keys.lease], args=[self.holder]))
+
+
+Acquired = Callable[[str, str], Awaitable[None]]
+Lost = Callable[[str], Awaitable[None]]
+
+
+async def hold_leases(
+    store: RedisStore,
+    clusters: Sequence[str],
+    *,
+    on_acquired: Acquired,
+    on_lost: Lost,
+    settings: LeaseSettings | None = None,
+    holder: str | None = None,
+) -> None:
+    """Hold (or wait for) the lease of every cluster until cancelled; then release them."""
+    settings = settings or LeaseSettings()
+    holder = holder or secrets.token_hex(8)
+    leases = {c: Lease(store, c, ttl=settings.ttl, holder=holder) for c in clusters}
+    try:
+        await asyncio.gather(
+            *(_hold(lease, on_acquired, on_lost, settings) for lease in leases.values())
+        )
+    finally:
+        for lease in leases.values():
+            if lease.token is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(lease.release())
+
+
+async def _hold(
+    lease: Lease, on_acquired: Acquired, on_lost: Lost, settings: LeaseSettings
+) -> None:
+    loop = asyncio.get_running_loop()
+    context = {"cluster": lease.cluster, "holder": lease.holder}
+    while True:
+        try:
+            token = await lease.acquire()
+        except (RedisError, OSError, Exception) as error:  # StoreUnavailable: try again later
+            log.warning(
+                "lease: cannot reach Redis (%s); retrying in %.1fs",
+                error,
+                settings.retry_interval,
+                extra=context,
+            )
+            token = None
+        if token is None:
+            await asyncio.sleep(settings.retry_interval)
+            continue
+        log.info("lease taken (token %s): watching", token, extra=context)
+        await on_acquired(lease.cluster, token)
+        renewed_at = loop.time()
+        while True:
+            await asyncio.sleep(settings.renew_interval)
+            try:
+                if await lease.renew():
+                    renewed_at = loop.time()
+                    continue
+                reason = "another replica holds it, or Redis lost it"
+            except Exception as error:
+                if loop.time() - renewed_at < settings.ttl - settings.renew_interval:
+                    log.warning("lease renewal failed (%s); will retry", error, extra=context)
+                    continue
+                reason = f"not renewed within its TTL ({error})"
+            log.warning("lease lost: %s; stopping the watch", reason, extra=context)
+            lease.token = None
+            await on_lost(lease.cluster)
+            break

@@ -1,0 +1,205 @@
+"""RedisStore beyond the shared contract: it answers like a MemoryStore fed the same batches
+(every read, every relation, device statuses), keys are cluster-tagged, a takeover leaves
+nothing stale, fencing refuses a writer that lost its lease, and live events are published
+with the batch. All against the suite's real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from msgspec.structs import replace
+
+from service.model.index import RELATIONS, ClusterIndex, Event
+from service.model.records import BLOCKED, FREE, HELD, KINDS, SHARED, DeviceKey
+from service.stores import bus
+from service.stores.memory import MemoryStore
+from service.stores.protocols import Relation, StoreUnavailable
+from service.stores.redis import Fenced, RedisStore
+from tests.model.builders import DRIVER, claim, device, node, pod, slice_
+from tests.stores.test_contract import EAST, EAST_RECORDS, MANUAL, POD_A, POD_B, SLICE_N2, dk
+
+MIG = slice_(
+    "n3",
+    pool="n3",
+    node="n3",
+    counters={"gpu-0": {"memory": "80Gi"}},
+    devices=(
+        device("gpu-0", consumes={"gpu-0": {"memory": "80Gi"}}),
+        device("mig-a", consumes={"gpu-0": {"memory": "40Gi"}}),
+        device("mig-b", consumes={"gpu-0": {"memory": "40Gi"}}),
+    ),
+)
+
+
+@pytest.fixture
+async def redis_store(redis_url: str):
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    store = RedisStore.from_url(redis_url, prefix=prefix)
+    yield store
+    await store.close()
+
+
+async def assert_same(
+    redis: RedisStore, memory: MemoryStore, cluster: str = EAST, *, idle: bool = True
+) -> None:
+    """Every read of `cluster` answers the same from both stores."""
+    for kind in KINDS:
+        assert await redis.list(kind, cluster=cluster) == await memory.list(kind, cluster=cluster)
+    assert await redis.list_devices(cluster=cluster) == await memory.list_devices(cluster=cluster)
+    index = memory.index(cluster)
+    assert index is not None
+    for relation in RELATIONS:
+        keys = list(index.links.mapping(relation))
+        assert await redis.lookup(relation, keys) == await memory.lookup(relation, keys), relation
+    claims = [r.meta for r in await memory.list("ResourceClaim", cluster=cluster)]
+    claim_keys = [(cluster, "ResourceClaim", m.namespace, m.name) for m in claims]
+    if idle:
+        assert await redis.idle_since(claim_keys) == await memory.idle_since(claim_keys)
+    devices = [e.key for e in index.devices()]
+    assert await redis.device_status(devices) == await memory.device_status(devices)
+
+
+async def test_device_status_as_memory_derives_it(redis_store: RedisStore) -> None:
+    index = ClusterIndex(EAST)
+    records = [*EAST_RECORDS, MIG, claim("mig-claim", devices=(("n3", "mig-a"),))]
+    await redis_store.apply(index.apply([Event("ADDED", r) for r in records], at="t1"))
+    keys = [
+        dk(EAST, "n1", "gpu-0"),
+        dk(EAST, "n2", "gpu-0"),
+        dk(EAST, "fabric", "nic-0"),
+        dk(EAST, "n3", "gpu-0"),
+        dk(EAST, "n3", "mig-b"),
+        dk(EAST, "nope", "x"),
+        ("mars", DRIVER, "p", "d"),
+    ]
+    assert await redis_store.device_status(keys) == [HELD, SHARED, FREE, BLOCKED, FREE, None, None]
+    # The partition is released: the whole GPU is free again, the pool re-derived.
+    await redis_store.apply(index.apply([Event("DELETED", claim("mig-claim"))], at="t2"))
+    assert await redis_store.device_status(keys[3:5]) == [FREE, FREE]
+
+
+async def test_every_read_matches_memory_through_churn(redis_store: RedisStore) -> None:
+    memory = MemoryStore()
+    producer = ClusterIndex(EAST)
+    batches = [
+        [Event("ADDED", r) for r in [*EAST_RECORDS, MIG]],
+        [Event("MODIFIED", replace(POD_A, phase="Succeeded"))],
+        [Event("DELETED", POD_B), Event("ADDED", claim("mig-claim", devices=(("n3", "mig-a"),)))],
+        [Event("DELETED", SLICE_N2), Event("ADDED", node("n4"))],
+        [Event("MODIFIED", pod("a", node="n4", claims=(("gpu", "manual", None),), rv="9"))],
+    ]
+    for number, events in enumerate(batches):
+        changes = producer.apply(events, at=f"2026-11-0{number + 1}T00:00:00Z")
+        await memory.apply(changes)
+        await redis_store.apply(changes)
+        await assert_same(redis_store, memory)
+
+
+async def test_every_key_carries_the_cluster_hash_tag(redis_store: RedisStore) -> None:
+    index = ClusterIndex(EAST)
+    await redis_store.apply(index.apply([Event("ADDED", r) for r in EAST_RECORDS], at="t"))
+    keys = [k.decode() async for k in redis_store.redis.scan_iter(f"{redis_store.prefix}:*")]
+    tagged = [k for k in keys if k.startswith(f"{redis_store.prefix}:{{{EAST}}}:")]
+    assert set(keys) - set(tagged) == {f"{redis_store.prefix}:clusters"}
+    assert len(tagged) > 20  # records, devices, statuses, idle marks and the link sets
+    with pytest.raises(ValueError, match="hash tag"):
+        redis_store.keys("a}b")
+
+
+async def test_a_takeover_leaves_nothing_stale(redis_url: str, redis_store: RedisStore) -> None:
+    # The first writer mirrors the full world, then dies.
+    await redis_store.apply(
+        ClusterIndex(EAST).apply([Event("ADDED", r) for r in EAST_RECORDS], at="t1")
+    )
+    # Meanwhile pod b and slice n2-gpu vanished and pod a moved to n2. A new writer (fresh
+    # process: its own index) relists kind by kind, then reports synced.
+    successor = RedisStore.from_url(redis_url, prefix=redis_store.prefix)
+    moved = replace(POD_A, node_name="n2")
+    now = [r for r in EAST_RECORDS if r not in (POD_B, SLICE_N2, POD_A)] + [moved]
+    fresh, memory = ClusterIndex(EAST), MemoryStore()
+    try:
+        for kind in KINDS:
+            changes = fresh.resync(kind, [r for r in now if _kind(r) == kind], at="t2")
+            await successor.apply(changes)
+            await memory.apply(changes)
+        assert await successor.get([("east", "Pod", "ns", "b")]) == [POD_B]  # not yet
+        await successor.set_status(replace_status(EAST))
+        assert await successor.get([("east", "Pod", "ns", "b")]) == [None]
+        await assert_same(successor, memory, idle=False)
+        # Idle marks keep the earliest observation: "idle" was idle when the first writer saw
+        # it; the shared claims lost their consumer (pod b) to the sweep.
+        claims = [("east", "ResourceClaim", "ns", n) for n in ("idle", "share1", "manual")]
+        assert await successor.idle_since(claims) == ["t1", "t3", None]
+        assert await successor.lookup(Relation.NODE_PODS, [(EAST, "n1")]) == [[]]
+    finally:
+        await successor.close()
+
+
+def _kind(record) -> str:
+    from service.model.records import KIND_OF
+
+    return KIND_OF[type(record)]
+
+
+def replace_status(name: str):
+    from service.stores.protocols import ClusterStatus
+
+    return ClusterStatus(name=name, connected=True, synced=True, last_sync_at="t3")
+
+
+async def test_a_fenced_writer_writes_nothing(redis_store: RedisStore) -> None:
+    keys = redis_store.keys(EAST)
+    await redis_store.redis.set(keys.fence, "2:other")
+    redis_store.fence(EAST, "1:me")
+    index = ClusterIndex(EAST)
+    with pytest.raises(Fenced):
+        await redis_store.apply(index.apply([Event("ADDED", MANUAL)], at="t"))
+    assert await redis_store.redis.exists(keys.objects("ResourceClaim")) == 0
+    await redis_store.redis.set(keys.fence, "1:me")
+    await redis_store.apply(index.apply([Event("ADDED", POD_A)], at="t"))
+    # What was refused stayed pending and lands with the next batch.
+    assert await redis_store.get(
+        [("east", "ResourceClaim", "ns", "manual"), ("east", "Pod", "ns", "a")]
+    ) == [MANUAL, POD_A]
+
+
+async def test_live_events_are_published_with_the_batch(redis_store: RedisStore) -> None:
+    index = ClusterIndex(EAST)
+    events = redis_store.subscribe(EAST)
+    first = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0.2)  # the subscription is in place
+    records = [SLICE_N2, node("n2")]
+    await redis_store.apply(index.apply([Event("ADDED", r) for r in records], at="t1"))
+    share = claim(
+        "share1", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}}
+    )
+    await redis_store.apply(index.apply([Event("ADDED", share)], at="t2"))
+    seen = [await asyncio.wait_for(first, 5)]
+    while len(seen) < 3:
+        seen.append(await asyncio.wait_for(anext(events), 5))
+    await events.aclose()
+    added, claimed, held = seen
+    assert isinstance(added, bus.DeviceEvent) and added.type == "ADDED"
+    assert added.key == DeviceKey(EAST, DRIVER, "n2", "gpu-0") and added.new.status == FREE
+    assert isinstance(claimed, bus.ClaimEvent) and claimed.type == "ADDED" and claimed.new == share
+    assert isinstance(held, bus.DeviceEvent) and held.type == "MODIFIED"
+    assert (held.old.status, held.new.status, held.node) == (FREE, SHARED, "n2")
+
+
+async def test_outage_raises_unavailable_and_keeps_the_batch(
+    redis_store: RedisStore, redis_server
+) -> None:
+    index = ClusterIndex(EAST)
+    await redis_store.apply(index.apply([Event("ADDED", node("n1"))], at="t1"))
+    await asyncio.to_thread(redis_server.stop)
+    changes = index.apply([Event("ADDED", POD_A)], at="t2")
+    with pytest.raises(StoreUnavailable):
+        await redis_store.apply(changes)
+    with pytest.raises(StoreUnavailable):
+        await redis_store.get([("east", "Pod", "ns", "a")])
+    await asyncio.to_thread(redis_server.start)
+    # Redis came back (empty: no persistence); the unfenced writer retries the same batch.
+    await redis_store.apply(changes)
+    assert await redis_store.get([("east", "Pod", "ns", "a")]) == [POD_A]
