@@ -92,6 +92,10 @@ class Changes(Struct):
     deletes: list[Record] = field(default_factory=list)  # last known state of removed objects
     transitions: list[Transition] = field(default_factory=list)
     resource_version: str = ""  # the newest resourceVersion the batch covers (for resuming)
+    # The kind whose complete LIST this batch reconciles (ClusterIndex.resync), else None.
+    # A store keeping its own index passes it on: until Pods are listed once, a consumer pod
+    # the index has not seen is unknown rather than gone (see service.model.index, rule 5).
+    listed_kind: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self.upserts or self.deletes or self.transitions)

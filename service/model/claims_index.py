@@ -221,7 +221,7 @@ class ClaimTracker:
             return True  # a PodGroup or other consumer the mirror cannot see: assume in use
         pod = self._index.get(ObjectKey(self._cluster, POD, claim.meta.namespace, consumer.name))
         if pod is None:
-            return False
+            return POD not in self._index.listed  # before the first Pod LIST: unknown, in use
         if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
             return False  # a new pod under the old name is not the consumer
         return pod.phase == RUNNING  # type: ignore[union-attr]
@@ -253,6 +253,14 @@ class ClaimTracker:
             del self.idle_since[key]
             self._index.note_idle(key, None)
             batch.transition(ch.IDLE_ENDED, **fields)
+
+    def pods_listed(self, batch: Batch) -> None:
+        """Pods were listed for the first time: consumers still missing are gone."""
+        for pod_key, claims in list(self._consumers.items()):
+            if self._index.get(pod_key) is None:
+                for claim_key in sorted(claims):
+                    claim = self._index.get(claim_key)
+                    self._refresh_idle(claim_key, claim, batch)  # type: ignore[arg-type]
 
     # --- pods -----------------------------------------------------------------------------------
 

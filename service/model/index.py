@@ -20,7 +20,11 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
 5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
    Pending, Succeeded or Failed; a consumer that is not a pod — a PodGroup — counts as
    running because the mirror cannot see it). `idle_started`/`idle_ended`, `idle_since`.
-   Pod changes re-evaluate the claims that list the pod in reservedFor.
+   Pod changes re-evaluate the claims that list the pod in reservedFor. Until Pods have been
+   listed once, a consumer pod the index has not seen is unknown, not gone, and counts as
+   running: otherwise every claim synced before the pods would start and end an idle spell at
+   each start of the mirror. The first complete Pod LIST re-evaluates the claims whose
+   consumers are still missing.
 6. Templates: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
    claim whose generated name (status.resourceClaimStatuses) is the claim; the index fills it
    into its view of the claim (and re-emits the claim when it changes).
@@ -144,6 +148,7 @@ class ClusterIndex:
         self.transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
+        self.listed: set[str] = set()  # kinds whose complete LIST the index has seen
         self._delta: IndexDelta | None = IndexDelta() if deltas else None
         self.links.delta = self._delta
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
@@ -224,14 +229,29 @@ class ClusterIndex:
 
     # --- writing --------------------------------------------------------------------------------
 
-    def apply(self, events: Iterable[Event], *, at: str, resource_version: str = "") -> ch.Changes:
+    def apply(
+        self,
+        events: Iterable[Event],
+        *,
+        at: str,
+        resource_version: str = "",
+        listed: str | None = None,
+    ) -> ch.Changes:
+        """Fold one batch of events. `listed`: the batch is the complete LIST of that kind
+        (`resync` passes it; a store's own index passes on `Changes.listed_kind`)."""
         batch = Batch(self.cluster, at, keep_transitions=self.transitions)
         for event in events:
             if event.type == DELETED:
                 self._delete(event.record, batch)
             else:
                 self._upsert(event.record, batch)
-        return batch.changes(resource_version)
+        if listed is not None and listed not in self.listed:
+            self.listed.add(listed)
+            if listed == POD:
+                self._claims.pods_listed(batch)
+        changes = batch.changes(resource_version)
+        changes.listed_kind = listed
+        return changes
 
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
@@ -242,7 +262,7 @@ class ClusterIndex:
         events.extend(
             Event(DELETED, old) for key, old in self._objects[kind].items() if key not in seen
         )
-        return self.apply(events, at=at, resource_version=resource_version)
+        return self.apply(events, at=at, resource_version=resource_version, listed=kind)
 
     def _upsert(self, record: Record, batch: Batch) -> None:
         key = key_of(record)

@@ -63,7 +63,12 @@ class MemoryStore:
             )
         events = [Event(DELETED, record) for record in changes.deletes]
         events.extend(Event(MODIFIED, record) for record in changes.upserts)
-        index.apply(events, at=changes.at, resource_version=changes.resource_version)
+        index.apply(
+            events,
+            at=changes.at,
+            resource_version=changes.resource_version,
+            listed=changes.listed_kind,
+        )
 
     async def set_status(self, status: ClusterStatus) -> None:
         self._statuses[status.name] = replace(status, malformed=dict(status.malformed))

@@ -10,6 +10,7 @@ from service.model.records import (
     BLOCKED,
     FREE,
     HELD,
+    KINDS,
     SHARED,
     DeviceKey,
     ObjectKey,
@@ -28,6 +29,14 @@ def ck(name: str, namespace: str = "ns") -> ObjectKey:
 
 def pk(name: str, namespace: str = "ns") -> ObjectKey:
     return ObjectKey(CLUSTER, "Pod", namespace, name)
+
+
+def listed_index() -> ClusterIndex:
+    """An index past its first LIST of every kind (an empty cluster), as a reactor's is."""
+    index = ClusterIndex(CLUSTER)
+    for kind in KINDS:
+        assert not index.resync(kind, [], at="t0")
+    return index
 
 
 def types(changes: ch.Changes) -> list[str]:
@@ -51,7 +60,7 @@ N1 = slice_(
 
 
 def test_claim_lifecycle_transitions() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, N1)
     pending = claim("c1")
     changes = add(index, pending)
@@ -107,7 +116,7 @@ def test_claim_lifecycle_transitions() -> None:
 
 
 def test_deleting_an_allocated_claim_releases_everything() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     held = claim("c1", devices=(("n1", "gpu-0"), ("n1", "gpu-1")), consumers=(("p1", "u1"),))
     add(index, N1, held)
     changes = delete(index, held)
@@ -122,14 +131,14 @@ def test_deleting_an_allocated_claim_releases_everything() -> None:
 
 
 def test_identical_upserts_and_unknown_deletes_are_no_ops() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, N1, claim("c1"))
     assert not add(index, N1, claim("c1"))
     assert not delete(index, claim("nope"))
 
 
 def test_a_recreated_claim_is_a_delete_and_a_create() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, N1, claim("c1", devices=(("n1", "gpu-0"),)))
     changes = add(index, claim("c1", uid="new-uid"))
     assert types(changes) == [
@@ -143,7 +152,7 @@ def test_a_recreated_claim_is_a_delete_and_a_create() -> None:
 
 
 def test_shared_device_holds_and_remaining() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     shared = slice_("n2-gpu", pool="n2", node="n2", devices=(device("gpu-0", shareable=True),))
     a = claim("a", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}})
     b = claim("b", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "20Gi"}})
@@ -158,7 +167,7 @@ def test_shared_device_holds_and_remaining() -> None:
 
 
 def test_partitions_block_each_other_through_pool_counters() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     # 1.35 style: the counters in their own slice of the pool, the partitions in another.
     counters = slice_(
         "n3-counters", pool="n3", node="n3", count=2, counters={"gpu-0": {"memory": "80Gi"}}
@@ -183,7 +192,7 @@ def test_partitions_block_each_other_through_pool_counters() -> None:
 
 
 def test_pool_generations_and_completeness() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     old_a = slice_("p-a", pool="big", generation=1, count=2, devices=(device("d0"), device("d1")))
     old_b = slice_("p-b", pool="big", generation=1, count=2, devices=(device("d2"),))
     changes = add(index, old_a, old_b)
@@ -214,7 +223,7 @@ def test_pool_generations_and_completeness() -> None:
 
 
 def test_device_reverse_maps() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, N1)
     slice_key = key_of(N1)
     assert index.lookup("node_slices", (CLUSTER, "n1")) == [slice_key]
@@ -237,7 +246,7 @@ def test_device_reverse_maps() -> None:
 
 
 def test_template_claims_resolved_through_the_pod() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     generated = claim("web-0-gpu-x7k2q", template_owner="web-0")
     add(index, generated)
     assert index.get(ck("web-0-gpu-x7k2q")).template_name is None
@@ -257,7 +266,7 @@ def test_template_claims_resolved_through_the_pod() -> None:
 
 
 def test_resync_deletes_what_vanished_and_is_idempotent() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, claim("a"), claim("b"), pod("p"))
     changes = index.resync(
         "ResourceClaim", [claim("a"), claim("c")], at="t5", resource_version="77"
@@ -270,7 +279,7 @@ def test_resync_deletes_what_vanished_and_is_idempotent() -> None:
 
 
 def test_a_batch_holds_each_key_once() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     c1, c1b = claim("c1"), claim("c1", rv="2")
     changes = index.apply([Event("ADDED", c1), Event("MODIFIED", c1b)], at="t1")
     assert changes.upserts == [c1b] and changes.deletes == []
@@ -280,10 +289,25 @@ def test_a_batch_holds_each_key_once() -> None:
 
 
 def test_consumer_pod_replaced_under_the_same_name_is_not_running_it() -> None:
-    index = ClusterIndex(CLUSTER)
+    index = listed_index()
     add(index, claim("c1", devices=(("n1", "gpu-0"),), consumers=(("p1", "old-uid"),)))
     assert index.idle_since(ck("c1")) == "t1"
     add(index, pod("p1", uid="new-uid"), at="t2")
     assert index.idle_since(ck("c1")) == "t1"
     changes = add(index, pod("p1", uid="old-uid", rv="2"), at="t3")
     assert types(changes) == [ch.IDLE_ENDED]
+
+
+def test_consumers_are_unknown_until_pods_are_listed() -> None:
+    index = ClusterIndex(CLUSTER)
+    running = claim("running", devices=(("n1", "gpu-0"),), consumers=(("p1", "uid-p1"),))
+    gone = claim("gone", devices=(("n1", "gpu-1"),), consumers=(("p2", "uid-p2"),))
+    changes = index.resync("ResourceClaim", [running, gone], at="t1")
+    # Claims listed before pods: their consumers are unknown, not gone — no idle spell.
+    assert ch.IDLE_STARTED not in types(changes)
+    changes = index.resync("Pod", [pod("p1")], at="t2")
+    assert changes.listed_kind == "Pod"
+    assert [(t.type, t.claim) for t in changes.transitions] == [(ch.IDLE_STARTED, "gone")]
+    assert index.idle_since(ck("gone")) == "t2" and index.idle_since(ck("running")) is None
+    # Later lists change nothing by themselves.
+    assert not index.resync("Pod", [pod("p1")], at="t3")

@@ -12,7 +12,7 @@ from msgspec.structs import replace
 
 from service.model.changes import Changes
 from service.model.index import ClusterIndex, Event
-from service.model.records import DeviceKey, ObjectKey, key_of
+from service.model.records import KINDS, DeviceKey, ObjectKey, key_of
 from service.stores.protocols import ClusterStatus, Relation, StateStore
 from tests.model.builders import DRIVER, claim, device, node, pod, slice_, template
 
@@ -90,18 +90,18 @@ async def feed(store: StateStore, index: ClusterIndex, events: list[Event], at: 
     return changes
 
 
+async def sync(store: StateStore, index: ClusterIndex, records: list, at: str) -> None:
+    """What a reactor does first: one complete LIST per kind, each resynced, each applied."""
+    for kind in KINDS:
+        changes = index.resync(kind, [r for r in records if key_of(r).kind == kind], at=at)
+        await store.apply(changes)
+
+
 @pytest.fixture
 async def world(store: StateStore) -> dict[str, ClusterIndex]:
     indexes = {EAST: ClusterIndex(EAST), WEST: ClusterIndex(WEST)}
-    await feed(
-        store, indexes[EAST], [Event("ADDED", r) for r in EAST_RECORDS], "2026-11-01T00:00:00Z"
-    )
-    await feed(
-        store,
-        indexes[WEST],
-        [Event("ADDED", SLICE_WEST), Event("ADDED", node("w1", cluster=WEST))],
-        "2026-11-01T00:00:01Z",
-    )
+    await sync(store, indexes[EAST], EAST_RECORDS, "2026-11-01T00:00:00Z")
+    await sync(store, indexes[WEST], [SLICE_WEST, node("w1", cluster=WEST)], "2026-11-01T00:00:01Z")
     return indexes
 
 
@@ -296,3 +296,18 @@ async def test_a_resync_of_identical_data_is_empty(store: StateStore, world) -> 
     assert not changes
     await store.apply(changes)
     assert len(await store.list("ResourceClaim", cluster=EAST)) == 5
+
+
+async def test_consumers_missing_after_the_first_pod_list_make_the_claim_idle(
+    store: StateStore,
+) -> None:
+    north = ClusterIndex("north")
+    ghost = claim(
+        "ghost-held", devices=(("n1", "gpu-0"),), consumers=(("ghost", "uid-g"),), cluster="north"
+    )
+    # Claims listed before pods: the consumer is unknown, not gone.
+    await store.apply(north.resync("ResourceClaim", [ghost], at="2026-11-04T00:00:00Z"))
+    key = ObjectKey("north", "ResourceClaim", "ns", "ghost-held")
+    assert await store.idle_since([key]) == [None]
+    await store.apply(north.resync("Pod", [], at="2026-11-04T00:00:05Z"))
+    assert await store.idle_since([key]) == ["2026-11-04T00:00:05Z"]
