@@ -2,7 +2,8 @@
 HistorySink → outbox → writer → SQL, checked against a truth recorded independently from the
 simulator's own store.
 
-Time is virtual: the churn is advanced on a 0.5 s grid, and both the reactor's clock and the
+The reactor gets the HistorySink itself, so its `cluster_started` hook runs too (a fresh
+database: no gap). Time is virtual: the churn is advanced on a 0.5 s grid, and both the reactor's clock and the
 truth recorder read the same grid time, so history's instants can be compared exactly. Between
 grid steps the test waits until the reactor has consumed every watch event of the step.
 """
@@ -13,7 +14,6 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
-from service.model.changes import Changes
 from service.reactor import ReactorSettings, run_reactors
 from service.sim.scenario import build_world, load_scenario
 from tests.clusters.conftest import FAST, eventually
@@ -101,12 +101,9 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
     async def no_status(_status) -> None:
         return None
 
-    async def sink(changes: Changes) -> None:
-        await pipeline.sink(changes)
-
     try:
         async with serving(tmp_path, *world.specs) as (_sim, connections):
-            async with await run_reactors(connections, sinks=[sink], status_sink=no_status,
+            async with await run_reactors(connections, sinks=[pipeline.sink], status_sink=no_status,
                                           settings=SETTINGS, clock=clock) as reactors:  # fmt: skip
                 await reactors.wait_synced()
                 reactor = reactors.by_name["churn"]
@@ -120,6 +117,9 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
         await pipeline.drained()
     finally:
         await pipeline.stop()
+
+    # the reactor said the cluster started; history had never seen it: no gap
+    assert await queries.gaps(to_us(T0), to_us(T0 + timedelta(hours=1))) == []
 
     # every allocation interval, exactly
     got = await _allocations(engine)
