@@ -20,7 +20,7 @@ from .questions import Ask, QuestionError
 
 SHAPE = """query Shape($name: String!) { __type(name: $name) {
   kind name possibleTypes { name }
-  fields { name args { name type { kind } } type { ...T } } } }
+  fields { name args { name type { ...T } } type { ...T } } } }
 fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }"""
 
 LEAF_KINDS = ("SCALAR", "ENUM")
@@ -124,27 +124,19 @@ async def ask_explain(ask: Ask, words: list[str]) -> list[Explanation]:
                 raise ExplainUnavailable(f"explainClaim wants {arg['name']!r}, unknown here")
             continue
         declared.append(f"${arg['name']}: {_printed(arg['type'])}")
-        passed.append(f"{arg['name']}: ${arg['name']}")
+        passed.append(arg["name"])
     target = _named(field["type"])
     inner = await shapes.selection(target["name"], DEPTH - 1)
     selection = f" {{ {inner} }}" if target["kind"] not in LEAF_KINDS else ""
-    document = (
-        f"query Explain({', '.join(declared)}) {{ explainClaim({', '.join(passed)}){selection} }}"
-    )
+    arguments = ", ".join(f"{name}: ${name}" for name in passed)
+    document = f"query Explain({', '.join(declared)}) {{ explainClaim({arguments}){selection} }}"
     out = []
     for where in found:
-        variables = {
-            k: v for k, v in {**values, "cluster": where}.items() if k in passed_names(passed)
-        }
-        data = await ask(document, variables)
-        diagnosis = data["explainClaim"]
+        variables = {k: v for k, v in {**values, "cluster": where}.items() if k in passed}
+        diagnosis = (await ask(document, variables))["explainClaim"]
         if diagnosis is not None:
             out.append(Explanation(where, f"{namespace}/{name}", diagnosis))
     return out
-
-
-def passed_names(passed: list[str]) -> set[str]:
-    return {p.split(":", 1)[0] for p in passed}
 
 
 async def _clusters_with(ask: Ask, clusters: list[str], namespace: str, name: str) -> list[str]:

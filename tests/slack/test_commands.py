@@ -1,0 +1,196 @@
+"""Each slash command answered through the real app, checked against the world's truth
+(`tests.slack.truth`, computed from the raw objects), plus the deferred path: an answer posted
+to response_url, and a response_url outside the allowed hosts never posted to."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from schema.reader import Scope
+from service.app import create_app
+from service.settings import Settings
+
+from . import truth
+from .conftest import QUERIED_AT, Slack, slack_settings
+
+
+def texts(reply: dict) -> list[str]:
+    """Every mrkdwn text of a reply: sections, their fields, context elements."""
+    out = []
+    for block in reply["blocks"]:
+        if "text" in block:
+            out.append(block["text"]["text"])
+        out += [f["text"] for f in block.get("fields", [])]
+        out += [e["text"] for e in block.get("elements", [])]
+    return out
+
+
+def holdings(reply: dict) -> list[tuple[str, str, str]]:
+    """(cluster, node, claim) of each holding section."""
+    found = []
+    for block in reply["blocks"]:
+        fields = {
+            f["text"].split("\n", 1)[0]: f["text"].split("\n", 1)[1]
+            for f in block.get("fields", [])
+        }
+        if "*Claim*" in fields:
+            cluster, node = fields["*Cluster / node*"].split(" / ")
+            found.append((cluster, node, fields["*Claim*"].split(" (")[0]))
+    return sorted(found)
+
+
+def bullet_lines(reply: dict) -> list[str]:
+    return [line for text in texts(reply) for line in text.split("\n") if line.startswith("•")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "devices"),
+    [
+        ("GPU-00000000-0000-0000-0000-00000000000b", [("east", "gpu.nvidia.com", "n1", "gpu-1")]),
+        ("MIG-00000000-0000-0000-0000-0000000001a1", truth.named("gpu-0-mig-1g")),
+        ("n2/gpu-1", [("east", "gpu.nvidia.com", "n2", "gpu-1")]),
+        ("w1/gpu-0", [("west", "gpu.nvidia.com", "w1", "gpu-0")]),
+        ("cni.dra.networking.x-k8s.io/n1/eth1", truth.named("eth1")),
+    ],
+)
+async def test_who_holds_one_device(slack, spec, devices):
+    reply = await slack.command(f"who-holds {spec}")
+    expected = truth.holders_of(devices)
+    assert expected and holdings(reply) == expected
+    assert reply["text"].startswith(f"{spec} is held by")
+
+
+async def test_who_holds_shows_device_claim_pods_and_idle(slack):
+    reply = await slack.command("who-holds n1/gpu-1")
+    (device, *_rest) = [t for t in texts(reply) if t.startswith("*Device*")]
+    assert device == "*Device* `gpu-1` · GPU-00000000-0000-0000-0000-00000000000b · NVIDIA H200"
+    fields = "\n".join(texts(reply))
+    assert "team-a/shared-gpu (manual, reserved)" in fields
+    assert "team-a/web-0 (Running), team-a/web-1 (Running), team-a/web-2 (Running)" in fields
+    assert "*Holding since*\nunknown" in fields  # no allocationTimestamp and no history here
+    assert "*Idle*\nno" in fields
+    idle = "\n".join(texts(await slack.command("who-holds n2/gpu-0")))
+    assert "team-c/idle-claim (manual, allocated)" in idle
+    assert "*Idle*\nyes, since 2026-01-01 02:00 UTC (1h 0m ago)" in idle  # the app's clock
+    template = "\n".join(texts(await slack.command("who-holds n2/gpu-1")))
+    assert "team-b/job-0-gpu-abcde (template, reserved)" in template
+
+
+async def test_who_holds_an_ambiguous_name_lists_the_candidates(slack):
+    reply = await slack.command("who-holds gpu-0")
+    expected = truth.holders_of(truth.named("gpu-0"))
+    assert len({(c, n) for c, n, _ in expected}) > 1
+    lines = bullet_lines(reply)
+    assert sorted(
+        re.match(r"• (\S+) · `([^/]+)/gpu-0`", line).groups() for line in lines
+    ) == sorted((c, n) for c, n, _ in expected)
+    for cluster, node, claim in expected:
+        assert any(f"{cluster} · `{node}/gpu-0`" in line and claim in line for line in lines)
+    narrowed = await slack.command("who-holds gpu-0 west")
+    assert holdings(narrowed) == [h for h in expected if h[0] == "west"]
+
+
+@pytest.mark.parametrize("spec", ["gpu.nvidia.com/n1/gpu-0-mig-2g", "nope", "n9/gpu-0"])
+async def test_who_holds_a_free_or_unknown_device(slack, spec):
+    reply = await slack.command(f"who-holds {spec}")
+    assert reply["text"] == f"No claim holds `{spec}`: it is free, or no device is named so."
+
+
+@pytest.mark.parametrize(
+    ("args", "kind", "cluster"),
+    [("", None, None), ("gpu.nvidia.com", "gpu", None), ("east mig.nvidia.com", "mig", "east")],
+)
+async def test_free(slack, args, kind, cluster):
+    reply = await slack.command(f"free {args}")
+    expected = [d for d in truth.free_devices(kind) if cluster in (None, d[0])]
+    found = sorted(
+        re.match(r"• (\S+) · (\S+): `([^`]+)`", line).groups() for line in bullet_lines(reply)
+    )
+    assert found == expected
+    assert reply["text"].startswith(f"{len(expected)} free device")
+
+
+async def test_free_with_no_match_and_unknown_words(slack):
+    reply = await slack.command("free west mig.nvidia.com")
+    assert reply["text"] == "0 free devices of class `mig.nvidia.com` in west"
+    assert bullet_lines(reply) == []
+    unknown = await slack.command("free h100")
+    assert unknown["text"] == "h100: no such class or cluster"
+
+
+@pytest.mark.parametrize("args", ["", "gpu.nvidia.com", "mig.nvidia.com", "east"])
+async def test_waiting(slack, args):
+    reply = await slack.command(f"waiting {args}")
+    expected = [
+        (cluster, claim)
+        for cluster, claim, class_name in truth.pending_claims()
+        if args in ("", class_name, cluster)
+    ]
+    found = sorted(re.match(r"• (\S+) · (\S+) ", line).groups() for line in bullet_lines(reply))
+    assert found == expected
+    if expected:  # created 2026-01-01T00:00Z, the app's clock says 03:00
+        assert all("waiting 3h 0m" in line for line in bullet_lines(reply))
+
+
+async def test_idle(slack):
+    reply = await slack.command("idle")
+    expected = truth.idle_claims()
+    lines = bullet_lines(reply)
+    assert sorted(re.match(r"• (\S+) · (\S+) ", line).groups() for line in lines) == expected
+    pending_gpu = [p for p in truth.pending_claims() if p[2] == "gpu.nvidia.com"]
+    (line,) = [line for line in lines if "team-c/idle-claim" in line]
+    assert "on n2: gpu-0 (GPU-00000000-0000-0000-0000-00000000000c)" in line
+    assert f":warning: {len(pending_gpu)} claim(s) wait for its class" in line
+    assert bullet_lines(await slack.command("idle west")) == []
+    assert (await slack.command("idle nowhere"))["text"] == "nowhere: no such cluster"
+
+
+async def test_help_and_unknown_commands(slack):
+    for text in ("", "help"):
+        assert (await slack.command(text))["text"] == "dra-mirror commands"
+    unknown = await slack.command("reboot n1")
+    assert unknown["text"] == "Unknown command reboot"
+    assert "/gpu who-holds" in "\n".join(texts(unknown))
+    usage = await slack.command("who-holds")
+    assert usage["text"].startswith("usage: /gpu who-holds")
+
+
+async def test_answers_follow_the_request_scope(slack_store):
+    class NoTeamC(Scope):
+        def allows(self, cluster: str, namespace: str = "") -> bool:
+            return namespace != "team-c"
+
+    app = create_app(
+        Settings(),
+        store=slack_store,
+        slack=slack_settings(),
+        scope_for=lambda _request: NoTeamC(),
+        now=lambda: QUERIED_AT,
+    )
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            slack = Slack(http)
+            hidden = await slack.command("who-holds n2/gpu-0")
+            assert hidden["text"].startswith("No claim holds")
+            assert bullet_lines(await slack.command("idle")) == []
+
+
+async def test_slow_answers_go_to_the_response_url(slack_store, receiver):
+    settings = slack_settings(answer_within=0.0, response_urls=(receiver.url,))
+    app = create_app(Settings(), store=slack_store, slack=settings, now=lambda: QUERIED_AT)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            slack = Slack(http)
+            ack = await slack.command("who-holds n1/gpu-1", response_url=receiver.url + "r/7")
+            assert ack == {"response_type": "ephemeral", "text": "Working on `who-holds n1/gpu-1`…"}
+            elsewhere = await slack.command("idle", response_url="http://169.254.169.254/latest")
+            assert "no usable response_url" in elsewhere["text"]
+    ((path, posted),) = receiver.posts
+    assert path == "/r/7"
+    assert holdings(posted) == truth.holders_of([("east", "gpu.nvidia.com", "n1", "gpu-1")])
