@@ -24,7 +24,7 @@ Quantity = str | int | float
 Raw = dict[str, Any]
 
 
-class _Wire(Struct, rename="camel", frozen=True, gc=False):
+class _Wire(Struct, rename="camel", gc=False):
     """Base: Kubernetes spells fields in camelCase."""
 
 

@@ -277,8 +277,8 @@ class ClaimTracker:
                     self._set_template(claim, key, new_templates.get(claim), batch)
         if old is None or new is None or old.phase != new.phase or old.meta.uid != new.meta.uid:
             for claim_key in list(self._consumers.get(key, ())):
-                claim = self._index.get(claim_key)
-                self._refresh_idle(claim_key, claim, batch)  # type: ignore[arg-type]
+                claim_record = self._index.get(claim_key)
+                self._refresh_idle(claim_key, claim_record, batch)  # type: ignore[arg-type]
 
     def _set_template(
         self, claim: ObjectKey, pod: ObjectKey, template: str | None, batch: Batch

@@ -61,7 +61,9 @@ _LIST = msgspec.json.Decoder(_ListBody)
 _WATCH = msgspec.json.Decoder(_WatchLine)
 _NAMED = msgspec.json.Decoder(api.NamedOnly)
 _ANY = msgspec.json.Decoder()
-_OBJECTS = {kind: msgspec.json.Decoder(wire) for kind, wire in WIRE_TYPES.items()}
+_OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
+    kind: msgspec.json.Decoder(wire) for kind, wire in WIRE_TYPES.items()
+}
 
 
 def _ref_of(kind: str, item: bytes | msgspec.Raw, cluster: str) -> str:

@@ -102,15 +102,15 @@ def selector_node(node_selector: dict[str, Any] | None) -> str | None:
     """
     if not node_selector:
         return None
-    terms = node_selector.get("nodeSelectorTerms") or ()
+    terms: Any = node_selector.get("nodeSelectorTerms") or ()
     if len(terms) != 1 or not isinstance(terms[0], dict):
         return None
     term = terms[0]
-    fields = term.get("matchFields") or ()
+    fields: Any = term.get("matchFields") or ()
     if term.get("matchExpressions") or len(fields) != 1 or not isinstance(fields[0], dict):
         return None
     field = fields[0]
-    values = field.get("values") or ()
+    values: Any = field.get("values") or ()
     if field.get("key") == "metadata.name" and field.get("operator") == "In" and len(values) == 1:
         return str(values[0])
     return None

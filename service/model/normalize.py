@@ -66,7 +66,7 @@ def record_of(kind: str, wire: Any, *, cluster: str) -> Record:
 
 
 def _name_of(kind: str, raw: Any, cluster: str) -> str:
-    metadata = raw.get("metadata") if isinstance(raw, dict) else None
+    metadata: Any = raw.get("metadata") if isinstance(raw, dict) else None
     try:
         meta = msgspec.convert(metadata, api.ObjectMeta) if isinstance(metadata, dict) else None
     except msgspec.ValidationError:
@@ -84,7 +84,7 @@ def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record:
     if not isinstance(raw, dict):
         raise MalformedObject(f"{cluster}/{kind}/?", "not an object")
     try:
-        wire = msgspec.convert(raw, wire_type)
+        wire: Any = msgspec.convert(raw, wire_type)
     except msgspec.ValidationError as error:
         raise MalformedObject(_name_of(kind, raw, cluster), str(error)) from error
     return record_of(kind, wire, cluster=cluster)

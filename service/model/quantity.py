@@ -86,8 +86,8 @@ def format_quantity(v: Fraction | int, like: str | None = None) -> str:
         return f"{sign}{n}"
     # Decimal SI: Kubernetes keeps nano precision and rounds up below it.
     nanos = math.ceil(v * 10**9)
-    for suffix, factor in _DECIMAL_DESC:
-        scaled = Fraction(nanos, 10**9) / factor
+    for suffix, scale in _DECIMAL_DESC:
+        scaled = Fraction(nanos, 10**9) / scale
         if scaled.denominator == 1:
             return f"{sign}{scaled.numerator}{suffix}"
     return f"{sign}{nanos}n"  # unreachable: every nano count is an integer of "n"
