@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -44,6 +43,9 @@ from service.clusters.backoff import Backoff
 from service.clusters.config import ClusterConnection
 from service.clusters.discovery import DraVersions
 from service.clusters.errors import NotServed
+from service.clusters.feed import CLOSED, ClusterFeed
+from service.clusters.heap import SyncGc
+from service.clusters.malformed import MalformedObjects
 from service.clusters.resources import is_dra
 from service.clusters.transport import ClusterApi
 from service.clusters.watching import (
@@ -68,8 +70,6 @@ Sink = Callable[[Changes], Awaitable[None]]
 StatusSink = Callable[[ClusterStatus], Awaitable[None]]
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], Awaitable[None]]
-_STOP = object()
-_SEEN_LIMIT = 100_000  # (ref, resourceVersion) pairs remembered for log-once
 
 
 @dataclass(frozen=True)
@@ -99,14 +99,6 @@ def utc_now() -> datetime:
 def rfc3339(moment: datetime) -> str:
     """`2026-11-29T23:49:37.123Z`: UTC, millisecond precision."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _split_ref(ref: str, cluster: str, kind: str) -> tuple[str, str]:
-    """(namespace, name) from `cluster/Kind/[namespace/]name` (cluster names may hold '/')."""
-    prefix = f"{cluster}/{kind}/"
-    rest = ref[len(prefix) :] if ref.startswith(prefix) else ref.rsplit("/", 2)[-1]
-    namespace, _, name = rest.rpartition("/")
-    return namespace, name
 
 
 def _as_callable(target: Any, method: str) -> Callable[..., Awaitable[None]]:
@@ -144,27 +136,26 @@ class Reactor:
         self.synced = asyncio.Event()
         self.api = ClusterApi(self.name, connection.api_client)
         self.versions = DraVersions(self.api)
+        self.feed = ClusterFeed(self.settings.queue_size)
+        self.malformed = MalformedObjects(self.name)
         self.watchers = {
             kind: KindWatcher(
                 kind,
                 api=self.api,
                 versions=self.versions,
-                emit=self._emit,
+                emit=self.feed.emit,
                 sleep=sleep,
                 settings=self.settings.watch,
                 rng=self.rng,
             )
             for kind in self.kinds
         }
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(self.settings.queue_size)
-        self._getter: asyncio.Future[Any] | None = None
         self._pending: list[Event] = []
         self._pending_version = ""
         self._listed: set[str] = set()
         self._unserved: set[str] = set()
         self._failing: dict[str, str] = {}
         self._up: set[str] = set()
-        self._seen_malformed: set[tuple[str, str]] = set()
         self._disconnected_at: str | None = None
         self._gaps: list[tuple[str, str]] = []
         self._status_due = True
@@ -196,7 +187,7 @@ class Reactor:
         if not consumer.done():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.stop_grace):
-                    await self._queue.put(_STOP)
+                    await self.feed.close()
                     await asyncio.shield(consumer)
         if not consumer.done():
             log.warning("sinks did not take the last batch in time; dropping it", extra=self._log)
@@ -208,24 +199,7 @@ class Reactor:
         self.status.connected = False
         await self._push_status(force=True)
 
-    async def _emit(self, message: WatchMessage) -> None:
-        await self._queue.put(message)
-
     # --- the consumer ---------------------------------------------------------------------
-
-    async def _next(self, wait: float | None) -> Any:
-        """The next queued message, or None after `wait` seconds (None: wait forever)."""
-        # One long-lived get() future: cancelling a get() on timeout could lose a message.
-        if self._getter is None:
-            try:
-                return self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                self._getter = asyncio.ensure_future(self._queue.get())
-        done, _ = await asyncio.wait({self._getter}, timeout=wait)
-        if not done:
-            return None
-        getter, self._getter = self._getter, None
-        return getter.result()
 
     async def _consume(self) -> None:
         loop = asyncio.get_running_loop()
@@ -233,8 +207,8 @@ class Reactor:
         await self._hook("cluster_started", self.name, self._at())
         try:
             while True:
-                message = await self._next(self._status_wait())
-                if message is _STOP:
+                message = await self.feed.take(self._status_wait())
+                if message is CLOSED:
                     break
                 if message is not None:
                     await self._handle(message)
@@ -243,19 +217,17 @@ class Reactor:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
                         break
-                    message = await self._next(remaining)
+                    message = await self.feed.take(remaining)
                     if message is None:
                         break
-                    if message is _STOP:
+                    if message is CLOSED:
                         await self._flush()
                         return
                     await self._handle(message)
                 await self._flush()
                 await self._push_status()
         finally:
-            if self._getter is not None:
-                self._getter.cancel()
-                self._getter = None
+            self.feed.abandon()
         await self._flush()
 
     def _status_wait(self) -> float | None:
@@ -356,30 +328,9 @@ class Reactor:
             log.info("synced: every kind listed once", extra=self._log)
 
     def _skip(self, message: Skipped) -> None:
-        malformed = message.malformed
-        seen = (malformed.ref, message.resource_version)
-        if seen in self._seen_malformed:
-            return
-        if len(self._seen_malformed) >= _SEEN_LIMIT:
-            self._seen_malformed.clear()
-        self._seen_malformed.add(seen)
-        counts = self.status.malformed
-        counts[message.kind] = counts.get(message.kind, 0) + 1
-        self._status_due = True
-        namespace, name = _split_ref(malformed.ref, self.name, message.kind)
-        log.warning(
-            "skipping malformed %s %s: %s",
-            message.kind,
-            malformed.ref,
-            malformed.reason,
-            extra={
-                **self._log,
-                "kind": message.kind,
-                "namespace": namespace,
-                "object_name": name,  # `name` is reserved by logging (see service.logs)
-                "resource_version": message.resource_version,
-            },
-        )
+        if self.malformed.report(message.kind, message.malformed, message.resource_version):
+            self.status.malformed = dict(self.malformed.counts)
+            self._status_due = True
 
     def _at(self) -> str:
         return rfc3339(self.clock())
@@ -463,34 +414,6 @@ class Reactor:
         except Exception as error:  # the next push carries the same facts
             log.warning("status push failed: %s", error, extra=self._log)
             self._status_due = True
-
-
-class SyncGc:
-    """Garbage-collector settings for the initial sync.
-
-    An initial sync builds a large, long-lived heap fast (a 5,000-node cluster: ~90,000 records
-    and their indexes, millions of objects). CPython's generational GC runs a collection every
-    700 allocations and, as the survivors pile up, walks them again and again: measured on
-    that cluster, more than half of the sync time. While clusters sync, the youngest
-    generation's threshold is raised; once every cluster has synced, what was built is moved to
-    the permanent generation (`gc.freeze()`: it lives as long as the process) and the
-    thresholds are restored. Process-wide by nature: `run_reactors(tune_gc=False)` leaves the
-    GC alone.
-    """
-
-    def __init__(self, threshold: int = 100_000) -> None:
-        self.saved = gc.get_threshold()
-        gc.set_threshold(max(threshold, self.saved[0]), *self.saved[1:])
-        self.active = True
-
-    def done(self, *, freeze: bool = True) -> None:
-        """Restore the thresholds; `freeze` what was built (not when stopped before sync)."""
-        if not self.active:
-            return
-        self.active = False
-        if freeze:
-            gc.freeze()
-        gc.set_threshold(*self.saved)
 
 
 class Reactors:

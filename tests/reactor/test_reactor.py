@@ -13,9 +13,10 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from service.clusters.config import ClusterConnection
+from service.clusters.heap import SyncGc
 from service.model.changes import Changes
 from service.model.records import KINDS, ObjectKey, key_of
-from service.reactor import ReactorSettings, SyncGc, run_reactors
+from service.reactor import ReactorSettings, run_reactors
 from service.sim.run import ClusterSpec
 from service.stores.memory import MemoryStore
 from service.stores.protocols import ClusterStatus, StoreUnavailable
@@ -171,7 +172,7 @@ async def test_deletions_while_disconnected_become_deletes(
             served.apply_faults({"errors": None, "expireWatches": 6})
             recording_sleep.gate.set()
             await eventually(lambda: reactor.status.relists >= 6 and reactor.status.connected)
-            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            await eventually(lambda: not reactor._pending and reactor.feed.empty())
             deleted = {key_of(r) for b in batches for r in b.deletes}
             assert deleted == {
                 ObjectKey("east", "Pod", "default", "pod-1"),
@@ -207,7 +208,7 @@ async def test_410_relist_keeps_the_store_exact(tmp_path: Path) -> None:
             world.create("resourceclaims", claim("during"))
             reactor = reactors.by_name["east"]
             await eventually(lambda: reactor.status.relists >= 6)
-            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            await eventually(lambda: not reactor._pending and reactor.feed.empty())
             assert await mirrored(store, "east") == all_truth(world)
 
 
@@ -230,7 +231,7 @@ async def test_malformed_object_counted_logged_once_and_skipped(
             sim.served["east"].apply_faults({"expireWatches": 1, "dropWatchAfterEvents": 1})
             world.create("resourceslices", device_slice("node-7"))
             await eventually(lambda: reactor.status.relists >= 1)
-            await eventually(lambda: not reactor._pending and reactor._queue.empty())
+            await eventually(lambda: not reactor._pending and reactor.feed.empty())
             held = await mirrored(store, "east")
             assert held == all_truth(world)
             assert ObjectKey("east", "ResourceSlice", "", "node-7-gpu.example.com") in held
