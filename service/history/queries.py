@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -43,119 +42,21 @@ from service.history.models import (
     ObjectVersion,
     WaitInterval,
 )
+from service.history.spans import (
+    AllocationSpan,
+    ClaimIncarnation,
+    ClaimVersion,
+    DeviceIdentity,
+    DeviceTimeline,
+    GapSpan,
+    IdleHolder,
+    InventorySpan,
+    PodSpan,
+    Span,
+)
 from service.history.times import US_PER_HOUR, US_PER_SECOND
 
 ContentionRow = contention_audit.ContentionRow
-
-
-@dataclass(frozen=True)
-class DeviceIdentity:
-    cluster: str
-    driver: str
-    pool: str
-    device: str
-    uuid: str | None
-
-
-@dataclass
-class PodSpan:
-    name: str
-    uid: str
-    start_us: int
-    end_us: int | None
-
-
-@dataclass
-class AllocationSpan:
-    cluster: str
-    driver: str
-    pool: str
-    device: str
-    uuid: str | None
-    node: str | None
-    namespace: str
-    claim: str
-    claim_uid: str
-    request: str
-    share_id: str | None
-    consumed_capacity: dict[str, str]
-    class_name: str
-    start_us: int
-    end_us: int | None
-    end_reason: str | None
-    pods: list[PodSpan] = field(default_factory=list)
-
-
-@dataclass
-class InventorySpan:
-    cluster: str
-    driver: str
-    pool: str
-    device: str
-    uuid: str | None
-    node: str | None
-    data: dict[str, Any]
-    start_us: int
-    end_us: int | None
-    end_reason: str | None
-
-
-@dataclass
-class DeviceTimeline:
-    """One physical device (a uuid), or one device key when the driver publishes no uuid."""
-
-    uuid: str | None
-    identities: list[DeviceIdentity]
-    inventory: list[InventorySpan]
-    allocations: list[AllocationSpan]
-
-
-@dataclass
-class Span:
-    start_us: int
-    end_us: int | None
-    end_reason: str | None = None
-    detail: str = ""  # waits: class names; consumers: pod name
-
-
-@dataclass
-class ClaimVersion:
-    uid: str
-    resource_version: str
-    observed_us: int
-    deleted: bool
-    body: str  # the record as msgspec JSON
-
-
-@dataclass
-class ClaimIncarnation:
-    cluster: str
-    namespace: str
-    name: str
-    uid: str
-    versions: list[ClaimVersion]
-    waits: list[Span]
-    allocations: list[AllocationSpan]
-    consumers: list[PodSpan]
-    idle: list[Span]
-
-
-@dataclass
-class IdleHolder:
-    cluster: str
-    namespace: str
-    claim: str
-    claim_uid: str
-    device_hours_idle: float
-    device_hours_held: float
-    devices: int
-
-
-@dataclass
-class GapSpan:
-    cluster: str
-    start_us: int
-    end_us: int
 
 
 def _now_us() -> int:
@@ -327,7 +228,7 @@ class HistoryQueries:
                     IdleInterval.claim == name).order_by(IdleInterval.start_us))).all()  # fmt: skip
         incarnations: dict[str, ClaimIncarnation] = {}
 
-        def incarnation(uid: str, first_us: int) -> ClaimIncarnation:
+        def incarnation(uid: str) -> ClaimIncarnation:
             if uid not in incarnations:
                 incarnations[uid] = ClaimIncarnation(
                     cluster, namespace, name, uid, [], [], [], [], []
@@ -335,23 +236,19 @@ class HistoryQueries:
             return incarnations[uid]
 
         for uid, rv, observed, deleted, body in versions:
-            incarnation(uid, observed).versions.append(
-                ClaimVersion(uid, rv, observed, deleted, body)
-            )
+            incarnation(uid).versions.append(ClaimVersion(uid, rv, observed, deleted, body))
         for w in waits:
-            incarnation(w.claim_uid, w.start_us).waits.append(
+            incarnation(w.claim_uid).waits.append(
                 Span(w.start_us, w.end_us, w.end_reason, w.class_names)
             )
         for a in allocations:
-            incarnation(a.claim_uid, a.start_us).allocations.append(_allocation(a))
+            incarnation(a.claim_uid).allocations.append(_allocation(a))
         for c in consumers:
-            incarnation(c.claim_uid, c.start_us).consumers.append(
+            incarnation(c.claim_uid).consumers.append(
                 PodSpan(c.pod, c.pod_uid, c.start_us, c.end_us)
             )
         for i in idle:
-            incarnation(i.claim_uid, i.start_us).idle.append(
-                Span(i.start_us, i.end_us, i.end_reason)
-            )
+            incarnation(i.claim_uid).idle.append(Span(i.start_us, i.end_us, i.end_reason))
 
         def first_seen(inc: ClaimIncarnation) -> int:
             starts = [x.observed_us for x in inc.versions] + [x.start_us for x in inc.waits]

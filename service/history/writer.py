@@ -47,7 +47,7 @@ from service.history.outbox import (
     entry_order,
 )
 from service.history.recording import BatchRecorder
-from service.history.times import US_PER_SECOND, to_us
+from service.history.times import US_PER_SECOND
 from service.model.changes import Changes
 
 log = logging.getLogger(__name__)
@@ -317,7 +317,3 @@ async def prune_versions(engine: AsyncEngine, *, older_than_us: int) -> int:
             delete(ObjectVersion).where(ObjectVersion.observed_us < older_than_us)
         )
     return result.rowcount or 0
-
-
-async def prune_versions_older_than(engine: AsyncEngine, *, days: float, now: str) -> int:
-    return await prune_versions(engine, older_than_us=to_us(now) - int(days * 86400 * 1e6))
