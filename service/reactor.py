@@ -1,31 +1,24 @@
 """One task per cluster: watch streams in, batches of `Changes` out to every sink, in order.
 
-A `Reactor` owns one cluster's `ClusterIndex` (the model) and one `KindWatcher` per mirrored
-kind. Watchers put what they see on a bounded queue (its bound is the backpressure when a sink
-is slow); the reactor takes events off it in batches — up to `batch_max_events`, or
-`batch_max_delay` after the first — folds each batch into the index (`index.apply`), and hands
-each non-empty `Changes` to every sink in order (state store, history outbox, live bus). A
-complete LIST goes to `index.resync` (after the events queued before it), so objects deleted
-while nobody watched come out as deletes. The reactor never decides what to write: the model
-does.
+A `Reactor` owns one cluster's `ClusterIndex` (the model) and one `KindWatcher` per kind. The
+watchers feed a bounded queue (`ClusterFeed`: backpressure when a sink is slow); the reactor
+folds events into the index in batches (up to `batch_max_events`, or `batch_max_delay` after
+the first) and hands each non-empty `Changes` to every sink in order (state store, history
+outbox, live bus). A complete LIST goes to `index.resync` after the events queued before it,
+so objects deleted while nobody watched come out as deletes. The model decides what to write.
 
-It also keeps the cluster's `ClusterStatus` (connected, synced once every kind was listed or is
-known not to be served, resource.k8s.io version, last event and sync times, errors, events,
-relists, malformed objects per kind) and pushes it through `status_sink` when it changes (at
-most about once a second for counters alone).
-
-Sinks may also have the history sink's hooks, called when present: `cluster_started(cluster,
-at)` before the first `Changes` (this process starts from an empty index) and
-`record_gap(cluster, start, end)` when the cluster comes back after being disconnected.
-
-Malformed objects are counted per kind and logged once per (object, resourceVersion) with the
-reference only, never the body. A sink that raises `StoreError` (backend down) gets the same
-`Changes` again after a backoff, so nothing is skipped; any other sink exception is a bug: it
-is logged with the batch's size and the batch moves on to the next sink.
+It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
+known not to be served; resource.k8s.io version; last event and sync; error; events, relists,
+malformed objects per kind) and pushes it through `status_sink` on every state change, and
+at most about once a second for counters alone. Sinks with the history sink's hooks also get
+`cluster_started(cluster, at)` before the first `Changes` and `record_gap(cluster, start,
+end)` when the cluster comes back after a disconnection. A sink raising `StoreError` gets the
+same `Changes` again after a backoff (nothing is skipped); any other exception is a bug: it is
+logged and the batch moves on.
 
 `run_reactors(...)` starts one reactor per connection and returns a `Reactors` group: await
-`wait_synced()` (or read `ready`/`not_ready()` for /readyz) and `stop()` (cancels the watches,
-then flushes what was already received).
+`wait_synced()` (or read `ready`/`not_ready()` for /readyz), then `stop()` (cancels the
+watches, then applies what was already received).
 """
 
 from __future__ import annotations

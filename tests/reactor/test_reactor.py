@@ -340,3 +340,22 @@ async def test_sync_gc_raises_then_restores_thresholds_and_freezes() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+async def test_stop_applies_the_batch_already_received(tmp_path: Path) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    slow = replace(SETTINGS, batch_max_delay=60.0)  # a batch would wait a minute for company
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        reactors = await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=slow, tune_gc=False
+        )
+        await reactors.wait_synced()
+        reactor = reactors.by_name["east"]
+        world.create("resourceclaims", claim("last-words"))
+        await eventually(lambda: reactor._pending)
+        await reactors.stop()
+        key = ObjectKey("east", "ResourceClaim", "default", "last-words")
+        assert (await store.get([key]))[0] is not None
+        [status] = await store.clusters()
+        assert status.connected is False and status.events == 1
