@@ -9,6 +9,7 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
@@ -18,6 +19,7 @@ from service.model.changes import Changes
 from service.model.records import KINDS, ObjectKey, key_of
 from service.reactor import ReactorSettings, run_reactors
 from service.sim.run import ClusterSpec
+from service.sim.scenario import build_world, load_scenario
 from service.stores.memory import MemoryStore
 from service.stores.protocols import ClusterStatus, StoreUnavailable
 from tests.clusters.conftest import FAST, RecordingSleep, eventually
@@ -359,3 +361,41 @@ async def test_stop_applies_the_batch_already_received(tmp_path: Path) -> None:
         assert (await store.get([key]))[0] is not None
         [status] = await store.clusters()
         assert status.connected is False and status.events == 1
+
+
+def template_names(world_store) -> dict[tuple[str, str], str]:
+    """(namespace, claim name) -> template, read from the raw pods as kube-controller-manager
+    wrote them: the pod's claim entry named by the claim's pod-claim-name annotation."""
+    pods = {(p["metadata"]["namespace"], p["metadata"]["uid"]): p for p in world_store.list("pods")}
+    names = {}
+    for raw in world_store.list("resourceclaims"):
+        meta = raw["metadata"]
+        entry = meta.get("annotations", {}).get("resource.kubernetes.io/pod-claim-name")
+        owner = next((o for o in meta.get("ownerReferences", ()) if o["kind"] == "Pod"), None)
+        pod = pods.get((meta["namespace"], owner["uid"])) if owner else None
+        for claim_entry in (pod or {}).get("spec", {}).get("resourceClaims", ()):
+            if claim_entry["name"] == entry and claim_entry.get("resourceClaimTemplateName"):
+                names[(meta["namespace"], meta["name"])] = claim_entry["resourceClaimTemplateName"]
+    return names
+
+
+async def test_demo_scenario_mirrors_exactly(tmp_path: Path) -> None:
+    # The shipped two-cluster demo (H200 MIG partitions, shared NICs, template claims; west
+    # serves only v1beta1), synced at once into one store.
+    world = build_world(load_scenario("demo"))
+    store = MemoryStore()
+    async with serving(tmp_path, *world.specs) as (_sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
+        ) as reactors:
+            await reactors.wait_synced()
+            for name, cluster in world.stores.items():
+                expected = all_truth(cluster)
+                templates = template_names(cluster)
+                assert templates  # the scenario has template-generated claims
+                for (namespace, claim_name), template_name in templates.items():
+                    key = ObjectKey(name, "ResourceClaim", namespace, claim_name)
+                    expected[key] = msgspec.structs.replace(
+                        expected[key], template_name=template_name
+                    )
+                assert await mirrored(store, name) == expected
