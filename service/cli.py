@@ -11,6 +11,7 @@ module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
     dra-mirror sim --list-scenarios
     dra-mirror migrate [--database-url URL]
     dra-mirror schema [--write [--output PATH]]
+    dra-mirror who-holds|free|waiting|idle|explain … [--server URL] [--token T] [--json]
 
 Flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
@@ -34,6 +35,12 @@ from service.settings import Settings, SettingsError
 
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
+    # questions to a running server (chatops); a later `explain` below replaces this one
+    ("service.cli_client", "who_holds"),
+    ("service.cli_client", "free"),
+    ("service.cli_client", "waiting"),
+    ("service.cli_client", "idle"),
+    ("service.cli_client", "explain"),
     ("service.diagnostics_cli", "explain"),
     ("service.diagnostics_cli", "lint"),
 )
@@ -148,12 +155,24 @@ def open_state_store(settings: Settings) -> Any:
     return MemoryStore()
 
 
+def slack_settings() -> Any:
+    """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
+    from service.slack import SlackSettings
+
+    try:
+        return SlackSettings.from_env()
+    except SettingsError as error:
+        raise click.UsageError(str(error)) from error
+
+
 async def _serve(settings: Settings, *, watch: bool = True) -> None:
     import uvicorn
 
     from service.app import mirror_app
 
-    app = mirror_app(settings, store=open_state_store(settings), watch=watch)
+    app = mirror_app(
+        settings, store=open_state_store(settings), watch=watch, slack=slack_settings()
+    )
     config = uvicorn.Config(
         app, host=settings.http.host, port=settings.http.port, log_config=None, lifespan="on"
     )

@@ -11,7 +11,18 @@ The package reads the graph only through GraphQL documents (in-process here, ove
 `service.cli_client`); it never reads the stores itself.
 """
 
+from typing import Any
+
 from .config import SigningSecret, SlackSettings
-from .endpoint import SlackCommands
 
 __all__ = ["SigningSecret", "SlackCommands", "SlackSettings"]
+
+
+def __getattr__(name: str) -> Any:
+    # The endpoint pulls in Starlette and slack_sdk; the CLI client needs neither, so they
+    # load only when the app asks for the endpoint.
+    if name == "SlackCommands":
+        from .endpoint import SlackCommands
+
+        return SlackCommands
+    raise AttributeError(name)

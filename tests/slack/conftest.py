@@ -148,15 +148,17 @@ async def served(app: object) -> AsyncIterator[str]:
     server = uvicorn.Server(
         uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")  # type: ignore[arg-type]
     )
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
-            assert not serving.done(), "uvicorn stopped"
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}/"
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        try:
+            while not server.started:
+                assert not serving.done(), "uvicorn stopped"
+                await asyncio.sleep(0.01)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            server.should_exit = True
+            await asyncio.wait_for(serving, 30)
     finally:
-        server.should_exit = True
-        await asyncio.wait_for(serving, 30)
         sock.close()
 
 

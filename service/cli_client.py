@@ -1,0 +1,257 @@
+"""`dra-mirror who-holds|free|waiting|idle|explain`: the chatops questions from a terminal.
+
+These commands talk to a running mirror (`--server URL`, default `$DRA_MIRROR_SERVER` or
+http://127.0.0.1:8000) by sending the very GraphQL documents the Slack commands execute in-process
+(`service.slack.questions`), so both give the same answers. `--token` (or `$DRA_MIRROR_TOKEN`) is
+sent as `Authorization: Bearer …` for servers with access control. Output is a readable table,
+or with `--json` the answer's rows as JSON (one object, stable keys).
+
+    dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds n17/gpu-3 --cluster east
+    dra-mirror free [CLASS] [--cluster NAME]       dra-mirror waiting [CLASS] [--cluster NAME]
+    dra-mirror idle [--cluster NAME]               dra-mirror explain NAMESPACE/CLAIM [--cluster NAME]
+
+Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
+refuses the question (the reason on stderr), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import click
+import httpx
+import orjson
+
+from service.slack.explain import ask_explain
+from service.slack.questions import (
+    Ask,
+    HoldingRow,
+    QuestionError,
+    ask_free,
+    ask_idle,
+    ask_waiting,
+    ask_who_holds,
+)
+
+DEFAULT_SERVER = "http://127.0.0.1:8000"
+TIMEOUT = 30.0
+
+
+def over_http(client: httpx.AsyncClient) -> Ask:
+    """An `Ask` posting documents to the server's `/graphql`."""
+
+    async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            response = await client.post(
+                "/graphql", json={"query": document, "variables": dict(variables)}
+            )
+        except httpx.HTTPError as error:
+            raise QuestionError(f"cannot reach {client.base_url}: {error}") from error
+        if response.status_code in (401, 403):
+            raise QuestionError(f"{client.base_url} refused: {response.status_code} (--token?)")
+        if response.status_code != 200:
+            raise QuestionError(f"{client.base_url} answered {response.status_code}")
+        try:
+            body = orjson.loads(response.content)
+        except orjson.JSONDecodeError as error:
+            raise QuestionError(f"{client.base_url} did not answer GraphQL JSON") from error
+        if body.get("errors"):
+            raise QuestionError("; ".join(e.get("message", "?") for e in body["errors"]))
+        return body.get("data") or {}
+
+    return ask
+
+
+def run_question(server: str, token: str | None, question: Callable[[Ask], Awaitable[Any]]) -> Any:
+    async def go() -> Any:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        async with httpx.AsyncClient(
+            base_url=server.rstrip("/"), headers=headers, timeout=TIMEOUT
+        ) as client:
+            return await question(over_http(client))
+
+    try:
+        return asyncio.run(go())
+    except QuestionError as error:
+        raise click.ClickException(str(error)) from error
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Columns padded to their widest cell; `-` for missing values."""
+    cells = [[("-" if v in (None, "", []) else str(v)) for v in row] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = [columns, *cells]
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def emit(answer: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+    if as_json:
+        click.echo(orjson.dumps(dataclasses.asdict(answer), option=orjson.OPT_INDENT_2))
+    else:
+        click.echo(render(answer))
+
+
+def client_options(command: Any) -> Any:
+    options = [
+        click.option(
+            "--server",
+            envvar="DRA_MIRROR_SERVER",
+            default=DEFAULT_SERVER,
+            show_default=True,
+            help="The mirror's base URL [env DRA_MIRROR_SERVER].",
+        ),
+        click.option(
+            "--token",
+            envvar="DRA_MIRROR_TOKEN",
+            default=None,
+            help="Sent as 'Authorization: Bearer TOKEN' [env DRA_MIRROR_TOKEN].",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="The answer as JSON."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+CLUSTER = click.option("--cluster", default=None, help="Only this cluster.")
+LIMIT = click.option("--limit", type=int, default=50, show_default=True, help="Rows at most.")
+
+
+@click.command("who-holds")
+@click.argument("device")
+@CLUSTER
+@client_options
+def who_holds(device: str, cluster: str | None, server: str, token: str | None, as_json: bool):
+    """Claims holding DEVICE: a uuid (GPU-…, MIG-…), NODE/DEVICE, DRIVER/POOL/DEVICE or a name."""
+    answer = run_question(server, token, lambda ask: ask_who_holds(ask, device, cluster))
+    if as_json:
+        body = dataclasses.asdict(answer) | {"ambiguous": answer.ambiguous}
+        click.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2))
+        return
+    if not answer.holdings:
+        click.echo(f"no claim holds {device}: it is free, or no device is named so")
+        return
+    if answer.ambiguous:
+        click.echo(f"{device} names {len(answer.devices)} held devices:", err=True)
+    click.echo(table(HOLDING_COLUMNS, [holding_row(h) for h in answer.holdings]))
+
+
+HOLDING_COLUMNS = ("CLUSTER", "NODE", "DEVICE", "UUID", "MODEL", "CLAIM", "ORIGIN", "STATE")
+HOLDING_COLUMNS += ("PODS", "SINCE", "IDLE-SINCE")
+IDLE_COLUMNS = ("CLUSTER", "CLAIM", "ORIGIN", "NODE", "DEVICES", "IDLE-SINCE", "PODS")
+IDLE_COLUMNS += ("WAITING-FOR-CLASS",)
+
+
+def holding_row(h: HoldingRow) -> list[Any]:
+    idle_since = h.idle_since if h.idle else None
+    return [
+        *(h.cluster, h.node, h.device, h.uuid, h.model, h.claim, h.origin.lower()),
+        *(h.state.lower(), ",".join(h.pods), h.since, idle_since),
+    ]
+
+
+@click.command("free")
+@click.argument("class_name", metavar="[CLASS]", required=False)
+@CLUSTER
+@LIMIT
+@client_options
+def free(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
+    """Free devices (of a DeviceClass, in a cluster)."""
+    answer = run_question(
+        client["server"],
+        client["token"],
+        lambda ask: ask_free(ask, class_name, cluster, limit=limit),
+    )
+
+    def render(a: Any) -> str:
+        rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]
+        more = f"\n… {a.total - len(rows)} more" if a.total > len(rows) else ""
+        return (
+            f"{a.total} free\n" + table(["CLUSTER", "NODE", "DEVICE", "UUID", "MODEL"], rows) + more
+        )
+
+    emit(answer, client["as_json"], render)
+
+
+@click.command("waiting")
+@click.argument("class_name", metavar="[CLASS]", required=False)
+@CLUSTER
+@LIMIT
+@client_options
+def waiting(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
+    """Claims waiting for devices (Pending), longest waiting first."""
+    answer = run_question(
+        client["server"],
+        client["token"],
+        lambda ask: ask_waiting(ask, class_name, cluster, limit=limit),
+    )
+
+    def render(a: Any) -> str:
+        rows = [
+            [c.cluster, c.claim, c.origin.lower(), ",".join(c.classes), _seconds(c.pending_seconds)]
+            for c in a.claims
+        ]
+        return f"{a.total} waiting\n" + table(
+            ["CLUSTER", "CLAIM", "ORIGIN", "CLASSES", "WAITING"], rows
+        )
+
+    emit(answer, client["as_json"], render)
+
+
+@click.command("idle")
+@CLUSTER
+@LIMIT
+@client_options
+def idle(cluster: str | None, limit: int, **client: Any) -> None:
+    """Claims holding devices with no consumer pod Running, those others wait behind first."""
+    answer = run_question(
+        client["server"], client["token"], lambda ask: ask_idle(ask, cluster, limit=limit)
+    )
+
+    def render(a: Any) -> str:
+        rows = [
+            [
+                *(c.cluster, c.claim, c.origin.lower(), c.node, ",".join(c.devices)),
+                *(c.idle_since, ",".join(c.consumers), c.waiting_for_class),
+            ]
+            for c in a.claims
+        ]
+        return f"{a.total} idle\n" + table(IDLE_COLUMNS, rows)
+
+    emit(answer, client["as_json"], render)
+
+
+@click.command("explain")
+@click.argument("claim", metavar="NAMESPACE/CLAIM")
+@CLUSTER
+@client_options
+def explain(claim: str, cluster: str | None, **client: Any) -> None:
+    """Why a claim is Pending, or whether an allocated one is healthy (the server's explainClaim)."""
+    from service.slack.blocks import flatten
+
+    words = [claim, cluster] if cluster else [claim]
+    answers = run_question(client["server"], client["token"], lambda ask: ask_explain(ask, words))
+    if client["as_json"]:
+        click.echo(
+            orjson.dumps([dataclasses.asdict(a) for a in answers], option=orjson.OPT_INDENT_2)
+        )
+        return
+    if not answers:
+        raise click.ClickException(f"no claim {claim} in any mirrored cluster")
+    for a in answers:
+        d = a.diagnosis
+        click.echo(f"{a.claim} in {a.cluster}: {d.get('verdict', '?')}  {d.get('message', '')}")
+        for line in flatten(d):
+            if not line.startswith(("verdict:", "message:")):
+                click.echo(f"  {line}")
+
+
+def _seconds(value: float | None) -> str | None:
+    from service.slack.blocks import duration
+
+    return duration(value) if value is not None else None
