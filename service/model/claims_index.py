@@ -136,13 +136,19 @@ class ClaimTracker:
         cluster = self._cluster
         current = new if new is not None else old
         assert current is not None
-        fields = self._claim_fields(key, current)
+        # Transition fields, only when transitions are kept (a store's index keeps none).
+        fields = self._claim_fields(key, current) if batch.keep_transitions else {}
 
-        old_classes, new_classes = set(class_names(old)), set(class_names(new))
-        for name in old_classes - new_classes:
-            links.remove(CLASS_CLAIMS, (cluster, name), key)
-        for name in new_classes - old_classes:
-            links.add(CLASS_CLAIMS, (cluster, name), key)
+        # Most updates touch neither requests, allocation nor reservedFor (status.devices,
+        # labels, resourceVersion): each diff below runs only when its part changed.
+        old_requests = old.requests if old is not None else ()
+        new_requests = new.requests if new is not None else ()
+        if old_requests != new_requests:
+            old_classes, new_classes = set(class_names(old)), set(class_names(new))
+            for name in old_classes - new_classes:
+                links.remove(CLASS_CLAIMS, (cluster, name), key)
+            for name in new_classes - old_classes:
+                links.add(CLASS_CLAIMS, (cluster, name), key)
 
         if old is None:
             batch.transition(ch.CLAIM_CREATED, **fields)
@@ -154,7 +160,24 @@ class ClaimTracker:
             reason = "deleted" if new is None else "allocated"
             batch.transition(ch.WAIT_ENDED, reason=reason, **fields)
 
-        old_holds, new_holds = _holds(cluster, key, old), _holds(cluster, key, new)
+        old_allocation = old.allocation if old is not None else None
+        new_allocation = new.allocation if new is not None else None
+        if old_allocation != new_allocation:
+            self._diff_holds(key, old, new, batch)
+        old_reserved = old.reserved_for if old is not None else ()
+        new_reserved = new.reserved_for if new is not None else ()
+        if old_reserved != new_reserved:
+            self._diff_consumers(key, old, new, batch, fields)
+
+        self._refresh_idle(key, new, batch, fields)
+        if new is None:
+            batch.transition(ch.CLAIM_DELETED, **fields)
+
+    def _diff_holds(
+        self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
+    ) -> None:
+        links = self._index.links
+        old_holds, new_holds = _holds(self._cluster, key, old), _holds(self._cluster, key, new)
         for hold in old_holds.keys() - new_holds.keys():
             device, hold_id = hold
             links.remove(DEVICE_ALLOCATIONS, device, hold_id)
@@ -167,6 +190,15 @@ class ClaimTracker:
             elif old_holds[hold][0] != ref:
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
 
+    def _diff_consumers(
+        self,
+        key: ObjectKey,
+        old: ClaimRecord | None,
+        new: ClaimRecord | None,
+        batch: Batch,
+        fields: dict[str, Any],
+    ) -> None:
+        cluster = self._cluster
         old_consumers, new_consumers = _consumers(old), _consumers(new)
         for uid in old_consumers.keys() - new_consumers.keys():
             c = old_consumers[uid]
@@ -183,10 +215,6 @@ class ClaimTracker:
                     del self._consumers[pod]
         for pod in new_pods - old_pods:
             self._consumers.setdefault(pod, set()).add(key)
-
-        self._refresh_idle(key, new, batch, fields)
-        if new is None:
-            batch.transition(ch.CLAIM_DELETED, **fields)
 
     def _hold_transition(
         self,
