@@ -29,13 +29,11 @@ from service.model.records import (
     ObjectKey,
     PodRecord,
 )
+from service.model.relations import CLASS_CLAIMS, DEVICE_ALLOCATIONS, TEMPLATE_CLAIMS
 
 if TYPE_CHECKING:
     from service.model.index import Batch, ClusterIndex
 
-DEVICE_ALLOCATIONS = "device_allocations"
-CLASS_CLAIMS = "class_claims"
-TEMPLATE_CLAIMS = "template_claims"
 RUNNING = "Running"
 
 

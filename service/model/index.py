@@ -43,9 +43,9 @@ from msgspec.structs import replace
 from service.model import changes as ch
 from service.model.claims_index import ClaimTracker
 from service.model.delta import IndexDelta
-from service.model.inventory import counters_free, device_status
+from service.model.devices_index import DeviceTracker
 from service.model.links import Links
-from service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
+from service.model.pools import ValidPool
 from service.model.records import (
     KINDS,
     NODE,
@@ -59,40 +59,26 @@ from service.model.records import (
     ObjectKey,
     PodRecord,
     Record,
-    SliceRecord,
     key_of,
+)
+from service.model.relations import (  # re-exported: the relation names live there
+    CLAIM_REFERRERS,
+    CLASS_CLAIMS,
+    DEVICE_ALLOCATIONS,
+    NAME_DEVICES,
+    NODE_DEVICES,
+    NODE_PODS,
+    NODE_SLICES,
+    POOL_DEVICES,
+    RELATIONS,
+    SLICE_DEVICES,
+    TEMPLATE_CLAIMS,
+    UUID_DEVICES,
 )
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
-
-# Relation names: the values of service.stores.protocols.Relation (the model may not import
-# the stores layer, so it names them by value).
-DEVICE_ALLOCATIONS = "device_allocations"
-CLAIM_REFERRERS = "claim_referrers"
-TEMPLATE_CLAIMS = "template_claims"
-CLASS_CLAIMS = "class_claims"
-NODE_SLICES = "node_slices"
-NODE_DEVICES = "node_devices"
-NODE_PODS = "node_pods"
-SLICE_DEVICES = "slice_devices"
-POOL_DEVICES = "pool_devices"
-UUID_DEVICES = "uuid_devices"
-NAME_DEVICES = "name_devices"
-RELATIONS = (
-    DEVICE_ALLOCATIONS,
-    CLAIM_REFERRERS,
-    TEMPLATE_CLAIMS,
-    CLASS_CLAIMS,
-    NODE_SLICES,
-    NODE_DEVICES,
-    NODE_PODS,
-    SLICE_DEVICES,
-    POOL_DEVICES,
-    UUID_DEVICES,
-    NAME_DEVICES,
-)
 
 
 class Event(NamedTuple):
@@ -151,9 +137,7 @@ class ClusterIndex:
         self.listed: set[str] = set()  # kinds whose complete LIST the index has seen
         self._delta: IndexDelta | None = IndexDelta() if deltas else None
         self.links.delta = self._delta
-        self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
-        self._pools: dict[PoolKey, ValidPool] = {}
-        self._devices: dict[DeviceKey, DeviceEntry] = {}
+        self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
 
     # --- reading --------------------------------------------------------------------------------
@@ -169,10 +153,11 @@ class ClusterIndex:
         return len(self._objects[kind])
 
     def device(self, key: DeviceKey) -> DeviceEntry | None:
-        return self._devices.get(key)
+        return self._devices.devices.get(key)
 
     def devices(self) -> Iterable[DeviceEntry]:
-        return self._devices.values()
+        """Every device of the valid generation of its pool."""
+        return self._devices.devices.values()
 
     def lookup(self, relation: str, key: Any) -> list[Any]:
         """The values a relation maps `key` to (see service.stores.protocols.Relation)."""
@@ -186,27 +171,15 @@ class ClusterIndex:
         return [holds[k] for k in sorted(holds)]  # type: ignore[index]
 
     def pool(self, driver: str, pool: str) -> ValidPool:
-        return self._pools.get(PoolKey(driver, pool), EMPTY_POOL)
+        return self._devices.pool(driver, pool)
 
     def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Any]]:
-        valid = self.pool(driver, pool)
-        held = (
-            entry.device
-            for key, entry in valid.devices.items()
-            if self.links.get(DEVICE_ALLOCATIONS, key)
-        )
-        return counters_free(valid.counter_sets, held)
+        """What is left of a pool's shared counters (Fractions) after its allocated devices."""
+        return self._devices.counters_free(driver, pool)
 
     def device_status(self, key: DeviceKey) -> str | None:
         """free | held | shared | blocked, or None for a device not in a valid pool."""
-        entry = self._devices.get(key)
-        if entry is None:
-            return None
-        holds = self.holds(key)
-        free = None
-        if not holds and entry.device.consumes_counters:
-            free = self.counters_free(entry.key.driver, entry.key.pool)
-        return device_status(entry, holds, counters_free=free)
+        return self._devices.status(key)
 
     def idle_since(self, claim: ObjectKey) -> str | None:
         """When the claim last became idle (allocated, no consumer pod Running), or None."""
@@ -226,6 +199,10 @@ class ClusterIndex:
     def note_idle(self, claim: ObjectKey, since: str | None) -> None:
         if self._delta is not None:
             self._delta.idle[claim] = since
+
+    def note_device(self, key: DeviceKey, entry: DeviceEntry | None) -> None:
+        if self._delta is not None:
+            self._delta.devices[key] = entry
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -292,7 +269,7 @@ class ClusterIndex:
         self, kind: str, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
     ) -> None:
         if kind == RESOURCE_SLICE:
-            self._on_slice(key, old, new, batch)  # type: ignore[arg-type]
+            self._devices.on_slice(key, old, new, batch)  # type: ignore[arg-type]
         elif kind == RESOURCE_CLAIM:
             self._claims.on_claim(key, old, new, batch)  # type: ignore[arg-type]
         elif kind == POD:
@@ -305,107 +282,6 @@ class ClusterIndex:
         if claim is not None and claim.template_name != template_name:  # type: ignore[union-attr]
             claims[key] = view = replace(claim, template_name=template_name)
             batch.upsert(key, view)
-
-    # --- slices and pools -----------------------------------------------------------------------
-
-    def _on_slice(
-        self, key: ObjectKey, old: SliceRecord | None, new: SliceRecord | None, batch: Batch
-    ) -> None:
-        cluster = self.cluster
-        old_node = old.node_name if old else None
-        new_node = new.node_name if new else None
-        if old_node != new_node:
-            if old_node:
-                self.links.remove(NODE_SLICES, (cluster, old_node), key)
-            if new_node:
-                self.links.add(NODE_SLICES, (cluster, new_node), key)
-        pools = set()
-        if old is not None:
-            pools.add(pool_key(old))
-            self._pool_slices[pool_key(old)].pop(key, None)
-        if new is not None:
-            pools.add(pool_key(new))
-            self._pool_slices.setdefault(pool_key(new), {})[key] = new
-        for pk in pools:
-            self._recompute_pool(pk, batch)
-
-    def _recompute_pool(self, pk: PoolKey, batch: Batch) -> None:
-        slices = self._pool_slices.get(pk) or {}
-        before = self._pools.get(pk, EMPTY_POOL).devices
-        after = valid_pool(self.cluster, slices.values())
-        if slices:
-            self._pools[pk] = after
-        else:
-            self._pools.pop(pk, None)
-            self._pool_slices.pop(pk, None)
-        for dk, entry in before.items():
-            if dk not in after.devices:
-                self._unlink_device(entry)
-                del self._devices[dk]
-                if self._delta is not None:
-                    self._delta.devices[dk] = None
-                self._device_transition(ch.DEVICE_DISAPPEARED, entry, batch)
-        for dk, entry in after.devices.items():
-            previous = before.get(dk)
-            if previous is None:
-                self._link_device(entry)
-                self._devices[dk] = entry
-                if self._delta is not None:
-                    self._delta.devices[dk] = entry
-                self._device_transition(ch.DEVICE_APPEARED, entry, batch)
-            elif previous != entry:
-                if (previous.slice, previous.node, previous.device.uuid) != (
-                    entry.slice,
-                    entry.node,
-                    entry.device.uuid,
-                ):
-                    self._unlink_device(previous)
-                    self._link_device(entry)
-                self._devices[dk] = entry
-                if self._delta is not None:
-                    self._delta.devices[dk] = entry
-                if previous.device != entry.device or previous.node != entry.node:
-                    self._device_transition(ch.DEVICE_CHANGED, entry, batch)
-
-    def _device_links(self, entry: DeviceEntry) -> Iterator[tuple[str, Any]]:
-        key = entry.key
-        yield SLICE_DEVICES, entry.slice
-        yield POOL_DEVICES, (key.cluster, key.driver, key.pool)
-        yield NAME_DEVICES, key.device
-        if entry.node:
-            yield NODE_DEVICES, (key.cluster, entry.node)
-        if entry.device.uuid:
-            yield UUID_DEVICES, entry.device.uuid
-
-    def _link_device(self, entry: DeviceEntry) -> None:
-        for relation, from_key in self._device_links(entry):
-            self.links.add(relation, from_key, entry.key)
-
-    def _unlink_device(self, entry: DeviceEntry) -> None:
-        for relation, from_key in self._device_links(entry):
-            self.links.remove(relation, from_key, entry.key)
-
-    def _device_transition(self, type_: str, entry: DeviceEntry, batch: Batch) -> None:
-        if not batch.keep_transitions:
-            return
-        device = entry.device
-        batch.transition(
-            type_,
-            driver=entry.key.driver,
-            pool=entry.key.pool,
-            device=entry.key.device,
-            uuid=device.uuid,
-            node=entry.node,
-            data={
-                "attributes": {
-                    k: {"type": a.type, "value": a.value} for k, a in device.attributes.items()
-                },
-                "capacity": {k: c.value for k, c in device.capacity.items()},
-                "shareable": device.shareable,
-                "taints": list(device.taints),
-                "generation": entry.pool_generation,
-            },
-        )
 
     # --- pods -----------------------------------------------------------------------------------
 
@@ -445,4 +321,23 @@ def template_key(cluster: str, namespace: str, name: str) -> ObjectKey:
     return ObjectKey(cluster, RESOURCE_CLAIM_TEMPLATE, namespace, name)
 
 
-__all__ = ["ADDED", "DELETED", "MODIFIED", "NODE", "RELATIONS", "ClusterIndex", "Event"]
+__all__ = [
+    "ADDED",
+    "CLAIM_REFERRERS",
+    "CLASS_CLAIMS",
+    "DELETED",
+    "DEVICE_ALLOCATIONS",
+    "MODIFIED",
+    "NAME_DEVICES",
+    "NODE",
+    "NODE_DEVICES",
+    "NODE_PODS",
+    "NODE_SLICES",
+    "POOL_DEVICES",
+    "RELATIONS",
+    "SLICE_DEVICES",
+    "TEMPLATE_CLAIMS",
+    "UUID_DEVICES",
+    "ClusterIndex",
+    "Event",
+]

@@ -1,0 +1,171 @@
+"""The device side of the index: pools, their valid devices, and the device reverse maps.
+
+The rules are in `service.model.pools` (which slices count) and in the docstring of
+`service.model.index` (point 3); this module keeps the per-pool state and, on each slice
+event, recomputes that one pool (O(pool size)) and diffs its devices: reverse maps
+(slice/pool/node/uuid/name -> devices) are updated for what moved, and `device_appeared` /
+`device_changed` / `device_disappeared` go into the batch. `device_changed` means the device
+itself (attributes, capacity, counters, taints) or its node changed; a pool becoming complete
+or incomplete updates the entries silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from service.model import changes as ch
+from service.model.inventory import counters_free, device_status
+from service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
+from service.model.records import DeviceEntry, DeviceKey, ObjectKey, SliceRecord
+from service.model.relations import (
+    DEVICE_ALLOCATIONS,
+    NAME_DEVICES,
+    NODE_DEVICES,
+    NODE_SLICES,
+    POOL_DEVICES,
+    SLICE_DEVICES,
+    UUID_DEVICES,
+)
+
+if TYPE_CHECKING:
+    from service.model.index import Batch, ClusterIndex
+
+
+class DeviceTracker:
+    def __init__(self, index: ClusterIndex) -> None:
+        self._index = index
+        self._cluster = index.cluster
+        self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
+        self._pools: dict[PoolKey, ValidPool] = {}
+        self.devices: dict[DeviceKey, DeviceEntry] = {}
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def pool(self, driver: str, pool: str) -> ValidPool:
+        return self._pools.get(PoolKey(driver, pool), EMPTY_POOL)
+
+    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Any]]:
+        """What is left of a pool's shared counters once its allocated devices took theirs."""
+        valid = self.pool(driver, pool)
+        links = self._index.links
+        held = (
+            entry.device
+            for key, entry in valid.devices.items()
+            if links.get(DEVICE_ALLOCATIONS, key)
+        )
+        return counters_free(valid.counter_sets, held)
+
+    def status(self, key: DeviceKey) -> str | None:
+        """free | held | shared | blocked, or None for a device not in a valid pool."""
+        entry = self.devices.get(key)
+        if entry is None:
+            return None
+        holds = self._index.holds(key)
+        free = None
+        if not holds and entry.device.consumes_counters:
+            free = self.counters_free(entry.key.driver, entry.key.pool)
+        return device_status(entry, holds, counters_free=free)
+
+    # --- slices ---------------------------------------------------------------------------------
+
+    def on_slice(
+        self, key: ObjectKey, old: SliceRecord | None, new: SliceRecord | None, batch: Batch
+    ) -> None:
+        links = self._index.links
+        old_node = old.node_name if old else None
+        new_node = new.node_name if new else None
+        if old_node != new_node:
+            if old_node:
+                links.remove(NODE_SLICES, (self._cluster, old_node), key)
+            if new_node:
+                links.add(NODE_SLICES, (self._cluster, new_node), key)
+        pools = set()
+        if old is not None:
+            pools.add(pool_key(old))
+            self._pool_slices[pool_key(old)].pop(key, None)
+        if new is not None:
+            pools.add(pool_key(new))
+            self._pool_slices.setdefault(pool_key(new), {})[key] = new
+        for pk in pools:
+            self._recompute_pool(pk, batch)
+
+    def _recompute_pool(self, pk: PoolKey, batch: Batch) -> None:
+        slices = self._pool_slices.get(pk) or {}
+        before = self._pools.get(pk, EMPTY_POOL).devices
+        after = valid_pool(self._cluster, slices.values())
+        if slices:
+            self._pools[pk] = after
+        else:
+            self._pools.pop(pk, None)
+            self._pool_slices.pop(pk, None)
+        note = self._index.note_device
+        for dk, entry in before.items():
+            if dk not in after.devices:
+                self._unlink(entry)
+                del self.devices[dk]
+                note(dk, None)
+                self._transition(ch.DEVICE_DISAPPEARED, entry, batch)
+        for dk, entry in after.devices.items():
+            previous = before.get(dk)
+            if previous is None:
+                self._link(entry)
+                self.devices[dk] = entry
+                note(dk, entry)
+                self._transition(ch.DEVICE_APPEARED, entry, batch)
+            elif previous != entry:
+                if _linked_by(previous) != _linked_by(entry):
+                    self._unlink(previous)
+                    self._link(entry)
+                self.devices[dk] = entry
+                note(dk, entry)
+                if previous.device != entry.device or previous.node != entry.node:
+                    self._transition(ch.DEVICE_CHANGED, entry, batch)
+
+    def _link(self, entry: DeviceEntry) -> None:
+        links = self._index.links
+        for relation, from_key in _device_links(entry):
+            links.add(relation, from_key, entry.key)
+
+    def _unlink(self, entry: DeviceEntry) -> None:
+        links = self._index.links
+        for relation, from_key in _device_links(entry):
+            links.remove(relation, from_key, entry.key)
+
+    def _transition(self, type_: str, entry: DeviceEntry, batch: Batch) -> None:
+        if not batch.keep_transitions:
+            return
+        device = entry.device
+        batch.transition(
+            type_,
+            driver=entry.key.driver,
+            pool=entry.key.pool,
+            device=entry.key.device,
+            uuid=device.uuid,
+            node=entry.node,
+            data={
+                "attributes": {
+                    k: {"type": a.type, "value": a.value} for k, a in device.attributes.items()
+                },
+                "capacity": {k: c.value for k, c in device.capacity.items()},
+                "shareable": device.shareable,
+                "taints": list(device.taints),
+                "generation": entry.pool_generation,
+            },
+        )
+
+
+def _linked_by(entry: DeviceEntry) -> tuple[Any, ...]:
+    """What the device reverse maps are keyed by: relink only when one of these moved."""
+    return (entry.slice, entry.node, entry.device.uuid)
+
+
+def _device_links(entry: DeviceEntry) -> Iterator[tuple[str, Any]]:
+    key = entry.key
+    yield SLICE_DEVICES, entry.slice
+    yield POOL_DEVICES, (key.cluster, key.driver, key.pool)
+    yield NAME_DEVICES, key.device
+    if entry.node:
+        yield NODE_DEVICES, (key.cluster, entry.node)
+    if entry.device.uuid:
+        yield UUID_DEVICES, entry.device.uuid
