@@ -207,18 +207,31 @@ def render_idle(answer: Claims, now: datetime | None = None) -> Message:
     return message(header.replace("*", ""), lines_block(header, lines, answer.total))
 
 
+REF_KEYS = frozenset({"cluster", "kind", "namespace", "name"})
+
+
 def flatten(value: Any, prefix: str = "") -> list[str]:
-    """A diagnosis as `key: value` lines (nested objects dotted, lists numbered)."""
+    """A diagnosis as `key: value` lines: nested objects dotted, lists numbered, empty values
+    left out, object references (`namespace`/`name`) as `namespace/name`, checks (`name`,
+    `ok`, `detail`) as `✓ name: detail` / `✗ name: detail`."""
     if isinstance(value, dict):
+        if {"name", "ok"} <= value.keys():
+            mark = "✓" if value["ok"] else "✗"
+            detail = f": {value['detail']}" if value.get("detail") else ""
+            return [f"{prefix}: {mark} {value['name']}{detail}"]
         out = []
         for k, v in value.items():
-            if k == "__typename":
-                continue
+            if k == "__typename" or (not prefix and k in REF_KEYS):
+                continue  # the header names the claim already
             out += flatten(v, f"{prefix}.{k}" if prefix else k)
         return out
     if isinstance(value, list):
+        if all(isinstance(v, dict) and "name" in v and v.keys() <= REF_KEYS for v in value):
+            value = [
+                f"{v['namespace']}/{v['name']}" if v.get("namespace") else v["name"] for v in value
+            ]
         if all(not isinstance(v, dict | list) for v in value):
-            return [f"{prefix}: {', '.join(str(v) for v in value) or '—'}"]
+            return [f"{prefix}: {', '.join(str(v) for v in value)}"] if value else []
         return [line for i, v in enumerate(value) for line in flatten(v, f"{prefix}[{i}]")]
     return [f"{prefix}: {value}"] if value not in (None, "") else []
 

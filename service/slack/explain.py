@@ -24,6 +24,12 @@ SHAPE = """query Shape($name: String!) { __type(name: $name) {
 fragment T on __Type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }"""
 
 LEAF_KINDS = ("SCALAR", "ENUM")
+# Whole objects of the core graph: a diagnosis naming them already says what matters, and
+# expanding them would repeat the claim or pod field by field.
+CORE_OBJECTS = frozenset(
+    {"ResourceClaim", "Pod", "Device", "Node", "ResourceSlice", "DeviceClass"}
+    | {"ResourceClaimTemplate", "Cluster"}
+)
 DEPTH = 3  # the root's result, its objects, and theirs
 
 
@@ -83,7 +89,7 @@ class ShapeReader:
             target = _named(f["type"])
             if target["kind"] in LEAF_KINDS:
                 parts.append(f["name"])
-            elif depth > 1:
+            elif depth > 1 and target["name"] not in CORE_OBJECTS:
                 inner = await self.selection(target["name"], depth - 1)
                 if inner:
                     parts.append(f"{f['name']} {{ {inner} }}")
