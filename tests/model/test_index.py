@@ -311,3 +311,34 @@ def test_consumers_are_unknown_until_pods_are_listed() -> None:
     assert index.idle_since(ck("gone")) == "t2" and index.idle_since(ck("running")) is None
     # Later lists change nothing by themselves.
     assert not index.resync("Pod", [pod("p1")], at="t3")
+
+
+def test_deltas_report_net_changes_of_the_derived_state() -> None:
+    index = ClusterIndex(CLUSTER, deltas=True)
+    for kind in KINDS:
+        index.resync(kind, [], at="t0")
+    assert not index.take_delta()
+    held = claim("c1", devices=(("n1", "gpu-0"),))
+    add(index, N1, held)
+    delta = index.take_delta()
+    assert delta.devices == {
+        dk("n1", "gpu-0"): index.device(dk("n1", "gpu-0")),
+        dk("n1", "gpu-1"): index.device(dk("n1", "gpu-1")),
+    }
+    assert delta.idle == {ck("c1"): "t1"}
+    added = {(r, k, v) for r, k, v, _ in delta.links_added()}
+    assert ("uuid_devices", "GPU-1", dk("n1", "gpu-1")) in added
+    assert ("device_allocations", dk("n1", "gpu-0"), (ck("c1"), "r", "")) in added
+    assert list(delta.links_removed()) == []
+    # Within one batch: the claim goes and comes back elsewhere; the slice goes.
+    moved = claim("c1", devices=(("n1", "gpu-1"),), rv="2")
+    index.apply([Event("DELETED", held), Event("ADDED", moved), Event("DELETED", N1)], at="t2")
+    delta = index.take_delta()
+    assert ("device_allocations", dk("n1", "gpu-0"), (ck("c1"), "r", "")) in set(
+        delta.links_removed()
+    )
+    assert ("device_allocations", dk("n1", "gpu-1"), (ck("c1"), "r", "")) in {
+        (r, k, v) for r, k, v, _ in delta.links_added()
+    }
+    assert delta.devices == {dk("n1", "gpu-0"): None, dk("n1", "gpu-1"): None}
+    assert delta.idle == {ck("c1"): "t2"}  # ended with the old claim, started with the new
