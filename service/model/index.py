@@ -48,10 +48,8 @@ from service.model.links import Links
 from service.model.pools import ValidPool
 from service.model.records import (
     KINDS,
-    NODE,
     POD,
     RESOURCE_CLAIM,
-    RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     AllocationRef,
     DeviceEntry,
@@ -317,10 +315,6 @@ def _pod_claim_keys(cluster: str, pod: PodRecord | None) -> set[ObjectKey]:
     }
 
 
-def template_key(cluster: str, namespace: str, name: str) -> ObjectKey:
-    return ObjectKey(cluster, RESOURCE_CLAIM_TEMPLATE, namespace, name)
-
-
 __all__ = [
     "ADDED",
     "CLAIM_REFERRERS",
@@ -329,7 +323,6 @@ __all__ = [
     "DEVICE_ALLOCATIONS",
     "MODIFIED",
     "NAME_DEVICES",
-    "NODE",
     "NODE_DEVICES",
     "NODE_PODS",
     "NODE_SLICES",
