@@ -141,10 +141,14 @@ def who_holds(device: str, cluster: str | None, server: str, token: str | None, 
     click.echo(table(HOLDING_COLUMNS, [holding_row(h) for h in answer.holdings]))
 
 
-HOLDING_COLUMNS = ("CLUSTER", "NODE", "DEVICE", "UUID", "MODEL", "CLAIM", "ORIGIN", "STATE")
-HOLDING_COLUMNS += ("PODS", "SINCE", "IDLE-SINCE")
-IDLE_COLUMNS = ("CLUSTER", "CLAIM", "ORIGIN", "NODE", "DEVICES", "IDLE-SINCE", "PODS")
-IDLE_COLUMNS += ("WAITING-FOR-CLASS",)
+HOLDING_COLUMNS: tuple[str, ...] = (
+    *("CLUSTER", "NODE", "DEVICE", "UUID", "MODEL", "CLAIM", "ORIGIN", "STATE"),
+    *("PODS", "SINCE", "IDLE-SINCE"),
+)
+IDLE_COLUMNS: tuple[str, ...] = (
+    *("CLUSTER", "CLAIM", "ORIGIN", "NODE", "DEVICES", "IDLE-SINCE", "PODS"),
+    "WAITING-FOR-CLASS",
+)
 
 
 def holding_row(h: HoldingRow) -> list[Any]:

@@ -13,6 +13,7 @@ are stable; long lists are cut at `limit` rows with the full count kept beside t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -311,12 +312,15 @@ async def ask_waiting(
 
 async def ask_idle(ask: Ask, cluster: str | None = None, *, limit: int = 50) -> Claims:
     """Idle holders, longest idle first; each says how many claims wait for its classes."""
+    pending, idle = await asyncio.gather(
+        _all_claims(ask, PENDING, cluster), _all_claims(ask, IDLE, cluster)
+    )
     waiting: dict[tuple[str, str], int] = {}
-    for c in await _all_claims(ask, PENDING, cluster):
+    for c in pending:
         for name in _classes(c):
             waiting[(c["cluster"], name)] = waiting.get((c["cluster"], name), 0) + 1
     rows = []
-    for c in await _all_claims(ask, IDLE, cluster):
+    for c in idle:
         row = _claim_row(c)
         allocation = c["allocation"] or {}
         row.node = allocation.get("nodeName")
