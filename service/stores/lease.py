@@ -162,7 +162,15 @@ async def _hold(
             await asyncio.sleep(settings.retry_interval)
             continue
         log.info("lease taken (token %s): watching", token, extra=context)
-        await on_acquired(lease.cluster, token)
+        try:
+            await on_acquired(lease.cluster, token)
+        except Exception:  # a bug starting the watch: let another replica try
+            log.exception("starting the watch failed; releasing the lease", extra=context)
+            await on_lost(lease.cluster)
+            with contextlib.suppress(Exception):
+                await lease.release()
+            await asyncio.sleep(settings.retry_interval)
+            continue
         renewed_at = loop.time()
         while True:
             await asyncio.sleep(settings.renew_interval)
