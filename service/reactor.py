@@ -270,9 +270,10 @@ class Reactor:
             self._check_synced()
         elif isinstance(message, Skipped):
             self._skip(message)
-        elif isinstance(message, Connected):
-            self._mark_up(kind)
-        elif isinstance(message, Bookmarked):
+        elif isinstance(message, Connected | Bookmarked):
+            if isinstance(message, Connected) and is_dra(kind):
+                self._status_due |= self.status.api_version != message.api_version
+                self.status.api_version = message.api_version  # follows a cluster upgrade
             self._mark_up(kind)
         elif isinstance(message, Failed):
             self._up.discard(kind)

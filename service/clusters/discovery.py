@@ -14,10 +14,12 @@ reports in the cluster's status while the rest of the cluster (pods, nodes) goes
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 import orjson
 
-from service.clusters.errors import BadResponse, NotServed
+from service.clusters.errors import BadResponse, ClusterError, NotServed
 from service.clusters.resources import DRA_GROUP, DRA_VERSIONS, WATCHED
 from service.clusters.transport import ClusterApi
 
@@ -35,21 +37,53 @@ def _decode(body: bytes, what: str, cluster: str) -> dict:
 
 
 class DraVersions:
-    """The resource.k8s.io version one cluster serves; shared by that cluster's watchers."""
+    """The resource.k8s.io version one cluster serves; shared by that cluster's watchers.
 
-    def __init__(self, api: ClusterApi, *, preference: tuple[str, ...] = DRA_VERSIONS) -> None:
+    The answer is kept for `max_age` seconds, then discovery runs again, so a cluster upgraded
+    to a newer version is followed without waiting for the old one to be switched off.
+    resourceVersions belong to the storage, not to an API version: a watcher can go on from
+    its position under the new version without a relist.
+    """
+
+    def __init__(
+        self,
+        api: ClusterApi,
+        *,
+        preference: tuple[str, ...] = DRA_VERSIONS,
+        max_age: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.api = api
         self.preference = preference
+        self.max_age = max_age
+        self.clock = clock
         self.current: str | None = None
+        self._found_at = float("-inf")
         self._lock = asyncio.Lock()
 
+    def _fresh(self) -> bool:
+        return self.current is not None and self.clock() - self._found_at < self.max_age
+
     async def version(self) -> str:
-        """The version to use; discovers it the first time and after `forget`."""
-        if self.current is not None:
-            return self.current
+        """The version to use; discovers it the first time, after `forget`, and when the
+        last answer is older than `max_age` (keeping the old answer if discovery fails for
+        any reason but "not served")."""
+        if self._fresh():
+            return self.current  # type: ignore[return-value]
         async with self._lock:  # the four DRA watchers ask at once: discover once
-            if self.current is None:
-                self.current = await self._discover()
+            if not self._fresh():
+                try:
+                    found = await self._discover()
+                except NotServed:
+                    self.current = None
+                    raise
+                except ClusterError:
+                    if self.current is None:
+                        raise
+                    found = self.current  # a hiccup: keep watching what works, ask later
+                self.current = found
+                self._found_at = self.clock()
+            assert self.current is not None
             return self.current
 
     def forget(self, version: str) -> None:

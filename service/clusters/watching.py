@@ -196,13 +196,14 @@ class KindWatcher:
 
     async def list_then_watch(self) -> None:
         """(Re)list if there is no position, then watch until the position expires (returns)."""
-        await self._resolve_path()
         if self.resource_version is None:
+            await self._resolve_path()
             records, version = await self.list_all()
             self.resource_version = version
             self.backoff.reset()
             await self.emit(Listed(self.kind, records, version, self.api_version))
         while True:
+            await self._resolve_path()  # follows a cluster upgraded to a newer DRA version
             try:
                 received = await self.watch_once()
             except Expired:

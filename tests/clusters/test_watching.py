@@ -17,6 +17,7 @@ from service.clusters.errors import NotServed, ServerError, Throttled, Unreachab
 from service.clusters.transport import ClusterApi
 from service.clusters.watching import (
     Bookmarked,
+    Connected,
     Failed,
     KindWatcher,
     Listed,
@@ -44,7 +45,13 @@ class Watch:
 
 @contextlib.asynccontextmanager
 async def watching(
-    connection, kind: str, *, settings: WatchSettings = FAST, sleep=asyncio.sleep, api=None
+    connection,
+    kind: str,
+    *,
+    settings: WatchSettings = FAST,
+    sleep=asyncio.sleep,
+    api=None,
+    rediscover_after: float = 300.0,
 ) -> AsyncIterator[Watch]:
     messages: list[WatchMessage] = []
 
@@ -53,7 +60,12 @@ async def watching(
 
     api = api or ClusterApi(connection.name, connection.api_client)
     watcher = KindWatcher(
-        kind, api=api, versions=DraVersions(api), emit=emit, sleep=sleep, settings=settings
+        kind,
+        api=api,
+        versions=DraVersions(api, max_age=rediscover_after),
+        emit=emit,
+        sleep=sleep,
+        settings=settings,
     )
     task = asyncio.create_task(watcher.run())
     try:
@@ -233,6 +245,24 @@ async def test_disappearing_version_is_rediscovered(tmp_path: Path) -> None:
             assert relisted.api_version == "v1beta1"
             assert {key_of(r): r for r in relisted.records} == truth(store, "ResourceSlice")
             assert isinstance(watch.of(Failed)[0].error, NotServed)
+
+
+async def test_upgraded_cluster_is_followed_without_a_relist(tmp_path: Path) -> None:
+    store = small_world("east")
+    faults = {"hideVersions": ["v1"]}  # an older cluster: v1beta1 only, for now
+    spec = ClusterSpec(store, versions=("v1", "v1beta1"), faults=faults)
+    async with serving(tmp_path, spec) as (sim, [east]):
+        settings = replace(FAST, watch_timeout=1)
+        async with watching(east, "ResourceClaim", settings=settings, rediscover_after=0) as watch:
+            await eventually(lambda: watch.of(Listed))
+            assert watch.of(Listed)[0].api_version == "v1beta1"
+            sim.served["east"].apply_faults({"hideVersions": None})  # the upgrade
+            await eventually(lambda: watch.watcher.api_version == "v1")
+            await eventually(lambda: watch.of(Connected)[-1].api_version == "v1")
+            store.create("resourceclaims", claim("after-upgrade"))
+            await eventually(lambda: watch.of(Observed))
+            assert watch.of(Observed)[0].event.record.meta.name == "after-upgrade"
+            assert len(watch.of(Listed)) == 1 and not watch.of(Failed)
 
 
 async def test_no_dra_version_is_reported_and_retried(
