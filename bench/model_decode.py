@@ -5,6 +5,7 @@ watcher's paged LIST), shaped like real API output (managedFields, labels, statu
 ~12 attributes per slice). Printed, next to a floor measured in the same run on the same bytes:
 
 * floor: msgspec-decoding every page into minimal Structs (items' name/namespace/rv only);
+* for scale, the same pages decoded untyped into dicts and kept (what a dict-based mirror does);
 * decode: `decode_list` into records (typed wire Structs, then records);
 * index: `ClusterIndex.resync` of every kind (reverse maps, pools, holds, transitions);
 * store: `MemoryStore.apply` of the resulting Changes (the store folds them into its own index).
@@ -279,6 +280,13 @@ def main() -> None:
     floor = time.process_time() - start
     assert count == objects
 
+    # For scale: the same pages decoded untyped (dicts), kept alive as a mirror would keep them.
+    gc.collect()
+    start = time.process_time()
+    kept = [msgspec.json.decode(b)["items"] for kind in bodies.values() for b in kind]
+    untyped = time.process_time() - start
+    del kept
+
     gc.collect()
     start = time.process_time()
     records = {
@@ -309,6 +317,7 @@ def main() -> None:
         )
 
     line("floor (minimal Structs)", floor)
+    line("msgspec untyped, kept", untyped)
     line("decode_list -> records", decoded)
     line("ClusterIndex.resync", indexed)
     line("MemoryStore.apply", stored)
