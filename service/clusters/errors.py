@@ -53,8 +53,8 @@ class ClusterError(Exception):
 
     def detail(self) -> str:
         """The message and status without the cluster name (for that cluster's status)."""
-        code = f" ({self.code} {self.reason})".rstrip() if self.code else ""
-        return f"{self.message}{code}"
+        status = " ".join(str(part) for part in (self.code, self.reason) if part)
+        return f"{self.message} ({status})" if status else self.message
 
 
 class ConfigurationError(ClusterError):

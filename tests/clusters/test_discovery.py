@@ -1,0 +1,49 @@
+"""resource.k8s.io version discovery against the simulator's discovery documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.clusters.discovery import DraVersions
+from service.clusters.errors import NotServed, ServerError
+from service.clusters.transport import ClusterApi
+from service.sim.run import ClusterSpec
+from tests.clusters.world import serving, small_world
+
+
+@pytest.mark.parametrize(
+    ("served", "chosen"),
+    [
+        (("v1", "v1beta2", "v1beta1"), "v1"),
+        (("v1beta2", "v1beta1"), "v1beta2"),
+        (("v1beta1",), "v1beta1"),
+    ],
+)
+async def test_newest_served_version_wins(tmp_path: Path, served: tuple, chosen: str) -> None:
+    async with serving(tmp_path, ClusterSpec(small_world("c"), versions=served)) as (_, [c]):
+        assert await DraVersions(ClusterApi("c", c.api_client)).version() == chosen
+
+
+async def test_hiccups_keep_the_last_answer_and_404s_do_not(tmp_path: Path) -> None:
+    now = [0.0]
+    async with serving(tmp_path, ClusterSpec(small_world("c"))) as (sim, [c]):
+        versions = DraVersions(ClusterApi("c", c.api_client), max_age=10, clock=lambda: now[0])
+        assert await versions.version() == "v1"
+        served = sim.served["c"]
+        served.apply_faults({"hideVersions": ["v1"]})
+        assert await versions.version() == "v1"  # still fresh: no request made
+        now[0] = 11
+        served.apply_faults({"errors": {"code": 503, "count": 1, "path": "/apis/resource.k8s.io"}})
+        assert await versions.version() == "v1"  # discovery failed: keep what worked
+        now[0] = 22
+        assert await versions.version() == "v1beta2"  # asked again: v1 is gone
+        served.apply_faults({"hideVersions": ["v1", "v1beta2", "v1beta1"]})
+        versions.forget("v1beta2")
+        with pytest.raises(NotServed, match=r"resource.k8s.io is not served \(404\)$"):
+            await versions.version()
+        served.apply_faults({"hideVersions": None, "errors": {"code": 503, "count": 1}})
+        with pytest.raises(ServerError):  # nothing known yet: the failure is the answer
+            await versions.version()
+        assert await versions.version() == "v1"
