@@ -13,6 +13,7 @@ raises `MalformedObject` — never another exception type.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -86,5 +87,26 @@ def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record:
     try:
         wire: Any = msgspec.convert(raw, wire_type)
     except msgspec.ValidationError as error:
-        raise MalformedObject(_name_of(kind, raw, cluster), str(error)) from error
+        # YAML loaders turn unquoted timestamps into datetimes; the API writes RFC 3339 text.
+        retyped = _times_as_text(raw)
+        if retyped is raw:
+            raise MalformedObject(_name_of(kind, raw, cluster), str(error)) from error
+        return normalize(kind, retyped, cluster=cluster)
     return record_of(kind, wire, cluster=cluster)
+
+
+def _times_as_text(value: Any) -> Any:
+    """`value` with every date/datetime as RFC 3339 text; the same object when it had none."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        items = {k: _times_as_text(v) for k, v in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        members = [_times_as_text(v) for v in value]
+        return value if all(a is b for a, b in zip(members, value, strict=True)) else members
+    return value

@@ -401,3 +401,25 @@ def test_every_fixture_document_is_counted(upstream_fixtures: list[Path]) -> Non
         if doc not in mirrored(path)
     }
     assert skipped == {"Namespace", "Deployment"}
+
+
+def test_unquoted_yaml_timestamps_become_rfc3339_text() -> None:
+    import yaml
+
+    raw = yaml.safe_load(
+        """
+metadata:
+  name: c
+  namespace: ns
+  creationTimestamp: 2026-11-01T10:00:00Z
+status:
+  allocation:
+    allocationTimestamp: 2026-11-01T10:00:05Z
+    devices: {results: [{request: r, driver: d, pool: p, device: g}]}
+"""
+    )
+    claim = normalize("ResourceClaim", raw, cluster="c")
+    assert claim.meta.created_at == "2026-11-01T10:00:00Z"
+    assert claim.allocation is not None and claim.allocation.allocated_at == "2026-11-01T10:00:05Z"
+    with pytest.raises(MalformedObject):  # still malformed when times were not the problem
+        normalize("ResourceClaim", {**raw, "spec": "oops"}, cluster="c")
