@@ -19,7 +19,9 @@ from .explain import Explanation
 from .questions import Claims, Free, HoldingRow, WhoHolds
 
 MAX_BLOCKS = 50
-MAX_TEXT = 3000
+MAX_TEXT = 3000  # a section's text
+MAX_FIELD = 2000  # one of a section's fields
+MAX_HOLDINGS = 20  # holding sections in one reply (a shared device may have hundreds)
 Message = dict[str, Any]
 
 HELP = [
@@ -33,20 +35,21 @@ HELP = [
 
 
 def message(text: str, blocks: list[dict[str, Any]]) -> Message:
-    return {"response_type": "ephemeral", "text": text, "blocks": blocks[:MAX_BLOCKS]}
+    """A reply; `text` (the notification fallback, plain words) is escaped here."""
+    return {"response_type": "ephemeral", "text": escape(text), "blocks": blocks[:MAX_BLOCKS]}
 
 
 def section(text: str, fields: Iterable[str] = ()) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "section", "text": mrkdwn(text)}
-    found = [mrkdwn(f) for f in fields][:10]
+    found = [mrkdwn(f, MAX_FIELD) for f in fields][:10]
     if found:
         block["fields"] = found
     return block
 
 
-def mrkdwn(text: str) -> dict[str, str]:
-    if len(text) > MAX_TEXT:
-        text = text[: MAX_TEXT - 1] + "…"
+def mrkdwn(text: str, limit: int = MAX_TEXT) -> dict[str, str]:
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
     return {"type": "mrkdwn", "text": text}
 
 
@@ -99,6 +102,12 @@ def lines_block(header: str, lines: list[str], total: int) -> list[dict[str, Any
     return blocks
 
 
+def plain(markup: str) -> str:
+    """Our own mrkdwn back to words (the fallback `text` is escaped again by `message`)."""
+    unescaped = markup.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return unescaped.replace("*", "")
+
+
 def device_label(h: HoldingRow) -> str:
     parts = [f"`{escape(h.device)}`"]
     if h.uuid:
@@ -129,10 +138,11 @@ def holding_block(h: HoldingRow, now: datetime | None) -> dict[str, Any]:
 
 def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
     spec = escape(answer.spec)
-    where = f" in {escape(answer.cluster)}" if answer.cluster else ""
+    where = f" in {answer.cluster}" if answer.cluster else ""
     if not answer.holdings:
-        text = f"No claim holds `{spec}`{where}: it is free, or no device is named so."
-        return message(text, [section(text)])
+        text = f"No claim holds `{answer.spec}`{where}: it is free, or no device is named so."
+        return message(text, [section(escape(text))])
+    where = escape(where)
     if answer.ambiguous:
         lines = []
         for ref in answer.devices:
@@ -149,11 +159,14 @@ def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
             "Ask again with one of them (`node/device` or the uuid):"
         )
         return message(
-            f"{spec} is ambiguous: {len(answer.devices)} held devices",
+            f"{answer.spec} is ambiguous: {len(answer.devices)} held devices",
             lines_block(header, lines, len(lines)),
         )
     blocks = [section(f"*Who holds* `{spec}`{where}")]
-    blocks += [holding_block(h, now) for h in answer.holdings]
+    blocks += [holding_block(h, now) for h in answer.holdings[:MAX_HOLDINGS]]
+    if len(answer.holdings) > MAX_HOLDINGS:
+        more = len(answer.holdings) - MAX_HOLDINGS
+        blocks.append(context(f"…and {more} more holdings (`dra-mirror who-holds` lists all)"))
     claims = ", ".join(h.claim for h in answer.holdings)
     return message(f"{answer.spec} is held by {claims}", blocks)
 
@@ -172,7 +185,7 @@ def render_free(answer: Free) -> Message:
         + "".join(f" · {escape(x)}" for x in (d.uuid, d.model) if x)
         for d in answer.devices
     ]
-    return message(header.replace("*", ""), lines_block(header, lines, answer.total))
+    return message(plain(header), lines_block(header, lines, answer.total))
 
 
 def render_waiting(answer: Claims) -> Message:
@@ -185,7 +198,7 @@ def render_waiting(answer: Claims) -> Message:
         f" — waiting {duration(c.pending_seconds or 0)}"
         for c in answer.claims
     ]
-    return message(header.replace("*", ""), lines_block(header, lines, answer.total))
+    return message(plain(header), lines_block(header, lines, answer.total))
 
 
 def render_idle(answer: Claims, now: datetime | None = None) -> Message:
@@ -204,7 +217,7 @@ def render_idle(answer: Claims, now: datetime | None = None) -> Message:
         if c.waiting_for_class:
             line += f" — :warning: {c.waiting_for_class} claim(s) wait for its class"
         lines.append(line)
-    return message(header.replace("*", ""), lines_block(header, lines, answer.total))
+    return message(plain(header), lines_block(header, lines, answer.total))
 
 
 REF_KEYS = frozenset({"cluster", "kind", "namespace", "name"})
@@ -238,8 +251,8 @@ def flatten(value: Any, prefix: str = "") -> list[str]:
 
 def render_explain(answers: list[Explanation], target: str) -> Message:
     if not answers:
-        text = f"No claim `{escape(target)}` in any mirrored cluster."
-        return message(text, [section(text)])
+        text = f"No claim `{target}` in any mirrored cluster."
+        return message(text, [section(escape(text))])
     blocks = []
     for a in answers:
         d = a.diagnosis

@@ -72,5 +72,5 @@ async def answer(
         return blocks.render_error(str(error))
     unknown = blocks.render_help(command)
     unknown["blocks"].insert(0, blocks.section(f"Unknown command `{blocks.escape(words[0])}`."))
-    unknown["text"] = f"Unknown command {words[0]}"
+    unknown["text"] = blocks.escape(f"Unknown command {words[0]}")
     return unknown

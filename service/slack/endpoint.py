@@ -130,7 +130,7 @@ class SlackCommands:
                 blocks.render_error("The answer takes longer than Slack waits, and this "
                                     "request has no usable response_url to send it to.")
             )  # fmt: skip
-        working = {"response_type": "ephemeral", "text": f"Working on `{text}`…"}
+        working = {"response_type": "ephemeral", "text": f"Working on `{blocks.escape(text)}`…"}
         return JSONResponse(working, background=BackgroundTask(post_when_ready, task, url))
 
 

@@ -194,3 +194,17 @@ async def test_slow_answers_go_to_the_response_url(slack_store, receiver):
     ((path, posted),) = receiver.posts
     assert path == "/r/7"
     assert holdings(posted) == truth.holders_of([("east", "gpu.nvidia.com", "n1", "gpu-1")])
+
+
+async def test_what_people_type_is_never_markup(slack):
+    # Echoed words must not become mentions or links (<!channel> would page everyone).
+    reply = await slack.command("who-holds <!channel>")
+    assert (
+        reply["text"] == "No claim holds `&lt;!channel&gt;`: it is free, or no device is named so."
+    )
+    assert "<!channel>" not in str(reply)
+    unknown = await slack.command("<@U123> please")
+    assert unknown["text"] == "Unknown command &lt;@U123&gt;"
+    assert "<@U123>" not in str(unknown)
+    for text in ("free <https://evil.test|free>", "explain <!here>/x"):
+        assert "<" not in str(await slack.command(text))
