@@ -55,8 +55,11 @@ def root_query() -> type:
 
 def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
     settings = settings or GraphQLSettings()
+    from .live import Subscription  # live events over WebSocket (graphql-transport-ws)
+
     return strawberry.Schema(
         query=root_query(),
+        subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
         extensions=[
             lambda: ParserCache(maxsize=settings.parser_cache_size),

@@ -1,0 +1,102 @@
+"""Live subscriptions end to end: a real `websockets` client speaking graphql-transport-ws to
+the app under a real uvicorn on loopback, the app reading a RedisStore, and batches applied to
+that store (as the watching replica does) arriving as claimEvents / deviceEvents with their
+change type and old and new state."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+
+import orjson
+import uvicorn
+import websockets
+
+from service.app import create_app
+from service.model.index import ClusterIndex, Event
+from service.settings import Settings
+from service.stores.redis import RedisStore
+from tests.model.builders import claim, device, node, slice_
+
+CLAIMS = """subscription { claimEvents(cluster: "east", namespace: "ns") {
+  type cluster namespace name old { state } new { state allocation { devices { device { name } } } } } }"""
+DEVICES = """subscription { deviceEvents(cluster: "east", node: "n1") {
+  type node old { status device { name } } new { status device { name uuid } } } }"""
+
+
+def free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+async def subscribe(url: str, query: str):
+    ws = await websockets.connect(url, subprotocols=["graphql-transport-ws"])
+    await ws.send(orjson.dumps({"type": "connection_init"}).decode())
+    assert orjson.loads(await ws.recv())["type"] == "connection_ack"
+    await ws.send(
+        orjson.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}).decode()
+    )
+    return ws
+
+
+async def next_payload(ws) -> dict:
+    message = orjson.loads(await asyncio.wait_for(ws.recv(), 10))
+    assert message["type"] == "next", message
+    return message["payload"]
+
+
+async def test_claim_and_device_events_over_websocket(redis_url: str) -> None:
+    store = RedisStore.from_url(redis_url, prefix=f"test-live-{uuid.uuid4().hex[:8]}")
+    sock = free_socket()
+    server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    index = ClusterIndex("east")
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            await asyncio.sleep(0.02)
+        url = f"ws://127.0.0.1:{sock.getsockname()[1]}/graphql"
+        claims = await subscribe(url, CLAIMS)
+        devices = await subscribe(url, DEVICES)
+        await asyncio.sleep(0.3)  # both subscriptions are listening on the Redis channel
+        gpu = slice_("n1-gpu", pool="n1", node="n1", devices=(device("gpu-0", uuid="GPU-A"),))
+        await store.apply(index.apply([Event("ADDED", gpu), Event("ADDED", node("n1"))], at="t1"))
+        await store.apply(index.apply([Event("ADDED", claim("c"))], at="t2"))
+        held = claim("c", devices=(("n1", "gpu-0"),), node="n1", rv="2")
+        await store.apply(index.apply([Event("MODIFIED", held)], at="t3"))
+        await store.apply(index.apply([Event("DELETED", held)], at="t4"))
+
+        events = [(await next_payload(claims))["data"]["claimEvents"] for _ in range(3)]
+        assert [(e["type"], e["name"]) for e in events] == [
+            ("ADDED", "c"),
+            ("MODIFIED", "c"),
+            ("DELETED", "c"),
+        ]
+        assert events[0]["old"] is None and events[0]["new"]["state"] == "PENDING"
+        assert events[1]["old"]["state"] == "PENDING" and events[1]["new"] == {
+            "state": "ALLOCATED",
+            "allocation": {"devices": [{"device": {"name": "gpu-0"}}]},
+        }
+        assert events[2]["old"]["state"] == "ALLOCATED" and events[2]["new"] is None
+
+        events = [(await next_payload(devices))["data"]["deviceEvents"] for _ in range(3)]
+        assert events[0] == {
+            "type": "ADDED",
+            "node": "n1",
+            "old": None,
+            "new": {"status": "FREE", "device": {"name": "gpu-0", "uuid": "GPU-A"}},
+        }
+        assert [(e["type"], e["old"]["status"], e["new"]["status"]) for e in events[1:]] == [
+            ("MODIFIED", "FREE", "HELD"),
+            ("MODIFIED", "HELD", "FREE"),
+        ]
+        for ws in (claims, devices):
+            await ws.close()
+    finally:
+        server.should_exit = True
+        await serving
+        await store.close()
