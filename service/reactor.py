@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from service.clusters.backoff import Backoff
 from service.clusters.config import ClusterConnection
 from service.clusters.discovery import DraVersions
@@ -334,10 +336,23 @@ class Reactor:
             return
         events, self._pending = self._pending, []
         at = self._at()
-        changes = self.index.apply(events, at=at, resource_version=self._pending_version)
         self.status.events += len(events)
         self.status.last_event_at = at
         self._status_due = True
+        try:
+            changes = self.index.apply(events, at=at, resource_version=self._pending_version)
+        except Exception:  # a bug in the model: keep every event it can take, skip the rest
+            log.exception("index failed on a batch; applying it event by event", extra=self._log)
+            for event in events:
+                try:
+                    changes = self.index.apply(
+                        [event], at=at, resource_version=self._pending_version
+                    )
+                except Exception:
+                    log.exception("index failed on %s; skipped", event.type, extra=self._log)
+                    continue
+                await self._deliver(changes)
+            return
         await self._deliver(changes)
 
     async def _deliver(self, changes: Changes) -> None:
@@ -391,18 +406,7 @@ class Reactor:
             return
         self._status_due = False
         self._status_pushed_at = now
-        snapshot = ClusterStatus(
-            name=self.status.name,
-            connected=self.status.connected,
-            synced=self.status.synced,
-            api_version=self.status.api_version,
-            last_event_at=self.status.last_event_at,
-            last_sync_at=self.status.last_sync_at,
-            error=self.status.error,
-            events=self.status.events,
-            relists=self.status.relists,
-            malformed=dict(self.status.malformed),
-        )
+        snapshot = msgspec.structs.replace(self.status, malformed=dict(self.status.malformed))
         try:
             await self.status_sink(snapshot)
         except Exception as error:  # the next push carries the same facts

@@ -399,3 +399,34 @@ async def test_demo_scenario_mirrors_exactly(tmp_path: Path) -> None:
                         expected[key], template_name=template_name
                     )
                 assert await mirrored(store, name) == expected
+
+
+async def test_a_model_bug_on_one_event_costs_only_that_event(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    slow = replace(SETTINGS, batch_max_delay=0.5)  # the three claims arrive in one batch
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        async with await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=slow, tune_gc=False
+        ) as reactors:
+            await reactors.wait_synced()
+            reactor = reactors.by_name["east"]
+            apply = reactor.index.apply
+
+            def failing_on_poison(events, **kwargs):
+                events = list(events)
+                if any(e.record.meta.name == "poison" for e in events):
+                    raise RuntimeError("model bug")
+                return apply(events, **kwargs)
+
+            reactor.index.apply = failing_on_poison
+            for name in ("fine", "poison", "also-fine"):
+                world.create("resourceclaims", claim(name))
+            await eventually(lambda: reactor.status.events == 3 and not reactor._pending)
+            world.create("resourceclaims", claim("later"))
+            await eventually(lambda: reactor.status.events == 4 and not reactor._pending)
+            held = {r.meta.name for r in await store.list("ResourceClaim", cluster="east")}
+            assert {"fine", "also-fine", "later"} <= held and "poison" not in held
+    assert any("skipped" in r.getMessage() for r in caplog.records)
