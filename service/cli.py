@@ -150,9 +150,9 @@ def open_state_store(settings: Settings) -> Any:
         return redis_module.RedisStore.from_url(
             settings.store.redis_url, prefix=settings.store.redis_prefix
         )
-    from service.stores.memory import MemoryStore
+    from service.stores.bus import LiveMemoryStore  # in memory, with live events
 
-    return MemoryStore()
+    return LiveMemoryStore()
 
 
 def slack_settings() -> Any:

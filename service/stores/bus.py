@@ -11,13 +11,13 @@ Writers publish one list of events per applied batch, in batch order, only AFTER
 visible to readers (the Redis store publishes inside the same atomic script as the writes).
 Two buses carry them:
 
-* `InProcessBus` — embedded default: a fan-out to the subscribers of this process;
+* `InProcessBus` — embedded default: a fan-out to the subscribers of this process, fed by
+  `LiveMemoryStore` (the in-memory store deriving each batch's events from its own index);
 * the Redis store's pub/sub (`RedisStore.subscribe`), one channel per cluster, so every API
   replica sees what the watching replica wrote.
 
 Pub/sub is fire-and-forget: a subscriber that is slow (its queue of `max_queued` batches is
 full) or disconnected misses events; subscriptions are for live views, the store is the truth.
-`events_of(...)` derives the events of a batch from its before/after views (pure).
 """
 
 from __future__ import annotations
@@ -29,7 +29,18 @@ from collections.abc import AsyncIterator, Iterable
 import msgspec
 from msgspec import Struct
 
-from service.model.records import ClaimRecord, DeviceEntry, DeviceKey
+from service.model.changes import Changes
+from service.model.records import (
+    RESOURCE_CLAIM,
+    ClaimRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+    key_of,
+)
+from service.stores.memory import MemoryStore
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -123,3 +134,73 @@ class InProcessBus:
                         yield event
         finally:
             self._queues.discard(queue)
+
+
+class LiveMemoryStore(MemoryStore):
+    """The in-memory store that also publishes each batch's live events on an `InProcessBus`
+    (embedded default: `subscribe(cluster)` serves the GraphQL subscriptions). Events are
+    derived from the store's own index before and after the batch: the claims the batch names
+    (and those its pods name), and every device of the pools its slices and allocations touch."""
+
+    def __init__(self, live: InProcessBus | None = None) -> None:
+        super().__init__()
+        self.live = live or InProcessBus()
+
+    async def apply(self, changes: Changes) -> None:
+        cluster = changes.cluster
+        claims, pools = self._touched(changes)
+        before_claims = self._claims(cluster, claims)
+        before_devices = self._devices(cluster, pools)
+        await super().apply(changes)
+        events: list[LiveEvent] = []
+        for key, new in self._claims(cluster, claims).items():
+            old = before_claims.get(key)
+            if old != new:
+                events.append(claim_event(cluster, old, new))
+        after_devices = self._devices(cluster, pools)
+        for key in sorted(before_devices.keys() | after_devices.keys()):
+            old_state, new_state = before_devices.get(key), after_devices.get(key)
+            if old_state != new_state:
+                events.append(device_event(key, old_state, new_state))
+        self.live.publish(events)
+
+    def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
+        return self.live.subscribe(cluster)
+
+    def _touched(self, changes: Changes) -> tuple[set[ObjectKey], set[tuple[str, str]]]:
+        index = self.index(changes.cluster)
+        claims: set[ObjectKey] = set()
+        pools: set[tuple[str, str]] = set()
+        for record in (*changes.upserts, *changes.deletes):
+            key = key_of(record)
+            versions = [record, index.get(key) if index is not None else None]
+            if isinstance(record, ClaimRecord):
+                claims.add(key)
+                for claim in versions:
+                    if isinstance(claim, ClaimRecord) and claim.allocation is not None:
+                        pools.update((r.driver, r.pool) for r in claim.allocation.results)
+            elif isinstance(record, SliceRecord):
+                pools.update(
+                    (s.driver, s.pool.name) for s in versions if isinstance(s, SliceRecord)
+                )
+            elif isinstance(record, PodRecord):
+                claims.update(
+                    ObjectKey(key.cluster, RESOURCE_CLAIM, key.namespace, c.claim_name)
+                    for c in record.claims
+                    if c.claim_name
+                )
+        return claims, pools
+
+    def _claims(self, cluster: str, keys: set[ObjectKey]) -> dict[ObjectKey, ClaimRecord | None]:
+        index = self.index(cluster)
+        return {k: index.get(k) if index is not None else None for k in keys}  # type: ignore[misc]
+
+    def _devices(self, cluster: str, pools: set[tuple[str, str]]) -> dict[DeviceKey, DeviceState]:
+        index = self.index(cluster)
+        if index is None:
+            return {}
+        found: dict[DeviceKey, DeviceState] = {}
+        for driver, pool in pools:
+            for key, entry in index.pool(driver, pool).devices.items():
+                found[key] = DeviceState(entry, index.device_status(key))
+        return found

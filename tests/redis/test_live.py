@@ -1,7 +1,7 @@
 """Live subscriptions end to end: a real `websockets` client speaking graphql-transport-ws to
-the app under a real uvicorn on loopback, the app reading a RedisStore, and batches applied to
-that store (as the watching replica does) arriving as claimEvents / deviceEvents with their
-change type and old and new state."""
+the app under a real uvicorn on loopback, the app reading a RedisStore (pub/sub) or the
+embedded LiveMemoryStore (in-process bus), and batches applied to that store (as the watchers
+do) arriving as claimEvents / deviceEvents with their change type and old and new state."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import socket
 import uuid
 
 import orjson
+import pytest
 import uvicorn
 import websockets
 
 from service.app import create_app
 from service.model.index import ClusterIndex, Event
 from service.settings import Settings
+from service.stores.bus import LiveMemoryStore
 from service.stores.redis import RedisStore
 from tests.model.builders import claim, device, node, slice_
 
@@ -48,8 +50,16 @@ async def next_payload(ws) -> dict:
     return message["payload"]
 
 
-async def test_claim_and_device_events_over_websocket(redis_url: str) -> None:
-    store = RedisStore.from_url(redis_url, prefix=f"test-live-{uuid.uuid4().hex[:8]}")
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def live_store(request: pytest.FixtureRequest):
+    if request.param == "memory":
+        return LiveMemoryStore()
+    url = request.getfixturevalue("redis_url")
+    return RedisStore.from_url(url, prefix=f"test-live-{uuid.uuid4().hex[:8]}")
+
+
+async def test_claim_and_device_events_over_websocket(live_store) -> None:
+    store = live_store
     sock = free_socket()
     server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))

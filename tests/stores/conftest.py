@@ -35,7 +35,13 @@ STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[StateStor
 }
 
 
-@pytest.fixture(params=sorted(STORE_FACTORIES))
+# Stores that need a server carry its marker (`-m "not redis"` runs without one).
+_MARKS = {"redis": pytest.mark.redis}
+
+
+@pytest.fixture(
+    params=[pytest.param(name, marks=_MARKS.get(name, ())) for name in sorted(STORE_FACTORIES)]
+)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[StateStore]:
     made = await STORE_FACTORIES[request.param](request)
     try:
