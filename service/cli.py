@@ -41,8 +41,8 @@ EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
     ("service.cli_client", "waiting"),
     ("service.cli_client", "idle"),
     ("service.cli_client", "explain"),
-    ("service.diagnostics_cli", "explain"),
-    ("service.diagnostics_cli", "lint"),
+    ("service.cli_diagnostics", "explain"),
+    ("service.cli_diagnostics", "lint"),
 )
 
 
