@@ -93,3 +93,14 @@ async def test_exec_plugin_tokens_are_refreshed_when_they_expire(tmp_path: Path)
         assert second == "Bearer token-3"
     finally:
         await east.close()
+
+
+async def test_in_cluster_without_a_service_account_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As in a pod whose service account token is not mounted (automountServiceAccountToken:
+    # false): the kubelet still sets the service host and port.
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    with pytest.raises(ConfigurationError, match="in-cluster configuration"):
+        await connect(None, None)
