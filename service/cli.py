@@ -11,7 +11,7 @@ module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
     dra-mirror sim --list-scenarios
     dra-mirror migrate [--database-url URL]
     dra-mirror schema [--write [--output PATH]]
-    dra-mirror who-holds|free|waiting|idle|explain … [--server URL] [--token T] [--json]
+    dra-mirror who-holds|free|waiting|idle … [--server URL] [--token T] [--json]
 
 Flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
@@ -35,12 +35,11 @@ from service.settings import Settings, SettingsError
 
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
-    # questions to a running server (chatops); a later `explain` below replaces this one
+    # questions to a running server (chatops; `explain` is the diagnostics' own, below)
     ("service.cli_client", "who_holds"),
     ("service.cli_client", "free"),
     ("service.cli_client", "waiting"),
     ("service.cli_client", "idle"),
-    ("service.cli_client", "explain"),
     ("service.cli_diagnostics", "explain"),
     ("service.cli_diagnostics", "lint"),
 )

@@ -1,4 +1,4 @@
-"""`dra-mirror who-holds|free|waiting|idle|explain`: the chatops questions from a terminal.
+"""`dra-mirror who-holds|free|waiting|idle`: the chatops questions from a terminal.
 
 These commands talk to a running mirror (`--server URL`, default `$DRA_MIRROR_SERVER` or
 http://127.0.0.1:8000) by sending the very GraphQL documents the Slack commands execute in-process
@@ -8,7 +8,10 @@ or with `--json` the answer's rows as JSON (one object, stable keys).
 
     dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds n17/gpu-3 --cluster east
     dra-mirror free [CLASS] [--cluster NAME]       dra-mirror waiting [CLASS] [--cluster NAME]
-    dra-mirror idle [--cluster NAME]               dra-mirror explain NAMESPACE/CLAIM [--cluster NAME]
+    dra-mirror idle [--cluster NAME]
+
+(`dra-mirror explain` is the diagnostics' own command, `service.cli_diagnostics`; the Slack
+`explain` asks the same `explainClaim`.)
 
 Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
 refuses the question (the reason on stderr), 2 for usage errors.
@@ -25,7 +28,6 @@ import click
 import httpx
 import orjson
 
-from service.slack.explain import ask_explain
 from service.slack.questions import (
     Ask,
     HoldingRow,
@@ -228,31 +230,6 @@ def idle(cluster: str | None, limit: int, **client: Any) -> None:
         return f"{a.total} idle\n" + table(IDLE_COLUMNS, rows)
 
     emit(answer, client["as_json"], render)
-
-
-@click.command("explain")
-@click.argument("claim", metavar="NAMESPACE/CLAIM")
-@CLUSTER
-@client_options
-def explain(claim: str, cluster: str | None, **client: Any) -> None:
-    """Why a claim is Pending, or whether an allocated one is healthy (the server's explainClaim)."""
-    from service.slack.blocks import flatten
-
-    words = [claim, cluster] if cluster else [claim]
-    answers = run_question(client["server"], client["token"], lambda ask: ask_explain(ask, words))
-    if client["as_json"]:
-        click.echo(
-            orjson.dumps([dataclasses.asdict(a) for a in answers], option=orjson.OPT_INDENT_2)
-        )
-        return
-    if not answers:
-        raise click.ClickException(f"no claim {claim} in any mirrored cluster")
-    for a in answers:
-        d = a.diagnosis
-        click.echo(f"{a.claim} in {a.cluster}: {d.get('verdict', '?')}  {d.get('message', '')}")
-        for line in flatten(d):
-            if not line.startswith(("verdict:", "message:")):
-                click.echo(f"  {line}")
 
 
 def _seconds(value: float | None) -> str | None:

@@ -22,6 +22,7 @@ MAX_BLOCKS = 50
 MAX_TEXT = 3000  # a section's text
 MAX_FIELD = 2000  # one of a section's fields
 MAX_HOLDINGS = 20  # holding sections in one reply (a shared device may have hundreds)
+MAX_CANDIDATES = 40  # devices an ambiguous name lists
 Message = dict[str, Any]
 
 HELP = [
@@ -144,9 +145,12 @@ def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
         return message(text, [section(escape(text))])
     where = escape(where)
     if answer.ambiguous:
+        by_device: dict[tuple[str, str, str, str], list[HoldingRow]] = {}
+        for h in answer.holdings:
+            by_device.setdefault(h.device_ref, []).append(h)
         lines = []
-        for ref in answer.devices:
-            held = [h for h in answer.holdings if h.device_ref == ref]
+        for ref in answer.devices[:MAX_CANDIDATES]:
+            held = by_device[ref]
             first = held[0]
             claims = ", ".join(escape(h.claim) for h in held)
             node = escape(first.node or f"{first.driver}/{first.pool}")
@@ -160,7 +164,7 @@ def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
         )
         return message(
             f"{answer.spec} is ambiguous: {len(answer.devices)} held devices",
-            lines_block(header, lines, len(lines)),
+            lines_block(header, lines, len(answer.devices)),
         )
     blocks = [section(f"*Who holds* `{spec}`{where}")]
     blocks += [holding_block(h, now) for h in answer.holdings[:MAX_HOLDINGS]]

@@ -50,7 +50,11 @@ async def answer(
                 raise QuestionError(f"usage: {command} who-holds <uuid | node/device | device>")
             return blocks.render_who_holds(
                 await ask_who_holds(
-                    ask, args[0], args[1] if len(args) > 1 else None, history=history
+                    ask,
+                    args[0],
+                    args[1] if len(args) > 1 else None,
+                    history=history,
+                    brief_when_ambiguous=True,
                 ),
                 now,
             )

@@ -37,6 +37,14 @@ WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
   }
 }"""
 
+# What an ambiguous answer lists; a bare name on a 5,000-node cluster matches 5,000 held
+# devices, and the full document above costs ~4 s for them, this one ~1 s.
+WHO_HOLDS_BRIEF = """query WhoHoldsBrief($device: String!, $cluster: String) {
+  whoHolds(device: $device, cluster: $cluster) {
+    cluster shareID device { driver pool name uuid nodeName } claim { namespace name }
+  }
+}"""
+
 HELD_SINCE = """query HeldSince($device: String!, $cluster: String, $at: DateTime!) {
   whoHeld(device: $device, at: $at, cluster: $cluster) {
     cluster driver pool device namespace claim since
@@ -111,6 +119,7 @@ class WhoHolds:
     spec: str
     cluster: str | None
     holdings: list[HoldingRow]
+    detailed: bool = True  # False: an ambiguous answer with only device, cluster and claim
 
     @property
     def devices(self) -> list[tuple[str, str, str, str]]:
@@ -122,36 +131,62 @@ class WhoHolds:
 
 
 async def ask_who_holds(
-    ask: Ask, spec: str, cluster: str | None = None, *, history: bool = True
+    ask: Ask,
+    spec: str,
+    cluster: str | None = None,
+    *,
+    history: bool = True,
+    brief_when_ambiguous: bool = False,
 ) -> WhoHolds:
     """The holders of the devices `spec` names; `history=False` when the server is known to
-    have no history (then `since` is only what the API server says)."""
-    data = await ask(WHO_HOLDS, {"device": spec, "cluster": cluster})
-    rows = []
-    for h in data["whoHolds"]:
-        d, c = h["device"], h["claim"]
-        rows.append(
-            HoldingRow(
-                cluster=h["cluster"],
-                node=d["nodeName"],
-                device=d["name"],
-                driver=d["driver"],
-                pool=d["pool"],
-                uuid=d["uuid"],
-                model=model_of(d["attributes"]),
-                claim=f"{c['namespace']}/{c['name']}",
-                origin=c["origin"],
-                state=c["state"],
-                pods=[f"{p['namespace']}/{p['name']} ({p['phase']})" for p in h["pods"]],
-                since=h["since"],
-                idle=c["idle"],
-                idle_since=c["idleSince"],
-                share_id=h["shareID"],
-            )
-        )
+    have no history (then `since` is only what the API server says).
+
+    `brief_when_ambiguous` (chat, where only a list of candidates is shown): ask for the
+    candidates first, in a light document, and for the details only when one device matched."""
+    wanted, where = spec, cluster
+    if brief_when_ambiguous:
+        data = await ask(WHO_HOLDS_BRIEF, {"device": spec, "cluster": cluster})
+        brief = WhoHolds(spec, cluster, [_brief_row(h) for h in data["whoHolds"]], detailed=False)
+        if brief.ambiguous or not brief.holdings:
+            return brief
+        where, driver, pool, device = brief.devices[0]
+        wanted = f"{driver}/{pool}/{device}"  # exactly the one device, whatever `spec` was
+    data = await ask(WHO_HOLDS, {"device": wanted, "cluster": where})
+    rows = [_row(h) for h in data["whoHolds"]]
     if history and any(r.since is None for r in rows):
-        await _since_from_history(ask, spec, cluster, rows)
+        await _since_from_history(ask, wanted, where, rows)
     return WhoHolds(spec=spec, cluster=cluster, holdings=rows)
+
+
+def _brief_row(h: Mapping[str, Any]) -> HoldingRow:
+    d, c = h["device"], h["claim"]
+    return HoldingRow(
+        cluster=h["cluster"], node=d["nodeName"], device=d["name"], driver=d["driver"],
+        pool=d["pool"], uuid=d["uuid"], model=None, claim=f"{c['namespace']}/{c['name']}",
+        origin="", state="", pods=[], since=None, idle=False, idle_since=None,
+        share_id=h["shareID"],
+    )  # fmt: skip
+
+
+def _row(h: Mapping[str, Any]) -> HoldingRow:
+    d, c = h["device"], h["claim"]
+    return HoldingRow(
+        cluster=h["cluster"],
+        node=d["nodeName"],
+        device=d["name"],
+        driver=d["driver"],
+        pool=d["pool"],
+        uuid=d["uuid"],
+        model=model_of(d["attributes"]),
+        claim=f"{c['namespace']}/{c['name']}",
+        origin=c["origin"],
+        state=c["state"],
+        pods=[f"{p['namespace']}/{p['name']} ({p['phase']})" for p in h["pods"]],
+        since=h["since"],
+        idle=c["idle"],
+        idle_since=c["idleSince"],
+        share_id=h["shareID"],
+    )
 
 
 async def _since_from_history(

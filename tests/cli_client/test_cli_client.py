@@ -1,4 +1,4 @@
-"""`dra-mirror who-holds|free|waiting|idle|explain` run as subprocesses (the installed console
+"""`dra-mirror who-holds|free|waiting|idle` run as subprocesses (the installed console
 script) against the real app served by uvicorn on loopback, answers checked against the
 world's truth; the same documents the Slack commands use, so both agree."""
 
@@ -12,9 +12,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from starlette.applications import Starlette
-from starlette.routing import Route
-from strawberry.asgi import GraphQL
 
 from schema.reader import Scope
 from service.app import create_app
@@ -22,7 +19,6 @@ from service.settings import Settings
 from service.stores.memory import MemoryStore
 from tests.slack import truth
 from tests.slack.conftest import QUERIED_AT, load_world, served
-from tests.slack.explain_schema import SCHEMA
 
 DRA_MIRROR = Path(sys.executable).with_name("dra-mirror")
 
@@ -159,24 +155,3 @@ async def test_errors(mirror):
     assert code == 1 and out == "" and err.startswith("Error: cannot reach http://127.0.0.1:9")
     code, _, err = await cli("who-holds", "--server", mirror.url)
     assert code == 2 and "Missing argument 'DEVICE'" in err
-    code, _, err = await cli("explain", "nonamespace", "--server", mirror.url)
-    assert code == 1
-
-
-async def test_explain_against_a_graph_with_explain_claim():
-    graph = Starlette(routes=[Route("/graphql", GraphQL(SCHEMA), methods=["POST"])])
-    async with served(graph) as url:
-        code, out, err = await cli("explain", "team-a/job", "--server", url.rstrip("/"))
-        assert code == 0, err
-        assert out.splitlines() == [
-            "team-a/job in west: all-held  every matching device is held; 1 holder is idle",
-            "  requests[0].request: gpu",
-            "  requests[0].verdict: all-held",
-            "  requests[0].matching: 2",
-        ]
-        code, out, err = await cli("explain", "team-a/gone", "--server", url)
-        assert (code, out, err) == (1, "", "Error: no claim team-a/gone in any mirrored cluster\n")
-        code, out, _ = await cli(
-            "explain", "team-a/job", "--cluster", "east", "--server", url, "--json"
-        )
-        assert (code, orjson.loads(out)) == (0, [])

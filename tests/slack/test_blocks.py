@@ -54,3 +54,20 @@ def test_times_and_markup():
     assert blocks.when(None, now) == "unknown"
     assert blocks.duration(59) == "59s" and blocks.duration(3600 * 5 + 120) == "5h 2m"
     assert blocks.escape("<@U1> & <!here>") == "&lt;@U1&gt; &amp; &lt;!here&gt;"
+
+
+def test_an_ambiguous_name_lists_forty_candidates_and_counts_the_rest():
+    holdings = [
+        HoldingRow(
+            cluster="scale", node=f"node-{i:05d}", device="gpu-0", driver="gpu", pool=f"node-{i:05d}",
+            uuid=f"GPU-{i:032d}", model=None, claim=f"team/train-{i}", origin="", state="",
+            pods=[], since=None, idle=False, idle_since=None,
+        )
+        for i in range(5000)
+    ]  # fmt: skip
+    message = blocks.render_who_holds(WhoHolds("gpu-0", None, holdings, detailed=False))
+    within_limits(message)
+    lines = [line for b in message["blocks"][1:-1] for line in b["text"]["text"].split("\n")]
+    assert len(lines) == 40 and lines[0].startswith("• scale · `node-00000/gpu-0`")
+    assert message["blocks"][-1]["elements"][0]["text"] == "…and 4960 more"
+    assert message["text"] == "gpu-0 is ambiguous: 5000 held devices"
