@@ -149,6 +149,7 @@ class KindWatcher:
             rng=self.rng,
         )
         self.resource_version: str | None = None  # None: the next step is a (re)list
+        self._received = 0  # lines of the current (or last) watch stream
         self.api_version = "v1"
         self.path = ""
         self._log = {"cluster": self.cluster, "kind": kind}
@@ -177,6 +178,9 @@ class KindWatcher:
                     self.versions.forget(self.api_version)
                 self.resource_version = None
                 failure: ClusterError = error
+            except Expired as error:  # from a list, or a watch right after its list
+                self.resource_version = None
+                failure = error
             except ClusterError as error:
                 failure = error
             except Exception as error:  # a bug must not end the watch: count it and go on
@@ -196,18 +200,23 @@ class KindWatcher:
 
     async def list_then_watch(self) -> None:
         """(Re)list if there is no position, then watch until the position expires (returns)."""
+        fresh = False  # listed, and no watch line received since
         if self.resource_version is None:
             await self._resolve_path()
             records, version = await self.list_all()
             self.resource_version = version
-            self.backoff.reset()
+            # No backoff reset yet: only a watch that delivers proves the position works.
             await self.emit(Listed(self.kind, records, version, self.api_version))
+            fresh = True
         while True:
             await self._resolve_path()  # follows a cluster upgraded to a newer DRA version
             try:
                 received = await self.watch_once()
             except Expired:
+                if fresh and not self._received:
+                    raise  # expired at once after a list: back off rather than relist in a loop
                 return
+            fresh = fresh and not received
             if received == 0:
                 # Ended without a line (no bookmark either): do not hammer the server.
                 await self.sleep(self.rng.uniform(0.0, self.settings.backoff_base))
@@ -263,7 +272,7 @@ class KindWatcher:
             "allowWatchBookmarks": True,
             "timeoutSeconds": timeout_seconds,
         }
-        received = 0
+        received = self._received = 0
         limit = timeout_seconds + self.settings.stream_grace
         async with self.api.stream(self.path, params, time_limit=limit) as lines:
             await self.emit(Connected(self.kind, self.api_version))
@@ -279,7 +288,7 @@ class KindWatcher:
                     raise from_status(
                         int(status.get("code") or 500), status, cluster=self.cluster, path=self.path
                     )
-                received += 1
+                received = self._received = received + 1
                 if received == 1:
                     self.backoff.reset()
                 if item.resource_version:

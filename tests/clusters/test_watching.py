@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from service.clusters.discovery import DraVersions
-from service.clusters.errors import NotServed, ServerError, Throttled, Unreachable
+from service.clusters.errors import Expired, NotServed, ServerError, Throttled, Unreachable
 from service.clusters.transport import ClusterApi
 from service.clusters.watching import (
     Bookmarked,
@@ -138,6 +138,22 @@ async def test_watch_410_relists(tmp_path: Path) -> None:
             relisted = watch.of(Listed)[1]
             assert {key_of(r): r for r in relisted.records} == truth(store, "ResourceClaim")
             assert not watch.of(Failed)  # a 410 is routine, not a failure
+
+
+async def test_watches_expiring_right_after_each_list_back_off(
+    tmp_path: Path, recording_sleep: RecordingSleep
+) -> None:
+    store = small_world("east")
+    spec = ClusterSpec(store, faults={"expireWatches": 3})
+    async with serving(tmp_path, spec) as (_sim, [east]):
+        async with watching(east, "Node", sleep=recording_sleep) as watch:
+            await eventually(lambda: len(watch.of(Listed)) == 4)
+            failures = watch.of(Failed)
+            assert [f.attempt for f in failures] == [1, 2, 3]
+            assert all(isinstance(f.error, Expired) for f in failures)
+            assert len(recording_sleep.delays) == 3  # a pause before each relist
+            store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}})
+            await eventually(lambda: watch.of(Observed))
 
 
 async def test_dropped_streams_lose_and_repeat_nothing(tmp_path: Path) -> None:
