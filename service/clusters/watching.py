@@ -10,9 +10,11 @@ The loop is three small functions (kopf's shape), each owning one concern:
   list) handed on whole as one `Listed`, so the index can diff it against what it holds and
   emit deletes for objects that vanished while nobody watched; then `watch_once` again and
   again from the latest position until `Expired`, when it returns to be relisted.
-* `run` — forever: on `Expired` relist at once; on any other `ClusterError` keep the position,
-  wait (exponential backoff with full jitter, or the server's Retry-After) and resume; on
-  `NotServed` for a resource.k8s.io kind rediscover the version and relist.
+* `run` — forever: on `Expired` relist at once (after a pause if the watch expired right
+  after its list, so a broken server is not listed in a loop); on any other `ClusterError`
+  keep the position, wait (exponential backoff with full jitter, or the server's Retry-After)
+  and resume; on `NotServed` for a resource.k8s.io kind rediscover the version and relist.
+  The backoff resets only when a watch delivers a line.
 
 Everything observed leaves as a `WatchMessage` through `emit` (the reactor's queue; its
 bound is the backpressure). Time is injected (`sleep`, `rng`) so tests run backoffs instantly.
