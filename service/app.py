@@ -1,4 +1,4 @@
-"""The Starlette app: `/graphql` (GraphiQL in a browser), `/healthz`, `/readyz`.
+"""The Starlette app: `/graphql` (GraphiQL in a browser), `/healthz`, `/readyz`, `/metrics`.
 
 `create_app(settings, *, store, history=None, reactors=None, resources=(), scope_for=None,
 now=utc_now)` is the factory (`scope_for(request)` gives each request its access scope;
@@ -22,6 +22,7 @@ GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses a
 orjson; every request gets a fresh typed context (`schema.context.make_context`). The history
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`.
 Slack slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given).
+`/metrics` is Prometheus text (`service.metrics`; the DRA series unless `dra_metrics=False`).
 
 `mirror_app(settings, store=...)` is the whole mirror (history when configured, watchers into
 the store and the history sink), used by `dra-mirror serve` and `dra-mirror demo`.
@@ -50,6 +51,7 @@ from schema import build_schema
 from schema.context import Context, make_context, utc_now
 from schema.reader import Scope
 from service.history import export
+from service.metrics import Metrics
 from service.settings import Settings
 from service.slack import SlackCommands, SlackSettings
 from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
@@ -95,6 +97,11 @@ class MirrorGraphQL(GraphQL):
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
 
+    async def execute_single(self, **kwargs: Any) -> Any:
+        # One GraphQL operation (a batch runs several): its latency by operation name.
+        execution = super().execute_single(**kwargs)
+        return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
+
 
 class AppState:
     """What the routes share; lives as long as the app."""
@@ -113,6 +120,7 @@ class AppState:
         self.history = history
         self.scope_for = scope_for
         self.reactors: Readiness | None = None
+        self.metrics: Metrics | None = None
         self.startup_error: BaseException | None = None  # why the lifespan failed to start
         self._started = False
 
@@ -221,9 +229,14 @@ def mirror_app(
     async def start_watching() -> WatchedClusters:
         history = app.state.mirror.history
         path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
-        sinks = [history.sink] if history is not None else []
+        metrics = app.state.mirror.metrics
+        sinks = [metrics.timed_sink(history.sink)] if history is not None else []
         return await watch_clusters(
-            path, settings.clusters.contexts, store=store, sinks=sinks, lease=lease_settings()
+            path,
+            settings.clusters.contexts,
+            store=metrics.timed_store(store),
+            sinks=sinks,
+            lease=lease_settings(),
         )
 
     def lease_settings() -> Any:
@@ -239,6 +252,7 @@ def mirror_app(
         reactors=start_watching if watch else None,
         resources=resources,
         slack=slack,
+        dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
     )
     return app
 
@@ -279,11 +293,13 @@ def create_app(
     scope_for: Callable[[Any], Scope] | None = None,
     now: Callable[[], datetime] = utc_now,
     slack: SlackSettings | None = None,
+    dra_metrics: bool = True,
 ) -> Starlette:
     """The ASGI app; see the module docstring for what its lifespan owns."""
     state = AppState(
         settings, store, history, scope_for or (lambda _request: Scope.everything()), now
     )
+    state.metrics = Metrics(state, dra=dra_metrics)
     view = MirrorGraphQL(
         build_schema(settings.graphql), state=state, graphiql=settings.http.graphiql
     )
@@ -323,6 +339,7 @@ def create_app(
             WebSocketRoute("/graphql", view),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", state.metrics.endpoint, methods=["GET"]),
             # CSV exports of the history audits (they read app.state.mirror: history, scope_for)
             Route("/export/contention.csv", export.contention_csv, methods=["GET"]),
             Route("/export/idle-holders.csv", export.idle_holders_csv, methods=["GET"]),

@@ -158,6 +158,7 @@ class Reactor:
         self._watch_tasks: list[asyncio.Task[None]] = []
         self._consumer: asyncio.Task[None] | None = None
         self._log = {"cluster": self.name}
+        self.errors: dict[str, int] = {}  # kind -> failed list/watch attempts (for /metrics)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -278,6 +279,7 @@ class Reactor:
                 self.status.api_version = message.api_version  # follows a cluster upgrade
             self._mark_up(kind)
         elif isinstance(message, Failed):
+            self.errors[kind] = self.errors.get(kind, 0) + 1
             self._up.discard(kind)
             self._failing[kind] = message.error.detail()
             if isinstance(message.error, NotServed) and is_dra(kind) and kind not in self._listed:

@@ -1,0 +1,353 @@
+"""`/metrics`: Prometheus text for one app — watches, stores, the API and the DRA state.
+
+`Metrics(source)` owns a private `CollectorRegistry` (no global prometheus-client state: two apps
+in one process, as in the tests, never share a series). `source` is what the app shares with its
+routes (`service.app.AppState`): `store`, `reactors` (set once the lifespan started them),
+`history` and the clock `now`. Series (docs/operations.md, "Metrics", lists every label):
+
+* per watched cluster, read at scrape time from the process's own reactors (so each cluster
+  is reported by the one replica watching it): `dra_mirror_watch_events_total`,
+  `dra_mirror_watch_relists_total`, `dra_mirror_watch_errors_total{kind}` (failed list/watch
+  attempts), `dra_mirror_malformed_objects_total{kind}`, `dra_mirror_cluster_connected`,
+  `dra_mirror_cluster_synced`, `dra_mirror_cluster_last_event_timestamp_seconds`,
+  `dra_mirror_cluster_last_sync_timestamp_seconds`, `dra_mirror_cluster_lag_seconds` (now -
+  the newer of the last event and the last list: staleness, which also grows on a quiet
+  cluster);
+* stores: `dra_mirror_store_apply_seconds{store="state"|"history"}` (one batch handed to the
+  state store, or to the history outbox; `timed_store`/`timed_sink` wrap them),
+  `dra_mirror_history_outbox_backlog`, `dra_mirror_history_rows_written_total`,
+  `dra_mirror_history_write_retries_total`;
+* API: `dra_mirror_graphql_request_seconds{operation}` and
+  `dra_mirror_graphql_errors_total{operation}` (`timed_operation`); operation names are the
+  client's, capped at `MAX_OPERATIONS` distinct values (later ones read `other`, unnamed
+  ones `anonymous`) so a client cannot blow up the series count;
+* the DRA state (`service.metrics_dra`), when `dra=True`: computed by `refresh()` before each
+  scrape from the state store, for the clusters this process watches (all clusters of the
+  store when it watches none, e.g. a test app over a loaded store), and cached for
+  `dra_ttl` seconds — concurrent scrapes share one computation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+
+from service.metrics_dra import DraCollector, DraSnapshot
+from service.stores.protocols import StateReader
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_OPERATIONS = 200
+# Seconds: a memory-store batch takes well under a millisecond, a Redis batch a few ms, a
+# 40,000-object initial list seconds.
+APPLY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+_OPERATION = re.compile(r"\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,99}")
+
+
+class MetricsSource(Protocol):
+    store: StateReader
+    reactors: Any
+    history: Any
+    now: Callable[[], datetime]
+
+
+def watched_reactors(watchers: Any) -> dict[str, Any] | None:
+    """The reactors by cluster name of a watcher group (`Reactors`, `LeasedReactors`, or the
+    app's `WatchedClusters` around them); None when there is no such group."""
+    group = getattr(watchers, "reactors", watchers)
+    by_name = getattr(group, "by_name", None)
+    return dict(by_name) if isinstance(by_name, dict) else None
+
+
+def _timestamp(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+class WatchCollector:
+    """Per-cluster watch figures, read from the reactors' `ClusterStatus` at scrape time."""
+
+    def __init__(self, source: MetricsSource) -> None:
+        self.source = source
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        reactors = watched_reactors(self.source.reactors) or {}
+        now = self.source.now().timestamp()
+        per_cluster = ["cluster"]
+        per_kind = ["cluster", "kind"]
+        events = CounterMetricFamily(
+            "dra_mirror_watch_events", "Watch events applied.", labels=per_cluster
+        )
+        relists = CounterMetricFamily(
+            "dra_mirror_watch_relists", "Lists after the first one of a kind.", labels=per_cluster
+        )
+        errors = CounterMetricFamily(
+            "dra_mirror_watch_errors", "Failed list or watch attempts.", labels=per_kind
+        )
+        malformed = CounterMetricFamily(
+            "dra_mirror_malformed_objects", "Objects skipped as malformed.", labels=per_kind
+        )
+        connected = GaugeMetricFamily(
+            "dra_mirror_cluster_connected", "1 while the watches are up.", labels=per_cluster
+        )
+        synced = GaugeMetricFamily(
+            "dra_mirror_cluster_synced", "1 once every kind was listed.", labels=per_cluster
+        )
+        last_event = GaugeMetricFamily(
+            "dra_mirror_cluster_last_event_timestamp_seconds",
+            "When the last watch event was applied (Unix time).",
+            labels=per_cluster,
+        )
+        last_sync = GaugeMetricFamily(
+            "dra_mirror_cluster_last_sync_timestamp_seconds",
+            "When the last complete list was applied (Unix time).",
+            labels=per_cluster,
+        )
+        lag = GaugeMetricFamily(
+            "dra_mirror_cluster_lag_seconds",
+            "Seconds since the last event or list was applied.",
+            labels=per_cluster,
+        )
+        for name in sorted(reactors):
+            reactor = reactors[name]
+            status = reactor.status
+            events.add_metric([name], status.events)
+            relists.add_metric([name], status.relists)
+            for kind, count in sorted(getattr(reactor, "errors", {}).items()):
+                errors.add_metric([name, kind], count)
+            for kind, count in sorted(status.malformed.items()):
+                malformed.add_metric([name, kind], count)
+            connected.add_metric([name], int(status.connected))
+            synced.add_metric([name], int(status.synced))
+            event_at = _timestamp(status.last_event_at)
+            sync_at = _timestamp(status.last_sync_at)
+            if event_at is not None:
+                last_event.add_metric([name], event_at)
+            if sync_at is not None:
+                last_sync.add_metric([name], sync_at)
+            newest = max((t for t in (event_at, sync_at) if t is not None), default=None)
+            if newest is not None:
+                lag.add_metric([name], max(0.0, now - newest))
+        yield from (events, relists, errors, malformed, connected, synced, last_event, last_sync)
+        yield lag
+
+
+class HistoryCollector:
+    """The history writer's counters (the backlog is a gauge set by `Metrics.refresh`)."""
+
+    def __init__(self, source: MetricsSource) -> None:
+        self.source = source
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        stats = getattr(getattr(self.source.history, "writer", None), "stats", None)
+        if stats is None:
+            return
+        rows = CounterMetricFamily(
+            "dra_mirror_history_rows_written", "Rows written to the history database."
+        )
+        rows.add_metric([], stats.rows)
+        retries = CounterMetricFamily(
+            "dra_mirror_history_write_retries", "History writes retried (database unreachable)."
+        )
+        retries.add_metric([], stats.retries)
+        yield from (rows, retries)
+
+
+class Metrics:
+    """One app's metrics; see the module docstring."""
+
+    def __init__(
+        self,
+        source: MetricsSource,
+        *,
+        dra: bool = True,
+        dra_ttl: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.source = source
+        self.dra_enabled = dra
+        self.dra_ttl = dra_ttl
+        self.clock = clock
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.store_apply = Histogram(
+            "dra_mirror_store_apply_seconds",
+            "Seconds to hand one batch of changes to a store.",
+            ["store"],
+            buckets=APPLY_BUCKETS,
+            registry=self.registry,
+        )
+        self.graphql_seconds = Histogram(
+            "dra_mirror_graphql_request_seconds",
+            "Seconds to answer one GraphQL operation (parse, validate, execute).",
+            ["operation"],
+            buckets=REQUEST_BUCKETS,
+            registry=self.registry,
+        )
+        self.graphql_errors = Counter(
+            "dra_mirror_graphql_errors",
+            "GraphQL operations answered with errors.",
+            ["operation"],
+            registry=self.registry,
+        )
+        self.backlog = Gauge(
+            "dra_mirror_history_outbox_backlog",
+            "History outbox entries not yet written to SQL.",
+            registry=self.registry,
+        )
+        self.snapshot_seconds = Gauge(
+            "dra_mirror_state_snapshot_seconds",
+            "Seconds the last computation of the DRA series took.",
+            registry=self.registry,
+        )
+        self.snapshot_errors = Counter(
+            "dra_mirror_state_snapshot_errors",
+            "DRA series computations that failed (the state store did not answer).",
+            registry=self.registry,
+        )
+        self.registry.register(WatchCollector(source))
+        self.registry.register(HistoryCollector(source))
+        self.dra = DraCollector()
+        if dra:
+            self.registry.register(self.dra)
+        self._operations: set[str] = set()
+        self._dra_at = float("-inf")
+        self._dra_lock = asyncio.Lock()
+
+    # --- scraping ---------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Bring the values prometheus-client cannot await up to date (backlog, DRA state)."""
+        outbox = getattr(self.source.history, "outbox", None)
+        if outbox is not None:
+            try:
+                self.backlog.set(await outbox.backlog())
+            except Exception as error:  # a Redis outbox that does not answer: keep the last value
+                log.warning("metrics: outbox backlog unavailable: %s", error)
+        if self.dra_enabled:
+            await self._refresh_dra()
+
+    async def _refresh_dra(self) -> None:
+        async with self._dra_lock:  # scrapes arriving together share one computation
+            if self.clock() - self._dra_at < self.dra_ttl:
+                return
+            started = time.perf_counter()
+            try:
+                reactors = watched_reactors(self.source.reactors)
+                if reactors is not None:
+                    clusters = list(reactors)
+                else:
+                    clusters = [status.name for status in await self.source.store.clusters()]
+                snapshot = await DraSnapshot.read(
+                    self.source.store, clusters, now=self.source.now()
+                )
+            except Exception as error:
+                # No figures rather than stale ones: a gap in the graph says what happened.
+                log.warning("metrics: DRA state unavailable: %s", error)
+                self.snapshot_errors.inc()
+                snapshot = DraSnapshot()
+            self.dra.snapshot = snapshot
+            self.snapshot_seconds.set(time.perf_counter() - started)
+            self._dra_at = self.clock()
+
+    async def endpoint(self, _request: Request) -> Response:
+        """`GET /metrics`: the Prometheus text format."""
+        await self.refresh()
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+
+    # --- instruments the app wires in ---------------------------------------------------------
+
+    def operation_label(self, operation_name: str | None, query: str | None) -> str:
+        name = operation_name
+        if not name and query:
+            found = _OPERATION.search(query)
+            name = found.group(1) if found else None
+        if not name or not _NAME.fullmatch(name):
+            return "anonymous"
+        if name not in self._operations:
+            if len(self._operations) >= MAX_OPERATIONS:
+                return "other"
+            self._operations.add(name)
+        return name
+
+    async def timed_operation(self, request_data: Any, execution: Awaitable[T]) -> T:
+        """Await one GraphQL operation's execution, observing its latency and errors."""
+        label = self.operation_label(
+            getattr(request_data, "operation_name", None), getattr(request_data, "query", None)
+        )
+        started = time.perf_counter()
+        failed = True
+        try:
+            result = await execution
+            failed = bool(getattr(result, "errors", None))
+            return result
+        finally:
+            self.graphql_seconds.labels(operation=label).observe(time.perf_counter() - started)
+            if failed:
+                self.graphql_errors.labels(operation=label).inc()
+
+    def timed_store(self, store: Any) -> TimedStore:
+        return TimedStore(store, self.store_apply.labels(store="state").observe)
+
+    def timed_sink(self, sink: Any) -> TimedSink:
+        return TimedSink(sink, self.store_apply.labels(store="history").observe)
+
+
+class TimedStore:
+    """The state store with `apply` timed; every other attribute is the store's own."""
+
+    def __init__(self, store: Any, observe: Callable[[float], None]) -> None:
+        self._store = store
+        self._observe = observe
+
+    async def apply(self, changes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await self._store.apply(changes)
+        finally:
+            self._observe(time.perf_counter() - started)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+class TimedSink:
+    """A change sink (the history outbox's) timed; its hooks (`cluster_started`…) pass through."""
+
+    def __init__(self, sink: Any, observe: Callable[[float], None]) -> None:
+        self._sink = sink
+        self._observe = observe
+
+    async def __call__(self, changes: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await self._sink(changes)
+        finally:
+            self._observe(time.perf_counter() - started)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sink, name)

@@ -1,0 +1,313 @@
+"""DRA state as Prometheus series, computed at scrape time from the state store.
+
+Grafana should not need GraphQL to draw "GPUs free per class" or "claims waiting": this module
+reads the state store (memory or Redis, the same `StateReader` the API reads) and turns it into
+series named as kube-state-metrics names its DRA metrics, each with a `cluster` label, plus our
+own derived ones (docs/operations.md, "Metrics", lists every name and label):
+
+    kube_deviceclass_info{cluster,deviceclass,extended_resource_name}            1
+    kube_resourceslice_devices_total{cluster,resourceslice,driver,pool,node}     devices
+    kube_resourceclaim_info{cluster,namespace,resourceclaim,uid,origin}          1
+    kube_resourceclaim_status_allocated{cluster,namespace,resourceclaim}         0|1
+    kube_resourceclaim_status_reserved{cluster,namespace,resourceclaim}          0|1
+    kube_pod_resourceclaim_info{cluster,namespace,pod,pod_claim,resourceclaim,template}  1
+    dra_mirror_devices{cluster,class,status}                                     devices
+    dra_mirror_claims{cluster,state}                                             claims
+    dra_mirror_claim_pending_seconds{cluster}                                    histogram
+    dra_mirror_idle_held_devices{cluster}                                        devices
+
+Promises:
+
+* every read is batched: per cluster one `list` per kind, one `list_devices`, one
+  `device_status` (or one `DEVICE_ALLOCATIONS` lookup) and one `idle_since` call, whatever
+  the number of objects;
+* a device's classes are the DeviceClasses of its cluster whose CEL selectors all accept it
+  (`service.diagnostics.cel`, the code `explainClaim` and the graph use); a device that no
+  class accepts is counted under `class=""`, and one accepted by two classes counts in both;
+  a selector that does not compile or evaluate means "not in that class" (the graph does the
+  same; `explainClaim` is where selector errors are reported);
+* `dra_mirror_devices` counts the devices of the valid generation of each pool (the
+  inventory); `kube_resourceslice_devices_total` counts what each slice publishes;
+* `dra_mirror_claim_pending_seconds` is the age (now - creationTimestamp) of the claims that are
+  pending NOW, as a histogram of that moment: read its buckets directly
+  (`histogram_quantile(0.9, dra_mirror_claim_pending_seconds_bucket)`), never through `rate()`;
+* `dra_mirror_idle_held_devices` counts distinct devices held by idle claims (allocated, no
+  consumer pod Running: the model's `idle_since`).
+
+`DraSnapshot.read(store, clusters, now=...)` computes it; `DraCollector` serves the cached
+snapshot to prometheus-client (whose collectors cannot await), see `service.metrics`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
+
+from service.diagnostics.cel import SelectorError, compile_selector
+from service.model import inventory
+from service.model.records import (
+    DEVICE_CLASS,
+    PENDING,
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    SliceRecord,
+)
+from service.stores.protocols import Relation, StateReader
+
+log = logging.getLogger(__name__)
+
+# Upper bounds of the pending-age buckets, seconds: a starting pod's claim is allocated within
+# seconds; minutes mean contention; hours mean a claim nothing can satisfy.
+PENDING_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
+                   21600.0, 86400.0)  # fmt: skip
+
+CLAIM_STATES = ("pending", "allocated", "reserved", "deleting")
+DEVICE_STATUSES = ("free", "held", "shared", "blocked")
+
+
+@dataclass
+class ClusterFigures:
+    """Everything one cluster contributes to the DRA series (label values already strings)."""
+
+    classes: list[tuple[str, str]] = field(default_factory=list)  # (name, extended resource)
+    slices: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    claims: list[tuple[str, str, str, str, bool, bool]] = field(default_factory=list)
+    pod_claims: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    devices: Counter[tuple[str, str]] = field(default_factory=Counter)  # (class, status)
+    claim_states: Counter[str] = field(default_factory=Counter)
+    pending_ages: list[float] = field(default_factory=list)
+    idle_held_devices: int = 0
+
+
+@dataclass
+class DraSnapshot:
+    """The DRA figures of some clusters at one moment."""
+
+    clusters: dict[str, ClusterFigures] = field(default_factory=dict)
+
+    @classmethod
+    async def read(
+        cls, store: StateReader, clusters: Iterable[str], *, now: datetime
+    ) -> DraSnapshot:
+        snapshot = cls()
+        for cluster in sorted(set(clusters)):
+            snapshot.clusters[cluster] = await _read_cluster(store, cluster, now)
+        return snapshot
+
+
+async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> ClusterFigures:
+    figures = ClusterFigures()
+    classes = [r for r in await store.list(DEVICE_CLASS, cluster=cluster)]
+    for device_class in classes:
+        assert isinstance(device_class, DeviceClassRecord)
+        figures.classes.append((device_class.meta.name, device_class.extended_resource_name or ""))
+    for record in await store.list(RESOURCE_SLICE, cluster=cluster):
+        assert isinstance(record, SliceRecord)
+        figures.slices.append(
+            (record.meta.name, record.driver, record.pool.name, record.node_name or "",
+             len(record.devices))
+        )  # fmt: skip
+    claims: list[ClaimRecord] = await store.list(RESOURCE_CLAIM, cluster=cluster)  # type: ignore[assignment]
+    for claim in claims:
+        meta = claim.meta
+        figures.claims.append(
+            (meta.namespace, meta.name, meta.uid, claim.origin,
+             claim.allocation is not None, bool(claim.reserved_for))
+        )  # fmt: skip
+        figures.claim_states[claim.state] += 1
+        if claim.state == PENDING and meta.created_at:
+            figures.pending_ages.append(_age(meta.created_at, now))
+    for pod in await store.list(POD, cluster=cluster):
+        assert isinstance(pod, PodRecord)
+        for entry in pod.claims:
+            if entry.claim_name is None and entry.template_name is None:
+                continue  # references neither a claim nor a template (as kube-state-metrics)
+            figures.pod_claims.append(
+                (pod.meta.namespace, pod.meta.name, entry.name, entry.claim_name or "",
+                 entry.template_name or "")
+            )  # fmt: skip
+    entries = await store.list_devices(cluster=cluster)
+    statuses = await _statuses(store, entries)
+    for entry, status in zip(entries, statuses, strict=True):
+        names = [c.meta.name for c in classes if _accepts(c, entry)] or [""]  # type: ignore[union-attr]
+        for name in names:
+            figures.devices[(name, status)] += 1
+    figures.idle_held_devices = await _idle_held_devices(store, claims)
+    return figures
+
+
+def _age(created_at: str, now: datetime) -> float:
+    try:
+        created = datetime.fromisoformat(created_at)
+    except ValueError:
+        return 0.0
+    return max(0.0, (now - created).total_seconds())
+
+
+def _accepts(device_class: Any, entry: DeviceEntry) -> bool:
+    """Do all of the class's selectors accept the device? (failures: no)"""
+    for expression in device_class.selectors:
+        try:
+            if not compile_selector(expression).matches(entry.device, entry.key.driver):
+                return False
+        except SelectorError:
+            return False
+    return True
+
+
+async def _statuses(store: StateReader, entries: Sequence[DeviceEntry]) -> list[str]:
+    """free | held | shared | blocked per device, in one store call when the store keeps them
+    derived (memory, Redis); otherwise from the holders alone (blocked partitions read free)."""
+    keys = [entry.key for entry in entries]
+    found: list[str | None] = [None] * len(keys)
+    device_status = getattr(store, "device_status", None)
+    if device_status is not None and keys:
+        found = await device_status(keys)
+    missing = [i for i, status in enumerate(found) if status is None]
+    if missing:
+        holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
+        for i, hold in zip(missing, holds, strict=True):
+            found[i] = inventory.device_status(entries[i], hold)
+    return found  # type: ignore[return-value]
+
+
+async def _idle_held_devices(store: StateReader, claims: Sequence[ClaimRecord]) -> int:
+    allocated = [c for c in claims if c.allocation is not None]
+    if not allocated:
+        return 0
+    keys = [
+        ObjectKey(c.meta.cluster, RESOURCE_CLAIM, c.meta.namespace, c.meta.name) for c in allocated
+    ]
+    since = await store.idle_since(keys)
+    held: set[DeviceKey] = set()
+    for claim, idle in zip(allocated, since, strict=True):
+        if idle is None or claim.allocation is None:
+            continue
+        for result in claim.allocation.results:
+            held.add(DeviceKey(claim.meta.cluster, result.driver, result.pool, result.device))
+    return len(held)
+
+
+class DraCollector:
+    """A prometheus-client collector serving the snapshot most recently stored in `snapshot`."""
+
+    def __init__(self) -> None:
+        self.snapshot = DraSnapshot()
+
+    def describe(self) -> list[Metric]:
+        return []  # families depend on the data: no checks at registration time
+
+    def collect(self) -> Iterator[Metric]:
+        yield from families(self.snapshot)
+
+
+def families(snapshot: DraSnapshot) -> Iterator[Metric]:
+    gauge = GaugeMetricFamily
+    classes = gauge(
+        "kube_deviceclass_info",
+        "Information about a DeviceClass.",
+        labels=["cluster", "deviceclass", "extended_resource_name"],
+    )
+    slices = gauge(
+        "kube_resourceslice_devices_total",
+        "Devices a ResourceSlice publishes.",
+        labels=["cluster", "resourceslice", "driver", "pool", "node"],
+    )
+    claim_key = ["cluster", "namespace", "resourceclaim"]
+    info = gauge(
+        "kube_resourceclaim_info",
+        "Information about a ResourceClaim.",
+        labels=[*claim_key, "uid", "origin"],
+    )
+    allocated = gauge(
+        "kube_resourceclaim_status_allocated",
+        "Whether the ResourceClaim is allocated (1) or not (0).",
+        labels=claim_key,
+    )
+    reserved = gauge(
+        "kube_resourceclaim_status_reserved",
+        "Whether the ResourceClaim is reserved for at least one consumer (1) or not (0).",
+        labels=claim_key,
+    )
+    pod_claims = gauge(
+        "kube_pod_resourceclaim_info",
+        "A pod's reference to a ResourceClaim (spec.resourceClaims, resolved by its status).",
+        labels=["cluster", "namespace", "pod", "pod_claim", "resourceclaim", "template"],
+    )
+    devices = gauge(
+        "dra_mirror_devices",
+        'Devices of valid pools by DeviceClass (CEL selectors; "" = no class) and status.',
+        labels=["cluster", "class", "status"],
+    )
+    states = gauge(
+        "dra_mirror_claims", "ResourceClaims by state (as kubectl).", labels=["cluster", "state"]
+    )
+    pending = HistogramMetricFamily(
+        "dra_mirror_claim_pending_seconds",
+        "Age of the claims pending now (a histogram of this moment; do not rate() it).",
+        labels=["cluster"],
+    )
+    idle = gauge(
+        "dra_mirror_idle_held_devices",
+        "Devices held by idle claims (allocated, no consumer pod Running).",
+        labels=["cluster"],
+    )
+    for cluster, figures in snapshot.clusters.items():
+        for name, extended in figures.classes:
+            classes.add_metric([cluster, name, extended], 1)
+        for name, driver, pool, node, count in figures.slices:
+            slices.add_metric([cluster, name, driver, pool, node], count)
+        for namespace, name, uid, origin, is_allocated, is_reserved in figures.claims:
+            info.add_metric([cluster, namespace, name, uid, origin], 1)
+            allocated.add_metric([cluster, namespace, name], int(is_allocated))
+            reserved.add_metric([cluster, namespace, name], int(is_reserved))
+        for row in figures.pod_claims:
+            pod_claims.add_metric([cluster, *row], 1)
+        class_names = sorted(
+            {name for name, _ in figures.classes} | {c for c, _ in figures.devices}
+        )
+        for class_name in class_names:
+            for status in DEVICE_STATUSES:
+                devices.add_metric(
+                    [cluster, class_name, status], figures.devices[(class_name, status)]
+                )
+        for state in CLAIM_STATES:
+            states.add_metric([cluster, state], figures.claim_states[state])
+        pending.add_metric([cluster], *_buckets(figures.pending_ages))
+        idle.add_metric([cluster], figures.idle_held_devices)
+    yield from (
+        classes,
+        slices,
+        info,
+        allocated,
+        reserved,
+        pod_claims,
+        devices,
+        states,
+        pending,
+        idle,
+    )
+
+
+def _buckets(ages: Sequence[float]) -> tuple[list[tuple[str, float]], float]:
+    ordered = sorted(ages)
+    buckets = [
+        (floatToGoString(bound), bisect.bisect_right(ordered, bound)) for bound in PENDING_BUCKETS
+    ]
+    buckets.append(("+Inf", len(ordered)))
+    return buckets, sum(ordered)  # type: ignore[return-value]
