@@ -1,0 +1,256 @@
+"""explainClaim through the app over a small record world in a real MemoryStore (raw v1 objects
+normalized by the model and applied as `Changes`, as the reactor does): the verdicts the
+simulator cannot stage (an allocated claim whose pod lacks CPU on its node, a selector that does
+not compile, deletion pending), and the allocation ledger kept in step as claims are allocated,
+released and deleted between questions — without rebuilding it until the inventory changes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from service.app import create_app
+from service.diagnosis import ledgers_for
+from service.model.changes import Changes
+from service.model.normalize import normalize
+from service.settings import Settings
+from service.stores.memory import MemoryStore
+from service.stores.protocols import ClusterStatus
+from tests.diagnostics_api.conftest import EXPLAIN
+
+CLUSTER = "lab"
+AT = "2026-11-30T00:00:00Z"
+GPU_CLASS = "device.driver == 'gpu.nvidia.com'"
+
+
+def node(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": {}},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": "64Gi"},
+            "allocatable": {"cpu": cpu, "memory": "64Gi"},
+        },
+    }
+
+
+def device_class(name: str, expression: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def gpu_slice(node_name: str, count: int, generation: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-gpus", "uid": f"uid-{node_name}-gpus"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node_name,
+            "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"gpu-{i}",
+                    "attributes": {"productName": {"string": "NVIDIA H200"}},
+                    "capacity": {"memory": {"value": "143771Mi"}},
+                }
+                for i in range(count)
+            ],
+        },
+    }
+
+
+def claim(
+    name: str,
+    *,
+    selectors: tuple[str, ...] = (),
+    device: tuple[str, str] | None = None,
+    users: tuple[str, ...] = (),
+    deleting: bool = False,
+) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com"}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    body: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+    }
+    if deleting:
+        body["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:01Z"
+        body["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    if device is not None:
+        pool, name_ = device
+        body["status"] = {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "gpu",
+                            "driver": "gpu.nvidia.com",
+                            "pool": pool,
+                            "device": name_,
+                        }
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [pool]}
+                            ]
+                        }
+                    ]
+                },
+            },
+            "reservedFor": [{"resource": "pods", "name": u, "uid": f"uid-{u}"} for u in users],
+        }
+    return body
+
+
+def pod(
+    name: str, claim_name: str, *, phase: str, node_name: str | None, cpu: str
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "cuda",
+                "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "gpu"}]},
+            }
+        ],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def records(*objects: dict[str, Any]) -> list[Any]:
+    return [normalize(o["kind"], o, cluster=CLUSTER) for o in objects]
+
+
+@pytest.fixture
+async def lab() -> AsyncIterator[tuple[MemoryStore, httpx.AsyncClient]]:
+    store = MemoryStore()
+    await store.apply(
+        Changes(
+            cluster=CLUSTER,
+            at=AT,
+            upserts=records(
+                node("n1", "8"),
+                device_class("gpu.nvidia.com", GPU_CLASS),
+                gpu_slice("n1", 2),
+                # n1 runs a batch pod asking for 7 CPUs; "trainer" holds gpu-0 and wants 2 more.
+                pod("batch", "none", phase="Running", node_name="n1", cpu="7"),
+                claim("trainer", device=("n1", "gpu-0"), users=("trainer",)),
+                pod("trainer", "trainer", phase="Pending", node_name=None, cpu="2"),
+                claim("typo", selectors=("device.attributes['gpu.nvidia.com'].productName ==",)),
+                claim("leaving", deleting=True),
+                claim("waiting"),
+            ),
+        )
+    )
+    await store.set_status(ClusterStatus(name=CLUSTER, connected=True, synced=True))
+    app = create_app(Settings(), store=store)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            yield store, http
+
+
+async def explain(http: httpx.AsyncClient, name: str) -> dict[str, Any]:
+    response = await http.post(
+        "/graphql",
+        json={"query": EXPLAIN, "variables": {"cluster": CLUSTER, "namespace": "ml", "name": name}},
+    )
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]["explainClaim"]
+
+
+async def test_allocated_but_the_pod_lacks_cpu_on_the_node(lab) -> None:
+    _, http = lab
+    d = await explain(http, "trainer")
+    assert (d["state"], d["verdict"]) == ("reserved", "NODE_RESOURCES")
+    assert d["message"] == (
+        "the claim is allocated on n1, but pod trainer is Pending: the node lacks cpu "
+        "(9 requested with the pods already there, 8 allocatable)"
+    )
+    assert {c["name"]: c["ok"] for c in d["checks"]} == {
+        "allocated": True,
+        "node": True,
+        "devices": True,
+        "consumers": True,
+        "running": False,
+    }
+
+
+async def test_a_selector_that_does_not_compile(lab) -> None:
+    _, http = lab
+    d = await explain(http, "typo")
+    assert d["verdict"] == "SELECTOR_ERROR"
+    [r] = d["requests"]
+    [error] = r["selectorErrors"]
+    assert error["expression"] == "device.attributes['gpu.nvidia.com'].productName =="
+    assert "Syntax error" in error["message"]
+    assert d["message"].startswith("request gpu: a selector failed: ")
+
+
+async def test_deletion_pending(lab) -> None:
+    _, http = lab
+    d = await explain(http, "leaving")
+    assert d["verdict"] == "DELETING"
+    assert d["message"] == (
+        "deletion requested at 2026-11-30T00:00:01Z; finalizers: "
+        "resource.kubernetes.io/delete-protection"
+    )
+
+
+async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
+    store, http = lab
+    ledgers = ledgers_for(store)
+    first = await explain(http, "waiting")
+    assert first["verdict"] == "ALLOCATABLE" and "on node n1" in first["message"]
+    builds = ledgers.builds
+    # Someone takes the last free GPU: the next question sees every GPU held.
+    [taker] = records(claim("taker", device=("n1", "gpu-1")))
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    held = await explain(http, "waiting")
+    assert held["verdict"] == "ALL_HELD"
+    assert [h["claim"]["name"] for h in held["holders"]] == ["taker", "trainer"]
+    # Both idle: the taker has no pod, the trainer's pod is Pending.
+    assert [(h["idle"], [p["name"] for p in h["pods"]]) for h in held["holders"]] == [
+        (True, []),
+        (True, ["trainer"]),
+    ]
+    # The taker is deleted: free again.
+    await store.apply(Changes(cluster=CLUSTER, at=AT, deletes=[taker]))
+    assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
+    # The trainer's claim is deallocated: both GPUs free.
+    [released] = records(claim("trainer"))
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[released]))
+    again = await explain(http, "trainer")
+    assert again["verdict"] == "ALLOCATABLE"
+    assert ledgers.builds == builds  # all of it by commit/release, no rebuild
+    # A new generation of the slice (a third GPU) changes the inventory: rebuilt once.
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=records(gpu_slice("n1", 3, 2))))
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
+    assert ledgers.builds == builds + 1
