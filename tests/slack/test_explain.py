@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import schema as graph
+from service.slack.blocks import escape
 from service.slack.commands import answer
 from service.slack.endpoint import in_process
 from service.slack.explain import ExplainUnavailable, ask_explain
@@ -46,8 +47,13 @@ async def test_explain_as_a_slack_message():
 async def test_explain_through_the_app(slack):
     reply = await slack.command("explain team-b/job-1-gpu-fghij")
     if "explainClaim" in graph.print_sdl():
+        query = """{ explainClaim(cluster: "east", namespace: "team-b", name: "job-1-gpu-fghij")
+                     { verdict message } }"""
+        direct = (await slack.http.post("/graphql", json={"query": query})).json()["data"]
+        verdict, message = direct["explainClaim"]["verdict"], direct["explainClaim"]["message"]
         body = "\n".join(texts(reply))
-        assert "*team-b/job-1-gpu-fghij* in east:" in body
+        assert f"*team-b/job-1-gpu-fghij* in east: `{verdict}`\n" in body
+        assert message and escape(message) in reply["blocks"][0]["text"]["text"]
     else:
         assert reply["text"] == "this server has no explainClaim (diagnostics not installed)"
         with pytest.raises(ExplainUnavailable):
