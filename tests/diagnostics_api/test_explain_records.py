@@ -243,11 +243,12 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     # The taker is deleted: free again.
     await store.apply(Changes(cluster=CLUSTER, at=AT, deletes=[taker]))
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
-    # The trainer's claim is deallocated: both GPUs free.
+    # The trainer's claim is deallocated: its GPU is free, but its pod has no room on n1.
     [released] = records(claim("trainer"))
     await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[released]))
     again = await explain(http, "trainer")
-    assert again["verdict"] == "ALLOCATABLE"
+    assert (again["state"], again["verdict"]) == ("pending", "NODE_RESOURCES")
+    assert again["message"].startswith("devices are free on node n1, but pod trainer does not fit")
     assert ledgers.builds == builds  # all of it by commit/release, no rebuild
     # A new generation of the slice (a third GPU) changes the inventory: rebuilt once.
     await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=records(gpu_slice("n1", 3, 2))))
