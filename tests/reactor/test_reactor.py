@@ -187,8 +187,8 @@ async def test_deletions_while_disconnected_become_deletes(
             assert {t.device for t in disappeared} == {"gpu-0", "gpu-1"}
             assert await mirrored(store, "east") == all_truth(world)
             assert calls[0][:2] == ("started", "east") and calls[1] == ("changes",)
-            [gap] = [c for c in calls if c[0] == "gap"]
-            assert gap[1] == "east" and gap[2] < gap[3]
+            gaps = [c for c in calls if c[0] == "gap"]
+            assert gaps and all(g[1] == "east" and g[2] <= g[3] for g in gaps)
 
             async def pushed() -> bool:
                 [status] = await store.clusters()
