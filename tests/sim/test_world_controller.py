@@ -7,7 +7,7 @@ import pytest
 
 from service.model.records import DELETE_PROTECTION_FINALIZER
 from service.sim.churn import ChurnShape, ChurnSpec, schedule
-from service.sim.controller import generate_name
+from service.sim.claim_controller import generate_name
 from service.sim.generate import pod_object
 from service.sim.scenario import World, build_world, load_scenario, parse_scenario
 from service.sim.store import ClusterStore

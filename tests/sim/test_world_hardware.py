@@ -14,7 +14,7 @@ from service.diagnostics.placement import allocate
 from service.model.normalize import normalize
 from service.model.records import Allocation, ClaimRecord, ObjectKey
 from service.sim import hardware
-from service.sim.controller import device_entries
+from service.sim.scheduler import device_entries
 from service.sim.store import ClusterStore
 
 H200_GROUP = [hardware.DeviceGroup("nvidia-h200", 1)]
