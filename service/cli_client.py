@@ -28,14 +28,13 @@ import click
 import httpx
 import orjson
 
+from service.slack.holdings import HoldingRow, ask_who_holds
 from service.slack.questions import (
     Ask,
-    HoldingRow,
     QuestionError,
     ask_free,
     ask_idle,
     ask_waiting,
-    ask_who_holds,
 )
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"

@@ -4,6 +4,7 @@
     endpoint   POST /slack/commands: signature check, answer in 3 s or post to response_url
     commands   the command text parsed and answered
     questions  the GraphQL documents and the rows they give (shared with the CLI client)
+    holdings   who-holds: whoHolds as rows, holding since from history
     explain    explainClaim asked through introspection (its shape belongs to diagnostics)
     blocks     Block Kit rendering
 

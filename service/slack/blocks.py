@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .explain import Explanation
-from .questions import Claims, Free, HoldingRow, WhoHolds
+from .holdings import HoldingRow, WhoHolds
+from .questions import Claims, Free
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000  # a section's text

@@ -16,13 +16,13 @@ from datetime import datetime
 
 from . import blocks
 from .explain import ask_explain
+from .holdings import ask_who_holds
 from .questions import (
     Ask,
     QuestionError,
     ask_free,
     ask_idle,
     ask_waiting,
-    ask_who_holds,
     read_scope,
 )
 

@@ -1,11 +1,13 @@
 """The questions on-call people ask ("who holds GPU X?"), as GraphQL documents and plain rows.
 
 One place for both front ends: the Slack endpoint runs these documents against the app's own
-schema in-process, the `dra-mirror who-holds|free|waiting|idle|explain` commands send the same
+schema in-process, the `dra-mirror who-holds|free|waiting|idle` commands send the same
 documents to a running server's `/graphql`. Each `ask_*` takes an `Ask` (a document and its
 variables in, the `data` out; a GraphQL error raises `QuestionError`) and returns a dataclass of
 rows, which `service.slack.blocks` renders as Block Kit and `service.cli_client` as a table or
 JSON (`dataclasses.asdict`).
+
+`who-holds` lives in `service.slack.holdings`, `explain` in `service.slack.explain`.
 
 Promises: no second query layer (every fact comes from the graph); rows are sorted so answers
 are stable; long lists are cut at `limit` rows with the full count kept beside them.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 Ask = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
@@ -27,29 +28,6 @@ MAX_PAGES = 20  # 10,000 claims: beyond that a chat answer is not the right tool
 class QuestionError(Exception):
     """The graph refused the question (bad argument, history off, server unreachable...)."""
 
-
-WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
-  whoHolds(device: $device, cluster: $cluster) {
-    cluster request shareID since
-    device { driver pool name uuid nodeName attributes }
-    claim { namespace name origin state idle idleSince }
-    pods { namespace name phase }
-  }
-}"""
-
-# What an ambiguous answer lists; a bare name on a 5,000-node cluster matches 5,000 held
-# devices, and the full document above costs ~4 s for them, this one ~1 s.
-WHO_HOLDS_BRIEF = """query WhoHoldsBrief($device: String!, $cluster: String) {
-  whoHolds(device: $device, cluster: $cluster) {
-    cluster shareID device { driver pool name uuid nodeName } claim { namespace name }
-  }
-}"""
-
-HELD_SINCE = """query HeldSince($device: String!, $cluster: String, $at: DateTime!) {
-  whoHeld(device: $device, at: $at, cluster: $cluster) {
-    cluster driver pool device namespace claim since
-  }
-}"""
 
 CLUSTERS_AND_CLASSES = "query Names { clusters { name } deviceClasses { name } }"
 
@@ -87,127 +65,6 @@ def model_of(attributes: Mapping[str, Any] | None) -> str | None:
             if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
                 return str(value)
     return None
-
-
-@dataclass
-class HoldingRow:
-    """One claim holding one device (a share of it, for a shared device)."""
-
-    cluster: str
-    node: str | None
-    device: str
-    driver: str
-    pool: str
-    uuid: str | None
-    model: str | None
-    claim: str  # namespace/name
-    origin: str  # TEMPLATE, EXTENDED_RESOURCE or MANUAL
-    state: str
-    pods: list[str]  # namespace/name (phase) of the consumer pods
-    since: str | None  # allocated at (API server), else when history saw it allocated
-    idle: bool
-    idle_since: str | None
-    share_id: str | None = None
-
-    @property
-    def device_ref(self) -> tuple[str, str, str, str]:
-        return (self.cluster, self.driver, self.pool, self.device)
-
-
-@dataclass
-class WhoHolds:
-    spec: str
-    cluster: str | None
-    holdings: list[HoldingRow]
-    detailed: bool = True  # False: an ambiguous answer with only device, cluster and claim
-
-    @property
-    def devices(self) -> list[tuple[str, str, str, str]]:
-        return list(dict.fromkeys(h.device_ref for h in self.holdings))
-
-    @property
-    def ambiguous(self) -> bool:
-        return len(self.devices) > 1
-
-
-async def ask_who_holds(
-    ask: Ask,
-    spec: str,
-    cluster: str | None = None,
-    *,
-    history: bool = True,
-    brief_when_ambiguous: bool = False,
-) -> WhoHolds:
-    """The holders of the devices `spec` names; `history=False` when the server is known to
-    have no history (then `since` is only what the API server says).
-
-    `brief_when_ambiguous` (chat, where only a list of candidates is shown): ask for the
-    candidates first, in a light document, and for the details only when one device matched."""
-    wanted, where = spec, cluster
-    if brief_when_ambiguous:
-        data = await ask(WHO_HOLDS_BRIEF, {"device": spec, "cluster": cluster})
-        brief = WhoHolds(spec, cluster, [_brief_row(h) for h in data["whoHolds"]], detailed=False)
-        if brief.ambiguous or not brief.holdings:
-            return brief
-        where, driver, pool, device = brief.devices[0]
-        wanted = f"{driver}/{pool}/{device}"  # exactly the one device, whatever `spec` was
-    data = await ask(WHO_HOLDS, {"device": wanted, "cluster": where})
-    rows = [_row(h) for h in data["whoHolds"]]
-    if history and any(r.since is None for r in rows):
-        await _since_from_history(ask, wanted, where, rows)
-    return WhoHolds(spec=spec, cluster=cluster, holdings=rows)
-
-
-def _brief_row(h: Mapping[str, Any]) -> HoldingRow:
-    d, c = h["device"], h["claim"]
-    return HoldingRow(
-        cluster=h["cluster"], node=d["nodeName"], device=d["name"], driver=d["driver"],
-        pool=d["pool"], uuid=d["uuid"], model=None, claim=f"{c['namespace']}/{c['name']}",
-        origin="", state="", pods=[], since=None, idle=False, idle_since=None,
-        share_id=h["shareID"],
-    )  # fmt: skip
-
-
-def _row(h: Mapping[str, Any]) -> HoldingRow:
-    d, c = h["device"], h["claim"]
-    return HoldingRow(
-        cluster=h["cluster"],
-        node=d["nodeName"],
-        device=d["name"],
-        driver=d["driver"],
-        pool=d["pool"],
-        uuid=d["uuid"],
-        model=model_of(d["attributes"]),
-        claim=f"{c['namespace']}/{c['name']}",
-        origin=c["origin"],
-        state=c["state"],
-        pods=[f"{p['namespace']}/{p['name']} ({p['phase']})" for p in h["pods"]],
-        since=h["since"],
-        idle=c["idle"],
-        idle_since=c["idleSince"],
-        share_id=h["shareID"],
-    )
-
-
-async def _since_from_history(
-    ask: Ask, spec: str, cluster: str | None, rows: list[HoldingRow]
-) -> None:
-    """Fill `since` from history where the API server gave no allocationTimestamp (before
-    Kubernetes 1.34 it never does). No history configured: `since` stays unknown."""
-    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        data = await ask(HELD_SINCE, {"device": spec, "cluster": cluster, "at": at})
-    except QuestionError:
-        return
-    seen = {
-        (a["cluster"], a["driver"], a["pool"], a["device"], f"{a['namespace']}/{a['claim']}"): a[
-            "since"
-        ]
-        for a in data.get("whoHeld") or []
-    }
-    for row in rows:
-        if row.since is None:
-            row.since = seen.get((*row.device_ref, row.claim))
 
 
 @dataclass

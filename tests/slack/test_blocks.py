@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from service.slack import blocks
-from service.slack.questions import ClaimRow, Claims, DeviceRow, Free, HoldingRow, WhoHolds
+from service.slack.holdings import HoldingRow, WhoHolds
+from service.slack.questions import ClaimRow, Claims, DeviceRow, Free
 
 
 def within_limits(message: dict) -> None:
