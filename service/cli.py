@@ -24,6 +24,7 @@ import contextlib
 import importlib
 import importlib.util
 import inspect
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ import click
 
 from service.logs import configure_logging
 from service.settings import Settings, SettingsError
+
+SHUTDOWN_GRACE = 5.0
+"""Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
+cancelled; then the watches stop and history drains (Kubernetes waits 30 s by default)."""
 
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -59,9 +64,43 @@ def build_settings(ctx: click.Context, **flags: Any) -> Settings:
 
 
 def run(coro: Any) -> None:
-    """Run until done or Ctrl-C, which ends the program quietly."""
+    """Run until done, Ctrl-C or SIGTERM; either signal ends the program quietly, exit 0.
+
+    Under uvicorn (serve, watch, demo) uvicorn takes both signals while it serves and shuts
+    down gracefully: it stops accepting, gives open requests `SHUTDOWN_GRACE` seconds, and runs
+    the app's lifespan shutdown — the watches stop and their last batches reach the state store,
+    history drains, leases are released, stores close. uvicorn then raises the signal again
+    with the previous handler, ours: for SIGTERM that cancels what is left of `coro` instead of
+    letting the default action kill the process with status 143. Elsewhere (sim) SIGTERM
+    cancels `coro` like Ctrl-C, so its cleanup runs."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(coro)
+        asyncio.run(_until_terminated(coro))
+
+
+async def _until_terminated(coro: Any) -> None:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    terminated = False
+
+    def on_sigterm(_signum: int, _frame: Any) -> None:
+        # signal.signal, not loop.add_signal_handler: uvicorn installs its own handlers with
+        # signal.signal and restores ours afterwards; a loop handler would fire under uvicorn's
+        # too and cut its graceful shutdown short.
+        nonlocal terminated
+        terminated = True
+        if task is not None:
+            loop.call_soon_threadsafe(task.cancel)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        await coro
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        if task is not None:
+            task.uncancel()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -173,7 +212,12 @@ async def _serve(settings: Settings, *, watch: bool = True) -> None:
         settings, store=open_state_store(settings), watch=watch, slack=slack_settings()
     )
     config = uvicorn.Config(
-        app, host=settings.http.host, port=settings.http.port, log_config=None, lifespan="on"
+        app,
+        host=settings.http.host,
+        port=settings.http.port,
+        log_config=None,
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
     click.echo(
         f"dra-mirror: GraphQL at http://{settings.http.host}:{settings.http.port}/graphql", err=True

@@ -1,0 +1,158 @@
+"""SIGTERM to a real `dra-mirror serve` process: it exits 0 after flushing what it mirrored into
+history, and with Redis it releases its cluster leases (a successor need not wait for the TTL).
+
+The simulated cluster runs in the test's event loop on loopback; the mirror is a subprocess of
+the installed console script, exactly as a container runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import redis.asyncio as aioredis
+
+from service.sim.run import Simulator
+from service.stores.redis_keys import Keys
+from tests.clusters.world import claim, small_world
+
+DRA_MIRROR = Path(sys.executable).with_name("dra-mirror")
+PATIENCE = 60.0  # seconds before a hung process fails the test (not a speed check)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Mirror:
+    """`dra-mirror serve …` as a subprocess, its output in files."""
+
+    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.args = ["serve", "--port", str(self.port), *args]
+        self.env = {**os.environ, **(env or {})}
+        self.stdout = tmp_path / "stdout.log"
+        self.stderr = tmp_path / "stderr.log"
+        self.process: asyncio.subprocess.Process | None = None
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
+            self.process = await asyncio.create_subprocess_exec(
+                str(DRA_MIRROR), *self.args, stdout=out, stderr=err, env=self.env
+            )
+
+    def log(self) -> str:
+        return self.stderr.read_text() + self.stdout.read_text()
+
+    async def until(self, http: httpx.AsyncClient, predicate: Any) -> None:
+        """Poll until `await predicate(http)` is true; fail if the process dies or hangs."""
+        async with asyncio.timeout(PATIENCE):
+            while True:
+                assert self.process is not None
+                if self.process.returncode is not None:
+                    raise AssertionError(f"dra-mirror exited early:\n{self.log()}")
+                try:
+                    if await predicate(http):
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet
+                await asyncio.sleep(0.1)
+
+    async def terminate(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(PATIENCE):
+            return await self.process.wait()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+
+
+async def claim_names(http: httpx.AsyncClient) -> set[str]:
+    query = "{ resourceClaims(first: 1000) { edges { node { name } } } }"
+    answer = await http.post("/graphql", json={"query": query})
+    return {edge["node"]["name"] for edge in answer.json()["data"]["resourceClaims"]["edges"]}
+
+
+async def test_sigterm_flushes_history_and_exits_zero(tmp_path: Path) -> None:
+    world = small_world("east")
+    kubeconfig = tmp_path / "kubeconfig"
+    database = tmp_path / "history.db"
+    async with Simulator([world], kubeconfig_path=kubeconfig):
+        mirror = Mirror(tmp_path, "--kubeconfig", str(kubeconfig), "--database-url", str(database))
+        await mirror.start()
+        try:
+            async with httpx.AsyncClient(base_url=mirror.url) as http:
+                await mirror.until(http, lambda h: _ready(h))
+                # Changes the mirror sees right before the signal must reach history too.
+                for i in range(20):
+                    world.create("resourceclaims", claim(f"late-{i}"))
+                expected = {c["metadata"]["name"] for c in world.list("resourceclaims")}
+
+                async def mirrored(h: httpx.AsyncClient) -> bool:
+                    return await claim_names(h) == expected
+
+                await mirror.until(http, mirrored)
+            code = await mirror.terminate()
+        finally:
+            mirror.kill()
+    assert code == 0, mirror.log()
+    assert "Traceback" not in mirror.log()
+    with sqlite3.connect(database) as db:
+        rows = db.execute(
+            "SELECT DISTINCT name FROM object_versions WHERE cluster = 'east' AND kind = 'ResourceClaim'"
+        ).fetchall()
+    assert {name for (name,) in rows} == expected
+
+
+async def _ready(http: httpx.AsyncClient) -> bool:
+    return (await http.get("/readyz")).status_code == 200
+
+
+async def test_sigterm_releases_the_leases(tmp_path: Path, redis_url: str) -> None:
+    world = small_world("east")
+    kubeconfig = tmp_path / "kubeconfig"
+    prefix = f"sigterm-{os.getpid()}-{tmp_path.name}"
+    lease_key = Keys(prefix, "east").lease
+    redis = aioredis.Redis.from_url(redis_url)
+    env = {
+        "DRA_MIRROR_STORE_REDIS_PREFIX": prefix,
+        # A TTL far longer than the test: only a release can remove the key.
+        "DRA_MIRROR_STORE_LEASE_TTL": "300",
+    }
+    try:
+        async with Simulator([world], kubeconfig_path=kubeconfig):
+            mirror = Mirror(
+                tmp_path, "--kubeconfig", str(kubeconfig), "--redis-url", redis_url, env=env
+            )
+            await mirror.start()
+            try:
+                expected = {c["metadata"]["name"] for c in world.list("resourceclaims")}
+
+                async def holding_and_mirrored(http: httpx.AsyncClient) -> bool:
+                    held = await redis.exists(lease_key)
+                    return bool(held) and await claim_names(http) == expected
+
+                async with httpx.AsyncClient(base_url=mirror.url) as http:
+                    await mirror.until(http, holding_and_mirrored)
+                assert await redis.pttl(lease_key) > 200_000
+                code = await mirror.terminate()
+            finally:
+                mirror.kill()
+        assert code == 0, mirror.log()
+        assert not await redis.exists(lease_key), "the lease outlived its holder"
+    finally:
+        for key in [k async for k in redis.scan_iter(match=f"{prefix}:*")]:
+            await redis.delete(key)
+        await redis.aclose()
