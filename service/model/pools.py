@@ -16,6 +16,8 @@ Rules (DESIGN.md "Identity", dra-api.md §2, §4):
   valid slice.
 
 `valid_pool` is pure; the index calls it for the pool of each slice event (O(pool size)).
+`valid_devices` applies it to every pool of a set of slices at once, for a consumer that
+rebuilds its view whole (the simulator's scheduler), so both see the same devices.
 """
 
 from __future__ import annotations
@@ -82,3 +84,15 @@ def valid_pool(cluster: str, slices: Iterable[SliceRecord]) -> ValidPool:
                 pool_complete=complete,
             )
     return ValidPool(generation, complete, devices, tuple(counter_sets), len(valid), expected)
+
+
+def valid_devices(cluster: str, slices: Iterable[SliceRecord]) -> list[DeviceEntry]:
+    """The devices of the valid generation of every pool among `slices` (all of one cluster),
+    as `valid_pool` finds them: pools in order of first appearance, a pool's devices by slice
+    name, then in the slice's order."""
+    pools: dict[PoolKey, list[SliceRecord]] = {}
+    for slice_ in slices:
+        pools.setdefault(pool_key(slice_), []).append(slice_)
+    return [
+        entry for group in pools.values() for entry in valid_pool(cluster, group).devices.values()
+    ]

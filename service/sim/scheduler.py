@@ -30,6 +30,7 @@ import msgspec
 from service.diagnostics.ledger import Ledger
 from service.diagnostics.placement import allocate
 from service.model.normalize import MalformedObject, normalize
+from service.model.pools import valid_devices
 from service.model.quantity import parse_quantity
 from service.model.records import (
     DEVICE_CLASS,
@@ -39,7 +40,6 @@ from service.model.records import (
     ClaimRecord,
     DeviceClassRecord,
     DeviceEntry,
-    DeviceKey,
     ObjectKey,
     SliceRecord,
 )
@@ -334,33 +334,17 @@ def _slice_order(sl: SliceRecord) -> tuple:
 
 
 def device_entries(slices: Iterable[SliceRecord]) -> dict[str | None, list[DeviceEntry]]:
-    """Devices of the highest generation of each pool, grouped by the node they are on."""
+    """Devices of the valid generation of each pool (`service.model.pools`, the mirror's own
+    rules), grouped by the node they are on (None: not node-local)."""
     slices = list(slices)
-    newest: dict[tuple[str, str], int] = {}
-    for sl in slices:
-        pool = (sl.driver, sl.pool.name)
-        newest[pool] = max(newest.get(pool, sl.pool.generation), sl.pool.generation)
-    present: Counter[tuple[str, str]] = Counter(
-        (sl.driver, sl.pool.name)
-        for sl in slices
-        if sl.pool.generation == newest[(sl.driver, sl.pool.name)]
-    )
+    if not slices:
+        return {}
+    entries = valid_devices(slices[0].meta.cluster, slices)
+    # Within a node, devices in the drivers' order (gpu-0 … gpu-7), whatever the slice names;
+    # the sort is stable, so a slice keeps its own device order.
+    order = {record_key(sl): _slice_order(sl) for sl in slices}
+    entries.sort(key=lambda entry: order[entry.slice])
     by_node: dict[str | None, list[DeviceEntry]] = {}
-    # Within a node, devices in the drivers' order (gpu-0 … gpu-7), whatever the slice names.
-    for sl in sorted(slices, key=_slice_order):
-        pool = (sl.driver, sl.pool.name)
-        if sl.pool.generation != newest[pool]:
-            continue
-        for device in sl.devices:
-            node = sl.node_name or device.node_name
-            by_node.setdefault(node, []).append(
-                DeviceEntry(
-                    key=DeviceKey(sl.meta.cluster, sl.driver, sl.pool.name, device.name),
-                    device=device,
-                    slice=record_key(sl),
-                    node=node,
-                    pool_generation=sl.pool.generation,
-                    pool_complete=present[pool] == sl.pool.resource_slice_count,
-                )
-            )
+    for entry in entries:
+        by_node.setdefault(entry.node, []).append(entry)
     return by_node
