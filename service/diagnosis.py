@@ -46,6 +46,7 @@ from service.diagnostics.lint import ClusterFacts, Finding
 from service.diagnostics.lint_cluster import lint_cluster
 from service.model.records import (
     DEVICE_CLASS,
+    FREE,
     NODE,
     POD,
     RESOURCE_CLAIM,
@@ -63,7 +64,7 @@ from service.model.records import (
     TemplateRecord,
     key_of,
 )
-from service.stores.protocols import StateReader
+from service.stores.protocols import Relation, StateReader
 
 
 class DiagnosisInputError(Exception):
@@ -410,3 +411,33 @@ async def find_devices(reader: StateReader, selector: str, *, cluster: str | Non
     entries = await reader.list_devices(cluster=cluster)
     passing, failed = compiled.select(entries)
     return DeviceSearch(selector, passing, failed)
+
+
+def local_statuses(reader: StateReader, entries: Sequence[DeviceEntry]) -> list[str | None]:
+    """Device statuses read straight from an in-process index (None where there is none).
+
+    A device nobody holds and that consumes no counters is free (`inventory.device_status`
+    says so without more input); the others are asked of the index, which derives them with
+    the pool's counters. At 300,000 devices this is the difference between ~0.1 s and ~1.5 s."""
+    out: list[str | None] = [None] * len(entries)
+    indexes: dict[str, Any] = {}
+    for i, entry in enumerate(entries):
+        cluster = entry.key.cluster
+        index = indexes.get(cluster, _MISSING)
+        if index is _MISSING:
+            index = indexes[cluster] = _local_index(reader, cluster)
+            if index is not None:
+                holds_by_device = index.links.mapping(Relation.DEVICE_ALLOCATIONS.value)
+                indexes[cluster] = (index, holds_by_device)
+                index = indexes[cluster]
+        if index is None:
+            continue
+        local, holds_by_device = index
+        if not holds_by_device.get(entry.key) and not entry.device.consumes_counters:
+            out[i] = FREE
+        else:
+            out[i] = local.device_status(entry.key)
+    return out
+
+
+_MISSING = object()

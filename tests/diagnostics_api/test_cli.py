@@ -1,0 +1,114 @@
+"""`dra-mirror explain` and `dra-mirror lint` as a user runs them: the real console script in a
+subprocess against the mirrored simulator's uvicorn (`--server`) or against the simulator's
+kubeconfig (in-process mirroring), and `lint` offline on files and stdin. Answers are compared
+with the graph's own answers over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from service.cli import main
+from tests.diagnostics_api.conftest import EXPLAIN, Mirrored, claim_named
+from tests.diagnostics_api.test_lint_api import BAD
+
+DRA_MIRROR = str(Path(sys.executable).with_name("dra-mirror"))
+
+
+async def run(*args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_MIRROR_")}
+    process = await asyncio.create_subprocess_exec(
+        DRA_MIRROR,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_explain_against_a_server(mirrored: Mirrored) -> None:
+    name = claim_named(mirrored.raw("manual", "resourceclaims"), "ops", "a100-")
+    graph = (await mirrored.data(EXPLAIN, cluster="manual", namespace="ops", name=name))[
+        "explainClaim"
+    ]
+    # Without --cluster the claim is looked up in every cluster (only `manual` has it).
+    code, out, err = await run("explain", f"ops/{name}", "--server", mirrored.url, "--json")
+    assert code == 0, err
+    [answer] = json.loads(out)
+    assert (answer["cluster"], answer["verdict"], answer["message"]) == (
+        "manual",
+        graph["verdict"],
+        graph["message"],
+    )
+    code, out, err = await run(
+        "explain", "ops/forgotten", "--server", mirrored.url, "--cluster", "manual"
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "ops/forgotten in manual (allocated): IDLE"
+    assert lines[1] == "  allocated (gpu.nvidia.com/a100-0/gpu-0) but no consumer pod is Running"
+    assert "  [x] allocated: 1 device(s)" in lines and "  [ ] running: no pod uses it" in lines
+
+
+async def test_explain_an_unknown_claim_fails(mirrored: Mirrored) -> None:
+    code, _, err = await run("explain", "ops/nope", "--server", mirrored.url)
+    assert code == 1 and "no claim ops/nope in any mirrored cluster" in err
+    code, _, err = await run("explain", "nope", "--server", mirrored.url)
+    assert code == 2 and "NAMESPACE/CLAIM" in err
+
+
+async def test_explain_in_process_against_a_kubeconfig(mirrored: Mirrored) -> None:
+    name = claim_named(mirrored.raw("manual", "resourceclaims"), "ops", "second-")
+    graph = (await mirrored.data(EXPLAIN, cluster="manual", namespace="ops", name=name))[
+        "explainClaim"
+    ]
+    code, out, err = await run(
+        "explain", f"ops/{name}", "--kubeconfig", str(mirrored.kubeconfig), "--context", "manual",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    [answer] = json.loads(out)
+    assert answer["verdict"] == graph["verdict"] == "SHARING_OFF"
+    assert answer["message"] == graph["message"]
+    assert answer["holders"] == [
+        {k: v for k, v in h.items() if k != "resourceClaim"} for h in graph["holders"]
+    ]
+
+
+async def test_lint_against_a_server(mirrored: Mirrored, tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD)
+    code, out, err = await run(
+        "lint", str(path), "--server", mirrored.url, "--cluster", "east", "--json"
+    )
+    assert code == 1, err  # error-severity findings
+    rules = {f["rule"] for f in json.loads(out)}
+    assert {"claim-other-namespace", "template-per-replica", "container-claim-unknown"} <= rules
+    code, out, err = await run("lint", "--server", mirrored.url, "--cluster", "manual")
+    assert code == 0, err
+    assert "class-matches-nothing" in out and "DeviceClass gpu.amd.com" in out
+
+
+def test_lint_offline(tmp_path: Path, shared_dir: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(main, ["lint", "-"], input=BAD)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["error", "container-claim-unknown", "Pod", "default/careless",
+                                "spec.containers[0].resources.claims[1]"]  # fmt: skip
+    assert "claim-other-namespace" not in result.output  # needs a cluster's claims
+    clean = shared_dir / "fixtures" / "upstream" / "nvidia-quickstart-v1-gpu-test4-mig.yaml"
+    result = runner.invoke(main, ["lint", str(clean)])
+    assert (result.exit_code, result.output) == (0, "no findings\n")
+    result = runner.invoke(main, ["lint", "-"], input="kind: [")
+    assert result.exit_code == 1 and "not YAML" in result.output
+    result = runner.invoke(main, ["lint"])
+    assert result.exit_code == 2
