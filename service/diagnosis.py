@@ -44,9 +44,9 @@ from service.diagnostics.explain import Diagnosis, explain_claim
 from service.diagnostics.ledger import Ledger
 from service.diagnostics.lint import ClusterFacts, Finding
 from service.diagnostics.lint_cluster import lint_cluster
+from service.model.inventory import device_status
 from service.model.records import (
     DEVICE_CLASS,
-    FREE,
     NODE,
     POD,
     RESOURCE_CLAIM,
@@ -408,7 +408,15 @@ async def find_devices(reader: StateReader, selector: str, *, cluster: str | Non
         compiled = compile_selector(selector)
     except SelectorError as error:
         raise BadSelector(f"selector does not compile: {error.message}") from error
-    entries = await reader.list_devices(cluster=cluster)
+    names = [cluster] if cluster is not None else [s.name for s in await reader.clusters()]
+    entries: list[DeviceEntry] = []
+    for name in names:
+        index = _local_index(reader, name)
+        scope = getattr(reader, "scope", None)
+        if index is None:
+            entries.extend(await reader.list_devices(cluster=name))
+        elif scope is None or scope.allows(name, ""):
+            entries.extend(index.devices())  # unsorted: only the matches are sorted, for paging
     passing, failed = compiled.select(entries)
     return DeviceSearch(selector, passing, failed)
 
@@ -416,27 +424,31 @@ async def find_devices(reader: StateReader, selector: str, *, cluster: str | Non
 def local_statuses(reader: StateReader, entries: Sequence[DeviceEntry]) -> list[str | None]:
     """Device statuses read straight from an in-process index (None where there is none).
 
-    A device nobody holds and that consumes no counters is free (`inventory.device_status`
-    says so without more input); the others are asked of the index, which derives them with
-    the pool's counters. At 300,000 devices this is the difference between ~0.1 s and ~1.5 s."""
+    A device that is held, or consumes no counters, gets its status from the model's
+    `inventory.device_status` and its holds alone; the others are asked of the index, which
+    weighs the pool's counters. At 300,000 devices this is several times faster than the
+    store's batched call."""
     out: list[str | None] = [None] * len(entries)
     indexes: dict[str, Any] = {}
     for i, entry in enumerate(entries):
         cluster = entry.key.cluster
-        index = indexes.get(cluster, _MISSING)
-        if index is _MISSING:
-            index = indexes[cluster] = _local_index(reader, cluster)
-            if index is not None:
-                holds_by_device = index.links.mapping(Relation.DEVICE_ALLOCATIONS.value)
-                indexes[cluster] = (index, holds_by_device)
-                index = indexes[cluster]
-        if index is None:
+        found = indexes.get(cluster, _MISSING)
+        if found is _MISSING:
+            index = _local_index(reader, cluster)
+            found = indexes[cluster] = (
+                None
+                if index is None
+                else (index, index.links.mapping(Relation.DEVICE_ALLOCATIONS.value))
+            )
+        if found is None:
             continue
-        local, holds_by_device = index
-        if not holds_by_device.get(entry.key) and not entry.device.consumes_counters:
-            out[i] = FREE
+        index, holds_by_device = found
+        holds = holds_by_device.get(entry.key)
+        if holds or not entry.device.consumes_counters:
+            # Held, shared or free: decided by the holds alone (no counters to weigh).
+            out[i] = device_status(entry, list(holds.values()) if holds else ())
         else:
-            out[i] = local.device_status(entry.key)
+            out[i] = index.device_status(entry.key)
     return out
 
 

@@ -1,0 +1,211 @@
+"""Benchmark: findDevices through the graph, over ten clusters x 40,000 devices (target ≤ 1 s).
+
+    .venv/bin/python bench/find_devices.py [--clusters 10] [--nodes 5000] [--repeat 5]
+
+Builds `--clusters` clusters of `--nodes` nodes with 8 GPUs each (every 5th node A100 80GB,
+the rest H200 with 143771Mi), half of the nodes' GPUs held by one claim per node, normalizes the
+raw objects with the model and applies them to a MemoryStore as the reactor would, freezes the
+heap as the app does after the initial sync, then asks the schema in-process:
+
+    findDevices(selector: TWO_CLAUSE, status: FREE, first: 100) { totalCount edges { … } }
+
+* first — the first question (each device's CEL projection is read once, then remembered);
+* again — the median of `--repeat` further questions;
+* parts — the same work split: the store's device list, `Selector.select`, the statuses
+  (from the index as findDevices reads them, and through the store's batched call);
+* floor — one pass over every device doing the two clauses as a Python expression on the
+  record (a dict lookup and a string comparison each), in the same run.
+
+A benchmark, not a test: it checks only that the answer counts the devices it should.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import schema
+from schema.context import make_context
+from service.diagnosis import local_statuses
+from service.diagnostics.cel import compile_selector
+from service.model.changes import Changes
+from service.model.normalize import normalize
+from service.model.records import DEVICE_CLASS, NODE, RESOURCE_CLAIM, RESOURCE_SLICE
+from service.stores.memory import MemoryStore
+
+TWO_CLAUSE = (
+    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200' && "
+    "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"
+)
+QUERY = """query($s: String!) { findDevices(selector: $s, status: FREE, first: 100) {
+  totalCount edges { node { cluster pool name status } } evaluationErrorCount } }"""
+
+
+def world(cluster: str, nodes: int) -> list[dict]:
+    out: list[dict] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.nvidia.com", "uid": "class"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+        }
+    ]
+    for n in range(nodes):
+        name = f"{cluster}-node-{n:05d}"
+        a100 = n % 5 == 0
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "uid": f"uid-{name}"},
+                "status": {"allocatable": {"cpu": "192", "memory": "2Ti"}},
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpu", "uid": f"uid-{name}-gpu"},
+                "spec": {
+                    "driver": "gpu.nvidia.com",
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": [
+                        {
+                            "name": f"gpu-{i}",
+                            "attributes": {
+                                "type": {"string": "gpu"},
+                                "productName": {
+                                    "string": "NVIDIA A100 80GB PCIe" if a100 else "NVIDIA H200"
+                                },
+                            },
+                            "capacity": {"memory": {"value": "80Gi" if a100 else "143771Mi"}},
+                        }
+                        for i in range(8)
+                    ],
+                },
+            }
+        )
+        if n % 2:  # every other node's GPUs are held by one claim
+            out.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": f"job-{n}", "namespace": "ml", "uid": f"uid-job-{n}"},
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {
+                                    "name": "gpu",
+                                    "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8},
+                                }
+                            ]
+                        }
+                    },
+                    "status": {
+                        "allocation": {
+                            "devices": {
+                                "results": [
+                                    {
+                                        "request": "gpu",
+                                        "driver": "gpu.nvidia.com",
+                                        "pool": name,
+                                        "device": f"gpu-{i}",
+                                    }
+                                    for i in range(8)
+                                ]
+                            }
+                        }
+                    },
+                }
+            )
+    return out
+
+
+KIND = {"DeviceClass": DEVICE_CLASS, "Node": NODE, "ResourceSlice": RESOURCE_SLICE}
+KIND["ResourceClaim"] = RESOURCE_CLAIM
+
+
+def clock(fn):
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+async def aclock(coro):
+    start = time.perf_counter()
+    value = await coro
+    return value, time.perf_counter() - start
+
+
+async def main(clusters: int, nodes: int, repeat: int) -> None:
+    store = MemoryStore()
+    start = time.perf_counter()
+    for c in range(clusters):
+        name = f"c{c:02d}"
+        records = [normalize(KIND[o["kind"]], o, cluster=name) for o in world(name, nodes)]
+        await store.apply(Changes(cluster=name, at="2026-11-30T00:00:00Z", upserts=records))
+    gc.collect()
+    gc.freeze()  # as the app does once the initial sync is done
+    devices = await store.list_devices()
+    print(
+        f"{clusters} clusters x {nodes:,} nodes x 8 GPUs = {len(devices):,} devices, "
+        f"built in {time.perf_counter() - start:.1f} s"
+    )
+    h200_free = sum(1 for c in range(clusters) for n in range(nodes) if n % 5 and not n % 2) * 8
+    graph = schema.build_schema()
+
+    async def ask() -> dict:
+        result = await graph.execute(
+            QUERY, variable_values={"s": TWO_CLAUSE}, context_value=make_context(store)
+        )
+        assert result.errors is None, result.errors
+        return result.data["findDevices"]  # type: ignore[index]
+
+    found, first = await aclock(ask())
+    assert found["totalCount"] == h200_free, (found["totalCount"], h200_free)
+    again = statistics.median([(await aclock(ask()))[1] for _ in range(repeat)])
+
+    listed, list_s = await aclock(store.list_devices())
+    selector = compile_selector(TWO_CLAUSE)
+    (passing, _), select_s = clock(lambda: selector.select(listed))
+    _, status_s = await aclock(store.device_status([e.key for e in passing]))
+    _, local_s = clock(lambda: local_statuses(store, passing))
+
+    def floor() -> int:
+        count = 0
+        for e in listed:
+            attribute = e.device.attributes.get("gpu.nvidia.com/productName") or (
+                e.device.attributes.get("productName")
+            )
+            if attribute is not None and attribute.value == "NVIDIA H200":
+                count += 1
+        return count
+
+    _, floor_s = clock(floor)
+    print(f"  findDevices (FREE, two clauses): {found['totalCount']:,} of {len(devices):,}")
+    print(
+        f"  first {first * 1000:7.1f} ms   again {again * 1000:7.1f} ms   "
+        f"({again / floor_s:.1f}x floor)   target 1000 ms"
+    )
+    print(
+        f"  parts: store list {list_s * 1000:.1f} ms, select {select_s * 1000:.1f} ms, "
+        f"statuses of {len(passing):,}: {local_s * 1000:.1f} ms from the index "
+        f"({status_s * 1000:.1f} ms through the store); floor {floor_s * 1000:.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    asyncio.run(main(args.clusters, args.nodes, args.repeat))
