@@ -27,6 +27,7 @@ __all__ = [
     "deallocate",
     "generate_name",
     "pod_claims",
+    "pod_owner_reference",
     "release_pod_claims",
 ]
 
@@ -48,6 +49,20 @@ def generate_name(pod_name: str, pod_claim_name: str) -> str:
     return base
 
 
+def pod_owner_reference(pod: dict) -> dict:
+    """The ownerReference of a claim made for a pod: the pod is its controller, and
+    `blockOwnerDeletion` keeps a foreground deletion of the pod waiting for the claim."""
+    meta = pod["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
 def claim_from_template(pod: dict, pod_claim_name: str, template: dict) -> dict:
     """The ResourceClaim kube-controller-manager creates for one template entry of a pod."""
     meta = pod["metadata"]
@@ -58,16 +73,7 @@ def claim_from_template(pod: dict, pod_claim_name: str, template: dict) -> dict:
         "generateName": generate_name(meta["name"], pod_claim_name),
         "namespace": meta["namespace"],
         "annotations": annotations,
-        "ownerReferences": [
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": meta["name"],
-                "uid": meta["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ],
+        "ownerReferences": [pod_owner_reference(pod)],
     }
     if template_meta.get("labels"):
         claim_meta["labels"] = dict(template_meta["labels"])

@@ -5,7 +5,8 @@ offers that resource on a node but a DeviceClass names it (`extendedResourceName
 implicitly `deviceclass.resource.kubernetes.io/<class>`), kube-scheduler allocates devices of
 that class through a claim it creates itself at PreBind: `generateName
 <pod>-extended-resources-`, the `resource.kubernetes.io/extended-resource-claim` annotation,
-one request `container-<i>-request-<j>` per container and resource, owned by the pod.
+one request `container-<i>-request-<j>` per container and resource, owned by the pod
+(the same ownerReference as the claims of its templates).
 
 Promises: pure (no store access); `extended_requests` leaves out the resources every node
 has (cpu, memory, ephemeral-storage, pods, hugepages-*).
@@ -23,6 +24,7 @@ from service.model.records import (
     Allocation,
     ClaimRecord,
 )
+from service.sim.claim_controller import pod_owner_reference
 
 __all__ = ["ExtendedClaim", "extended_claim", "extended_requests"]
 
@@ -73,16 +75,7 @@ def extended_claim(pod: dict, classes: dict[str, str], cluster: str) -> Extended
             "generateName": f"{meta['name']}-extended-resources-",
             "namespace": meta["namespace"],
             "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": [pod_owner_reference(pod)],
         },
         "spec": {"devices": {"requests": requests}},
     }

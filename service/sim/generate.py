@@ -216,6 +216,57 @@ def node_ip(node_index: int) -> str:
     return f"10.0.{node_index // 250 % 256}.{node_index % 250 + 2}"
 
 
+def ready_node(
+    name: str,
+    *,
+    ordinal: int,
+    labels: dict[str, str],
+    allocatable: dict[str, str],
+    uid: str | None = None,
+) -> dict:
+    """A Ready core/v1 Node as kubelet registers it: the well-known hostname/os/arch labels
+    (then `labels`), capacity = allocatable, InternalIP `node_ip(ordinal)`, a v1.35 kubelet."""
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            **labels,
+        },
+    }
+    if uid is not None:
+        metadata["uid"] = uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": metadata,
+        "spec": {},
+        "status": {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "kubelet is posting ready status",
+                }
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": node_ip(ordinal)},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "v1.35.0",
+                "containerRuntimeVersion": "containerd://2.1.4",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
+    }
+
+
 # ---- the generator -----------------------------------------------------------------------------
 
 
@@ -371,45 +422,17 @@ def _populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | Non
 
 
 def _node(name: str, node_uid: str, index: int, spec: ScaleSpec) -> dict:
-    allocatable = {"cpu": "192", "memory": "2Ti", "pods": "110", "ephemeral-storage": "3Ti"}
-    return {
-        "metadata": {
-            "name": name,
-            "uid": node_uid,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "nvidia.com/gpu.product": hardware.GPU_MODELS[spec.profile].product_name.replace(
-                    " ", "-"
-                ),
-                "topology.kubernetes.io/zone": f"zone-{index % 3}",
-            },
+    product = hardware.GPU_MODELS[spec.profile].product_name.replace(" ", "-")
+    return ready_node(
+        name,
+        ordinal=index,
+        uid=node_uid,
+        labels={
+            "nvidia.com/gpu.product": product,
+            "topology.kubernetes.io/zone": f"zone-{index % 3}",
         },
-        "spec": {},
-        "status": {
-            "capacity": dict(allocatable),
-            "allocatable": allocatable,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                }
-            ],
-            "addresses": [
-                {"type": "InternalIP", "address": node_ip(index)},
-                {"type": "Hostname", "address": name},
-            ],
-            "nodeInfo": {
-                "kubeletVersion": "v1.35.0",
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-                "containerRuntimeVersion": "containerd://2.1.4",
-            },
-        },
-    }
+        allocatable={"cpu": "192", "memory": "2Ti", "pods": "110", "ephemeral-storage": "3Ti"},
+    )
 
 
 def _claim_spec(missing: ScaleSpec | None) -> dict:

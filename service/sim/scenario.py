@@ -35,7 +35,7 @@ from service.sim.churn import Churn, ChurnSpec
 from service.sim.controller import Controller
 from service.sim.errors import ApiError
 from service.sim.faults import Faults
-from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, node_ip, pod_object, populate
+from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, pod_object, populate, ready_node
 from service.sim.resources import DRA_VERSIONS, RESOURCES
 from service.sim.run import ClusterSpec, serve_forever
 from service.sim.store import ClusterStore
@@ -370,40 +370,7 @@ _CREATE_ORDER = [
 def node_object(name: str, group: NodeGroup, *, ordinal: int = 0) -> dict:
     """A Ready core/v1 Node; extended resources of a device plugin show in its capacity."""
     allocatable = {**_DEFAULT_ALLOCATABLE, **group.allocatable, **group.device_plugin}
-    labels = {
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        "kubernetes.io/arch": "amd64",
-        **group.labels,
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {},
-        "status": {
-            "capacity": dict(allocatable),
-            "allocatable": allocatable,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                }
-            ],
-            "addresses": [
-                {"type": "InternalIP", "address": node_ip(ordinal)},
-                {"type": "Hostname", "address": name},
-            ],
-            "nodeInfo": {
-                "kubeletVersion": "v1.35.0",
-                "containerRuntimeVersion": "containerd://2.1.4",
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-            },
-        },
-    }
+    return ready_node(name, ordinal=ordinal, labels=group.labels, allocatable=allocatable)
 
 
 def workload_pods(workload: Workload, *, seed: str) -> list[dict]:
