@@ -1,6 +1,7 @@
 """Benchmark: findDevices through the graph, over ten clusters x 40,000 devices (target ≤ 1 s).
 
     .venv/bin/python bench/find_devices.py [--clusters 10] [--nodes 5000] [--repeat 5]
+    .venv/bin/python bench/find_devices.py --skip-find --explain scale-5000
 
 Builds `--clusters` clusters of `--nodes` nodes with 8 GPUs each (every 5th node A100 80GB,
 the rest H200 with 143771Mi), half of the nodes' GPUs held by one claim per node, normalizes the
@@ -15,6 +16,12 @@ heap as the app does after the initial sync, then asks the schema in-process:
   (from the index as findDevices reads them, and through the store's batched call);
 * floor — one pass over every device doing the two clauses as a Python expression on the
   record (a dict lookup and a string comparison each), in the same run.
+
+With `--explain SCENARIO` (e.g. `scale-5000`: 5,000 nodes, 40,000 devices, claims and pods)
+it then times `explainClaim` through the graph on that simulator scenario, built and indexed by
+the model (target ≤ 200 ms): the first question (the cluster's allocation ledger is built),
+then repeated questions (the ledger is brought up to date by identity checks), for Pending
+claims and allocated ones, against a floor of one dictionary lookup per device and claim.
 
 A benchmark, not a test: it checks only that the answer counts the devices it should.
 """
@@ -37,7 +44,7 @@ from service.diagnosis import local_statuses
 from service.diagnostics.cel import compile_selector
 from service.model.changes import Changes
 from service.model.normalize import normalize
-from service.model.records import DEVICE_CLASS, NODE, RESOURCE_CLAIM, RESOURCE_SLICE
+from service.model.records import DEVICE_CLASS, NODE, POD, RESOURCE_CLAIM, RESOURCE_SLICE
 from service.stores.memory import MemoryStore
 
 TWO_CLAUSE = (
@@ -202,10 +209,77 @@ async def main(clusters: int, nodes: int, repeat: int) -> None:
     )
 
 
+EXPLAIN = """query($c: String!, $n: String!, $m: String!) {
+  explainClaim(cluster: $c, namespace: $n, name: $m) {
+    verdict message requests { classDevices freeOrShareable selectors { passing } }
+    holders { claim { name } idle } checks { name ok } } }"""
+
+
+async def explain_bench(scenario: str, repeat: int) -> None:
+    from service.sim.scenario import build_world, load_scenario
+
+    plurals = {"deviceclasses": DEVICE_CLASS, "resourceslices": RESOURCE_SLICE, "nodes": NODE}
+    plurals |= {"resourceclaims": RESOURCE_CLAIM, "pods": POD}
+    start = time.perf_counter()
+    world = build_world(load_scenario(scenario))
+    store = MemoryStore()
+    for cluster in world.stores.values():
+        records = [
+            normalize(kind, raw, cluster=cluster.name)
+            for plural, kind in plurals.items()
+            for raw in cluster.list(plural)
+        ]
+        await store.apply(Changes(cluster=cluster.name, at="2026-11-30T00:00:00Z", upserts=records))
+    gc.collect()
+    gc.freeze()
+    name = next(iter(world.stores))
+    index = store.index(name)
+    assert index is not None
+    devices = list(index.devices())
+    claims = list(index.records(RESOURCE_CLAIM))
+    print(
+        f"{scenario}: {len(devices):,} devices, {len(claims):,} claims, built in "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    lookup = {e.key: e for e in devices}
+    by_name = {(c.meta.namespace, c.meta.name): c for c in claims}
+    _, floor_s = clock(
+        lambda: (
+            [lookup.get(e.key) for e in devices]
+            and [by_name.get((c.meta.namespace, c.meta.name)) for c in claims]
+        )
+    )
+    graph = schema.build_schema()
+    pending = [c for c in claims if c.allocation is None][:2]
+    allocated = [c for c in claims if c.allocation is not None][:2]
+    for claim in pending + allocated:
+        variables = {"c": name, "n": claim.meta.namespace, "m": claim.meta.name}
+
+        async def ask(variables: dict = variables) -> dict:
+            result = await graph.execute(
+                EXPLAIN, variable_values=variables, context_value=make_context(store)
+            )
+            assert result.errors is None, result.errors
+            return result.data["explainClaim"]  # type: ignore[index]
+
+        found, first = await aclock(ask())
+        again = statistics.median([(await aclock(ask()))[1] for _ in range(repeat)])
+        print(
+            f"  {claim.meta.namespace}/{claim.meta.name}: {found['verdict']}: first "
+            f"{first * 1000:7.1f} ms, again {again * 1000:7.1f} ms "
+            f"({again / floor_s:.1f}x floor {floor_s * 1000:.1f} ms)   target 200 ms"
+        )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--explain", metavar="SCENARIO", default=None)
+    parser.add_argument("--skip-find", action="store_true", help="Only the --explain part.")
     args = parser.parse_args()
-    asyncio.run(main(args.clusters, args.nodes, args.repeat))
+    if not args.skip_find:
+        asyncio.run(main(args.clusters, args.nodes, args.repeat))
+    if args.explain:
+        asyncio.run(explain_bench(args.explain, args.repeat))

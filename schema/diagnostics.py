@@ -202,10 +202,11 @@ class Query:
             found = await diagnosis.find_devices(info.context.reader, selector, cluster=cluster)
         except diagnosis.BadSelector as error:
             raise GraphQLError(str(error), extensions={"code": "BAD_SELECTOR"}) from error
-        entries = sorted(found.devices, key=_device_key)  # already sorted: one linear pass
+        entries = found.devices
         loaders = info.context.loaders
         if status is not None:
             entries = await _with_status(info, entries, status.value)
+        entries.sort(key=_device_key)  # the keyset cursors need the key order
         page = _page(entries, first, after, info)
         await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
         return DeviceSearch(page=page, failed=found.failed, selector=selector)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 import yaml
@@ -47,6 +48,7 @@ from service.diagnostics.lint_cluster import lint_cluster
 from service.model.inventory import device_status
 from service.model.records import (
     DEVICE_CLASS,
+    FREE,
     NODE,
     POD,
     RESOURCE_CLAIM,
@@ -424,32 +426,30 @@ async def find_devices(reader: StateReader, selector: str, *, cluster: str | Non
 def local_statuses(reader: StateReader, entries: Sequence[DeviceEntry]) -> list[str | None]:
     """Device statuses read straight from an in-process index (None where there is none).
 
-    A device that is held, or consumes no counters, gets its status from the model's
-    `inventory.device_status` and its holds alone; the others are asked of the index, which
-    weighs the pool's counters. At 300,000 devices this is several times faster than the
-    store's batched call."""
-    out: list[str | None] = [None] * len(entries)
-    indexes: dict[str, Any] = {}
-    for i, entry in enumerate(entries):
-        cluster = entry.key.cluster
-        found = indexes.get(cluster, _MISSING)
-        if found is _MISSING:
-            index = _local_index(reader, cluster)
-            found = indexes[cluster] = (
-                None
-                if index is None
-                else (index, index.links.mapping(Relation.DEVICE_ALLOCATIONS.value))
-            )
-        if found is None:
+    `inventory.device_status` decides from the holds first: a held device's status needs only
+    its holds and whether it is shareable, so it is asked with them; a device nobody holds
+    that consumes no counters is free by the same function's rule (no counters to weigh), and
+    is answered without a call; the rest are asked of the index, which weighs the pool's
+    counters. At 300,000 devices this is several times faster than the store's batched call."""
+    out: list[str | None] = []
+    for cluster, group in groupby(entries, key=_cluster_of):
+        chunk = list(group)
+        index = _local_index(reader, cluster)
+        if index is None:
+            out.extend([None] * len(chunk))
             continue
-        index, holds_by_device = found
-        holds = holds_by_device.get(entry.key)
-        if holds or not entry.device.consumes_counters:
-            # Held, shared or free: decided by the holds alone (no counters to weigh).
-            out[i] = device_status(entry, list(holds.values()) if holds else ())
-        else:
-            out[i] = index.device_status(entry.key)
+        holds_of = index.links.mapping(Relation.DEVICE_ALLOCATIONS.value).get
+        weigh = index.device_status
+        for entry in chunk:
+            holds = holds_of(entry.key)
+            if holds:
+                out.append(device_status(entry, tuple(holds.values())))
+            elif entry.device.consumes_counters:
+                out.append(weigh(entry.key))
+            else:
+                out.append(FREE)
     return out
 
 
-_MISSING = object()
+def _cluster_of(entry: DeviceEntry) -> str:
+    return entry.key.cluster
