@@ -125,6 +125,7 @@ class ClusterState:
     pods: list[PodRecord]
     nodes: list[NodeRecord]
     slices: list[SliceRecord]
+    complete: bool = True  # False: the reader's scope hid some of the cluster's objects
 
 
 async def read_cluster(reader: StateReader, cluster: str) -> ClusterState:
@@ -138,13 +139,16 @@ async def read_cluster(reader: StateReader, cluster: str) -> ClusterState:
     lookup = None
     if index is not None:
         scope = getattr(reader, "scope", None)
-        lists = {kind: _scoped(scope, cluster, list(index.records(kind))) for kind in _KINDS}
+        everything = {kind: list(index.records(kind)) for kind in _KINDS}
+        lists = {kind: _scoped(scope, cluster, records) for kind, records in everything.items()}
         allowed = scope is None or scope.allows(cluster, "")
         devices = list(index.devices()) if allowed else []
-        lookup = index.get
+        complete = allowed and all(lists[k] is everything[k] for k in _KINDS)
+        lookup = index.get if complete else None
     else:
         lists = {kind: await reader.list(kind, cluster=cluster) for kind in _KINDS}
         devices = await reader.list_devices(cluster=cluster)
+        complete = not _narrowed(reader)
     return ClusterState(
         cluster=cluster,
         classes={c.meta.name: c for c in lists[DEVICE_CLASS] if isinstance(c, DeviceClassRecord)},
@@ -155,7 +159,19 @@ async def read_cluster(reader: StateReader, cluster: str) -> ClusterState:
         pods=[p for p in lists[POD] if isinstance(p, PodRecord)],
         nodes=[n for n in lists[NODE] if isinstance(n, NodeRecord)],
         slices=[s for s in lists[RESOURCE_SLICE] if isinstance(s, SliceRecord)],
+        complete=complete,
     )
+
+
+def _narrowed(reader: Any) -> bool:
+    """Whether the reader's scope may hide objects: a scope class (`schema.reader.Scope` has
+    the `everything()` constructor) that overrides `allows` may; the base one allows all."""
+    scope = getattr(reader, "scope", None)
+    if scope is None:
+        return False
+    kind = type(scope)
+    base = next((k for k in kind.__mro__ if "everything" in vars(k)), None)
+    return base is None or kind.allows is not base.allows
 
 
 _KINDS = (DEVICE_CLASS, RESOURCE_CLAIM, POD, NODE, RESOURCE_SLICE)
@@ -208,6 +224,11 @@ class LedgerCache:
         self.commits = 0
 
     def ledger(self, state: ClusterState) -> Ledger:
+        if not state.complete:
+            # What a narrowed scope sees is not what the cluster holds: never cached, never
+            # mixed with the ledger of the whole cluster.
+            self.builds += 1
+            return Ledger.build(state.devices, state.claims.records, slices=state.slices)
         kept = self._kept.get(state.cluster)
         if kept is None or not self._inventory_unchanged(kept, state):
             kept = self._build(state)

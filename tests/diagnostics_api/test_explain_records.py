@@ -13,6 +13,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+import schema
+from schema.context import make_context
+from schema.reader import Scope
 from service.app import create_app
 from service.diagnosis import ledgers_for
 from service.model.changes import Changes
@@ -254,4 +257,41 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=records(gpu_slice("n1", 3, 2))))
     await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
+    assert ledgers.builds == builds + 1
+
+
+class OnlyMl(Scope):
+    """A narrower scope: namespace ml and the cluster-scoped objects."""
+
+    def allows(self, cluster: str, namespace: str = "") -> bool:
+        return namespace in ("", "ml")
+
+
+async def test_a_narrowed_scope_never_shares_the_cached_ledger(lab) -> None:
+    store, _ = lab
+    hidden = normalize(
+        "ResourceClaim",
+        {**claim("taker", device=("n1", "gpu-1")), "metadata": {
+            "name": "taker", "namespace": "ops", "uid": "uid-ops-taker"}},
+        cluster=CLUSTER,
+    )  # fmt: skip
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[hidden]))
+    graph = schema.build_schema()
+    variables = {"cluster": CLUSTER, "namespace": "ml", "name": "waiting"}
+
+    async def verdict(scope: Scope) -> str:
+        result = await graph.execute(
+            EXPLAIN, variable_values=variables, context_value=make_context(store, scope=scope)
+        )
+        assert result.errors is None, result.errors
+        return result.data["explainClaim"]["verdict"]  # type: ignore[index]
+
+    ledgers = ledgers_for(store)
+    assert await verdict(Scope.everything()) == "ALL_HELD"  # ops/taker holds the last GPU
+    builds = ledgers.builds
+    # Seen through the narrower scope the hidden claim's hold is unknown; that answer is built
+    # for the question alone and leaves the cluster's cached ledger as it was.
+    assert await verdict(OnlyMl()) == "ALLOCATABLE"
+    assert ledgers.builds == builds + 1
+    assert await verdict(Scope.everything()) == "ALL_HELD"
     assert ledgers.builds == builds + 1
