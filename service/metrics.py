@@ -23,8 +23,9 @@ routes (`service.app.AppState`): `store`, `reactors` (set once the lifespan star
   ones `anonymous`) so a client cannot blow up the series count;
 * the DRA state (`service.metrics_dra`), when `dra=True`: computed by `refresh()` before each
   scrape from the state store, for the clusters this process watches (all clusters of the
-  store when it watches none, e.g. a test app over a loaded store), and cached for
-  `dra_ttl` seconds — concurrent scrapes share one computation.
+  store when it watches none, e.g. a test app over a loaded store), rendered as text and
+  cached for `dra_ttl` seconds — concurrent scrapes share one computation.
+  `dra_mirror_state_snapshot_seconds` is what the last computation cost (reads and text).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import asyncio
 import logging
 import re
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -43,7 +45,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from starlette.requests import Request
 from starlette.responses import Response
 
-from service.metrics_dra import DraCollector, DraSnapshot
+from service.metrics_dra import DraSnapshot, render
 from service.stores.protocols import StateReader
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_OPERATIONS = 200
+GZIP_LEVEL = 1  # 25 MB of DRA text: ~5x smaller in ~0.2 s (measured); higher levels cost more CPU
 # Seconds: a memory-store batch takes well under a millisecond, a Redis batch a few ms, a
 # 40,000-object initial list seconds.
 APPLY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -231,9 +234,8 @@ class Metrics:
         )
         self.registry.register(WatchCollector(source))
         self.registry.register(HistoryCollector(source))
-        self.dra = DraCollector()
-        if dra:
-            self.registry.register(self.dra)
+        self.dra_text = b""  # the DRA series as of the last computation, rendered
+        self._dra_gzip: tuple[bytes, bytes, Any] | None = None  # (text, compressed, compressor)
         self._operations: set[str] = set()
         self._dra_at = float("-inf")
         self._dra_lock = asyncio.Lock()
@@ -270,14 +272,28 @@ class Metrics:
                 log.warning("metrics: DRA state unavailable: %s", error)
                 self.snapshot_errors.inc()
                 snapshot = DraSnapshot()
-            self.dra.snapshot = snapshot
+            self.dra_text = render(snapshot)
             self.snapshot_seconds.set(time.perf_counter() - started)
             self._dra_at = self.clock()
 
-    async def endpoint(self, _request: Request) -> Response:
-        """`GET /metrics`: the Prometheus text format."""
+    async def endpoint(self, request: Request) -> Response:
+        """`GET /metrics`: the Prometheus text format, gzipped when the client accepts it (as
+        Prometheus does): the DRA series of a 40,000-claim cluster are some 25 MB of text."""
         await self.refresh()
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)
+        own = generate_latest(self.registry)
+        dra = self.dra_text if self.dra_enabled else b""
+        if "gzip" not in request.headers.get("accept-encoding", ""):
+            return Response(dra + own, media_type=CONTENT_TYPE_PLAIN_0_0_4)
+        if self._dra_gzip is None or self._dra_gzip[0] is not dra:
+            # Compress the cached DRA text once; each scrape continues from a copy of that
+            # compressor with its own small text, so the answer stays ONE gzip member.
+            compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+            self._dra_gzip = (dra, compressor.compress(dra), compressor)
+        _, head, compressor = self._dra_gzip
+        tail = compressor.copy()
+        body = head + tail.compress(own) + tail.flush()
+        headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
+        return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4, headers=headers)
 
     # --- instruments the app wires in ---------------------------------------------------------
 

@@ -6,6 +6,8 @@ as docs/operations.md lists them."""
 from __future__ import annotations
 
 import contextlib
+import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 from service.app import create_app, mirror_app
@@ -196,3 +198,19 @@ async def test_names_and_labels_exactly_as_documented(tmp_path: Path) -> None:
             assert not found  # nothing failed; the families are declared nonetheless
             continue
         assert found == {frozenset(labels | extra)}, name
+
+
+async def test_gzip_answer_is_one_member_equal_to_the_plain_text(tmp_path: Path) -> None:
+    async with whole_mirror(tmp_path) as (_world, state, http):
+        state.now = lambda: datetime(2030, 1, 1, tzinfo=UTC)  # lag stays put between the two
+        plain = await http.get("/metrics", headers={"accept-encoding": "identity"})
+        assert "content-encoding" not in plain.headers
+        async with http.stream("GET", "/metrics", headers={"accept-encoding": "gzip"}) as answer:
+            assert answer.headers["content-encoding"] == "gzip"
+            raw = b"".join([chunk async for chunk in answer.aiter_raw()])
+    decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    text = decompressor.decompress(raw) + decompressor.flush()
+    assert decompressor.eof and not decompressor.unused_data  # one member: any client reads it all
+    assert text == plain.content
+    assert len(raw) < len(text) / 3
+    assert b'kube_resourceclaim_info{cluster="east"' in text
