@@ -171,7 +171,7 @@ def _narrowed(reader: Any) -> bool:
         return False
     kind = type(scope)
     base = next((k for k in kind.__mro__ if "everything" in vars(k)), None)
-    return base is None or kind.allows is not base.allows
+    return base is None or getattr(kind, "allows", None) is not getattr(base, "allows", None)
 
 
 _KINDS = (DEVICE_CLASS, RESOURCE_CLAIM, POD, NODE, RESOURCE_SLICE)
@@ -287,10 +287,10 @@ class LedgerCache:
                 return False
         slices = kept.slices
         for s in state.slices:
-            before = slices.get(_name(s))
-            if before is None or not (
-                before.pool.generation == s.pool.generation
-                and _same(before.shared_counters, s.shared_counters)
+            seen = slices.get(_name(s))
+            if seen is None or not (
+                seen.pool.generation == s.pool.generation
+                and _same(seen.shared_counters, s.shared_counters)
             ):
                 return False
         return True
@@ -338,7 +338,7 @@ async def diagnose_claim(
         eligible_nodes=eligible_nodes,
     )
     if diagnosis.holders:
-        since = await reader.idle_since([h.claim for h in diagnosis.holders])
+        since: list[str | None] = await reader.idle_since([h.claim for h in diagnosis.holders])
         for holder, when in zip(diagnosis.holders, since, strict=True):
             holder.idle_since = when
     return diagnosis

@@ -69,7 +69,8 @@ def devices_of(m: Mirrored, cluster: str) -> list[dict[str, Any]]:
 
 def truth(m: Mirrored, *, free_only: bool) -> tuple[set[tuple[str, ...]], set[tuple[str, ...]]]:
     """(devices the BIG selector accepts, devices it fails on), free ones only if asked."""
-    accepted, failing = set(), set()
+    accepted: set[tuple[str, ...]] = set()
+    failing: set[tuple[str, ...]] = set()
     for cluster in CLUSTERS:
         devices = devices_of(m, cluster)
         allocated = {
