@@ -6,6 +6,7 @@ released and deleted between questions — without rebuilding it until the inven
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -295,3 +296,53 @@ async def test_a_narrowed_scope_never_shares_the_cached_ledger(lab) -> None:
     assert ledgers.builds == builds + 1
     assert await verdict(Scope.everything()) == "ALL_HELD"
     assert ledgers.builds == builds + 1
+
+
+async def test_the_redis_store_gives_the_same_diagnoses(redis_url: str) -> None:
+    """Through a shared Redis store (records decoded afresh on every read: no object is the
+    same twice) the answers equal the in-memory store's, and the ledger is not rebuilt."""
+    from service.stores.redis import RedisStore
+
+    world = records(
+        node("n1", "8"),
+        device_class("gpu.nvidia.com", GPU_CLASS),
+        gpu_slice("n1", 2),
+        pod("batch", "none", phase="Running", node_name="n1", cpu="7"),
+        claim("trainer", device=("n1", "gpu-0"), users=("trainer",)),
+        pod("trainer", "trainer", phase="Pending", node_name=None, cpu="2"),
+        claim("typo", selectors=("device.attributes['gpu.nvidia.com'].productName ==",)),
+        claim("waiting"),
+    )
+    memory = MemoryStore()
+    redis = RedisStore.from_url(redis_url, prefix=f"test-diag-{uuid.uuid4().hex[:8]}")
+    graph = schema.build_schema()
+    find = """{ findDevices(selector: "device.driver == 'gpu.nvidia.com'", status: FREE) {
+        totalCount edges { node { name status } } } }"""
+    try:
+        answers = []
+        for store in (memory, redis):
+            await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=world))
+            await store.set_status(ClusterStatus(name=CLUSTER, connected=True, synced=True))
+            got = []
+            for name in ("trainer", "typo", "waiting", "waiting"):
+                result = await graph.execute(
+                    EXPLAIN,
+                    variable_values={"cluster": CLUSTER, "namespace": "ml", "name": name},
+                    context_value=make_context(store),
+                )
+                assert result.errors is None, result.errors
+                got.append(result.data)
+            result = await graph.execute(find, context_value=make_context(store))
+            assert result.errors is None, result.errors
+            got.append(result.data)
+            answers.append(got)
+        assert answers[0] == answers[1]
+        assert [a["explainClaim"]["verdict"] for a in answers[1][:3]] == [  # type: ignore[index]
+            "NODE_RESOURCES",
+            "SELECTOR_ERROR",
+            "ALLOCATABLE",
+        ]
+        assert answers[1][4]["findDevices"]["totalCount"] == 1  # type: ignore[index]
+        assert ledgers_for(redis).builds == 1
+    finally:
+        await redis.close()
