@@ -18,7 +18,7 @@ own derived ones (docs/operations.md, "Metrics", lists every name and label):
 
 Promises:
 
-* every read is batched: per cluster one `list` per kind, one `list_devices`, one
+* every read is batched, and the event loop gets a turn between the steps: per cluster one `list` per kind, one `list_devices`, one
   `device_status` (or one `DEVICE_ALLOCATIONS` lookup) and one `idle_since` call, whatever
   the number of objects;
 * a device's classes are the DeviceClasses of its cluster whose CEL selectors all accept it
@@ -40,6 +40,7 @@ Prometheus text; `service.metrics` caches both and appends them to its registry'
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 from collections import Counter
@@ -121,6 +122,7 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
             (record.meta.name, record.driver, record.pool.name, record.node_name or "",
              len(record.devices))
         )  # fmt: skip
+    await _yield()
     claims: list[ClaimRecord] = await store.list(RESOURCE_CLAIM, cluster=cluster)  # type: ignore[assignment]
     for claim in claims:
         meta = claim.meta
@@ -131,6 +133,7 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
         figures.claim_states[claim.state] += 1
         if claim.state == PENDING and meta.created_at:
             figures.pending_ages.append(_age(meta.created_at, now))
+    await _yield()
     for pod in await store.list(POD, cluster=cluster):
         assert isinstance(pod, PodRecord)
         for entry in pod.claims:
@@ -140,15 +143,24 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
                 (pod.meta.namespace, pod.meta.name, entry.name, entry.claim_name or "",
                  entry.template_name or "")
             )  # fmt: skip
+    await _yield()
     entries = await store.list_devices(cluster=cluster)
     statuses = await _statuses(store, entries)
+    await _yield()
     selectors = [(c.meta.name, _compiled(c)) for c in classes]
     for entry, status in zip(entries, statuses, strict=True):
         names = [name for name, compiled in selectors if _accepts(compiled, entry)] or [""]
         for name in names:
             figures.devices[(name, status)] += 1
+    await _yield()
     figures.idle_held_devices = await _idle_held_devices(store, claims)
     return figures
+
+
+async def _yield() -> None:
+    # The in-memory store answers without awaiting: let requests run between the steps of a
+    # 40,000-object cluster (each ~0.1-0.2 s) instead of after all of them.
+    await asyncio.sleep(0)
 
 
 def _age(created_at: str, now: datetime) -> float:

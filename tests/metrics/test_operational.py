@@ -14,12 +14,13 @@ from service.app import create_app, mirror_app
 from service.history.db import open_engine
 from service.history.runtime import History
 from service.metrics import MAX_OPERATIONS
+from service.reactor import ReactorSettings, run_reactors
 from service.settings import ClusterSettings, HistorySettings, Settings
-from service.sim.run import Simulator
+from service.sim.run import ClusterSpec, Simulator
 from service.stores.memory import MemoryStore
 from service.stores.redis import RedisStore
-from tests.clusters.conftest import eventually
-from tests.clusters.world import claim, small_world
+from tests.clusters.conftest import FAST, eventually
+from tests.clusters.world import claim, device_slice, serving, small_world
 from tests.metrics.scrape import Scrape, client, scrape
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
@@ -214,3 +215,25 @@ async def test_gzip_answer_is_one_member_equal_to_the_plain_text(tmp_path: Path)
     assert text == plain.content
     assert len(raw) < len(text) / 3
     assert b'kube_resourceclaim_info{cluster="east"' in text
+
+
+async def test_failed_requests_and_malformed_objects_are_counted(tmp_path: Path) -> None:
+    world = small_world("east")
+    broken = device_slice("node-bad")
+    broken["spec"]["devices"] = "not a list"
+    world.bulk_load("resourceslices", [broken])
+    # The next three requests for claims fail with 500: three failed attempts of that kind.
+    faults = {"errors": {"code": 500, "count": 3, "path": "resourceclaims", "retryAfter": 0}}
+    store = MemoryStore()
+    settings = ReactorSettings(watch=FAST, status_interval=0.05)
+    async with serving(tmp_path, ClusterSpec(world, faults=faults)) as (_sim, connections):
+        reactors = await run_reactors(
+            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
+        )
+        async with client(create_app(Settings(), store=store, reactors=reactors)) as http:
+            await reactors.wait_synced()
+            metrics = await scrape(http)
+    errors = metrics.series("dra_mirror_watch_errors_total")
+    assert {dict(k)["kind"]: v for k, v in errors.items()} == {"ResourceClaim": 3}
+    malformed = metrics.series("dra_mirror_malformed_objects_total", cluster="east")
+    assert {dict(k)["kind"]: v for k, v in malformed.items()} == {"ResourceSlice": 1}
