@@ -1,6 +1,6 @@
 """`dra-mirror explain` and `dra-mirror lint`: the diagnostics from a terminal.
 
-    dra-mirror explain NAMESPACE/CLAIM [--cluster C] [--server URL]         ask a running mirror
+    dra-mirror explain NAMESPACE/CLAIM [--cluster C] [--node N…] [--server URL]  ask a mirror
     dra-mirror explain NAMESPACE/CLAIM --kubeconfig PATH [--context CTX]    mirror, ask, stop
     dra-mirror lint FILE|- [--server URL [--cluster C]]                      manifests (offline)
     dra-mirror lint --cluster C [--server URL]                               a mirrored cluster
@@ -51,32 +51,42 @@ def explain_document(clusters: list[str] | None) -> str:
     """explainClaim for one cluster (`$cluster`), or one aliased field per named cluster."""
     if clusters is None:
         return (
-            "query Explain($cluster: String!, $namespace: String!, $name: String!) {"
-            " c0: explainClaim(cluster: $cluster, namespace: $namespace, name: $name)"
-            f" {{ {DIAGNOSIS_FIELDS} }} }}"
+            "query Explain($cluster: String!, $namespace: String!, $name: String!,"
+            " $nodes: [String!]) {"
+            " c0: explainClaim(cluster: $cluster, namespace: $namespace, name: $name,"
+            f" eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }} }}"
         )
     fields = [
         f"c{i}: explainClaim(cluster: {orjson.dumps(c).decode()}, namespace: $namespace, "
-        f"name: $name) {{ {DIAGNOSIS_FIELDS} }}"
+        f"name: $name, eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }}"
         for i, c in enumerate(clusters)
     ]
-    return f"query Explain($namespace: String!, $name: String!) {{ {' '.join(fields)} }}"
+    return (
+        "query Explain($namespace: String!, $name: String!, $nodes: [String!]) "
+        f"{{ {' '.join(fields)} }}"
+    )
 
 
-async def explain_claim(ask: Ask, claim: str, cluster: str | None) -> list[dict[str, Any]]:
-    """The diagnoses of `namespace/name` (in `cluster`, or in every cluster holding it)."""
+async def explain_claim(
+    ask: Ask, claim: str, cluster: str | None, nodes: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The diagnoses of `namespace/name` (in `cluster`, or in every cluster holding it);
+    `nodes`: the nodes its pods may use (their nodeSelector/affinity), when known."""
     namespace, _, name = claim.partition("/")
     if not namespace or not name or "/" in name:
         raise click.UsageError(f"{claim!r}: give the claim as NAMESPACE/CLAIM")
     if cluster is not None:
         data = await ask(
-            explain_document(None), {"cluster": cluster, "namespace": namespace, "name": name}
+            explain_document(None),
+            {"cluster": cluster, "namespace": namespace, "name": name, "nodes": nodes},
         )
     else:
         clusters = [c["name"] for c in (await ask("{ clusters { name } }", {}))["clusters"]]
         if not clusters:
             return []
-        data = await ask(explain_document(clusters), {"namespace": namespace, "name": name})
+        data = await ask(
+            explain_document(clusters), {"namespace": namespace, "name": name, "nodes": nodes}
+        )
     return [d for d in data.values() if d is not None]
 
 
@@ -234,6 +244,12 @@ def _emit(value: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     help="Mirror this kubeconfig's clusters in-process instead of asking a server.",
 )
 @click.option("--context", "contexts", multiple=True, help="With --kubeconfig: only these.")
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    help="A node the claim's pods may use (their nodeSelector/affinity); repeatable.",
+)
 @click.option("--timeout", type=float, default=TIMEOUT, show_default=True, help="Sync wait, s.")
 @click.option("--json", "as_json", is_flag=True, help="The diagnoses as JSON.")
 def explain(
@@ -243,6 +259,7 @@ def explain(
     token: str | None,
     kubeconfig: str | None,
     contexts: tuple[str, ...],
+    nodes: tuple[str, ...],
     timeout: float,
     as_json: bool,
 ) -> None:
@@ -251,7 +268,7 @@ def explain(
         raise click.UsageError("give --server or --kubeconfig, not both")
 
     def question(ask: Ask) -> Awaitable[list[dict[str, Any]]]:
-        return explain_claim(ask, claim, cluster)
+        return explain_claim(ask, claim, cluster, list(nodes) or None)
 
     if kubeconfig:
         found = asyncio.run(_mirrored(kubeconfig, contexts, timeout, question))

@@ -112,3 +112,22 @@ def test_lint_offline(tmp_path: Path, shared_dir: Path) -> None:
     assert result.exit_code == 1 and "not YAML" in result.output
     result = runner.invoke(main, ["lint"])
     assert result.exit_code == 2
+
+
+async def test_explain_with_the_nodes_the_pods_may_use(mirrored: Mirrored) -> None:
+    [waiting] = [
+        p["metadata"]["name"]
+        for p in mirrored.raw("east", "pods")
+        if p["metadata"]["namespace"] == "training" and p["status"].get("phase") == "Pending"
+    ]
+    name = claim_named(mirrored.raw("east", "resourceclaims"), "training", f"{waiting}-gpu-")
+    code, out, err = await run(
+        "explain", f"training/{name}", "--cluster", "east", "--node", "east-h200-1",
+        "--server", mirrored.url,
+    )  # fmt: skip
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"training/{name} in east (pending): ALL_HELD"
+    assert "    class gpu.nvidia.com covers 4 devices" in lines
+    assert "    free or shareable: 0 (needs 1)" in lines
+    assert any(line.startswith("    research/notebook-gpu  idle since ") for line in lines)
