@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 from redis.retry import Retry
 
 from service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
@@ -39,22 +39,24 @@ from service.stores.protocols import ClusterStatus, Relation, StoreError, StoreU
 from service.stores.redis_keys import (
     DEFAULT_PREFIX,
     HOLDS,
+    SET_RELATIONS,
     Keys,
     clusters_key,
     decode_device_key,
     decode_member,
+    decode_members,
     device_field,
     driver_prefix,
     encode,
     entry_decoder,
-    hold_decoder,
-    hold_sort_key,
+    holds_decoder,
+    link_part,
     object_field,
     record_decoder,
     split_object_field,
     status_decoder,
 )
-from service.stores.redis_writes import WRITE_SCRIPT, ClusterWriter
+from service.stores.redis_writes import ClusterWriter, Ops, resp
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,7 +81,6 @@ class RedisStore:
         self._writers: dict[str, ClusterWriter] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._tokens: dict[str, str] = {}
-        self._script = client.register_script(WRITE_SCRIPT)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, **options: Any) -> RedisStore:
@@ -98,10 +99,6 @@ class RedisStore:
     async def _call(self, awaitable: Awaitable[T]) -> T:
         try:
             return await awaitable
-        except ResponseError as error:
-            if str(error).startswith("FENCED"):
-                raise Fenced(str(error)) from error
-            raise StoreUnavailable(f"redis: {error}") from error
         except RedisError as error:
             raise StoreUnavailable(f"redis: {error or type(error).__name__}") from error
         except OSError as error:
@@ -168,12 +165,40 @@ class RedisStore:
             return
         ops = writer.ops()
         if status is not None:
-            ops.add("SET", writer.keys.status, [status])
+            ops.add(b"SET", writer.keys.status, [status])
         events = bus.events_encoder.encode(writer.events) if writer.events else b""
-        await self._call(
-            self._script(keys=ops.keys, args=[writer.token, writer.keys.events, events, *ops.args])
-        )
+        await self._call(self._write(writer.token, ops, writer.keys.events, events))
         writer.written()
+
+    async def _write(self, token: str, ops: Ops, channel: str, events: bytes) -> None:
+        """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
+        packed as one request. EXEC answers nil when the fence changed after the WATCH."""
+        pool = self.redis.connection_pool
+        connection = await pool.get_connection()
+        try:
+            if token:
+                await connection.send_packed_command(
+                    resp([b"WATCH", ops.fence_key.encode()])
+                    + resp([b"GET", ops.fence_key.encode()])
+                )
+                await connection.read_response()
+                current = await connection.read_response()
+                if current != token.encode():
+                    await connection.send_packed_command(resp([b"UNWATCH"]))
+                    await connection.read_response()
+                    raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
+            await connection.send_packed_command(ops.transaction(channel, events))
+            for _ in range(ops.replies(events) - 1):
+                await connection.read_response()
+            result = await connection.read_response()
+            if result is None:
+                raise Fenced(f"the fence of {ops.fence_key} moved during the write")
+        except BaseException as error:
+            if not isinstance(error, Fenced):
+                await connection.disconnect()
+            raise
+        finally:
+            await pool.release(connection)
 
     # --- StateReader --------------------------------------------------------------------------
 
@@ -258,17 +283,18 @@ class RedisStore:
         keys = [_as_key(k) for k in keys]
         across = relation in _ACROSS_CLUSTERS
         names = await self._cluster_names() if across else []
+        as_set = name in SET_RELATIONS
         plan: list[list[str]] = []  # per key: the clusters asked, in order
         async with self.redis.pipeline(transaction=False) as pipe:
             for key in keys:
                 asked = names if across else ([key[0]] if isinstance(key, tuple) and key else [])
                 plan.append(asked)
                 for cluster in asked:
-                    redis_key = self.keys(cluster).link(name, key)
-                    if name == HOLDS:
-                        pipe.hgetall(redis_key)
+                    cluster_keys = self.keys(cluster)
+                    if as_set:
+                        pipe.smembers(cluster_keys.link(name, key))
                     else:
-                        pipe.smembers(redis_key)
+                        pipe.hget(cluster_keys.links(name), link_part(key))
             found = await self._call(pipe.execute()) if any(plan) else []
         out: list[list[Any]] = []
         position = 0
@@ -277,12 +303,12 @@ class RedisStore:
             for cluster in asked:
                 raw = found[position]
                 position += 1
-                if name == HOLDS:
-                    values.extend(
-                        hold_decoder.decode(raw[f]) for f in sorted(raw, key=hold_sort_key)
-                    )
-                else:
+                if as_set:
                     values.extend(sorted(decode_member(cluster, name, m) for m in raw))
+                elif raw is not None and name == HOLDS:
+                    values.extend(holds_decoder.decode(raw))
+                elif raw is not None:
+                    values.extend(decode_members(cluster, name, raw))
             out.append(values)
         return out
 

@@ -10,8 +10,11 @@ shards by cluster. The layout (docs/redis.md has the full table):
     PREFIX:{c}:devices                            HASH  device field -> msgpack DeviceEntry
     PREFIX:{c}:device_status                      HASH  device field -> free|held|shared|blocked
     PREFIX:{c}:idle                               HASH  "namespace/name" -> idle since (claims)
-    PREFIX:{c}:link:<relation>:<from>             SET   members: linked keys (JSON arrays)
-    PREFIX:{c}:link:device_allocations:<from>     HASH  hold id (JSON) -> msgpack AllocationRef
+    PREFIX:{c}:link:<relation>:<from>             SET   class_claims, name_devices (large fan-out):
+                                                        members are linked keys (JSON arrays)
+    PREFIX:{c}:links:<relation>                   HASH  every other relation: from-key (JSON) ->
+                                                        its full sorted list (JSON; msgpack
+                                                        AllocationRefs for device_allocations)
     PREFIX:{c}:lease / :fence / :fence_counter    the writer's lease (service.stores.lease)
     PREFIX:{c}:events                             pub/sub channel of live events
 
@@ -51,6 +54,9 @@ DEVICE_VALUED = frozenset(
     }
 )
 HOLDS = Relation.DEVICE_ALLOCATIONS.value
+# Relations kept as one Redis set per from-key (many members: changed one by one).
+SET_RELATIONS = frozenset({Relation.CLASS_CLAIMS.value, Relation.NAME_DEVICES.value})
+holds_decoder = msgspec.msgpack.Decoder(list[AllocationRef])
 
 _encoder = msgspec.msgpack.Encoder()
 record_decoder = msgspec.msgpack.Decoder(Record)
@@ -88,7 +94,12 @@ class Keys:
         return f"{self.base}obj:{kind}"
 
     def link(self, relation: str, from_key: Any) -> str:
+        """The set of one from-key of a large fan-out relation (SET_RELATIONS)."""
         return f"{self.base}link:{relation}:{link_part(from_key).decode()}"
+
+    def links(self, relation: str) -> str:
+        """The hash of every other relation: one field per from-key."""
+        return f"{self.base}links:{relation}"
 
 
 def clusters_key(prefix: str) -> str:
@@ -115,6 +126,16 @@ def key_member(key: ObjectKey | DeviceKey) -> bytes:
     return orjson.dumps(list(key[1:]))
 
 
+def encode_members(keys: list[Any]) -> bytes:
+    """A sorted list of linked keys, without their cluster: `[["Pod","ns","a"], …]`."""
+    return orjson.dumps([key[1:] for key in keys])
+
+
+def decode_members(cluster: str, relation: str, raw: bytes) -> list[Any]:
+    make = DeviceKey if relation in DEVICE_VALUED else ObjectKey
+    return [make(cluster, *parts) for parts in orjson.loads(raw)]
+
+
 def device_field(key: DeviceKey) -> bytes:
     return orjson.dumps(list(key[1:]))
 
@@ -133,13 +154,3 @@ def decode_member(cluster: str, relation: str, raw: bytes) -> ObjectKey | Device
     if relation in DEVICE_VALUED:
         return DeviceKey(cluster, *parts)
     return ObjectKey(cluster, *parts)
-
-
-def hold_field(hold_id: tuple[ObjectKey, str, str]) -> bytes:
-    claim, request, share = hold_id
-    return orjson.dumps([claim.kind, claim.namespace, claim.name, request, share])
-
-
-def hold_sort_key(raw: bytes) -> tuple[Any, ...]:
-    # Holds come in (claim, request, shareID) order, as the in-memory index sorts its hold ids.
-    return tuple(orjson.loads(raw))

@@ -6,10 +6,13 @@ and the in-memory store run — and what the fold changed (its records and its `
 turned into Redis commands. Promises:
 
 * a batch's records, reverse maps, devices, device statuses, idle marks and its live events are
-  written by ONE call of `WRITE_SCRIPT`: Redis runs a script atomically, so a reader never sees
-  a claim allocated to a device whose index does not show it. The script first compares the
-  cluster's fence key with the writer's token (fencing, service.stores.lease): a writer that
-  lost its lease writes nothing (`Fenced`);
+  written by ONE `MULTI … EXEC` transaction: Redis runs it atomically, so a reader never sees
+  a claim allocated to a device whose index does not show it. A fenced writer first WATCHes
+  the cluster's fence key and compares it with its token (service.stores.lease): if the fence
+  is another's, or changes before EXEC, nothing is written (`Fenced`);
+* live events (old and new state of each claim and device the batch changed) are published
+  inside the same transaction, after the writes; batches of more than LIVE_BATCH_LIMIT objects (initial
+  syncs, relists) publish none;
 * a write that fails (Redis down) loses nothing: the pending records (last state per key) and
   the delta (net effect per entry) stay, and the next batch writes them together;
 * the reactor retries the SAME Changes after a failure: folding it again is a no-op in the
@@ -40,62 +43,63 @@ from service.model.records import (
 from service.stores import bus
 from service.stores.redis_keys import (
     HOLDS,
+    SET_RELATIONS,
     Keys,
     device_field,
     encode,
-    hold_field,
+    encode_members,
     key_member,
+    link_part,
     object_field,
 )
 
 # KEYS[1] is the fence; ARGV[1] the writer's token ('' writes unfenced: a store without a
 # lease, as in tests); ARGV[2] the channel, ARGV[3] the live events ('' publishes nothing);
 # then the commands, each as: name, index into KEYS, argument count, arguments.
-WRITE_SCRIPT = """
-local token = ARGV[1]
-if token ~= '' then
-  local current = redis.call('GET', KEYS[1])
-  if current ~= token then
-    return redis.error_reply('FENCED fence is ' .. tostring(current))
-  end
-end
-local i = 4
-local n = #ARGV
-while i <= n do
-  local count = tonumber(ARGV[i + 2])
-  redis.call(ARGV[i], KEYS[tonumber(ARGV[i + 1])], unpack(ARGV, i + 3, i + 2 + count))
-  i = i + 3 + count
-end
-if ARGV[3] ~= '' then
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
-end
-return 1
-"""
 # Whether ClusterIndex.apply takes `listed` (pods unknown until first listed; model rule 5).
 _INDEX_KNOWS_LISTS = "listed" in inspect.signature(ClusterIndex.apply).parameters
-_CHUNK = 1000  # Lua's unpack() refuses more than ~8,000 values
+_CHUNK = 2000  # arguments per command: big batches become several HSETs of one hash
+# Batches of more objects (initial syncs, relists) publish no per-object live events: their
+# payload would be the whole cluster twice over; subscribers re-query after a resync.
+LIVE_BATCH_LIMIT = 2000
+
+
+def resp(command: list[bytes]) -> bytes:
+    """One command in the Redis protocol (RESP): redis-py's general packer cost more than
+    Redis took to run a large batch."""
+    parts = [b"*%d\r\n" % len(command)]
+    parts.extend(b"$%d\r\n%s\r\n" % (len(a), a) for a in command)
+    return b"".join(parts)
 
 
 class Ops:
-    """The commands of one script call; every key is declared in KEYS (Redis Cluster)."""
+    """The commands of one batch, sent as ONE `MULTI … EXEC` (Redis runs a transaction
+    atomically: no reader sees part of it)."""
 
     def __init__(self, fence_key: str) -> None:
-        self.keys: list[str] = [fence_key]
-        self._index: dict[str, int] = {fence_key: 1}
-        self.args: list[Any] = []
+        self.fence_key = fence_key
+        self.commands: list[list[bytes]] = []
 
     def __len__(self) -> int:
-        return len(self.args)
+        return len(self.commands)
 
-    def add(self, command: str, key: str, args: list[Any]) -> None:
-        index = self._index.get(key)
-        if index is None:
-            self.keys.append(key)
-            index = self._index[key] = len(self.keys)
+    def add(self, command: bytes, key: str, args: list[bytes]) -> None:
+        raw_key = key.encode()
         for start in range(0, len(args), _CHUNK):
-            chunk = args[start : start + _CHUNK]
-            self.args.extend((command, index, len(chunk)))
-            self.args.extend(chunk)
+            self.commands.append([command, raw_key, *args[start : start + _CHUNK]])
+
+    def transaction(self, channel: str, events: bytes) -> bytes:
+        """MULTI, the commands, the PUBLISH of the batch's live events, EXEC."""
+        parts = [resp([b"MULTI"])]
+        parts.extend(resp(command) for command in self.commands)
+        if events:
+            parts.append(resp([b"PUBLISH", channel.encode(), events]))
+        parts.append(resp([b"EXEC"]))
+        return b"".join(parts)
+
+    def replies(self, events: bytes) -> int:
+        """How many replies the transaction gets: +OK, one +QUEUED each, the EXEC array."""
+        return len(self.commands) + (1 if events else 0) + 2
 
 
 def merge_delta(into: IndexDelta, later: IndexDelta) -> IndexDelta:
@@ -140,7 +144,8 @@ class ClusterWriter:
     ) -> None:
         """Fold one batch (`listed`: the kind whose complete LIST it is, as Changes says)."""
         index = self.index
-        before = self._claims_touched(upserts, deletes)
+        live = len(upserts) + len(deletes) <= LIVE_BATCH_LIMIT
+        before = self._claims_touched(upserts, deletes) if live else {}
         events = [Event(DELETED, r) for r in deletes]
         events.extend(Event(MODIFIED, r) for r in upserts)
         out = index.apply(
@@ -153,8 +158,9 @@ class ClusterWriter:
         for key in (key_of(r) for r in (*upserts, *deletes)):
             self.unseen.discard(key)
         delta = index.take_delta()
-        self._claim_events(before, out.upserts, out.deletes)
-        self._device_changes(delta)
+        if live:
+            self._claim_events(before, out.upserts, out.deletes)
+        self._device_changes(delta, live=live)
         merge_delta(self.delta, delta)
 
     def sweep(self, at: str) -> bool:
@@ -191,7 +197,7 @@ class ClusterWriter:
             if old != new:
                 self.events.append(bus.claim_event(self.cluster, old, new))  # type: ignore[arg-type]
 
-    def _device_changes(self, delta: IndexDelta) -> None:
+    def _device_changes(self, delta: IndexDelta, *, live: bool = True) -> None:
         index = self.index
         pools: set[tuple[str, str]] = set()
         changed: set[DeviceKey] = set(delta.devices)
@@ -224,7 +230,7 @@ class ClusterWriter:
                     self.entries[key] = entry
             old = bus.DeviceState(old_entry, old_status) if old_entry is not None else None
             new = bus.DeviceState(entry, status) if entry is not None else None
-            if old != new:
+            if live and old != new:
                 self.events.append(bus.device_event(key, old, new))
 
     # --- the write --------------------------------------------------------------------------
@@ -239,27 +245,53 @@ class ClusterWriter:
         for key, record in self.records.items():
             sets, dels = by_kind.setdefault(key.kind, ([], []))
             if record is None:
-                dels.append(object_field(key))
+                dels.append(object_field(key).encode())
             else:
-                sets.extend((object_field(key), encode(record)))
+                sets.extend((object_field(key).encode(), encode(record)))
         for kind, (sets, dels) in by_kind.items():
             if dels:
-                ops.add("HDEL", keys.objects(kind), dels)
+                ops.add(b"HDEL", keys.objects(kind), dels)
             if sets:
-                ops.add("HSET", keys.objects(kind), sets)
+                ops.add(b"HSET", keys.objects(kind), sets)
         delta = self.delta
-        for relation, from_key, value, payload in delta.links_added():
-            if relation == HOLDS:
-                ops.add("HSET", keys.link(relation, from_key), [hold_field(value), encode(payload)])
+        # Relations with a large fan-out (every claim of a class, every device named gpu-0)
+        # are Redis sets, changed member by member; the others are one hash per relation whose
+        # field per from-key holds its full sorted list, rewritten from the index when touched.
+        members: dict[tuple[bytes, str], list[bytes]] = {}
+        lists: dict[tuple[str, Any], None] = {}
+        for (relation, from_key, value), payload in delta.links.items():
+            if relation in SET_RELATIONS:
+                command = b"SREM" if payload is REMOVED else b"SADD"
+                key = keys.link(relation, from_key)
+                members.setdefault((command, key), []).append(key_member(value))
             else:
-                ops.add("SADD", keys.link(relation, from_key), [key_member(value)])
-        for relation, from_key, value in delta.links_removed():
+                lists[(relation, from_key)] = None
+        for (command, key), values in members.items():
+            ops.add(command, key, values)
+        by_relation: dict[str, tuple[list[bytes], list[bytes]]] = {}
+        index = self.index
+        for relation, from_key in lists:
+            sets, dels = by_relation.setdefault(relation, ([], []))
+            field = link_part(from_key)
             if relation == HOLDS:
-                ops.add("HDEL", keys.link(relation, from_key), [hold_field(value)])
+                holds = index.holds(from_key)
+                if holds:
+                    sets.extend((field, encode(holds)))
+                else:
+                    dels.append(field)
+                continue
+            linked = index.links.get(relation, from_key)
+            if linked:
+                sets.extend((field, encode_members(sorted(linked))))
             else:
-                ops.add("SREM", keys.link(relation, from_key), [key_member(value)])
+                dels.append(field)
+        for relation, (sets, dels) in by_relation.items():
+            if dels:
+                ops.add(b"HDEL", keys.links(relation), dels)
+            if sets:
+                ops.add(b"HSET", keys.links(relation), sets)
         _hash_writes(ops, keys.devices, ((device_field(k), e) for k, e in delta.devices.items()))
-        _hash_writes(ops, keys.idle, ((object_field(k), s) for k, s in delta.idle.items()))
+        _hash_writes(ops, keys.idle, ((object_field(k).encode(), s) for k, s in delta.idle.items()))
         _hash_writes(
             ops, keys.device_status, ((device_field(k), s) for k, s in self.status_writes.items())
         )
@@ -279,8 +311,8 @@ def _hash_writes(ops: Ops, key: str, entries: Any) -> None:
         if value is None or value is REMOVED:
             dels.append(field)
         else:
-            sets.extend((field, value if isinstance(value, str) else encode(value)))
+            sets.extend((field, value.encode() if isinstance(value, str) else encode(value)))
     if dels:
-        ops.add("HDEL", key, dels)
+        ops.add(b"HDEL", key, dels)
     if sets:
-        ops.add("HSET", key, sets)
+        ops.add(b"HSET", key, sets)
