@@ -26,6 +26,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from service.history import queries as q
+from service.history.contention import BadAuditRequest
 from service.history.db import HistoryUnavailable
 from service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
@@ -358,7 +359,5 @@ async def contention_rows(
         size = bucket_us(bucket)
         return await history.contention(start, end, group_by=group_by, bucket_us=size,
                                         cluster=cluster)  # fmt: skip
-    except (BadTime, ValueError) as error:
-        if isinstance(error, HistoryUnavailable):
-            raise
+    except (BadTime, BadAuditRequest) as error:
         raise GraphQLError(str(error), extensions={"code": "BAD_INPUT"}) from error

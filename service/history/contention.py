@@ -48,6 +48,11 @@ _WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''"
                "CLUSTER": "w.cluster"}  # fmt: skip
 
 
+class BadAuditRequest(ValueError):
+    """The client asked for an audit that cannot be answered (unknown grouping, too many
+    buckets)."""
+
+
 @dataclass
 class ContentionRow:
     cluster: str
@@ -145,13 +150,13 @@ async def contention(
     cluster: str | None = None,
 ) -> list[ContentionRow]:
     if group_by not in GROUPS:
-        raise ValueError(f"groupBy must be one of {', '.join(GROUPS)}")
+        raise BadAuditRequest(f"groupBy must be one of {', '.join(GROUPS)}")
     if end_us <= start_us:
         return []
     size = bucket_us or (end_us - start_us)
     count = -(-(end_us - start_us) // size)
     if count > MAX_BUCKETS:
-        raise ValueError(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
+        raise BadAuditRequest(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
     postgres = engine.dialect.name == "postgresql"
     sql = _Sql(postgres)
     g, lst = sql.greatest, sql.least

@@ -20,7 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from service.history.contention import GROUPS
+from service.history.contention import GROUPS, BadAuditRequest
 from service.history.db import HistoryUnavailable
 from service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
@@ -97,9 +97,7 @@ async def contention_csv(request: Request) -> Response:
             size = bucket_us(params.get("bucket"))
             rows = await history.contention(start, end, group_by=group_by, bucket_us=size,
                                             cluster=params.get("cluster"))  # fmt: skip
-        except (BadTime, ValueError) as error:
-            if isinstance(error, HistoryUnavailable):
-                raise
+        except (BadTime, BadAuditRequest) as error:
             raise _BadRequest(str(error)) from error
         namespaced = group_by == "NAMESPACE"
         return _csv(

@@ -112,6 +112,8 @@ async def test_claim_and_device_history_over_graphql(loaded):
         ('{ contention(from: "2026-03-02T00:00:00Z", to: "2026-03-02T03:00:00Z", bucket: "fortnight")'
          " { group } }", "BAD_INPUT"),
         ('{ whoHeld(device: "GPU-A", at: "yesterday-ish T") { claim } }', "BAD_INPUT"),
+        ('{ contention(from: "2026-03-02T00:00:00Z", to: "2026-03-02T03:00:00Z", bucket: "1s")'
+         " { group } }", "BAD_INPUT"),  # 10,800 buckets
     ],
 )  # fmt: skip
 async def test_bad_input_is_a_clear_graphql_error(loaded, query, code):
