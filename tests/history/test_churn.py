@@ -50,14 +50,41 @@ class StoreTruth:
         self._held: dict[str, dict[tuple, list]] = {}
         self._waiting: dict[str, list] = {}
         self._reserved: dict[str, dict[str, list]] = {}
+        # idle: allocated, and no pod in reservedFor Running
+        self.idle: list[list] = []
+        self._claims: dict[str, tuple[bool, frozenset[str]]] = {}
+        self._phases: dict[str, str] = {}
+        self._idle: dict[str, list] = {}
+        self._versions: dict[str, int] = {}
+
+    def _idle_check(self, uid: str, now: float) -> None:
+        allocated, reserved = self._claims.get(uid, (False, frozenset()))
+        idle = allocated and not any(self._phases.get(p) == "Running" for p in reserved)
+        if idle and uid not in self._idle:
+            self._idle[uid] = [uid, now, None]
+            self.idle.append(self._idle[uid])
+        elif not idle and uid in self._idle:
+            self._idle.pop(uid)[2] = now
 
     def record(self, kind: str, plural: str, obj: dict) -> None:
         if plural in MIRRORED:
             self.events += 1
-        if plural != "resourceclaims":
-            return
         now = self.clock.now
         meta = obj["metadata"]
+        # The store calls listeners after nested writes (the controller reacting inside a
+        # create): an object's events can arrive out of order; its resourceVersion cannot.
+        version = int(meta.get("resourceVersion") or 0)
+        if version <= self._versions.get(meta.get("uid"), -1):
+            return
+        self._versions[meta.get("uid")] = version
+        if plural == "pods":
+            phase = "Gone" if kind == "DELETED" else (obj.get("status") or {}).get("phase", "")
+            self._phases[meta["uid"]] = phase
+            for uid, (_allocated, reserved) in list(self._claims.items()):
+                if meta["uid"] in reserved:
+                    self._idle_check(uid, now)
+        if plural != "resourceclaims":
+            return
         uid, name = meta["uid"], meta["name"]
         status = {} if kind == "DELETED" else obj.get("status") or {}
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
@@ -83,6 +110,8 @@ class StoreTruth:
         for pod_uid in pods.keys() - open_pods.keys():
             open_pods[pod_uid] = [uid, pods[pod_uid], now, None]
             self.consumers.append(open_pods[pod_uid])
+        self._claims[uid] = (bool(results), frozenset(pods))
+        self._idle_check(uid, now)
 
 
 def _seconds(us: int | None) -> float | None:
@@ -135,6 +164,14 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
     )
     assert waits, "the GPUs were full at times: some claims must have waited"
 
+    # every idle spell that lasted (allocated, no consumer pod Running), exactly: in churn
+    # the controller deallocates a claim once no pod reserves it, so none lasts; history
+    # must not invent one either
+    idle = await _idle(engine)
+    assert idle == sorted(
+        (uid, start, end) for uid, start, end in truth.idle if end is None or end > start
+    )
+
     # the audit over the whole run, against the truth's own arithmetic
     end_us = to_us(T0 + timedelta(seconds=SECONDS + GRID))
     (row,) = await queries.contention(to_us(T0), end_us, group_by="CLUSTER")
@@ -185,4 +222,14 @@ async def _waits(engine):
 
     async with engine.connect() as conn:
         rows = await conn.execute(select(W.claim_uid, W.start_us, W.end_us))
+        return sorted((u, _seconds(s), _seconds(e)) for u, s, e in rows if e is None or e > s)
+
+
+async def _idle(engine):
+    from sqlalchemy import select
+
+    from service.history.models import IdleInterval as I
+
+    async with engine.connect() as conn:
+        rows = await conn.execute(select(I.claim_uid, I.start_us, I.end_us))
         return sorted((u, _seconds(s), _seconds(e)) for u, s, e in rows if e is None or e > s)
