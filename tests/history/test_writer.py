@@ -244,3 +244,11 @@ async def test_the_history_runtime_migrates_writes_reads_and_drains_on_close(his
         assert held.claim == "A"
     finally:
         await reopened.close()
+
+
+async def test_an_entry_that_cannot_be_decoded_is_counted_and_skipped(engine, pipeline):
+    await pipeline.outbox.append(b"\xc1 not msgpack")  # e.g. written by a newer version
+    await _load(pipeline)
+    assert pipeline.writer.stats.rejected == 1
+    assert await pipeline.outbox.backlog() == 0
+    await _matches_truth(engine)
