@@ -35,18 +35,21 @@ import logging
 import re
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
-from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
 
+from service.metrics_collectors import (
+    HistoryCollector,
+    MetricsSource,
+    WatchCollector,
+    watched_reactors,
+)
 from service.metrics_dra import DraSnapshot, render
-from service.stores.protocols import StateReader
 
 log = logging.getLogger(__name__)
 
@@ -60,125 +63,6 @@ APPLY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 _OPERATION = re.compile(r"\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 _NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,99}")
-
-
-class MetricsSource(Protocol):
-    store: StateReader
-    reactors: Any
-    history: Any
-    now: Callable[[], datetime]
-
-
-def watched_reactors(watchers: Any) -> dict[str, Any] | None:
-    """The reactors by cluster name of a watcher group (`Reactors`, `LeasedReactors`, or the
-    app's `WatchedClusters` around them); None when there is no such group."""
-    group = getattr(watchers, "reactors", watchers)
-    by_name = getattr(group, "by_name", None)
-    return dict(by_name) if isinstance(by_name, dict) else None
-
-
-def _timestamp(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
-
-
-class WatchCollector:
-    """Per-cluster watch figures, read from the reactors' `ClusterStatus` at scrape time."""
-
-    def __init__(self, source: MetricsSource) -> None:
-        self.source = source
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        reactors = watched_reactors(self.source.reactors) or {}
-        now = self.source.now().timestamp()
-        per_cluster = ["cluster"]
-        per_kind = ["cluster", "kind"]
-        events = CounterMetricFamily(
-            "dra_mirror_watch_events", "Watch events applied.", labels=per_cluster
-        )
-        relists = CounterMetricFamily(
-            "dra_mirror_watch_relists", "Lists after the first one of a kind.", labels=per_cluster
-        )
-        errors = CounterMetricFamily(
-            "dra_mirror_watch_errors", "Failed list or watch attempts.", labels=per_kind
-        )
-        malformed = CounterMetricFamily(
-            "dra_mirror_malformed_objects", "Objects skipped as malformed.", labels=per_kind
-        )
-        connected = GaugeMetricFamily(
-            "dra_mirror_cluster_connected", "1 while the watches are up.", labels=per_cluster
-        )
-        synced = GaugeMetricFamily(
-            "dra_mirror_cluster_synced", "1 once every kind was listed.", labels=per_cluster
-        )
-        last_event = GaugeMetricFamily(
-            "dra_mirror_cluster_last_event_timestamp_seconds",
-            "When the last watch event was applied (Unix time).",
-            labels=per_cluster,
-        )
-        last_sync = GaugeMetricFamily(
-            "dra_mirror_cluster_last_sync_timestamp_seconds",
-            "When the last complete list was applied (Unix time).",
-            labels=per_cluster,
-        )
-        lag = GaugeMetricFamily(
-            "dra_mirror_cluster_lag_seconds",
-            "Seconds since the last event or list was applied.",
-            labels=per_cluster,
-        )
-        for name in sorted(reactors):
-            reactor = reactors[name]
-            status = reactor.status
-            events.add_metric([name], status.events)
-            relists.add_metric([name], status.relists)
-            for kind, count in sorted(getattr(reactor, "errors", {}).items()):
-                errors.add_metric([name, kind], count)
-            for kind, count in sorted(status.malformed.items()):
-                malformed.add_metric([name, kind], count)
-            connected.add_metric([name], int(status.connected))
-            synced.add_metric([name], int(status.synced))
-            event_at = _timestamp(status.last_event_at)
-            sync_at = _timestamp(status.last_sync_at)
-            if event_at is not None:
-                last_event.add_metric([name], event_at)
-            if sync_at is not None:
-                last_sync.add_metric([name], sync_at)
-            newest = max((t for t in (event_at, sync_at) if t is not None), default=None)
-            if newest is not None:
-                lag.add_metric([name], max(0.0, now - newest))
-        yield from (events, relists, errors, malformed, connected, synced, last_event, last_sync)
-        yield lag
-
-
-class HistoryCollector:
-    """The history writer's counters (the backlog is a gauge set by `Metrics.refresh`)."""
-
-    def __init__(self, source: MetricsSource) -> None:
-        self.source = source
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterator[Metric]:
-        stats = getattr(getattr(self.source.history, "writer", None), "stats", None)
-        if stats is None:
-            return
-        rows = CounterMetricFamily(
-            "dra_mirror_history_rows_written", "Rows written to the history database."
-        )
-        rows.add_metric([], stats.rows)
-        retries = CounterMetricFamily(
-            "dra_mirror_history_write_retries", "History writes retried (database unreachable)."
-        )
-        retries.add_metric([], stats.retries)
-        yield from (rows, retries)
 
 
 class Metrics:
