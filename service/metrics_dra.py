@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -68,8 +67,6 @@ from service.model.records import (
     SliceRecord,
 )
 from service.stores.protocols import Relation, StateReader
-
-log = logging.getLogger(__name__)
 
 # Upper bounds of the pending-age buckets, seconds: a starting pod's claim is allocated within
 # seconds; minutes mean contention; hours mean a claim nothing can satisfy.
@@ -112,12 +109,11 @@ class DraSnapshot:
 
 async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> ClusterFigures:
     figures = ClusterFigures()
-    classes = [r for r in await store.list(DEVICE_CLASS, cluster=cluster)]
+    classes: list[DeviceClassRecord] = await store.list(DEVICE_CLASS, cluster=cluster)  # type: ignore[assignment]
     for device_class in classes:
-        assert isinstance(device_class, DeviceClassRecord)
         figures.classes.append((device_class.meta.name, device_class.extended_resource_name or ""))
-    for record in await store.list(RESOURCE_SLICE, cluster=cluster):
-        assert isinstance(record, SliceRecord)
+    slices: list[SliceRecord] = await store.list(RESOURCE_SLICE, cluster=cluster)  # type: ignore[assignment]
+    for record in slices:
         figures.slices.append(
             (record.meta.name, record.driver, record.pool.name, record.node_name or "",
              len(record.devices))
@@ -134,8 +130,8 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
         if claim.state == PENDING and meta.created_at:
             figures.pending_ages.append(_age(meta.created_at, now))
     await _yield()
-    for pod in await store.list(POD, cluster=cluster):
-        assert isinstance(pod, PodRecord)
+    pods: list[PodRecord] = await store.list(POD, cluster=cluster)  # type: ignore[assignment]
+    for pod in pods:
         for entry in pod.claims:
             if entry.claim_name is None and entry.template_name is None:
                 continue  # references neither a claim nor a template (as kube-state-metrics)
