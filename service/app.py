@@ -97,9 +97,9 @@ class MirrorGraphQL(GraphQL):
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
 
-    async def execute_single(self, **kwargs: Any) -> Any:
+    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
         # One GraphQL operation (a batch runs several): its latency by operation name.
-        execution = super().execute_single(**kwargs)
+        execution = super().execute_single(*args, **kwargs)
         return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
 
 
