@@ -13,6 +13,7 @@ against the simulator's kubeconfig. Truth comes from the simulator's own object 
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -186,6 +187,9 @@ async def mirrored(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mi
                 await asyncio.sleep(0.05)
             else:
                 raise AssertionError((await http.get("/readyz")).text)
+            # The watchers froze what the initial sync built (gc.freeze, as in production);
+            # the suite's other tests expect an unfrozen collector.
+            gc.unfreeze()
             yield Mirrored(url=url, http=http, demo=demo, kubeconfig=demo.kubeconfig)
     finally:
         server.should_exit = True
