@@ -73,34 +73,49 @@ def run(coro: Any) -> None:
     with the previous handler, ours: for SIGTERM that cancels what is left of `coro` instead of
     letting the default action kill the process with status 143. Elsewhere (sim) SIGTERM
     cancels `coro` like Ctrl-C, so its cleanup runs."""
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_until_terminated(coro))
-
-
-async def _until_terminated(coro: Any) -> None:
-    task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    terminated = False
-
-    def on_sigterm(_signum: int, _frame: Any) -> None:
-        # signal.signal, not loop.add_signal_handler: uvicorn installs its own handlers with
-        # signal.signal and restores ours afterwards; a loop handler would fire under uvicorn's
-        # too and cut its graceful shutdown short.
-        nonlocal terminated
-        terminated = True
-        if task is not None:
-            loop.call_soon_threadsafe(task.cancel)
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    termination = Termination()
+    # signal.signal, not loop.add_signal_handler: uvicorn installs its handlers with
+    # signal.signal and restores ours afterwards; a loop handler would fire under uvicorn's too
+    # and cut its graceful shutdown short. Ours stays installed until every task has ended
+    # (asyncio.run waits for them): a uvicorn server ending late re-raises into it, never into
+    # the default action.
+    previous = signal.signal(signal.SIGTERM, termination.on_signal)
     try:
-        await coro
-    except asyncio.CancelledError:
-        if not terminated:
-            raise
-        if task is not None:
-            task.uncancel()
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(termination.run(coro))
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class Termination:
+    """SIGTERM cancels the main task (when it still runs); the cancellation then ends it
+    quietly."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.task: asyncio.Task[Any] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def on_signal(self, _signum: int, _frame: Any) -> None:
+        self.received = True
+        task, loop = self.task, self.loop
+        if task is None or loop is None or task.done() or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(task.cancel)
+
+    async def run(self, coro: Any) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        if self.received:  # terminated before the program started
+            coro.close()
+            return
+        try:
+            await coro
+        except asyncio.CancelledError:
+            if not self.received:
+                raise
+            if self.task is not None:
+                self.task.uncancel()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

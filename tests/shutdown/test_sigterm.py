@@ -1,5 +1,7 @@
 """SIGTERM to a real `dra-mirror serve` process: it exits 0 after flushing what it mirrored into
 history, and with Redis it releases its cluster leases (a successor need not wait for the TTL).
+`dra-mirror demo` and `dra-mirror sim` exit 0 on SIGTERM as well (without the fix, uvicorn's
+re-raised signal killed them with status 143).
 
 The simulated cluster runs in the test's event loop on loopback; the mirror is a subprocess of
 the installed console script, exactly as a container runs it.
@@ -175,3 +177,22 @@ async def test_sigterm_stops_the_demo_with_exit_zero(tmp_path: Path) -> None:
     # own, which take SIGTERM first (see the report), so its streams end with logged errors.
     assert code == 0, mirror.log()
     assert "GraphiQL at" in mirror.log()  # it got as far as announcing itself
+
+
+async def test_sigterm_stops_the_simulator_with_exit_zero(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "sim.kubeconfig"
+    mirror = Mirror(tmp_path)
+    mirror.args = ["sim", "--scenario", "demo", "--kubeconfig-out", str(kubeconfig)]
+    await mirror.start()
+    try:
+
+        async def serving(_http: httpx.AsyncClient) -> bool:
+            return "kubeconfig written" in mirror.log()
+
+        async with httpx.AsyncClient() as http:
+            await mirror.until(http, serving)
+        code = await mirror.terminate()
+    finally:
+        mirror.kill()
+    assert code == 0, mirror.log()
+    assert "Traceback" not in mirror.log()
