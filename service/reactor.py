@@ -465,6 +465,9 @@ class Reactors:
         if self._gc_waiter is not None:
             self._gc_waiter.cancel()
             await asyncio.gather(self._gc_waiter, return_exceptions=True)
+        if self._sync_gc is not None:
+            # a waiter cancelled before it first ran never reaches its own clean-up
+            self._sync_gc.done(freeze=False)
         await asyncio.gather(*(reactor.stop() for reactor in self.by_name.values()))
 
     async def __aenter__(self) -> Reactors:

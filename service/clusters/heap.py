@@ -8,7 +8,10 @@ raises the youngest generation's threshold while clusters sync; once they have, 
 built is moved to the permanent generation (`gc.freeze()`: it lives as long as the process)
 and the thresholds are restored.
 
-Process-wide by nature: whoever starts the watchers decides (`run_reactors(tune_gc=...)`).
+Process-wide by nature, like the collector itself: whoever starts the watchers decides
+(`run_reactors(tune_gc=...)`). Tunings may overlap (two sets of watchers starting at once);
+the thresholds seen before the first one are restored when the last one ends, whatever the
+order, so a tuning that ends early never leaves the raised threshold behind.
 """
 
 from __future__ import annotations
@@ -17,10 +20,16 @@ import gc
 
 
 class SyncGc:
-    """Raised GC threshold from construction until `done()`."""
+    """Raised GC threshold from construction until `done()` (idempotent)."""
+
+    _active = 0
+    _saved: tuple[int, ...] = ()
 
     def __init__(self, threshold: int = 100_000) -> None:
-        self.saved = gc.get_threshold()
+        if SyncGc._active == 0:
+            SyncGc._saved = gc.get_threshold()
+        SyncGc._active += 1
+        self.saved = SyncGc._saved
         gc.set_threshold(max(threshold, self.saved[0]), *self.saved[1:])
         self.active = True
 
@@ -31,4 +40,6 @@ class SyncGc:
         self.active = False
         if freeze:
             gc.freeze()
-        gc.set_threshold(*self.saved)
+        SyncGc._active -= 1
+        if SyncGc._active == 0:
+            gc.set_threshold(*SyncGc._saved)
