@@ -22,6 +22,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from service.clusters.heap import SyncGc
 from service.reactor import Reactor, ReactorSettings
 from service.stores.lease import LeaseSettings, hold_leases
 from service.stores.redis import Fenced, RedisStore
@@ -61,8 +62,12 @@ class LeasedReactors:
         self.by_name: dict[str, Reactor] = {}
         self._task: asyncio.Task[None] | None = None
         self._taken = asyncio.Event()
+        self._gc_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
+        # As run_reactors does: a raised GC threshold until this replica's clusters synced.
+        sync_gc = SyncGc()
+        self._gc_task = asyncio.create_task(self._end_sync_gc(sync_gc), name="leases gc")
         self._task = asyncio.create_task(
             hold_leases(
                 self.store,
@@ -92,6 +97,14 @@ class LeasedReactors:
         reactor = self.by_name.pop(cluster, None)
         if reactor is not None:
             await reactor.stop()
+
+    async def _end_sync_gc(self, sync_gc: SyncGc) -> None:
+        try:
+            await self.wait_synced()
+        except asyncio.CancelledError:
+            sync_gc.done(freeze=False)
+            raise
+        sync_gc.done()
 
     def holding(self) -> list[str]:
         return sorted(self.by_name)
@@ -125,11 +138,12 @@ class LeasedReactors:
         reactors = list(self.by_name.values())
         self.by_name.clear()
         await asyncio.gather(*(r.stop() for r in reactors), return_exceptions=True)
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        for task in (self._task, self._gc_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._gc_task = None
 
 
 def watch_leased(
