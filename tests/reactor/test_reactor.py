@@ -108,6 +108,7 @@ async def test_two_clusters_one_of_them_v1beta1_only(tmp_path: Path) -> None:
     store = MemoryStore()
     specs = (ClusterSpec(east), ClusterSpec(old, versions=("v1beta1",)))
     async with serving(tmp_path, *specs) as (_sim, connections):
+        gc.unfreeze()  # an earlier test's sync may have frozen the heap already
         async with await run_reactors(
             connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=True
         ) as reactors:
