@@ -27,6 +27,7 @@ from service.app import mirror_app
 from service.settings import Settings
 from service.sim.run import Simulator
 from service.sim.scenario import build_world, load_scenario
+from service.stores.bus import LiveMemoryStore
 from service.stores.memory import MemoryStore
 
 EXAMPLE_QUERIES = (
@@ -93,7 +94,7 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
-    store = MemoryStore()
+    store = LiveMemoryStore()  # in memory, with live events for the subscriptions
     demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
     demo.app = mirror_app(
         settings,
