@@ -14,15 +14,18 @@ from service.app import create_app, mirror_app
 from service.history.db import open_engine
 from service.history.runtime import History
 from service.metrics import MAX_OPERATIONS
+from service.model.changes import Changes
+from service.model.normalize import normalize
 from service.reactor import ReactorSettings, run_reactors
 from service.settings import ClusterSettings, HistorySettings, Settings
 from service.sim.run import ClusterSpec, Simulator
 from service.stores.memory import MemoryStore
 from service.stores.redis import RedisStore
 from tests.clusters.conftest import FAST, eventually
-from tests.clusters.world import claim, device_slice, serving, small_world
+from tests.clusters.world import claim, device_class, device_slice, serving, small_world
 from tests.metrics.scrape import Scrape, client, scrape
 
+CLASS = normalize("DeviceClass", device_class(), cluster="east")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 
 
@@ -147,10 +150,14 @@ async def test_backlog_counts_what_waits_for_sql(tmp_path: Path) -> None:
 
 async def test_api_replicas_leave_the_dra_series_to_watchers() -> None:
     store = MemoryStore()
-    app = create_app(Settings(), store=store, dra_metrics=False)
-    async with client(app) as http:
+    await store.apply(Changes(cluster="east", at="2026-01-01T00:00:00Z", upserts=[CLASS]))
+    async with client(create_app(Settings(), store=store)) as http:
+        assert (await scrape(http)).series("kube_deviceclass_info", cluster="east")
+    # `serve --no-watch`: the watchers report the DRA series, API replicas do not repeat them.
+    async with client(mirror_app(Settings(), store=store, watch=False)) as http:
         metrics = await scrape(http)
     assert not [name for name in metrics.types if name.startswith(("kube_", "dra_mirror_devices"))]
+    assert "dra_mirror_graphql_request_seconds" in metrics.types
 
 
 async def test_unreachable_state_store_leaves_a_gap() -> None:
