@@ -10,6 +10,8 @@ the installed console script, exactly as a container runs it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -21,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
+import websockets
 
 from service.sim.run import Simulator
 from service.stores.redis_keys import Keys
@@ -82,6 +85,19 @@ class Mirror:
             self.process.kill()
 
 
+@contextlib.asynccontextmanager
+async def subscribed(url: str, selection: str):
+    """A graphql-transport-ws subscription, acknowledged and open."""
+    async with websockets.connect(
+        url.replace("http", "ws", 1) + "/graphql", subprotocols=["graphql-transport-ws"]
+    ) as socket:
+        await socket.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(await socket.recv())["type"] == "connection_ack"
+        query = f"subscription {{ {selection} }}"
+        await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}}))
+        yield socket
+
+
 async def claim_names(http: httpx.AsyncClient) -> set[str]:
     query = "{ resourceClaims(first: 1000) { edges { node { name } } } }"
     answer = await http.post("/graphql", json={"query": query})
@@ -107,7 +123,9 @@ async def test_sigterm_flushes_history_and_exits_zero(tmp_path: Path) -> None:
                     return await claim_names(h) == expected
 
                 await mirror.until(http, mirrored)
-            code = await mirror.terminate()
+            # An open GraphQL subscription must not hold the shutdown up.
+            async with subscribed(mirror.url, 'claimEvents(cluster: "east") { __typename }'):
+                code = await mirror.terminate()
         finally:
             mirror.kill()
     assert code == 0, mirror.log()
