@@ -1,7 +1,6 @@
 """The production shape, end to end: two `dra-mirror watch` processes (real CLI, real
 Kubernetes client) watching one simulated cluster into the suite's redis-server under a lease,
-and an API replica (`create_app` over a RedisStore, as `serve --no-watch` runs it) answering
-GraphQL from Redis. The holder is killed (SIGKILL) while the cluster changes: the standby takes
+and an API replica (`dra-mirror serve --no-watch`, over HTTP) answering GraphQL from Redis. The holder is killed (SIGKILL) while the cluster changes: the standby takes
 over, relists, and nothing stale survives. Then Redis itself stops: the API answers "state
 store unavailable", and once Redis is back (empty: no persistence) the watchers rebuild it and
 the API recovers by itself. Timeouts are failure bounds, not speed targets."""
@@ -11,25 +10,30 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 import uuid
 from pathlib import Path
 
 import httpx
 
-from service.app import create_app
-from service.settings import Settings
 from service.sim.run import ClusterSpec, Simulator
 from service.sim.store import ClusterStore
-from service.stores.redis import RedisStore
 from tests.sim.conftest import claim_body
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = '{ resourceClaims(cluster: "alpha") { nodes { namespace name } } }'
 
 
-class Watcher:
-    """A `dra-mirror watch` subprocess; its log (stderr) is read to see the lease it takes."""
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Replica:
+    """A `dra-mirror watch` or `serve --no-watch` subprocess; its log (stderr) is kept, and
+    read to see the leases a watcher takes."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
@@ -37,15 +41,14 @@ class Watcher:
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, kubeconfig: Path, redis_url: str, prefix: str) -> Watcher:
+    async def start(cls, redis_url: str, prefix: str, *args: str) -> Replica:
         env = {
             **os.environ,
             "DRA_MIRROR_STORE_REDIS_PREFIX": prefix,
             "DRA_MIRROR_STORE_LEASE_TTL": "1.5",
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "service.cli", "watch", "--kubeconfig", str(kubeconfig),
-            "--redis-url", redis_url, "--port", "0",
+            sys.executable, "-m", "service.cli", *args, "--redis-url", redis_url,
             cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
@@ -94,19 +97,28 @@ async def test_takeover_and_redis_outage(tmp_path: Path, redis_url: str, redis_s
     cluster = ClusterStore("alpha", seed=1)
     for name in ("one", "two"):
         cluster.create("resourceclaims", claim_body(name))
-    store = RedisStore.from_url(redis_url, prefix=prefix)
-    app = create_app(Settings(), store=store)
-    watchers: list[Watcher] = []
+    port = free_port()
+    watchers: list[Replica] = []
     async with (
         Simulator(
             [ClusterSpec(cluster)], kubeconfig_path=tmp_path / "kubeconfig", bookmark_interval=0.2
         ) as sim,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://api") as http,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http,
     ):
+        api = await Replica.start(redis_url, prefix, "serve", "--no-watch", "--port", str(port))
         try:
             assert sim.kubeconfig_path is not None
+            watch = ("watch", "--kubeconfig", str(sim.kubeconfig_path), "--port", "0")
             for _ in range(2):
-                watchers.append(await Watcher.start(sim.kubeconfig_path, redis_url, prefix))
+                watchers.append(await Replica.start(redis_url, prefix, *watch))
+
+            async def api_ready() -> bool:
+                try:
+                    return (await http.get("/readyz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await until(api_ready, "the API replica reads every cluster synced from Redis")
 
             async def names_are(expected: list[str]):
                 async def check():
@@ -132,6 +144,8 @@ async def test_takeover_and_redis_outage(tmp_path: Path, redis_url: str, redis_s
 
             # Redis stops: the API says so clearly; then Redis returns EMPTY.
             await asyncio.to_thread(redis_server.stop)
+            unready = await http.get("/readyz")
+            assert unready.status_code == 503 and "state store unavailable" in unready.text
             body = await graphql(http, CLAIMS)
             assert body["data"] is None
             assert body["errors"][0]["message"].startswith("state store unavailable")
@@ -139,11 +153,11 @@ async def test_takeover_and_redis_outage(tmp_path: Path, redis_url: str, redis_s
             cluster.create("resourceclaims", claim_body("four"))
             await asyncio.to_thread(redis_server.start)
             await until(await names_are(["four", "three", "two"]), "the watcher rebuilds Redis")
+            await until(api_ready, "the API replica is ready again by itself")
         except BaseException:
-            for number, watcher in enumerate(watchers):
-                print(f"--- watcher {number} log:", *watcher.log[-60:], sep="\n")
+            for number, replica in enumerate([*watchers, api]):
+                print(f"--- replica {number} log:", *replica.log[-60:], sep="\n")
             raise
         finally:
-            for watcher in watchers:
-                await watcher.stop()
-            await store.close()
+            for replica in [*watchers, api]:
+                await replica.stop()
