@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from strawberry.dataloader import DataLoader
 
+from service.model.pools import valid_pool
 from service.model.records import (
     DEVICE_CLASS,
     RESOURCE_SLICE,
@@ -44,10 +45,7 @@ class PoolFacts(NamedTuple):
     slices: int  # slices present at that generation
     resource_slice_count: int  # slices the driver said the generation has
     counter_sets: dict[str, CounterSet]  # sharedCounters of that generation, by set name
-
-    @property
-    def complete(self) -> bool:
-        return self.slices >= self.resource_slice_count
+    complete: bool  # as `service.model.pools.valid_pool` decides it
 
 
 def pool_facts(slices: Sequence[SliceRecord]) -> dict[PoolKey, PoolFacts]:
@@ -57,11 +55,11 @@ def pool_facts(slices: Sequence[SliceRecord]) -> dict[PoolKey, PoolFacts]:
         by_pool[(slice_.meta.cluster, slice_.driver, slice_.pool.name)].append(slice_)
     facts: dict[PoolKey, PoolFacts] = {}
     for key, members in by_pool.items():
-        newest = max(s.pool.generation for s in members)
-        valid = [s for s in members if s.pool.generation == newest]
-        sets = {cs.name: cs for s in valid for cs in s.shared_counters}
-        count = max(s.pool.resource_slice_count for s in valid)
-        facts[key] = PoolFacts(newest, len(valid), count, sets)
+        pool = valid_pool(key[0], members)
+        sets = {cs.name: cs for cs in pool.counter_sets}
+        facts[key] = PoolFacts(
+            pool.generation, pool.slice_count, pool.expected_slices, sets, pool.complete
+        )
     return facts
 
 

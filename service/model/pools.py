@@ -5,7 +5,8 @@ Rules (DESIGN.md "Identity", dra-api.md §2, §4):
 * a pool is all slices with the same (driver, pool name); only slices of the HIGHEST
   `pool.generation` are valid — older ones are being replaced by the driver and are ignored for
   inventory (history keeps them);
-* the pool is complete when `resourceSliceCount` slices of that generation are present;
+* the pool is complete when exactly `resourceSliceCount` slices of that generation are
+  present and agree on that count;
 * a device is `(cluster, driver, pool, device)`; if two valid slices of a pool publish the same
   device name (invalid, but a driver bug must not crash the mirror) the slice with the smallest
   name wins, so every observer picks the same one;
@@ -64,8 +65,12 @@ def valid_pool(cluster: str, slices: Iterable[SliceRecord]) -> ValidPool:
     valid = sorted(
         (s for s in slices if s.pool.generation == generation), key=lambda s: s.meta.name
     )
-    expected = max(s.pool.resource_slice_count for s in valid)
-    complete = len(valid) >= expected
+    # Complete when exactly `resourceSliceCount` slices of the valid generation are present
+    # and they agree on that count (what kube-scheduler requires before it allocates from a
+    # pool); a driver still publishing, or one whose slices disagree, leaves it incomplete.
+    counts = {s.pool.resource_slice_count for s in valid}
+    expected = max(counts)
+    complete = len(counts) == 1 and len(valid) == expected
     devices: dict[DeviceKey, DeviceEntry] = {}
     counter_sets: list[CounterSet] = []
     for slice_ in valid:

@@ -38,6 +38,16 @@ def test_only_the_highest_generation_counts_and_completeness_follows_the_count()
     assert all(e.pool_complete for e in pool.devices.values())
 
 
+def test_a_generation_with_extra_or_disagreeing_slices_is_incomplete() -> None:
+    one = slice_("a", pool="p", generation=3, count=1, devices=(device("d0"),))
+    extra = slice_("b", pool="p", generation=3, count=1, devices=(device("d1"),))
+    assert valid_pool(CLUSTER, [one]).complete
+    assert not valid_pool(CLUSTER, [one, extra]).complete  # two slices where one was announced
+    says_two = slice_("b", pool="p", generation=3, count=2, devices=(device("d1"),))
+    pool = valid_pool(CLUSTER, [one, says_two])  # two present, but they disagree on the count
+    assert (pool.complete, pool.slice_count, pool.expected_slices) == (False, 2, 2)
+
+
 def test_a_device_published_twice_comes_from_the_slice_with_the_smallest_name() -> None:
     later = slice_("z", pool="p", count=2, devices=(device("d0", memory="40Gi"),))
     earlier = slice_("a", pool="p", count=2, devices=(device("d0", memory="80Gi"),))
