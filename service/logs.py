@@ -82,4 +82,8 @@ def configure_logging(level: str = "INFO", *, json: bool = False, stream: TextIO
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    # Alembic announces every plugin and revision step at INFO on each start; a migration that
+    # runs is worth one line from us, not ten from it.
+    if root.level <= logging.INFO:
+        logging.getLogger("alembic").setLevel(logging.WARNING)
     return handler
