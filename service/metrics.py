@@ -22,8 +22,9 @@ routes (`service.app.AppState`): `store`, `reactors` (set once the lifespan star
   client's, capped at `MAX_OPERATIONS` distinct values (later ones read `other`, unnamed
   ones `anonymous`) so a client cannot blow up the series count;
 * the DRA state (`service.metrics_dra`), when `dra=True`: computed by `refresh()` before each
-  scrape from the state store, for the clusters this process watches (all clusters of the
-  store when it watches none, e.g. a test app over a loaded store), rendered as text and
+  scrape for the clusters this process watches, from its reactors' own indexes (what they
+  write to the state store); when it watches none (e.g. a test app over a loaded store),
+  for every cluster of the state store, read from it. Rendered as text and
   cached for `dra_ttl` seconds — concurrent scrapes share one computation.
   `dra_mirror_state_snapshot_seconds` is what the last computation cost (reads and text).
 """
@@ -49,7 +50,7 @@ from service.metrics_collectors import (
     WatchCollector,
     watched_reactors,
 )
-from service.metrics_dra import DraSnapshot, render
+from service.metrics_dra import DraSnapshot, IndexReader, render
 
 log = logging.getLogger(__name__)
 
@@ -143,14 +144,8 @@ class Metrics:
                 return
             started = time.perf_counter()
             try:
-                reactors = watched_reactors(self.source.reactors)
-                if reactors is not None:
-                    clusters = list(reactors)
-                else:
-                    clusters = [status.name for status in await self.source.store.clusters()]
-                snapshot = await DraSnapshot.read(
-                    self.source.store, clusters, now=self.source.now()
-                )
+                reader, clusters = await self._dra_source()
+                snapshot = await DraSnapshot.read(reader, clusters, now=self.source.now())
             except Exception as error:
                 # No figures rather than stale ones: a gap in the graph says what happened.
                 log.warning("metrics: DRA state unavailable: %s", error)
@@ -159,6 +154,17 @@ class Metrics:
             self.dra_text = render(snapshot)
             self.snapshot_seconds.set(time.perf_counter() - started)
             self._dra_at = self.clock()
+
+    async def _dra_source(self) -> tuple[Any, list[str]]:
+        """Where the DRA series come from: a watcher's own indexes of the clusters it watches
+        (what it writes to the store, without reading it back), else the state store."""
+        reactors = watched_reactors(self.source.reactors)
+        if reactors is not None:
+            indexes = {name: getattr(r, "index", None) for name, r in reactors.items()}
+            if all(index is not None for index in indexes.values()):
+                return IndexReader(indexes), list(indexes)  # type: ignore[arg-type]
+            return self.source.store, list(reactors)
+        return self.source.store, [status.name for status in await self.source.store.clusters()]
 
     async def endpoint(self, request: Request) -> Response:
         """`GET /metrics`: the Prometheus text format, gzipped when the client accepts it (as

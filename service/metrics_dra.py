@@ -34,8 +34,9 @@ Promises:
 * `dra_mirror_idle_held_devices` counts distinct devices held by idle claims (allocated, no
   consumer pod Running: the model's `idle_since`).
 
-`DraSnapshot.read(store, clusters, now=...)` computes it and `render(snapshot)` writes it as
-Prometheus text; `service.metrics` caches both and appends them to its registry's text.
+`DraSnapshot.read(store, clusters, now=...)` computes it (from a state store, or from a
+watcher's own indexes through `IndexReader`) and `render(snapshot)` writes it as Prometheus
+text; `service.metrics` caches both and appends them to its registry's text.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -52,6 +53,7 @@ from prometheus_client.utils import floatToGoString
 
 from service.diagnostics.cel import SelectorError, compile_selector
 from service.model import inventory
+from service.model.index import ClusterIndex
 from service.model.records import (
     DEVICE_CLASS,
     PENDING,
@@ -105,6 +107,42 @@ class DraSnapshot:
         for cluster in sorted(set(clusters)):
             snapshot.clusters[cluster] = await _read_cluster(store, cluster, now)
         return snapshot
+
+
+class IndexReader:
+    """A watcher's own cluster indexes (`Reactor.index`) read like a state store.
+
+    They hold exactly what the watcher writes to the state store, at most one batch ahead, so
+    a watcher computes its DRA series from memory: over Redis the same 40,000-object reads cost
+    ~7 s of client decoding, from the index well under one. Reads are synchronous, so each
+    answer is one consistent moment of the index."""
+
+    def __init__(self, indexes: Mapping[str, ClusterIndex]) -> None:
+        self.indexes = dict(indexes)
+
+    async def list(
+        self, kind: str, *, cluster: str | None = None, namespace: str | None = None
+    ) -> list[Any]:
+        index = self.indexes.get(cluster or "")
+        return list(index.records(kind)) if index is not None else []
+
+    async def list_devices(
+        self, *, cluster: str | None = None, driver: str | None = None
+    ) -> list[DeviceEntry]:
+        index = self.indexes.get(cluster or "")
+        return list(index.devices()) if index is not None else []
+
+    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
+        return [self._index(key[0]).device_status(key) for key in keys]
+
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
+        return [self._index(key[0]).idle_since(key) for key in claims]
+
+    async def lookup(self, relation: Relation, keys: Sequence[Any]) -> list[list[Any]]:
+        return [self._index(key[0]).lookup(relation.value, key) for key in keys]
+
+    def _index(self, cluster: str) -> ClusterIndex:
+        return self.indexes[cluster]
 
 
 async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> ClusterFigures:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from service.app import create_app
-from service.metrics_dra import PENDING_BUCKETS
+from service.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader, render
 from service.reactor import Reactors, ReactorSettings, run_reactors
 from service.settings import Settings
 from service.sim.scenario import build_world, load_scenario
@@ -19,7 +19,7 @@ from service.stores.memory import MemoryStore
 from tests.clusters.conftest import FAST
 from tests.clusters.world import serving
 from tests.metrics import scrape as truth
-from tests.metrics.scrape import client, scrape
+from tests.metrics.scrape import Scrape, client, scrape
 
 
 @dataclass
@@ -198,3 +198,15 @@ async def test_watch_series_equal_the_reactor_status(demo: Demo, scraped) -> Non
         assert metrics.value("dra_mirror_cluster_lag_seconds", cluster=name) == pytest.approx(
             (demo.now - newest).total_seconds()
         )
+
+
+async def test_the_state_store_and_the_watchers_indexes_give_the_same_series(demo: Demo) -> None:
+    # A watcher reads its reactors' indexes; an app without watchers reads the state store.
+    indexes = IndexReader({name: r.index for name, r in demo.reactors.by_name.items()})
+    clusters = sorted(demo.world.stores)
+    from_indexes = await DraSnapshot.read(indexes, clusters, now=demo.now)
+    from_store = await DraSnapshot.read(demo.store, clusters, now=demo.now)
+    assert (
+        Scrape(render(from_store).decode()).samples == Scrape(render(from_indexes).decode()).samples
+    )
+    assert from_store.clusters["east"].claims

@@ -1,5 +1,6 @@
 """A watcher over Redis under its lease reports the same DRA series as the in-memory mirror of
-the same cluster, and its timed store still takes the lease's fencing token."""
+the same cluster (its timed store still takes the lease's fencing token), and so does an app
+reading them back from Redis."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from service.app import mirror_app
+from service.app import create_app, mirror_app
 from service.settings import ClusterSettings, Settings, StoreSettings
 from service.sim.run import Simulator
 from service.stores.memory import MemoryStore
@@ -60,9 +61,14 @@ async def test_redis_watcher_reports_what_the_memory_mirror_does(
             store = RedisStore.from_url(redis_url, prefix=prefix)
             async with mirrored(store, redis_settings) as redis:
                 pass
+            # An app that watches nothing reads the series from Redis itself.
+            reader = RedisStore.from_url(redis_url, prefix=prefix)
+            async with client(create_app(Settings(), store=reader)) as http:
+                from_store = await scrape(http)
         expected = dra_series(memory)
         assert expected["kube_resourceclaim_info"] and expected["dra_mirror_devices"]
         assert dra_series(redis) == expected
+        assert dra_series(from_store) == expected
         # Batches reached Redis through the timed store, under the lease's fence.
         assert redis.value("dra_mirror_store_apply_seconds_count", store="state") > 0
         assert redis.value("dra_mirror_cluster_synced", cluster="east") == 1
