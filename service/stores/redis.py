@@ -30,7 +30,9 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
@@ -172,7 +174,17 @@ class RedisStore:
 
     async def _write(self, token: str, ops: Ops, channel: str, events: bytes) -> None:
         """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
-        packed as one request. EXEC answers nil when the fence changed after the WATCH."""
+        packed as one request. EXEC answers nil when the fence changed after the WATCH.
+
+        A pooled connection that Redis closed (it restarted) fails on first use: the batch is
+        sent once more on a fresh connection. Sending twice is harmless: every command sets a
+        final state, and the fence is checked again."""
+        try:
+            await self._write_once(token, ops, channel, events)
+        except (RedisConnectionError, RedisTimeoutError, OSError):
+            await self._write_once(token, ops, channel, events)
+
+    async def _write_once(self, token: str, ops: Ops, channel: str, events: bytes) -> None:
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:

@@ -203,3 +203,24 @@ async def test_outage_raises_unavailable_and_keeps_the_batch(
     # Redis came back (empty: no persistence); the unfenced writer retries the same batch.
     await redis_store.apply(changes)
     assert await redis_store.get([("east", "Pod", "ns", "a")]) == [POD_A]
+
+
+async def test_a_restarted_redis_fences_the_writer_out(
+    redis_store: RedisStore, redis_server
+) -> None:
+    from service.stores.lease import Lease
+
+    lease = Lease(redis_store, EAST, ttl=60.0)
+    token = await lease.acquire()
+    assert token is not None
+    redis_store.fence(EAST, token)
+    index = ClusterIndex(EAST)
+    await redis_store.apply(index.apply([Event("ADDED", node("n1"))], at="t1"))
+    await asyncio.to_thread(redis_server.stop)
+    await asyncio.to_thread(redis_server.start)
+    # Redis came back empty: no fence, no lease. The writer must not write a partial cluster
+    # (it would lack what it wrote before); the holder learns it lost the lease and relists.
+    with pytest.raises(Fenced):
+        await redis_store.apply(index.apply([Event("ADDED", POD_A)], at="t2"))
+    assert await redis_store.redis.exists(redis_store.keys(EAST).objects("Pod")) == 0
+    assert not await lease.renew()
