@@ -8,7 +8,7 @@ An event says what changed in one claim or one device, with its old and new stat
   free -> held when a claim is allocated, held -> free when released) or DELETED.
 
 Writers publish one list of events per applied batch, in batch order, only AFTER the batch is
-visible to readers (the Redis store publishes inside the same atomic script as the writes).
+visible to readers (the Redis store publishes inside the same MULTI/EXEC as the writes).
 Two buses carry them:
 
 * `InProcessBus` — embedded default: a fan-out to the subscribers of this process, fed by

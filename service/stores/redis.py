@@ -4,11 +4,12 @@
 answers exactly as the in-memory store does (the same contract tests run against both). The key
 layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
 
-* writes: each `apply(changes)` is one atomic script per cluster (records, reverse maps, device
-  entries and statuses, idle marks and the batch's live events together; redis_writes.py);
-  when the store holds a fencing token for the cluster (`fence(cluster, token)`, given by the
-  lease), the script writes only while that token is the cluster's current fence, else raises
-  `Fenced`; without a token it writes unfenced (one writer, e.g. tests);
+* writes: each `apply(changes)` is one `MULTI … EXEC` per cluster (records, reverse maps,
+  device entries and statuses, idle marks and the batch's live events together;
+  redis_writes.py); when the store holds a fencing token for the cluster (`fence(cluster,
+  token)`, given by the lease), the transaction runs only while that token is the cluster's
+  current fence (WATCHed), else `Fenced` is raised; without a token it writes unfenced (one
+  writer, e.g. tests);
 * a failed write keeps everything pending and raises `StoreUnavailable`; the next `apply` (or
   the reactor's retry of the same batch) writes it all;
 * reads are batched (one round trip per call), answer in key order, and sort lists as the

@@ -1,7 +1,7 @@
 """The Redis key layout of the state store, and how records, keys and links are encoded.
 
 Every key of a cluster carries the cluster as a hash tag, `PREFIX:{cluster}:…`, so Redis
-Cluster keeps a cluster's keys in one slot (one transaction or script may touch them all) and
+Cluster keeps a cluster's keys in one slot (one transaction may touch them all) and
 shards by cluster. The layout (docs/redis.md has the full table):
 
     PREFIX:clusters                               SET   cluster names (the only untagged key)

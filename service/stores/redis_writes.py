@@ -1,4 +1,4 @@
-"""One cluster's writer into Redis: its own index, the pending writes, one atomic script a batch.
+"""One cluster's writer into Redis: its own index, the pending writes, one transaction a batch.
 
 The Redis store never re-derives links, devices or idleness: each `Changes` is folded into the
 writer's own `ClusterIndex(transitions=False, deltas=True)` — the same pure code the reactor
