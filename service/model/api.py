@@ -283,8 +283,19 @@ class PodResourceClaim(_Wire):
     source: ClaimSource | None = None
 
 
+class NodeAffinity(_Wire):
+    # Kept raw: the diagnostics read its nodeSelectorTerms (service.diagnostics.cluster).
+    required_during_scheduling_ignored_during_execution: Raw | None = None
+
+
+class Affinity(_Wire):
+    node_affinity: NodeAffinity | None = None
+
+
 class PodSpec(_Wire):
     node_name: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
     resource_claims: list[PodResourceClaim] | None = None
     containers: list[Container] | None = None
     init_containers: list[Container] | None = None

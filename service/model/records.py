@@ -299,6 +299,10 @@ class PodRecord(Struct, frozen=True, gc=False, tag="Pod"):
     extended_claim_name: str | None = None  # status.extendedResourceClaimStatus
     started_at: str | None = None
     reason: str | None = None  # status.reason / the PodScheduled condition's reason
+    node_selector: dict[str, str] = field(default_factory=dict)  # spec.nodeSelector
+    # spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, raw
+    # ({"nodeSelectorTerms": [...]}); None when the pod has no required node affinity.
+    required_node_affinity: dict[str, Any] | None = None
 
 
 class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):

@@ -10,6 +10,9 @@ Rules (dra-api.md §9):
   `nvidia.com/gpu` device-plugin way) and the claims they use;
 * `reason` is status.reason, else the reason of a false PodScheduled condition
   (`Unschedulable`), which is what says why a pod waits;
+* a pod's `nodeSelector` and required node affinity
+  (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`, kept raw) say which
+  nodes it may run on; the diagnostics read them when it waits;
 * a node is `ready` when its Ready condition is "True"; heartbeat times are dropped (they
   change every few seconds and mean nothing to the mirror).
 """
@@ -81,6 +84,10 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
             if condition.type == "PodScheduled" and condition.status == "False":
                 reason = condition.reason
     extended = status.extended_resource_claim_status
+    node_affinity = spec.affinity.node_affinity if spec.affinity else None
+    required = (
+        node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
+    )
     return PodRecord(
         meta=meta,
         phase=status.phase or "Pending",
@@ -90,6 +97,8 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
         extended_claim_name=(extended.resource_claim_name or None) if extended else None,
         started_at=status.start_time,
         reason=reason or None,
+        node_selector={str(k): str(v) for k, v in (spec.node_selector or {}).items()},
+        required_node_affinity=required,
     )
 
 

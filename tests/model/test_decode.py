@@ -92,3 +92,47 @@ def test_watch_events() -> None:
 def test_decode_object_of_an_unmirrored_kind_is_malformed() -> None:
     with pytest.raises(MalformedObject):
         decode_object("Deployment", b"{}", cluster="c")
+
+
+REQUIRED_AFFINITY = {
+    "nodeSelectorTerms": [
+        {
+            "matchExpressions": [
+                {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H200"]},
+                {"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["3"]},
+            ]
+        },
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n9"]}]},
+    ]
+}
+
+
+def test_a_pods_node_constraints_decode_as_they_normalize() -> None:
+    pinned = _pod(
+        "trainer",
+        "7",
+        nodeSelector={"kubernetes.io/hostname": "n1"},
+        affinity={
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": REQUIRED_AFFINITY,
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "preference": {"matchExpressions": []}}
+                ],
+            },
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []},
+        },
+    )
+    free = _pod("loose", "8", affinity={"podAffinity": {}})
+    for raw, selector, required in (
+        (pinned, {"kubernetes.io/hostname": "n1"}, REQUIRED_AFFINITY),
+        (free, {}, None),
+    ):
+        expected = normalize("Pod", raw, cluster="east")
+        assert (expected.node_selector, expected.required_node_affinity) == (selector, required)
+        assert decode_object("Pod", orjson.dumps(raw), cluster="east") == expected
+        body = orjson.dumps(
+            {"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": [raw]}
+        )
+        assert decode_list("Pod", body, cluster="east").records == [expected]
+        line = orjson.dumps({"type": "ADDED", "object": raw})
+        assert decode_watch_line("Pod", line, cluster="east").record == expected
