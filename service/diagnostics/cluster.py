@@ -7,6 +7,10 @@ nodes, and whether a node has room (CPU, memory) for one more pod.
   plugin's extended resource (`nvidia.com/gpu`, `amd.com/gpu` in capacity), GPU feature
   discovery labels (`nvidia.com/gpu.present`, `nvidia.com/gpu.product`…), or node feature
   discovery's PCI vendor label for NVIDIA (`feature.node.kubernetes.io/pci-10de.present`).
+* Which nodes a pod may use: its nodeSelector (every label pair) and its required node
+  affinity (`requiredDuringSchedulingIgnoredDuringExecution`: terms ORed, each term's
+  matchExpressions — In, NotIn, Exists, DoesNotExist, Gt, Lt on node labels — and matchFields
+  on `metadata.name` ANDed), on nodes not cordoned (taints are not weighed).
 * kube-scheduler's NodeResourcesFit: a pod fits when, for each resource it requests, the
   requests of the pods already bound to the node plus its own stay within the node's
   allocatable. A pod's request is the larger of the sum over its containers and the largest
@@ -20,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from service.model.quantity import format_quantity, parse_quantity
 from service.model.records import NodeRecord, PodRecord
@@ -68,13 +73,84 @@ def gpu_nodes(nodes: Iterable[NodeRecord]) -> list[NodeRecord]:
     return sorted(found, key=lambda n: n.meta.name)
 
 
-def eligible_nodes(node_selector: Mapping[str, str], nodes: Iterable[NodeRecord]) -> list[str]:
-    """Names of the nodes a pod's nodeSelector admits (for explain_claim's `eligible_nodes`)."""
+def eligible_nodes(
+    node_selector: Mapping[str, str],
+    nodes: Iterable[NodeRecord],
+    required_affinity: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Names of the schedulable nodes a pod's nodeSelector and required node affinity admit
+    (for explain_claim's `eligible_nodes`), sorted."""
     return sorted(
         n.meta.name
         for n in nodes
-        if all(n.meta.labels.get(k) == v for k, v in node_selector.items()) and not n.unschedulable
+        if not n.unschedulable and node_admits(n, node_selector, required_affinity)
     )
+
+
+def node_admits(
+    node: NodeRecord,
+    node_selector: Mapping[str, str],
+    required_affinity: Mapping[str, Any] | None = None,
+) -> bool:
+    """Whether the node's labels satisfy a nodeSelector (every pair) and a required node
+    affinity (`{"nodeSelectorTerms": [...]}`: the terms are ORed; within a term every
+    matchExpression on labels and matchField on `metadata.name` must hold; an empty term, or
+    no terms at all, admits nothing — kube-scheduler's `MatchNodeSelectorTerms`)."""
+    labels = node.meta.labels
+    if any(labels.get(k) != v for k, v in node_selector.items()):
+        return False
+    if required_affinity is None:
+        return True
+    terms = required_affinity.get("nodeSelectorTerms") or ()
+    return any(_term_admits(term, node) for term in terms if isinstance(term, Mapping))
+
+
+def _term_admits(term: Mapping[str, Any], node: NodeRecord) -> bool:
+    expressions = term.get("matchExpressions") or ()
+    fields = term.get("matchFields") or ()
+    if not expressions and not fields:
+        return False
+    fields_of = {"metadata.name": node.meta.name}
+    return all(
+        isinstance(e, Mapping) and _requirement_holds(e, node.meta.labels) for e in expressions
+    ) and all(isinstance(f, Mapping) and _requirement_holds(f, fields_of) for f in fields)
+
+
+def _requirement_holds(requirement: Mapping[str, Any], values_of: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement; a malformed one (unknown operator, Gt/Lt without one
+    integer) holds for no node, as the scheduler treats a selector it cannot parse."""
+    key, operator = requirement.get("key"), requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or ()]
+    value = values_of.get(key) if isinstance(key, str) else None
+    present = value is not None
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and len(values) == 1 and value is not None:
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def pods_eligible_nodes(pods: Iterable[PodRecord], nodes: Sequence[NodeRecord]) -> list[str] | None:
+    """The nodes on which every one of `pods` may run, by their nodeSelector and required node
+    affinity (a claim shared by several waiting pods is allocated on one node they all reach);
+    None when none of them says anything (then every node is a candidate)."""
+    found: set[str] | None = None
+    for pod in pods:
+        if not pod.node_selector and pod.required_node_affinity is None:
+            continue
+        names = set(eligible_nodes(pod.node_selector, nodes, pod.required_node_affinity))
+        found = names if found is None else found & names
+    return None if found is None else sorted(found)
 
 
 def pod_requests(pod: PodRecord) -> dict[str, Fraction]:

@@ -83,3 +83,71 @@ def test_eligible_nodes_by_node_selector() -> None:
     ]
     assert eligible_nodes({"pool": "x"}, nodes) == ["a", "c"]
     assert eligible_nodes({}, nodes) == ["a", "b", "c"]
+
+
+def _affinity(*terms: dict) -> dict:
+    return {"nodeSelectorTerms": list(terms)}
+
+
+def _expr(key: str, operator: str, *values: str) -> dict:
+    return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+
+
+NODES = [
+    node("a", labels={"pool": "x", "gpus": "8"}),
+    node("b", labels={"pool": "y", "gpus": "2"}),
+    node("c", labels={"pool": "x"}),
+    node("d", labels={"gpus": "many"}),
+]
+
+
+def test_eligible_nodes_by_required_node_affinity() -> None:
+    from service.diagnostics.cluster import eligible_nodes
+
+    def admitted(*expressions: dict, selector: dict | None = None) -> list[str]:
+        return eligible_nodes(selector or {}, NODES, _affinity({"matchExpressions": expressions}))
+
+    assert admitted(_expr("pool", "In", "x", "z")) == ["a", "c"]
+    assert admitted(_expr("pool", "NotIn", "x")) == ["b", "d"]  # an absent label is not in
+    assert admitted(_expr("gpus", "Exists")) == ["a", "b", "d"]
+    assert admitted(_expr("gpus", "DoesNotExist")) == ["c"]
+    # Gt/Lt compare integers; a label that is not one ("many") or absent never passes.
+    assert admitted(_expr("gpus", "Gt", "4")) == ["a"]
+    assert admitted(_expr("gpus", "Lt", "4")) == ["b"]
+    assert admitted(_expr("gpus", "Gt", "x")) == []
+    assert admitted(_expr("gpus", "Gt", "1", "2")) == []
+    assert admitted(_expr("pool", "Like", "x")) == []
+    # Expressions of a term are ANDed, with the nodeSelector too.
+    assert admitted(_expr("pool", "In", "x"), _expr("gpus", "Exists")) == ["a"]
+    assert admitted(_expr("gpus", "Exists"), selector={"pool": "y"}) == ["b"]
+    # Terms are ORed; matchFields name nodes; an empty term or no terms admit nothing.
+    by_name = {"matchFields": [_expr("metadata.name", "In", "d")]}
+    either = _affinity({"matchExpressions": [_expr("pool", "In", "y")]}, by_name)
+    assert eligible_nodes({}, NODES, either) == ["b", "d"]
+    assert eligible_nodes({}, NODES, _affinity({})) == []
+    assert eligible_nodes({}, NODES, _affinity()) == []
+    assert eligible_nodes({}, NODES, None) == ["a", "b", "c", "d"]
+    cordoned = [NodeRecord(meta=NODES[0].meta, unschedulable=True), *NODES[1:]]
+    assert eligible_nodes({"pool": "x"}, cordoned) == ["c"]
+
+
+def test_the_nodes_every_waiting_pod_may_use() -> None:
+    from service.diagnostics.cluster import pods_eligible_nodes
+
+    def constrained(name: str, selector: dict, affinity: dict | None = None) -> PodRecord:
+        return PodRecord(
+            meta=Meta(cluster=CLUSTER, name=name, namespace="default"),
+            node_selector=selector,
+            required_node_affinity=affinity,
+        )
+
+    free = pod("free", node=None, phase="Pending")
+    in_x = constrained("in-x", {"pool": "x"})
+    counted = constrained(
+        "counted", {}, _affinity({"matchExpressions": [_expr("gpus", "Lt", "9")]})
+    )
+    assert pods_eligible_nodes([free], NODES) is None  # nothing said: every node
+    assert pods_eligible_nodes([], NODES) is None
+    assert pods_eligible_nodes([free, in_x], NODES) == ["a", "c"]
+    assert pods_eligible_nodes([counted], NODES) == ["a", "b"]
+    assert pods_eligible_nodes([in_x, counted], NODES) == ["a"]  # one node for all of them

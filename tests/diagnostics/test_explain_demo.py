@@ -5,6 +5,7 @@ hand-made notebook claim, and healthy allocated claims."""
 
 from __future__ import annotations
 
+from service.diagnostics.cluster import eligible_nodes
 from tests.diagnostics.conftest import Cluster
 
 
@@ -12,7 +13,10 @@ def test_the_pending_trainer_replica(east: Cluster) -> None:
     [waiting] = [p for p in east.pods if p.phase == "Pending"]
     assert waiting.meta.name.startswith("trainer-") and waiting.reason == "Unschedulable"
     claim = east.claim("training", waiting.meta.name)
-    # The deployment is pinned to east-h200-1 (nodeSelector, which records do not carry).
+    # The deployment is pinned to east-h200-1 by nodeSelector, which the pod's record carries
+    # (the product derives the eligible nodes from it: service.diagnosis).
+    assert waiting.node_selector == {"kubernetes.io/hostname": "east-h200-1"}
+    assert eligible_nodes(waiting.node_selector, east.nodes) == ["east-h200-1"]
     d = east.explain(claim, eligible_nodes=["east-h200-1"])
     assert d.verdict == "all-held"
     [v] = d.requests
@@ -27,7 +31,7 @@ def test_the_pending_trainer_replica(east: Cluster) -> None:
     assert [h.claim.name for h in d.holders if h.idle] == ["notebook-gpu"]
     others = ", ".join(f"{h.claim.namespace}/{h.claim.name}" for h in d.holders if not h.idle)
     assert d.message.endswith(f"held by research/notebook-gpu (idle), {others}; 1 of them idle")
-    # Without knowing the pin, the devices free on east-h200-0 are named, and the pod's state.
+    # Not told the pin, the pure diagnosis names the devices free on east-h200-0 are named, and the pod's state.
     loose = east.explain(claim)
     assert loose.verdict == "allocatable"
     assert "on node east-h200-0" in loose.message and "is Unschedulable" in loose.message
