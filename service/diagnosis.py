@@ -41,6 +41,7 @@ import yaml
 
 from service.diagnostics.candidates import Alternative, fit, match
 from service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
+from service.diagnostics.cluster import pods_eligible_nodes
 from service.diagnostics.explain import Diagnosis, explain_claim
 from service.diagnostics.ledger import Ledger
 from service.diagnostics.lint import ClusterFacts, Finding
@@ -320,13 +321,25 @@ async def diagnose_claim(
     ledgers: LedgerCache | None = None,
     eligible_nodes: Sequence[str] | None = None,
 ) -> Diagnosis | None:
-    """The diagnosis of one claim (None: no such claim in the cluster)."""
+    """The diagnosis of one claim (None: no such claim in the cluster).
+
+    `eligible_nodes` given by the caller is taken as is; without it, the nodes are those the
+    claim's waiting pods (the pods whose spec names it, not yet bound to a node) may use by
+    their nodeSelector and required node affinity, or every node when they say nothing (or
+    admit no node at all)."""
     [claim] = await reader.get([ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)])
     if not isinstance(claim, ClaimRecord):
         return None
     state = await read_cluster(reader, cluster)
     claim = state.claims.get(key_of(claim)) or claim
     ledger = (ledgers or ledgers_for(reader)).ledger(state)
+    if eligible_nodes is None and claim.allocation is None:
+        # No node at all (a selector naming a missing or cordoned node): every node is asked
+        # instead, so the answer says devices are free but the pod's nodeSelector/affinity
+        # rules them out, rather than that no device exists.
+        eligible_nodes = (
+            pods_eligible_nodes(_waiting_referrers(claim, state.pods), state.nodes) or None
+        )
     diagnosis = explain_claim(
         claim,
         classes=state.classes,
@@ -342,6 +355,22 @@ async def diagnose_claim(
         for holder, when in zip(diagnosis.holders, since, strict=True):
             holder.idle_since = when
     return diagnosis
+
+
+def _waiting_referrers(claim: ClaimRecord, pods: Iterable[PodRecord]) -> list[PodRecord]:
+    """The pods of the claim's namespace whose spec names it (a resolved pod claim, or the
+    extended-resource claim of their status) and that are not yet bound to a node: the ones
+    its allocation must suit. The pods were read with the cluster's other lists (a pod's
+    CLAIM_REFERRERS entry is exactly such a spec reference)."""
+    namespace, name = claim.meta.namespace, claim.meta.name
+    return [
+        p
+        for p in pods
+        if p.meta.namespace == namespace
+        and p.node_name is None
+        and p.phase == "Pending"
+        and (p.extended_claim_name == name or any(c.claim_name == name for c in p.claims))
+    ]
 
 
 # --- lint -------------------------------------------------------------------------------------

@@ -121,13 +121,23 @@ async def test_explain_with_the_nodes_the_pods_may_use(mirrored: Mirrored) -> No
         if p["metadata"]["namespace"] == "training" and p["status"].get("phase") == "Pending"
     ]
     name = claim_named(mirrored.raw("east", "resourceclaims"), "training", f"{waiting}-gpu-")
+    # The trainer pods' nodeSelector pins them to east-h200-1: no --node needed, and naming
+    # that node gives the same answer.
+    for nodes in ((), ("--node", "east-h200-1")):
+        code, out, err = await run(
+            "explain", f"training/{name}", "--cluster", "east", *nodes, "--server", mirrored.url
+        )
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0] == f"training/{name} in east (pending): ALL_HELD"
+        assert "    class gpu.nvidia.com covers 4 devices" in lines
+        assert "    free or shareable: 0 (needs 1)" in lines
+        assert any(line.startswith("    research/notebook-gpu  idle since ") for line in lines)
+    # --node overrides what the pods say.
     code, out, err = await run(
-        "explain", f"training/{name}", "--cluster", "east", "--node", "east-h200-1",
+        "explain", f"training/{name}", "--cluster", "east", "--node", "east-h200-0",
         "--server", mirrored.url,
     )  # fmt: skip
     assert code == 0, err
-    lines = out.splitlines()
-    assert lines[0] == f"training/{name} in east (pending): ALL_HELD"
-    assert "    class gpu.nvidia.com covers 4 devices" in lines
-    assert "    free or shareable: 0 (needs 1)" in lines
-    assert any(line.startswith("    research/notebook-gpu  idle since ") for line in lines)
+    assert out.splitlines()[0] == f"training/{name} in east (pending): ALLOCATABLE"
+    assert "on node east-h200-0" in out

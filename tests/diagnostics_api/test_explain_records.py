@@ -346,3 +346,63 @@ async def test_the_redis_store_gives_the_same_diagnoses(redis_url: str) -> None:
         assert ledgers_for(redis).builds == 1
     finally:
         await redis.close()
+
+
+async def test_the_nodes_a_waiting_pod_may_use_come_from_its_spec(lab) -> None:
+    store, http = lab
+    # n2's only GPU is held by an idle hand-made claim; n1 still has gpu-1 free.
+    n2 = node("n2", "8")
+    n2["metadata"]["labels"] = {"rack": "r2", "gpus": "1"}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "rack", "operator": "In", "values": ["r2", "r3"]},
+                            {"key": "gpus", "operator": "Gt", "values": ["0"]},
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    pinned = pod("pinned", "pinned", phase="Pending", node_name=None, cpu="1")
+    pinned["spec"]["affinity"] = affinity
+    lost = pod("lost", "lost", phase="Pending", node_name=None, cpu="1")
+    lost["spec"]["nodeSelector"] = {"rack": "r9"}  # no such node
+    await store.apply(
+        Changes(
+            cluster=CLUSTER,
+            at=AT,
+            upserts=records(
+                n2,
+                gpu_slice("n2", 1),
+                claim("parked", device=("n2", "gpu-0")),
+                claim("pinned"),
+                pinned,
+                claim("lost"),
+                lost,
+            ),
+        )
+    )
+    d = await explain(http, "pinned")
+    assert d["verdict"] == "ALL_HELD"
+    assert [(h["claim"]["name"], h["idle"]) for h in d["holders"]] == [("parked", True)]
+    # The same claim asked of n1 by name: the caller's nodes override the pod's.
+    response = await http.post(
+        "/graphql",
+        json={
+            "query": EXPLAIN,
+            "variables": {
+                "cluster": CLUSTER,
+                "namespace": "ml",
+                "name": "pinned",
+                "eligible": ["n1"],
+            },
+        },
+    )
+    overridden = response.json()["data"]["explainClaim"]
+    assert overridden["verdict"] == "ALLOCATABLE" and "on node n1" in overridden["message"]
+    # A selector no node satisfies: every node is asked, rather than "no devices".
+    assert (await explain(http, "lost"))["verdict"] == "ALLOCATABLE"

@@ -119,8 +119,10 @@ async def test_the_demo_trainer_replica_waits_for_held_gpus(mirrored: Mirrored) 
         if p["metadata"]["namespace"] == "training" and p["status"].get("phase") == "Pending"
     ]
     prefix = waiting["metadata"]["name"] + "-gpu-"
-    # The deployment is pinned to east-h200-1 by nodeSelector, which the mirror does not keep.
-    d = await explain(mirrored, "east", prefix, "training", eligible=["east-h200-1"])
+    # The deployment is pinned to east-h200-1 by nodeSelector: the mirror keeps the pod's
+    # nodeSelector, so no eligible nodes need to be given.
+    assert waiting["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "east-h200-1"}
+    d = await explain(mirrored, "east", prefix, "training")
     assert d["verdict"] == "ALL_HELD"
     [r] = d["requests"]
     h200_1 = [
@@ -134,9 +136,13 @@ async def test_the_demo_trainer_replica_waits_for_held_gpus(mirrored: Mirrored) 
     idle = [h["claim"]["name"] for h in d["holders"] if h["idle"]]
     assert idle == ["notebook-gpu"]
     assert d["message"].endswith("; 1 of them idle")
-    loose = await explain(mirrored, "east", prefix, "training")
-    assert loose["verdict"] == "ALLOCATABLE"
-    assert "on node east-h200-0" in loose["message"]
+    assert "held by research/notebook-gpu (idle), " in d["message"]
+    # The same as naming the pinned node; naming other nodes overrides what the pod says.
+    pinned = await explain(mirrored, "east", prefix, "training", eligible=["east-h200-1"])
+    assert (pinned["verdict"], pinned["message"]) == (d["verdict"], d["message"])
+    elsewhere = await explain(mirrored, "east", prefix, "training", eligible=["east-h200-0"])
+    assert elsewhere["verdict"] == "ALLOCATABLE"
+    assert "on node east-h200-0" in elsewhere["message"]
 
 
 async def test_allocated_claims_pass_or_fail_the_checklist(mirrored: Mirrored) -> None:
