@@ -15,8 +15,9 @@ each cluster listens and runs until cancelled.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ class Simulator:
                 timeout_graceful_shutdown=2,
                 timeout_keep_alive=30,
             )
-            server = uvicorn.Server(config)
+            server = _EmbeddedServer(config)
             self._servers.append(server)
             self._tasks.append(
                 asyncio.create_task(server.serve(sockets=[sock]), name=f"sim-{spec.store.name}")
@@ -180,6 +181,20 @@ class Simulator:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A cluster's server leaves SIGINT/SIGTERM to whoever owns the process.
+
+    uvicorn installs its own handlers for the duration of `serve()` (the last server started
+    wins them). Inside `dra-mirror demo` that would let SIGTERM stop the simulated clusters
+    before the mirror, whose watchers would then log errors during their orderly shutdown;
+    standalone (`dra-mirror sim`) the CLI's handler cancels `serve_forever`, whose clean-up
+    stops the servers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 async def serve_forever(
