@@ -137,7 +137,8 @@ class Query:
     @strawberry.field(
         description="Why a claim is Pending (per request: class coverage, selector counts, free "
         "devices, holders) or, allocated, the manual's checklist. `eligibleNodes`: the nodes its "
-        "pods may use (nodeSelector/affinity), when known. Null when there is no such claim."
+        "pods may use; by default those its waiting pods' nodeSelector and required node "
+        "affinity admit. Null when there is no such claim."
     )
     async def explain_claim(
         self,

@@ -248,7 +248,8 @@ def _emit(value: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     "--node",
     "nodes",
     multiple=True,
-    help="A node the claim's pods may use (their nodeSelector/affinity); repeatable.",
+    help="A node the claim's pods may use; repeatable (default: those their nodeSelector "
+    "and required node affinity admit).",
 )
 @click.option("--timeout", type=float, default=TIMEOUT, show_default=True, help="Sync wait, s.")
 @click.option("--json", "as_json", is_flag=True, help="The diagnoses as JSON.")
