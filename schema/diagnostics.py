@@ -14,8 +14,6 @@ the query: those devices are counted and listed in `evaluationErrors`, never as 
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
@@ -27,7 +25,7 @@ from service.model.records import DeviceEntry, DeviceKey
 from . import device_state
 from .devices import Device
 from .diagnostics_types import ClaimDiagnosis, LintFinding
-from .paging import Connection, Edge, PageInfo, decode_cursor, encode_cursor, page_size
+from .paging import Connection, Edge, PageInfo, paginate_sorted
 from .scalars import DeviceStatus
 
 MAX_EVALUATION_ERRORS = 20
@@ -86,6 +84,10 @@ def _device_key(entry: DeviceEntry) -> DeviceKey:
     return entry.key
 
 
+def _device(entry: DeviceEntry) -> Device:
+    return Device(entry=entry)
+
+
 async def _with_status(info: Info, entries: list[DeviceEntry], wanted: str) -> list[DeviceEntry]:
     """The entries of one status: from an in-process index directly, else in one store call
     (nothing primed: a DataLoader future per device costs seconds at 100,000 devices; the
@@ -103,29 +105,6 @@ async def _with_status(info: Info, entries: list[DeviceEntry], wanted: str) -> l
         for i, status in zip(missing, derived, strict=True):
             known[i] = status
     return [e for e, s in zip(entries, known, strict=True) if s == wanted]
-
-
-def _page(
-    entries: list[DeviceEntry], first: int | None, after: str | None, info: Info
-) -> Connection[Device]:
-    """A Relay page of entries sorted by device key (keyset cursors, as `schema.paging`)."""
-    start = 0
-    if after:
-        cursor = decode_cursor(after)
-        start = bisect_right(entries, cursor, key=lambda e: tuple(e.key))
-    size = page_size(first, info.context.settings)
-    window = entries[start : start + size]
-    edges = [Edge(node=Device(entry=e), cursor=encode_cursor(tuple(e.key))) for e in window]
-    return Connection(
-        edges=edges,
-        page_info=PageInfo(
-            has_next_page=start + size < len(entries),
-            has_previous_page=start > 0,
-            start_cursor=edges[0].cursor if edges else None,
-            end_cursor=edges[-1].cursor if edges else None,
-        ),
-        total_count=len(entries),
-    )
 
 
 def _findings(found) -> list[LintFinding]:
@@ -208,6 +187,13 @@ class Query:
         if status is not None:
             entries = await _with_status(info, entries, status.value)
         entries.sort(key=_device_key)  # the keyset cursors need the key order
-        page = _page(entries, first, after, info)
+        page = paginate_sorted(
+            entries,
+            key=_device_key,
+            node=_device,
+            first=first,
+            after=after,
+            settings=info.context.settings,
+        )
         await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
         return DeviceSearch(page=page, failed=found.failed, selector=selector)
