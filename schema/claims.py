@@ -32,6 +32,7 @@ from service.model.records import Device as DeviceRecord
 from service.stores.protocols import Relation
 
 from .devices import Device
+from .identity import NamespacedFields, NamespacedUidFields
 from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
 
 if TYPE_CHECKING:
@@ -226,24 +227,8 @@ def _seconds_since(now: datetime, stamp: str | None) -> float | None:
 
 
 @strawberry.type
-class ResourceClaim:
+class ResourceClaim(NamespacedUidFields):
     record: strawberry.Private[ClaimRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def namespace(self) -> str:
-        return self.record.meta.namespace
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
-
-    @strawberry.field
-    def uid(self) -> str:
-        return self.record.meta.uid
 
     @strawberry.field
     def state(self) -> ClaimState:
@@ -306,20 +291,8 @@ class ResourceClaim:
 
 
 @strawberry.type
-class ResourceClaimTemplate:
+class ResourceClaimTemplate(NamespacedFields):
     record: strawberry.Private[TemplateRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def namespace(self) -> str:
-        return self.record.meta.namespace
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
 
     @strawberry.field
     def requests(self) -> list[DeviceRequest]:

@@ -27,6 +27,7 @@ from service.model.records import Capacity as CapacityRecord
 from service.stores.protocols import Relation
 
 from . import classes, device_state
+from .identity import ClusterScopedFields
 from .scalars import JSON, DeviceStatus
 
 if TYPE_CHECKING:
@@ -217,16 +218,8 @@ class PoolInfo:
 
 
 @strawberry.type
-class ResourceSlice:
+class ResourceSlice(ClusterScopedFields):
     record: strawberry.Private[SliceRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
 
     @strawberry.field
     def driver(self) -> str:
@@ -281,16 +274,8 @@ def _slice_key(record: SliceRecord) -> ObjectKey:
 
 
 @strawberry.type
-class DeviceClass:
+class DeviceClass(ClusterScopedFields):
     record: strawberry.Private[DeviceClassRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
 
     @strawberry.field(description="CEL expressions; a device must match all of them.")
     def selectors(self) -> list[str]:

@@ -25,6 +25,7 @@ from service.stores.protocols import Relation
 
 from . import device_state
 from .devices import Device, ResourceSlice, load_devices
+from .identity import ClusterScopedFields
 from .pods import Pod
 from .scalars import JSON, DateTime, to_datetime
 
@@ -35,16 +36,8 @@ async def load_node(info: Info, cluster: str, name: str) -> Node | None:
 
 
 @strawberry.type
-class Node:
+class Node(ClusterScopedFields):
     record: strawberry.Private[NodeRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
 
     @strawberry.field
     def labels(self) -> JSON:

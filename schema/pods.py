@@ -16,6 +16,7 @@ from service.model.records import PodClaim as PodClaimRecord
 
 from .claims import ResourceClaim, device_for
 from .devices import Device
+from .identity import NamespacedUidFields
 from .scalars import JSON, DateTime, to_datetime
 
 if TYPE_CHECKING:
@@ -79,24 +80,8 @@ def uses_devices(pod: PodRecord) -> bool:
 
 
 @strawberry.type
-class Pod:
+class Pod(NamespacedUidFields):
     record: strawberry.Private[PodRecord]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.record.meta.cluster
-
-    @strawberry.field
-    def namespace(self) -> str:
-        return self.record.meta.namespace
-
-    @strawberry.field
-    def name(self) -> str:
-        return self.record.meta.name
-
-    @strawberry.field
-    def uid(self) -> str:
-        return self.record.meta.uid
 
     @strawberry.field
     def phase(self) -> str:
