@@ -203,8 +203,6 @@ class ClaimAllocation:
     async def node(self, info: Info) -> NodeT | None:
         from .nodes import load_node
 
-        if not self.node_name:
-            return None
         return await load_node(info, self.claim.meta.cluster, self.node_name)
 
     @strawberry.field

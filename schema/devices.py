@@ -183,8 +183,6 @@ class Device:
     async def node(self, info: Info) -> NodeT | None:
         from .nodes import load_node
 
-        if self.entry.node is None:
-            return None
         return await load_node(info, self.entry.key.cluster, self.entry.node)
 
     @strawberry.field(description="Device classes whose CEL selectors accept this device.")
@@ -247,8 +245,6 @@ class ResourceSlice(ClusterScopedFields):
     async def node(self, info: Info) -> NodeT | None:
         from .nodes import load_node
 
-        if not self.record.node_name:
-            return None
         return await load_node(info, self.record.meta.cluster, self.record.node_name)
 
     @strawberry.field

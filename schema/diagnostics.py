@@ -25,7 +25,7 @@ from service.model.records import DeviceEntry, DeviceKey
 from . import device_state
 from .devices import Device
 from .diagnostics_types import ClaimDiagnosis, LintFinding
-from .paging import Connection, Edge, PageInfo, paginate_sorted
+from .paging import Connection, Edge, PageInfo, paginate
 from .scalars import DeviceStatus
 
 MAX_EVALUATION_ERRORS = 20
@@ -187,13 +187,14 @@ class Query:
         if status is not None:
             entries = await _with_status(info, entries, status.value)
         entries.sort(key=_device_key)  # the keyset cursors need the key order
-        page = paginate_sorted(
+        page = paginate(
             entries,
             key=_device_key,
             node=_device,
             first=first,
             after=after,
             settings=info.context.settings,
+            presorted=True,
         )
         await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
         return DeviceSearch(page=page, failed=found.failed, selector=selector)

@@ -30,7 +30,11 @@ from .pods import Pod
 from .scalars import JSON, DateTime, to_datetime
 
 
-async def load_node(info: Info, cluster: str, name: str) -> Node | None:
+async def load_node(info: Info, cluster: str, name: str | None) -> Node | None:
+    """The node of that name in the cluster; null when no node is named (a pending pod, a
+    network-attached device) or the named one is not (or no longer) mirrored."""
+    if not name:
+        return None
     record = await info.context.loaders.records.load(ObjectKey(cluster, NODE, "", name))
     return Node(record=record) if isinstance(record, NodeRecord) else None
 

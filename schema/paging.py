@@ -4,8 +4,8 @@ Cursors are keyset cursors, not offsets: a cursor is the sort key of the last it
 (base64 of its JSON), and the next page starts strictly after that key. So paging stays
 correct while objects come and go between requests — an item inserted before the cursor is
 simply not repeated. Every connection sorts by object identity (cluster, namespace, name or
-the device key), which is total and stable. `paginate` sorts the items itself;
-`paginate_sorted` pages items the caller already holds in key order, with the same cursors.
+the device key), which is total and stable. `paginate` sorts the items itself, unless the
+caller says they are `presorted`; the cursors are the same either way.
 
 `first` defaults to `GraphQLSettings.default_page_size` and is clamped to `max_page_size`
 (each resolved field costs microseconds of blocked event loop; pages stay in the hundreds).
@@ -89,41 +89,30 @@ def paginate(
     first: int | None,
     after: str | None,
     settings: GraphQLSettings,
+    presorted: bool = False,
 ) -> Connection[T]:
-    """One page of `items` (any order: they are sorted here by `key`) after the cursor."""
-    ordered = sorted(items, key=lambda item: tuple(key(item)))
-    return paginate_sorted(ordered, key=key, node=node, first=first, after=after, settings=settings)
+    """One page of `items` after the cursor, in the order of `key`.
 
-
-def paginate_sorted(
-    items: Sequence[I],
-    *,
-    key: Callable[[I], SortKey],
-    node: Callable[[I], T],
-    first: int | None,
-    after: str | None,
-    settings: GraphQLSettings,
-) -> Connection[T]:
-    """One page of `items`, which the caller has already sorted by `key`, after the cursor.
-
-    Neither copies nor sorts: finding the page costs a binary search plus the page itself, so
-    a caller that sorts its items anyway (findDevices over 100,000 devices) sorts them once.
-    `node` is called for the items of the page only.
+    `items` may come in any order: they are sorted here by `key`. With `presorted` the caller
+    promises they already are in that order, and nothing is copied or sorted: finding the
+    page then costs a binary search plus the page itself (findDevices, which sorts its
+    100,000 devices anyway, sorts them once). `node` is called for the page's items only.
     """
+    ordered = items if presorted else sorted(items, key=lambda item: tuple(key(item)))
     start = 0
     if after:
         # JSON round-trips tuples as lists of the same scalars, so comparisons hold.
-        start = bisect_right(items, decode_cursor(after), key=lambda item: tuple(key(item)))
+        start = bisect_right(ordered, decode_cursor(after), key=lambda item: tuple(key(item)))
     size = page_size(first, settings)
-    window = items[start : start + size]
+    window = ordered[start : start + size]
     edges = [Edge(node=node(item), cursor=encode_cursor(tuple(key(item)))) for item in window]
     return Connection(
         edges=edges,
         page_info=PageInfo(
-            has_next_page=start + size < len(items),
+            has_next_page=start + size < len(ordered),
             has_previous_page=start > 0,
             start_cursor=edges[0].cursor if edges else None,
             end_cursor=edges[-1].cursor if edges else None,
         ),
-        total_count=len(items),
+        total_count=len(ordered),
     )

@@ -103,8 +103,6 @@ class Pod(NamespacedUidFields):
     async def node(self, info: Info) -> NodeT | None:
         from .nodes import load_node
 
-        if not self.record.node_name:
-            return None
         return await load_node(info, self.record.meta.cluster, self.record.node_name)
 
     @strawberry.field

@@ -58,3 +58,26 @@ def test_cursor_after_a_vanished_item_continues_after_its_place():
     )
     assert [e.node for e in page.edges] == ["C", "D"] and page.page_info.has_next_page
     assert decode_cursor(page.edges[-1].cursor) == ("d",)
+
+
+def test_presorted_items_page_as_sorted_ones_do():
+    settings = GraphQLSettings(default_page_size=2, max_page_size=2)
+    ordered = ["a", "c", "d", "f", "g"]
+
+    def page(items: list[str], after: str | None, presorted: bool) -> tuple:
+        found = paginate(
+            items,
+            key=lambda s: (s,),
+            node=str.upper,
+            first=2,
+            after=after,
+            settings=settings,
+            presorted=presorted,
+        )
+        return [(e.node, e.cursor) for e in found.edges], found.page_info, found.total_count
+
+    after = encode_cursor(("c",))
+    sorted_here = page(["f", "a", "g", "d", "c"], after, presorted=False)
+    assert page(ordered, after, presorted=True) == sorted_here
+    assert [node for node, _ in sorted_here[0]] == ["D", "F"] and sorted_here[2] == 5
+    assert sorted_here[1].has_next_page and sorted_here[1].has_previous_page
