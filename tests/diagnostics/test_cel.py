@@ -244,3 +244,34 @@ def test_projected_answers_equal_full_evaluation() -> None:
             assert projected is full
     assert [selector.evaluate(d.device, d.key.driver) for d in devices[:2]] == [True, True]
     assert selector.matches(devices[-1].device, NVIDIA) is True
+
+
+def test_select_over_many_devices_equals_full_evaluation() -> None:
+    # `select` reads each device's projection inline (keyed by the attribute records, or by
+    # their values when a value is a list): its split must be evaluate()'s, device by device.
+    expression = (
+        "device.attributes['gpu.nvidia.com'].type == 'gpu' && "
+        "2 in device.attributes['gpu.nvidia.com'].ints && "
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"
+    )
+    selector = compile_selector(expression)
+    devices = [
+        entry(
+            f"d{i}",
+            attributes={
+                f"{NVIDIA}/type": Attribute("string", "gpu" if i % 3 else "mig"),
+                f"{NVIDIA}/ints": Attribute("ints", [1, i % 4]),
+            },
+            capacity={f"{NVIDIA}/memory": Capacity("80Gi" if i % 5 else "40Gi")},
+        )
+        for i in range(24)
+    ]
+    devices.append(entry("untyped", attributes=attrs(NVIDIA, type="gpu")))  # no ints: an error
+    for _ in range(2):  # answered afresh, then from what the first pass remembered
+        passing, failed = selector.select(devices)
+        expected = [selector.evaluate(d.device, d.key.driver) for d in devices]
+        assert [d.key.device for d in passing] == [
+            d.key.device for d, answer in zip(devices, expected, strict=True) if answer is True
+        ]
+        assert [d.key.device for d, _ in failed] == ["untyped"]
+        assert [d.key.device for d in passing] == ["d2", "d14", "d22"]
