@@ -267,10 +267,16 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-async def _freeze_when_synced(watchers: Any) -> None:
+async def _freeze_when_synced(watchers: Any, store: StateReader) -> None:
     await watchers.wait_synced()
     freeze_heap()
     log.info("every cluster synced once; initial state moved out of the GC's generations")
+    from service import diagnosis
+
+    try:  # the allocation ledgers, built now rather than by the first explainClaim
+        await diagnosis.prepare(store)
+    except Exception:
+        log.exception("preparing the diagnostics failed; they build on first use")
 
 
 async def _close(resource: Any, what: str) -> None:
@@ -328,7 +334,7 @@ def create_app(
                 state.reactors = started  # type: ignore[assignment]
                 stack.push_async_callback(started.stop)  # type: ignore[union-attr]
                 if hasattr(started, "wait_synced"):
-                    freezer = asyncio.create_task(_freeze_when_synced(started))
+                    freezer = asyncio.create_task(_freeze_when_synced(started, store))
                     stack.callback(freezer.cancel)
             state._started = True
             yield

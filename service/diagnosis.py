@@ -31,6 +31,8 @@ Errors:
 
 from __future__ import annotations
 
+import asyncio
+import operator
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,7 +141,8 @@ async def read_cluster(reader: StateReader, cluster: str) -> ClusterState:
     index = _local_index(reader, cluster)
     lookup = None
     if index is not None:
-        scope = getattr(reader, "scope", None)
+        # A scope that cannot hide anything is not asked per namespace.
+        scope = getattr(reader, "scope", None) if _narrowed(reader) else None
         everything = {kind: list(index.records(kind)) for kind in _KINDS}
         lists = {kind: _scoped(scope, cluster, records) for kind, records in everything.items()}
         allowed = scope is None or scope.allows(cluster, "")
@@ -208,6 +211,11 @@ class _Kept:
     allocations: dict[str, tuple[ObjectKey, Allocation]] = field(default_factory=dict)
     # the claim records last seen, by identity (kept alive here, so ids are not reused)
     seen: dict[int, ClaimRecord] = field(default_factory=dict)
+    # the lists last read: a cluster where nothing changed lists the very same records again,
+    # in the same order (the index's dicts keep insertion order), which is checked at C speed
+    device_list: list[DeviceEntry] = field(default_factory=list)
+    slice_list: list[SliceRecord] = field(default_factory=list)
+    claim_list: list[ClaimRecord] = field(default_factory=list)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -236,6 +244,8 @@ class LedgerCache:
             self._kept[state.cluster] = kept
             return kept.ledger
         records = state.claims.records
+        if _same_records(kept.claim_list, records):
+            return kept.ledger
         seen, allocations = kept.seen, kept.allocations
         unchanged = 0
         for claim in records:
@@ -263,22 +273,40 @@ class LedgerCache:
                 self.commits += 1
         if unchanged != len(records) or unchanged != len(seen):
             kept.seen = {id(c): c for c in records}
+        kept.claim_list = records
         return kept.ledger
 
     def _build(self, state: ClusterState) -> _Kept:
         self.builds += 1
         claims = state.claims.records
-        ledger = Ledger.build(state.devices, claims, slices=state.slices)
+        # Ledger.build, with each allocated claim's key made once for the ledger and the list of
+        # what was committed.
+        ledger = Ledger.build(state.devices, (), slices=state.slices)
+        allocations: dict[str, tuple[ObjectKey, Allocation]] = {}
+        commit = ledger.commit
+        for claim in claims:
+            allocation = claim.allocation
+            if allocation is not None:
+                key = key_of(claim)
+                commit(key, allocation)
+                allocations[f"{key.namespace}/{key.name}"] = (key, allocation)
         return _Kept(
             ledger=ledger,
             devices={e.key: e for e in state.devices},
             slices={_name(s): s for s in state.slices},
-            allocations={_name(c): (key_of(c), c.allocation) for c in claims if c.allocation},
+            allocations=allocations,
             seen={id(c): c for c in claims},
+            device_list=state.devices,
+            slice_list=state.slices,
+            claim_list=claims,
         )
 
     @staticmethod
     def _inventory_unchanged(kept: _Kept, state: ClusterState) -> bool:
+        if _same_records(kept.device_list, state.devices) and _same_records(
+            kept.slice_list, state.slices
+        ):
+            return True
         if len(kept.devices) != len(state.devices) or len(kept.slices) != len(state.slices):
             return False
         devices = kept.devices
@@ -294,10 +322,38 @@ class LedgerCache:
                 and _same(seen.shared_counters, s.shared_counters)
             ):
                 return False
+        # Equal, in other objects or order (a Redis store decodes new objects each time).
+        kept.device_list, kept.slice_list = state.devices, state.slices
         return True
 
 
+def _same_records(before: list[Any], now: list[Any]) -> bool:
+    """Whether two lists hold the very same objects in the same order."""
+    return len(before) == len(now) and all(map(operator.is_, before, now))
+
+
 _LEDGERS: weakref.WeakKeyDictionary[Any, LedgerCache] = weakref.WeakKeyDictionary()
+
+
+async def prepare(store: StateReader) -> int:
+    """Build now, rather than at the first question, what the diagnostics keep per cluster:
+    the ledger of every cluster the store holds (read from the whole store, so it is the one
+    every reader of that store shares) and the answers of its DeviceClass selectors. The app
+    calls it once every cluster has synced; it yields to the event loop between clusters.
+    Returns how many ledgers it built."""
+    ledgers = ledgers_for(store)
+    built = ledgers.builds
+    for status in await store.clusters():
+        state = await read_cluster(store, status.name)
+        ledgers.ledger(state)
+        for device_class in state.classes.values():
+            for expression in device_class.selectors:
+                try:
+                    compile_selector(expression).select(state.devices)
+                except SelectorError:
+                    continue  # explainClaim reports it when asked
+        await asyncio.sleep(0)
+    return ledgers.builds - built
 
 
 def ledgers_for(store: Any) -> LedgerCache:

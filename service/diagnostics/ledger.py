@@ -129,15 +129,18 @@ class Ledger:
 
     def commit(self, claim: ObjectKey, allocation: Allocation) -> None:
         """Record a claim's allocation (replacing any earlier one of the same claim)."""
-        self.release(claim)
+        if claim in self.holds:
+            self.release(claim)
         holds: list[Hold] = []
+        cluster = claim.cluster
         for result in allocation.results:
-            dk = DeviceKey(claim.cluster, result.driver, result.pool, result.device)
+            dk = DeviceKey(cluster, result.driver, result.pool, result.device)
+            consumed = result.consumed_capacity
             hold = Hold(
                 dk,
                 result.request,
                 result.share_id,
-                _quantities(result.consumed_capacity),
+                _quantities(consumed) if consumed else {},
                 result.admin_access,
             )
             holds.append(hold)

@@ -18,7 +18,7 @@ import schema
 from schema.context import make_context
 from schema.reader import Scope
 from service.app import create_app
-from service.diagnosis import ledgers_for
+from service.diagnosis import ledgers_for, prepare
 from service.model.changes import Changes
 from service.model.normalize import normalize
 from service.settings import Settings
@@ -259,6 +259,21 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
     assert ledgers.builds == builds + 1
+
+
+async def test_prepare_builds_the_ledger_before_the_first_question(lab) -> None:
+    store, http = lab
+    ledgers = ledgers_for(store)
+    assert ledgers.builds == 0
+    assert await prepare(store) == 1  # one cluster, one ledger, built ahead of any question
+    assert ledgers.builds == 1
+    assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
+    # A claim allocated after the preparation is committed to that ledger, not rebuilt.
+    [taker] = records(claim("taker", device=("n1", "gpu-1")))
+    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    assert (await explain(http, "waiting"))["verdict"] == "ALL_HELD"
+    assert (ledgers.builds, ledgers.commits) == (1, 1)
+    assert await prepare(store) == 0  # already in step: nothing rebuilt
 
 
 class OnlyMl(Scope):
