@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/history_30d.py [--nodes 500] [--days 30] [--versions 10000000]
     .venv/bin/python bench/history_30d.py --quick      # 50 nodes, 200k versions: a minute
+    .venv/bin/python bench/history_30d.py --keep bench30d   # load once, keep; later runs reuse it
 
 Generates the history directly (no watch events): 8 GPUs per node (half the nodes h200, half
 a100), each device's timeline a sequence of claims — a wait (mostly minutes, 5 % hours), an
@@ -21,14 +22,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
+from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -174,6 +178,50 @@ async def timed(label: str, coro_factory, runs: int = 3) -> float:
     return median
 
 
+async def load(conn, args) -> dict:
+    loader = Loader(conn)
+    started = time.perf_counter()
+    world = await generate(loader, nodes=args.nodes, days=args.days, versions=args.versions,
+                           seed=args.seed)  # fmt: skip
+    await conn.execute("ANALYZE")
+    load_s = time.perf_counter() - started
+    size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
+    total = sum(loader.rows.values())
+    print(f"{args.nodes} nodes, {world['devices']} devices, {args.days} days: "
+          f"{world['claims']:,} claims; loaded {total:,} rows in {load_s:.0f}s "
+          f"({total / load_s:,.0f} rows/s), database {size}")  # fmt: skip
+    print("rows: " + ", ".join(f"{t} {n:,}" for t, n in loader.rows.items()))
+    return world
+
+
+async def reuse(conn, days: int) -> dict:
+    """The world of a kept database, its peak cache emptied (so the first audit is cold)."""
+    await conn.execute("DELETE FROM pending_peaks; DELETE FROM pending_peak_hours; ANALYZE")
+    devices = await conn.fetch("SELECT DISTINCT uuid, node, device FROM device_inventory")
+    claims = await conn.fetchval("SELECT count(*) FROM waits")
+    print(f"reusing {len(devices)} devices, {claims:,} claims")
+    return {"devices": len(devices), "claims": claims, "uuids": [d[0] for d in devices],
+            "names": [f"{d[1]}/{d[2]}" for d in devices],
+            "end": T0 + days * 24 * US_PER_HOUR}  # fmt: skip
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(url: str) -> AsyncIterator[tuple[str, bool]]:
+    async with scratch_database(url, "bench_30d") as scratch:
+        yield scratch, True
+
+
+@contextlib.asynccontextmanager
+async def kept_database(url: str, name: str) -> AsyncIterator[tuple[str, bool]]:
+    admin = await asyncpg.connect(asyncpg_dsn(make_url(url).set(database="postgres")
+                                              .render_as_string(False)))  # fmt: skip
+    exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+    if not exists:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    yield make_url(url).set(database=name).render_as_string(hide_password=False), not exists
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
@@ -182,25 +230,25 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="50 nodes, 200k object versions")
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--url", default=None)
+    parser.add_argument("--keep", metavar="DATABASE", default=None,
+                        help="load into DATABASE and keep it; if it exists, reuse its rows "
+                        "(upgraded to the head revision, the peak cache emptied)")  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.nodes, args.versions = 50, 200_000
-    async with scratch_database(server_url(args.url), "bench_30d") as url:
+    database = (
+        kept_database(server_url(args.url), args.keep)
+        if args.keep
+        else fresh_database(server_url(args.url))
+    )
+    async with database as (url, fresh):
         await migrate(url)
         conn = await asyncpg.connect(asyncpg_dsn(url))
-        loader = Loader(conn)
-        started = time.perf_counter()
-        world = await generate(loader, nodes=args.nodes, days=args.days, versions=args.versions,
-                               seed=args.seed)  # fmt: skip
-        await conn.execute("ANALYZE")
-        load_s = time.perf_counter() - started
-        size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        if fresh:
+            world = await load(conn, args)
+        else:
+            world = await reuse(conn, args.days)
         await conn.close()
-        total = sum(loader.rows.values())
-        print(f"{args.nodes} nodes, {world['devices']} devices, {args.days} days: "
-              f"{world['claims']:,} claims; loaded {total:,} rows in {load_s:.0f}s "
-              f"({total / load_s:,.0f} rows/s), database {size}")  # fmt: skip
-        print("rows: " + ", ".join(f"{t} {n:,}" for t, n in loader.rows.items()))
 
         engine = open_engine(url)
         history = HistoryQueries(engine)

@@ -22,7 +22,9 @@ Intervals still open count up to min(to, now). Everything is computed by the dat
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
 percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the five
 statements run concurrently on their own connections, with `work_mem` raised so their sorts
-stay in memory (30 days of a 500-node cluster: see bench/history_30d.py).
+stay in memory, and without JIT or parallel workers: the statements already keep the server's
+cores busy, and on a small server (2 cores) workers on top of them only add overhead (30 days
+of a 500-node cluster: see bench/history_30d.py and docs/history.md).
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ def _where_cluster(alias: str, cluster: str | None) -> str:
 
 async def _fetch_all(engine: AsyncEngine, queries: list[str], params: dict) -> list[list]:
     """Run the audit's statements: on PostgreSQL concurrently, one connection each (the
-    server works on them in parallel) with room to sort in memory; on SQLite one by one."""
+    server works on them in parallel, so no parallel workers within one) with room to sort in
+    memory; on SQLite one by one."""
     if engine.dialect.name != "postgresql":
         async with engine.connect() as conn:
             return [list(await conn.execute(text(q), params)) for q in queries]
@@ -131,6 +134,10 @@ async def _fetch_all(engine: AsyncEngine, queries: list[str], params: dict) -> l
         async with engine.connect() as conn:
             # SET LOCAL lasts until this read-only transaction ends with the connection
             await conn.execute(text(f"SET LOCAL work_mem = '{AUDIT_WORK_MEM}'"))
+            # JIT compiling (triggered by the cost estimates, up to ~0.2 s) saves nothing on
+            # these aggregations; workers would compete with the other statements for cores
+            await conn.execute(text("SET LOCAL jit = off"))
+            await conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
             return list(await conn.execute(text(query), params))
 
     return list(await asyncio.gather(*(one(q) for q in queries)))
@@ -235,24 +242,39 @@ async def contention(
 
 
 def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
-    wait_group = sql.text_key(_WAIT_GROUP[group_by])
-    durations = f"""
-        SELECT w.cluster AS cluster, {wait_group} AS grp, (w.start_us - :f) / :b AS idx,
-               w.claim_uid AS claim_uid, COALESCE(w.end_us, :h) - w.start_us AS dur
+    window = f"""
         FROM waits AS w
         WHERE w.start_us >= :f AND w.start_us < :t
           AND COALESCE(w.end_us, :h) > w.start_us{_where_cluster("w", cluster)}
     """
-    if not sql.postgres:
-        return durations  # SQLite has no percentile_disc: finished in Python
-    # Grouped and counted by 64-bit hashes (of the group, of the claim uid): sorting integers
-    # is several times cheaper than sorting strings, and a collision needs 2^64 luck.
+    if not sql.postgres:  # SQLite has no percentile_disc: finished in Python
+        return f"""
+            SELECT w.cluster AS cluster, {_WAIT_GROUP[group_by]} AS grp,
+                   (w.start_us - :f) / :b AS idx, w.claim_uid AS claim_uid,
+                   COALESCE(w.end_us, :h) - w.start_us AS dur
+            {window}
+        """
+    # Only integers go through the sorts: the group and the claim uid as 64-bit hashes
+    # (sorting integers is several times cheaper than sorting strings; a collision needs 2^64
+    # luck), and the lowest wait id of each group, whose row names the group afterwards (by
+    # primary key: LIMIT keeps the planner from flattening the lookup into a hash join over
+    # the whole table).
     return f"""
-        SELECT MIN(cluster), MIN(grp), idx,
-               COUNT(DISTINCT hashtextextended(claim_uid, 0)),
-               percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY dur), MAX(dur)
-        FROM ({durations}) AS d
-        GROUP BY hashtextextended(cluster || '/' || grp, 0), idx
+        SELECT n.cluster, n.grp, s.idx, s.waited, s.percentiles, s.longest
+        FROM (
+            SELECT MIN(d.id) AS example, d.idx, COUNT(DISTINCT d.claim) AS waited,
+                   percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d.dur) AS percentiles,
+                   MAX(d.dur) AS longest
+            FROM (
+                SELECT w.id, hashtextextended(w.cluster || '/' || {_WAIT_GROUP[group_by]}, 0) AS part,
+                       (w.start_us - :f) / :b AS idx, hashtextextended(w.claim_uid, 0) AS claim,
+                       COALESCE(w.end_us, :h) - w.start_us AS dur
+                {window}
+            ) AS d
+            GROUP BY d.part, d.idx
+        ) AS s
+        CROSS JOIN LATERAL (SELECT w.cluster, {_WAIT_GROUP[group_by]} AS grp
+                            FROM waits AS w WHERE w.id = s.example LIMIT 1) AS n
     """
 
 
