@@ -222,7 +222,7 @@ def mirror_app(
     async def open_history() -> Any:
         from service.history.runtime import History
 
-        return await History.open(database, upgrade=watch)  # type: ignore[arg-type]
+        return await History.open(database, upgrade=watch, outbox=history_outbox(settings))  # type: ignore[arg-type]
 
     app: Starlette
 
@@ -255,6 +255,24 @@ def mirror_app(
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
     )
     return app
+
+
+def history_outbox(settings: Settings) -> Any:
+    """With a Redis URL, the deployment's Redis stream outbox (watchers append, every process
+    with a database URL drains it under one drain lease); else None: in-process."""
+    if not settings.store.redis_url:
+        return None
+    import socket
+
+    from service.history.redis_outbox import RedisStreamOutbox
+
+    return RedisStreamOutbox.from_url(
+        settings.store.redis_url,
+        prefix=settings.store.redis_prefix,
+        consumer=settings.history.outbox_consumer or socket.gethostname(),
+        claim_idle=settings.history.outbox_claim_idle,
+        lease_ttl=settings.store.lease_ttl,
+    )
 
 
 def freeze_heap() -> None:

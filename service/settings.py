@@ -75,6 +75,11 @@ class StoreSettings:
 class HistorySettings:
     database_url: str | None = None
     """SQLAlchemy URL of the history database (SQLite file or PostgreSQL); None: no history."""
+    outbox_consumer: str | None = None
+    """This process's consumer name in the Redis outbox's group (with a Redis URL); None: the
+    host name (the pod name). A restart under the same name resumes its own pending entries."""
+    outbox_claim_idle: float = 30.0
+    """Seconds an outbox entry handed to another consumer waits before it is taken over."""
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,19 @@
 
 `History` is a `HistoryQueries` (what `info.context.history` and the CSV export read) that also
 owns the writer task. On embedded defaults the outbox is in-process; production passes a Redis
-stream outbox (`outbox=`). `close()` waits up to `drain_seconds` for the backlog to reach SQL:
-an in-process outbox dies with the process, and the next start records the gap.
+stream outbox (`outbox=`, `service.history.redis_outbox`). `close()` waits up to
+`drain_seconds` for the backlog to reach SQL when the outbox is in-process (it dies with the
+process, and the next start records the gap); a durable outbox (Redis) keeps its entries for
+the next drainer, so `close()` only gives its drain lease up.
+
+The writer task is supervised: an outbox that became unreachable (`StoreError`: Redis down)
+stops `HistoryWriter.run`, which is started again after a backoff — it resumes from the
+entries it was handed and never acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,6 +29,7 @@ from service.history.migrate import migrate
 from service.history.outbox import MemoryOutbox, Outbox
 from service.history.queries import HistoryQueries
 from service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from service.stores.protocols import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -63,17 +69,49 @@ class History(HistoryQueries):
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self.writer.run(), name="history-writer")
+            self._task = asyncio.create_task(self._supervise(), name="history-writer")
+
+    async def _supervise(self) -> None:
+        options = self.writer.options
+        delay = options.retry_initial
+        while True:
+            try:
+                await self.writer.run()
+            except StoreError as error:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from error
+                self.writer.stats.last_error = f"outbox: {error}"
+                log.warning("history outbox unavailable (%s); writer restarts in %.1fs",
+                            error, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                delay = min(options.retry_max, delay * 2)
 
     async def close(self) -> None:
+        durable = getattr(self.outbox, "durable", False)
         if self._task is not None:
-            try:
-                await asyncio.wait_for(self.writer.drained(), self.drain_seconds)
-            except TimeoutError:
-                log.warning("history: %d outbox entries not written at shutdown",
-                            await self.outbox.backlog())  # fmt: skip
+            if not durable:
+                try:
+                    await asyncio.wait_for(self.writer.drained(), self.drain_seconds)
+                except TimeoutError:
+                    log.warning("history: %d outbox entries not written at shutdown",
+                                await self.outbox.backlog())  # fmt: skip
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # redis-py may hold a blocking read past a cancellation; closing the outbox's
+            # connections (below) ends it
+            await asyncio.wait({self._task}, timeout=2.0)
+        for step in ("release", "close"):  # a durable outbox: hand the drain over, disconnect
+            action = getattr(self.outbox, step, None)
+            if action is not None:
+                try:
+                    await action()
+                except Exception as error:  # shutting down: a lease left to expire is fine
+                    log.warning("history: outbox %s failed at shutdown: %s", step, error)
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=2.0)
+            if not self._task.done():
+                log.warning("history: the writer did not stop in time")
+            elif not self._task.cancelled() and self._task.exception() is not None:
+                log.error("history writer failed", exc_info=self._task.exception())
             self._task = None
         await self.engine.dispose()

@@ -1,0 +1,290 @@
+"""The production history outbox: one Redis stream per deployment, drained by a consumer group.
+
+    watchers ─XADD─▶ PREFIX:{history}:outbox ─XREADGROUP (group "writers")─▶ HistoryWriter
+
+Promises:
+
+* `append` is one XADD; the entry lives in Redis until a writer's batch holding it committed
+  to SQL and was acknowledged (XACK + XDEL, so the stream holds exactly the backlog and does
+  not grow forever; `maxlen` additionally caps it with `MAXLEN ~` — a cap that drops the
+  oldest entries, acknowledged or not: off by default).
+* A SQL outage or a writer restart loses nothing: entries handed out and never acknowledged
+  stay in the group's pending list. A restarted writer with the same consumer name gets its
+  own back (XREADGROUP `0`, `pending()`); entries of a consumer that stopped (another pod
+  name) are taken over with XAUTOCLAIM by the next lease holder, before any new entry.
+* Per cluster, entries must reach SQL in order (an interval's close written before its open
+  is lost). Several processes may drain, but only the holder of the drain lease
+  (`PREFIX:{history}:outbox:drainer`, renewed on every read) is handed entries; the others
+  stand by and take over within `lease_ttl` seconds when it stops. Replays at a takeover are
+  harmless (the writer is idempotent).
+* Every Redis failure leaves this module as `StoreUnavailable` (a `StoreError`): the reactor
+  retries an append that raised it with the same batch, so a watch keeps its position while
+  Redis is down; the history runtime restarts its writer after one.
+* `backlog()` is XLEN (acknowledged entries are deleted); `pending_count()` is XPENDING's
+  total, the entries handed out and not yet acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from redis import asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
+
+from service.stores.protocols import StoreUnavailable
+from service.stores.redis_keys import DEFAULT_PREFIX
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+GROUP = "writers"
+
+# Take the drain lease if free, or extend it if this consumer holds it: 1 when held after.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+def stream_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The deployment's outbox stream; hash-tagged so Redis Cluster keeps it (and its lease)
+    on one slot."""
+    return f"{prefix}:{{history}}:outbox"
+
+
+class RedisStreamOutbox:
+    """An `Outbox` (service.history.outbox) on a Redis stream; see the module docstring."""
+
+    durable = True  # entries outlive the process: shutdown need not wait for SQL
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        stream_key: str,
+        group: str = GROUP,
+        consumer: str,
+        maxlen: int | None = None,
+        claim_idle: float = 30.0,
+        lease_ttl: float = 15.0,
+    ) -> None:
+        self.redis = redis
+        self.name = stream_key
+        self.group = group
+        self.consumer = consumer
+        self.maxlen = maxlen
+        self.claim_idle_ms = int(claim_idle * 1000)
+        self.lease_key = f"{stream_key}:drainer"
+        self.lease_ms = int(lease_ttl * 1000)
+        self._lease = redis.register_script(_LEASE)
+        self._group_ready = False
+        # ids this object handed out and not yet acknowledged: never claimed back from itself
+        self._handed_out: set[str] = set()
+        self._holding = False
+        self._took_over = False  # the lease was just acquired: claim every pending entry
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, prefix: str = DEFAULT_PREFIX, **kwargs: Any
+    ) -> RedisStreamOutbox:
+        client = aioredis.Redis.from_url(url, socket_connect_timeout=2.0, socket_timeout=30.0)
+        return cls(client, stream_key=stream_key(prefix), **kwargs)
+
+    async def _call(self, awaitable: Awaitable[T]) -> T:
+        try:
+            return await awaitable
+        except (RedisError, OSError) as error:
+            # redis-py turns a cancellation during a blocking read into a connection error:
+            # a task being cancelled must stop, not retry
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError from error
+            raise StoreUnavailable(f"redis outbox: {error or type(error).__name__}") from error
+
+    async def _ensure_group(self) -> None:
+        """XGROUP CREATE … MKSTREAM from the stream's start; again after Redis lost it (a
+        restarted Redis without persistence comes back empty)."""
+        if self._group_ready:
+            return
+        try:
+            await self._call(self.redis.xgroup_create(self.name, self.group, id="0", mkstream=True))
+        except StoreUnavailable as error:
+            if not isinstance(error.__cause__, ResponseError) or "BUSYGROUP" not in str(error):
+                raise
+        self._group_ready = True
+
+    async def _guarded(self, awaitable_factory: Any) -> Any:
+        """Run a group command; NOGROUP (Redis restarted empty) recreates the group once."""
+        await self._ensure_group()
+        try:
+            return await self._call(awaitable_factory())
+        except StoreUnavailable as error:
+            self._group_ready = False
+            if "NOGROUP" not in str(error):
+                raise
+            await self._ensure_group()
+            return await self._call(awaitable_factory())
+
+    # --- the Outbox protocol -----------------------------------------------------------------
+
+    async def append(self, payload: bytes) -> str:
+        entry_id = await self._call(
+            self.redis.xadd(
+                self.name,
+                {"e": payload},
+                maxlen=self.maxlen,
+                approximate=True,
+            )
+        )
+        return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+    async def holds_lease(self) -> bool:
+        held = bool(
+            await self._call(
+                self._lease(keys=[self.lease_key], args=[self.consumer, self.lease_ms])
+            )
+        )
+        if held and not self._holding:
+            self._took_over = True
+        self._holding = held
+        return held
+
+    async def read(self, count: int, block: float) -> list[tuple[str, bytes]]:
+        if not await self.holds_lease():
+            await asyncio.sleep(block)  # another process drains; stand by
+            return []
+        claimed = await self._claim(count)
+        if claimed:
+            return claimed
+        reply = await self._guarded(
+            lambda: self.redis.xreadgroup(
+                self.group,
+                self.consumer,
+                {self.name: ">"},
+                count=count,
+                block=max(1, int(block * 1000)),
+            )
+        )
+        return self._hand_out(_entries(reply))
+
+    async def pending(self, count: int) -> list[tuple[str, bytes]]:
+        """This consumer's entries handed out before and never acknowledged (a restart)."""
+        if not await self.holds_lease():
+            return []
+        while True:
+            reply = await self._guarded(
+                lambda: self.redis.xreadgroup(
+                    self.group, self.consumer, {self.name: "0"}, count=count
+                )
+            )
+            entries, gone = _split(_entries(reply))
+            if gone:  # deleted from the stream (trimmed) but still pending: nothing to replay
+                await self.ack(gone)
+                if not entries:
+                    continue
+            return self._hand_out(entries)
+
+    async def _claim(self, count: int) -> list[tuple[str, bytes]]:
+        """XAUTOCLAIM entries of other consumers (or this one's from before a restart) not
+        handed out by this object: all of them right after the lease was acquired (their
+        holder stopped renewing it a whole TTL ago, and they are older than anything `>`
+        would give), else those idle for `claim_idle` (a safety net)."""
+        min_idle = 0 if self._took_over else self.claim_idle_ms
+        self._took_over = False
+        claimed: list[tuple[str, bytes]] = []
+        start = "0-0"
+        while len(claimed) < count:
+            reply = await self._guarded(
+                lambda start=start: self.redis.xautoclaim(
+                    self.name,
+                    self.group,
+                    self.consumer,
+                    min_idle,
+                    start_id=start,
+                    count=count,
+                )
+            )
+            next_start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            entries, gone = _split(_pairs(reply[1]))
+            if len(reply) > 2 and reply[2]:  # Redis 7: ids deleted from the stream
+                gone.extend(_id(raw) for raw in reply[2])
+            if gone:
+                await self.ack(gone)
+            claimed.extend(e for e in entries if e[0] not in self._handed_out)
+            if next_start == "0-0":
+                break
+            start = next_start
+        if claimed:
+            log.info("history outbox: %s took over %d pending entries", self.consumer, len(claimed))
+        return self._hand_out(claimed)
+
+    def _hand_out(self, entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+        self._handed_out.update(entry_id for entry_id, _ in entries)
+        return entries
+
+    async def ack(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        ids = list(ids)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.xack(self.name, self.group, *ids)
+        pipe.xdel(self.name, *ids)
+        await self._call(pipe.execute())
+        self._handed_out.difference_update(ids)
+
+    async def backlog(self) -> int:
+        return int(await self._call(self.redis.xlen(self.name)))
+
+    async def pending_count(self) -> int:
+        """Entries handed out to some consumer and not yet acknowledged (XPENDING)."""
+        summary = await self._guarded(lambda: self.redis.xpending(self.name, self.group))
+        return int(summary["pending"])
+
+    async def release(self) -> None:
+        """Give the drain lease up at once (a clean shutdown): another drainer takes over
+        without waiting for the lease to expire."""
+        script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+        await self._call(self.redis.eval(script, 1, self.lease_key, self.consumer))
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+
+def _id(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _pairs(raw: Any) -> list[tuple[str, bytes | None]]:
+    out: list[tuple[str, bytes | None]] = []
+    for entry_id, fields in raw or ():
+        payload = fields.get(b"e") if fields else None
+        out.append((_id(entry_id), payload))
+    return out
+
+
+def _entries(reply: Any) -> list[tuple[str, bytes | None]]:
+    """XREADGROUP's reply (RESP2 list or RESP3 dict) as (id, payload or None)."""
+    if not reply:
+        return []
+    streams = reply.items() if isinstance(reply, dict) else reply
+    out: list[tuple[str, bytes | None]] = []
+    for _key, raw in streams:
+        out.extend(_pairs(raw))
+    return out
+
+
+def _split(entries: list[tuple[str, bytes | None]]) -> tuple[list[tuple[str, bytes]], list[str]]:
+    present = [(entry_id, payload) for entry_id, payload in entries if payload is not None]
+    gone = [entry_id for entry_id, payload in entries if payload is None]
+    return present, gone

@@ -1,0 +1,194 @@
+"""The Redis stream outbox between real Redis and real PostgreSQL: nothing lost, replays harmless.
+
+Each test has its own stream (a fresh key prefix) on the suite's Redis and its own database on
+the suite's PostgreSQL; the hand-written script of `tests.history.script` is the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from redis import asyncio as aioredis
+
+from service.history.db import open_engine
+from service.history.migrate import migrate
+from service.history.redis_outbox import RedisStreamOutbox, stream_key
+from service.history.runtime import History
+from service.history.writer import HistorySink
+from service.stores.protocols import StoreUnavailable
+from tests.history.conftest import FAST, Pipeline, eventually, fresh_database
+from tests.history.script import batches
+from tests.history.test_writer import _counts, _matches_truth
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres]
+
+EXPECTED = {"allocations": 4, "consumers": 4, "waits": 5, "idle_holds": 3,
+            "device_inventory": 5, "object_versions": 5}  # fmt: skip
+
+
+@pytest.fixture
+async def engine(request, tmp_path, postgres_url) -> AsyncIterator:
+    async with fresh_database("postgres", request, tmp_path) as url:
+        await migrate(url)
+        engine = open_engine(url)
+        yield engine
+        await engine.dispose()
+
+
+@pytest.fixture
+async def outboxes(redis_url) -> AsyncIterator:
+    """`make(consumer, **options)`: outboxes on one fresh stream, closed at the end."""
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    made: list[RedisStreamOutbox] = []
+
+    def make(consumer: str, cls: type[RedisStreamOutbox] = RedisStreamOutbox, **options):
+        client = aioredis.Redis.from_url(redis_url, socket_connect_timeout=1.0)
+        outbox = cls(client, stream_key=stream_key(prefix), consumer=consumer, **options)
+        made.append(outbox)
+        return outbox
+
+    yield make
+    for outbox in made:
+        await outbox.close()
+
+
+class AckLosingOutbox(RedisStreamOutbox):
+    """A writer that 'crashes' after every commit: its acknowledgements never reach Redis."""
+
+    async def ack(self, ids) -> None:
+        return None
+
+
+async def _append_all(sink: HistorySink, entries) -> None:
+    for changes in entries:
+        await sink(changes)
+
+
+async def test_appended_entries_are_written_to_postgres_and_leave_the_stream(engine, outboxes):
+    outbox = outboxes("writer-1")
+    history = History(engine, outbox=outbox, options=FAST)
+    history.start()
+    try:
+        await _append_all(history.sink, batches())
+        await asyncio.wait_for(history.writer.drained(), 30)
+    finally:
+        await history.close()
+    assert await _counts(engine) == EXPECTED
+    await _matches_truth(engine)
+    assert history.writer.stats.entries == len(batches())
+    assert await outbox.backlog() == 0  # acknowledged entries are deleted
+    assert await outbox.pending_count() == 0
+
+
+async def test_backlog_counts_appended_and_pending_counts_handed_out(outboxes):
+    outbox = outboxes("writer-1")
+    sink = HistorySink(outbox)
+    await _append_all(sink, batches()[:6])
+    assert await outbox.backlog() == 6
+    first = await outbox.read(4, block=0.1)
+    assert len(first) == 4 and await outbox.pending_count() == 4
+    ids = [entry_id for entry_id, _ in first]
+    assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+    await outbox.ack(ids[:2])
+    assert (await outbox.backlog(), await outbox.pending_count()) == (4, 2)
+
+
+async def test_a_postgres_outage_loses_nothing(engine, outboxes, postgres_server):
+    entries = batches()
+    history = History(engine, outbox=outboxes("writer-1"), options=FAST)
+    history.start()
+    try:
+        await _append_all(history.sink, entries[:5])
+        await asyncio.wait_for(history.writer.drained(), 30)
+        await asyncio.to_thread(postgres_server.stop)
+        try:
+            await _append_all(history.sink, entries[5:])  # appends never wait for SQL
+            await eventually(lambda: history.writer.stats.retries >= 3, "three failed attempts")
+            assert await history.outbox.backlog() == len(entries) - 5
+        finally:
+            await asyncio.to_thread(postgres_server.start)
+        await asyncio.wait_for(history.writer.drained(), 30)
+    finally:
+        await history.close()
+    assert history.writer.stats.last_error is not None
+    assert await _counts(engine) == EXPECTED
+    await _matches_truth(engine)
+
+
+async def test_a_restarted_writer_resumes_after_the_last_acknowledged_entry(engine, outboxes):
+    entries = batches()
+    first = Pipeline(engine, outboxes("writer-1"), FAST).start()
+    await _append_all(first.sink, entries[:10])
+    await first.drained()
+    await first.stop()
+    # the same consumer again, now committing without acknowledging (a crash after commit)
+    crashing = Pipeline(engine, outboxes("writer-1", AckLosingOutbox), FAST).start()
+    await _append_all(crashing.sink, entries[10:])
+    rest = len(entries) - 10
+    await eventually(lambda: crashing.writer.stats.entries == rest, "the rest committed")
+    await crashing.stop()
+    committed = await _counts(engine)
+    assert committed == EXPECTED
+    restarted_outbox = outboxes("writer-1")
+    assert await restarted_outbox.backlog() == rest  # only the unacknowledged entries
+    restarted = Pipeline(engine, restarted_outbox, FAST).start()
+    await restarted.drained()
+    await restarted.stop()
+    # handed out again (XREADGROUP 0), skipped as committed, acknowledged: rows exact
+    assert restarted.writer.stats.replayed == rest
+    assert restarted.writer.stats.entries == 0
+    assert await _counts(engine) == committed
+    assert await restarted_outbox.backlog() == 0
+    await _matches_truth(engine)
+
+
+async def test_a_second_consumer_takes_over_the_pending_entries_of_a_dead_one(engine, outboxes):
+    dead = outboxes("writer-dead", lease_ttl=0.5)
+    sink = HistorySink(dead)
+    entries = batches()
+    await _append_all(sink, entries)
+    handed = await dead.read(7, block=0.1)  # then the process dies: never written, never acked
+    assert len(handed) == 7 and await dead.pending_count() == 7
+    survivor = outboxes("writer-alive", lease_ttl=0.5)
+    history = History(engine, outbox=survivor, options=FAST)
+    history.start()  # stands by until the dead consumer's drain lease expires
+    try:
+        await asyncio.wait_for(history.writer.drained(), 30)
+    finally:
+        await history.close()
+    assert history.writer.stats.entries == len(entries)
+    assert await _counts(engine) == EXPECTED
+    await _matches_truth(engine)
+    assert (await survivor.backlog(), await survivor.pending_count()) == (0, 0)
+
+
+async def test_a_redis_outage_fails_appends_loudly_and_the_writer_recovers(
+    engine, outboxes, redis_server
+):
+    entries = batches()
+    history = History(engine, outbox=outboxes("writer-1"), options=FAST)
+    history.start()
+    try:
+        await asyncio.to_thread(redis_server.stop)
+        try:
+            # the reactor retries a sink raising StoreError with the same batch
+            with pytest.raises(StoreUnavailable):
+                await history.sink(entries[0])
+            await eventually(
+                lambda: (history.writer.stats.last_error or "").startswith("outbox"),
+                "the writer saw the outage",
+            )
+        finally:
+            await asyncio.to_thread(redis_server.start)  # back EMPTY: no stream, no group
+        await _append_all(history.sink, entries)
+        await eventually(
+            lambda: history.writer.stats.entries == len(entries), "every entry written"
+        )
+        await asyncio.wait_for(history.writer.drained(), 30)
+    finally:
+        await history.close()
+    assert await _counts(engine) == EXPECTED
+    await _matches_truth(engine)
