@@ -192,3 +192,54 @@ async def test_a_redis_outage_fails_appends_loudly_and_the_writer_recovers(
         await history.close()
     assert await _counts(engine) == EXPECTED
     await _matches_truth(engine)
+
+
+async def test_a_watching_mirror_over_redis_writes_history_through_the_stream(
+    request, tmp_path, redis_url, postgres_url
+):
+    from sqlalchemy import func, select
+
+    from service.app import mirror_app
+    from service.history.models import ObjectVersion, OutboxPosition
+    from service.settings import ClusterSettings, HistorySettings, Settings, StoreSettings
+    from service.sim.run import Simulator
+    from service.stores.redis import RedisStore
+    from tests.clusters.world import small_world
+    from tests.metrics.scrape import client
+
+    kubeconfig = tmp_path / "kubeconfig"
+    prefix = f"e2e-{uuid.uuid4().hex[:8]}"
+    async with fresh_database("postgres", request, tmp_path) as url:
+        settings = Settings(
+            clusters=ClusterSettings(kubeconfig=str(kubeconfig)),
+            store=StoreSettings(redis_url=redis_url, redis_prefix=prefix),
+            history=HistorySettings(database_url=url, outbox_consumer="e2e-watcher"),
+        )
+        async with Simulator([small_world("east")], kubeconfig_path=kubeconfig):
+            app = mirror_app(settings, store=RedisStore.from_url(redis_url, prefix=prefix))
+            async with client(app):
+                await app.state.mirror.reactors.wait_synced()
+                history = app.state.mirror.history
+                assert history.outbox.name == stream_key(prefix)
+                await eventually(lambda: history.writer.stats.entries > 0, "entries written")
+                await asyncio.wait_for(history.writer.drained(), 30)
+        engine = open_engine(url)
+        try:
+            async with engine.connect() as conn:
+                versions = await conn.scalar(select(func.count()).select_from(ObjectVersion))
+                position = await conn.scalar(
+                    select(OutboxPosition.position).where(
+                        OutboxPosition.stream == stream_key(prefix)
+                    )
+                )
+        finally:
+            await engine.dispose()
+    assert versions and versions > 0
+    assert position is not None  # the writer committed positions of the Redis stream
+    redis = aioredis.Redis.from_url(redis_url)
+    try:
+        assert await redis.xlen(stream_key(prefix)) == 0  # all written, acknowledged, deleted
+        for key in [k async for k in redis.scan_iter(match=f"{prefix}:*")]:
+            await redis.delete(key)
+    finally:
+        await redis.aclose()
