@@ -49,6 +49,7 @@ class History(HistoryQueries):
         self.writer = HistoryWriter(engine, self.outbox, options=options)
         self.drain_seconds = drain_seconds
         self._task: asyncio.Task | None = None
+        self._closing = False
 
     @classmethod
     async def open(
@@ -79,7 +80,7 @@ class History(HistoryQueries):
                 await self.writer.run()
             except StoreError as error:
                 task = asyncio.current_task()
-                if task is not None and task.cancelling():
+                if self._closing or (task is not None and task.cancelling()):
                     raise asyncio.CancelledError from error
                 self.writer.stats.last_error = f"outbox: {error}"
                 log.warning("history outbox unavailable (%s); writer restarts in %.1fs",
@@ -89,6 +90,7 @@ class History(HistoryQueries):
 
     async def close(self) -> None:
         durable = getattr(self.outbox, "durable", False)
+        self._closing = True
         if self._task is not None:
             if not durable:
                 try:

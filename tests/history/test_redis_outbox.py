@@ -19,7 +19,7 @@ from service.history.redis_outbox import RedisStreamOutbox, stream_key
 from service.history.runtime import History
 from service.history.writer import HistorySink
 from service.stores.protocols import StoreUnavailable
-from tests.history.conftest import FAST, Pipeline, eventually, fresh_database
+from tests.history.conftest import FAST, eventually, fresh_database
 from tests.history.script import batches
 from tests.history.test_writer import _counts, _matches_truth
 
@@ -120,23 +120,28 @@ async def test_a_postgres_outage_loses_nothing(engine, outboxes, postgres_server
 
 async def test_a_restarted_writer_resumes_after_the_last_acknowledged_entry(engine, outboxes):
     entries = batches()
-    first = Pipeline(engine, outboxes("writer-1"), FAST).start()
+    first = History(engine, outbox=outboxes("writer-1"), options=FAST)
+    first.start()
     await _append_all(first.sink, entries[:10])
-    await first.drained()
-    await first.stop()
+    await asyncio.wait_for(first.writer.drained(), 30)
+    await first.close()
     # the same consumer again, now committing without acknowledging (a crash after commit)
-    crashing = Pipeline(engine, outboxes("writer-1", AckLosingOutbox), FAST).start()
+    crashing = History(engine, outbox=outboxes("writer-1", AckLosingOutbox), options=FAST)
+    crashing.start()
     await _append_all(crashing.sink, entries[10:])
     rest = len(entries) - 10
     await eventually(lambda: crashing.writer.stats.entries == rest, "the rest committed")
-    await crashing.stop()
+    await crashing.close()
     committed = await _counts(engine)
     assert committed == EXPECTED
     restarted_outbox = outboxes("writer-1")
     assert await restarted_outbox.backlog() == rest  # only the unacknowledged entries
-    restarted = Pipeline(engine, restarted_outbox, FAST).start()
-    await restarted.drained()
-    await restarted.stop()
+    restarted = History(engine, outbox=restarted_outbox, options=FAST)
+    restarted.start()
+    try:
+        await asyncio.wait_for(restarted.writer.drained(), 30)
+    finally:
+        await restarted.close()
     # handed out again (XREADGROUP 0), skipped as committed, acknowledged: rows exact
     assert restarted.writer.stats.replayed == rest
     assert restarted.writer.stats.entries == 0
