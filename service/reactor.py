@@ -12,9 +12,10 @@ known not to be served; resource.k8s.io version; last event and sync; error; eve
 malformed objects per kind) and pushes it through `status_sink` on every state change, and
 at most about once a second for counters alone. Sinks with the history sink's hooks also get
 `cluster_started(cluster, at)` before the first `Changes` and `record_gap(cluster, start,
-end)` when the cluster comes back after a disconnection. A sink raising `StoreError` gets the
-same `Changes` again after a backoff (nothing is skipped); any other exception is a bug: it is
-logged and the batch moves on.
+end)` when the cluster comes back after a disconnection. A sink (or hook) raising `StoreError`
+gets the same `Changes` (or hook call) again after a backoff, and nothing after it is handed
+out meanwhile (nothing is skipped, order is kept); any other exception is a bug: it is logged
+and the batch moves on.
 
 `run_reactors(...)` starts one reactor per connection and returns a `Reactors` group: await
 `wait_synced()` (or read `ready`/`not_ready()` for /readyz), then `stop()` (cancels the
@@ -360,44 +361,45 @@ class Reactor:
     async def _deliver(self, changes: Changes) -> None:
         if not changes:
             return
+        what = f"a batch of {len(changes.upserts)} upserts, {len(changes.deletes)} deletes"
         for sink in self.sinks:
-            backoff = Backoff(base=0.5, cap=self.settings.sink_retry_cap, rng=self.rng)
-            while True:
-                try:
-                    await sink(changes)
-                    break
-                except StoreError as error:
-                    delay = backoff.next_delay()
-                    log.warning(
-                        "sink %r unavailable (%s); attempt %d, retrying the same batch in %.2fs",
-                        sink,
-                        error,
-                        backoff.attempt,
-                        delay,
-                        extra=self._log,
-                    )
-                    await self.sleep(delay)
-                except Exception:
-                    log.exception(
-                        "sink %r failed on a batch of %d upserts, %d deletes; moving on",
-                        sink,
-                        len(changes.upserts),
-                        len(changes.deletes),
-                        extra=self._log,
-                    )
-                    break
+            await self._retrying(sink, lambda sink=sink: sink(changes), what)
 
     async def _hook(self, name: str, *args: str) -> None:
         """Call `name(*args)` on every sink that has it (the history sink's `cluster_started`
-        and `record_gap`); a failing hook is logged, never fatal."""
+        and `record_gap`), under the same rule as a batch: retried while it raises
+        `StoreError` (the entry must not be lost, and it must precede the batches after it,
+        which wait meanwhile), logged and skipped on any other exception."""
         for sink in self._sink_objects:
             hook = getattr(sink, name, None)
             if hook is None:
                 continue
+            await self._retrying(sink, lambda hook=hook: hook(*args), f"its {name} hook")
+
+    async def _retrying(self, sink: object, call: Callable[[], Awaitable[None]], what: str) -> None:
+        """`await call()` until it does not raise `StoreError`, waiting the backoff between
+        attempts (only a stop, which cancels this task, ends the wait); any other exception is
+        a bug in the sink: logged once, and `what` is skipped."""
+        backoff = Backoff(base=0.5, cap=self.settings.sink_retry_cap, rng=self.rng)
+        while True:
             try:
-                await hook(*args)
+                await call()
+                return
+            except StoreError as error:
+                delay = backoff.next_delay()
+                log.warning(
+                    "sink %r unavailable (%s); attempt %d, retrying %s in %.2fs",
+                    sink,
+                    error,
+                    backoff.attempt,
+                    what,
+                    delay,
+                    extra=self._log,
+                )
+                await self.sleep(delay)
             except Exception:
-                log.exception("%s hook of %r failed", name, sink, extra=self._log)
+                log.exception("sink %r failed on %s; moving on", sink, what, extra=self._log)
+                return
 
     async def _push_status(self, *, force: bool = False) -> None:
         loop = asyncio.get_running_loop()

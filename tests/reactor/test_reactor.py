@@ -311,6 +311,55 @@ async def test_sink_outage_retries_the_same_batch(
             assert await mirrored(store, "east") == all_truth(world)
 
 
+class HookOutageSink:
+    """A history-like sink whose `cluster_started` hook finds its outbox down twice; it
+    remembers, in order, what reached it and how many backoff sleeps preceded each attempt."""
+
+    def __init__(self, sleep: RecordingSleep) -> None:
+        self.sleep = sleep
+        self.failures_left = 2
+        self.attempts: list[int] = []  # len(sleep.delays) at each hook attempt
+        self.received: list[str] = []  # "cluster_started east" or "changes"
+        self.upserts = 0
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        self.attempts.append(len(self.sleep.delays))
+        if self.failures_left:
+            self.failures_left -= 1
+            raise StoreUnavailable("redis outbox: connection refused")
+        self.received.append(f"cluster_started {cluster}")
+
+    async def apply(self, changes: Changes) -> None:
+        self.received.append("changes")
+        self.upserts += len(changes.upserts)
+
+
+async def test_a_hook_whose_outbox_is_down_is_retried_before_any_batch(
+    tmp_path: Path, recording_sleep: RecordingSleep
+) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    sink = HookOutageSink(recording_sleep)
+    async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
+        async with await run_reactors(
+            connections,
+            sinks=[store, sink],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
+            sleep=recording_sleep,
+        ) as reactors:
+            await reactors.wait_synced()
+            assert await mirrored(store, "east") == all_truth(world)
+    # three attempts, each after one more backoff sleep (full jitter under 0.5 s, then 1 s)
+    assert sink.attempts == [0, 1, 2]
+    assert 0 <= recording_sleep.delays[0] <= 0.5 and 0 <= recording_sleep.delays[1] <= 1.0
+    # the entry arrived once, before the first batch, and every batch still arrived after it
+    assert sink.received[0] == "cluster_started east"
+    assert len(sink.received) > 1 and set(sink.received[1:]) == {"changes"}
+    assert sink.upserts == len(all_truth(world))
+
+
 async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -> None:
     world = small_world("bare")
     store = MemoryStore()
