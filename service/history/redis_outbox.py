@@ -17,6 +17,10 @@ Promises:
   (`PREFIX:{history}:outbox:drainer`, renewed on every read) is handed entries; the others
   stand by and take over within `lease_ttl` seconds when it stops. Replays at a takeover are
   harmless (the writer is idempotent).
+* Consumers do not pile up: at a takeover, whenever it claims entries, and at least every
+  `claim_idle` while draining, the lease holder removes (XGROUP DELCONSUMER) every other
+  consumer with no pending entry that was idle longer than `claim_idle`; never one with
+  pending entries.
 * Every Redis failure leaves this module as `StoreUnavailable` (a `StoreError`): the reactor
   retries an append that raised it with the same batch, so a watch keeps its position while
   Redis is down; the history runtime restarts its writer after one.
@@ -56,6 +60,23 @@ end
 return 0
 """
 
+# Remove the group's consumers other than ARGV[2] that hold no pending entry and were idle
+# (no read or claim) longer than ARGV[3] ms; returns their names. One script, so no consumer
+# can be handed an entry between the check and XGROUP DELCONSUMER (which would drop that
+# entry from the pending list: it would never be delivered again).
+_PRUNE = """
+local removed = {}
+for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local info = {}
+  for i = 1, #consumer, 2 do info[consumer[i]] = consumer[i + 1] end
+  if info['name'] ~= ARGV[2] and info['pending'] == 0 and info['idle'] > tonumber(ARGV[3]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], info['name'])
+    removed[#removed + 1] = info['name']
+  end
+end
+return removed
+"""
+
 
 def stream_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The deployment's outbox stream; hash-tagged so Redis Cluster keeps it (and its lease)
@@ -88,6 +109,8 @@ class RedisStreamOutbox:
         self.lease_key = f"{stream_key}:drainer"
         self.lease_ms = int(lease_ttl * 1000)
         self._lease = redis.register_script(_LEASE)
+        self._prune = redis.register_script(_PRUNE)
+        self._pruned_at = float("-inf")  # loop time of the last pruning of dead consumers
         self._group_ready = False
         # ids this object handed out and not yet acknowledged: never claimed back from itself
         self._handed_out: set[str] = set()
@@ -227,7 +250,32 @@ class RedisStreamOutbox:
             start = next_start
         if claimed:
             log.info("history outbox: %s took over %d pending entries", self.consumer, len(claimed))
-        return self._hand_out(claimed)
+        handed = self._hand_out(claimed)
+        now = asyncio.get_running_loop().time()
+        if min_idle == 0 or claimed or now - self._pruned_at > self.claim_idle_ms / 1000:
+            self._pruned_at = now
+            await self._remove_dead_consumers()
+        return handed
+
+    async def _remove_dead_consumers(self) -> None:
+        """XGROUP DELCONSUMER every other consumer with no pending entry left, idle longer
+        than `claim_idle`: consumer names are pod names, new on every restart, and the group
+        would otherwise keep them forever. One with pending entries stays until they are
+        claimed. A consumer removed while it stands by is created again by its next read.
+        Housekeeping only: a failure is logged and the claimed entries are still handed out."""
+        try:
+            removed = await self._call(
+                self._prune(keys=[self.name], args=[self.group, self.consumer, self.claim_idle_ms])
+            )
+        except StoreUnavailable as error:
+            log.warning("history outbox: removing dead consumers failed: %s", error)
+            return
+        if removed:
+            log.info(
+                "history outbox: %s removed idle consumers %s",
+                self.consumer,
+                ", ".join(sorted(_id(name) for name in removed)),
+            )
 
     def _hand_out(self, entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         self._handed_out.update(entry_id for entry_id, _ in entries)

@@ -170,6 +170,42 @@ async def test_a_second_consumer_takes_over_the_pending_entries_of_a_dead_one(en
     assert (await survivor.backlog(), await survivor.pending_count()) == (0, 0)
 
 
+async def _consumers(outbox: RedisStreamOutbox) -> dict[str, int]:
+    """XINFO CONSUMERS of the group: name -> pending entries."""
+    infos = await outbox.redis.xinfo_consumers(outbox.name, outbox.group)
+    return {_name(info["name"]): int(info["pending"]) for info in infos}
+
+
+def _name(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+async def test_a_takeover_removes_dead_consumers_without_pending_entries(outboxes):
+    await _append_all(HistorySink(outboxes("appender")), batches()[:6])
+    # an earlier pod that drained and acknowledged everything it was handed, then stopped
+    emptied = outboxes("writer-emptied")
+    done = await emptied.read(2, block=0.1)
+    await emptied.ack([entry_id for entry_id, _ in done])
+    await emptied.release()
+    # a later pod that died holding four unacknowledged entries
+    holding = outboxes("writer-holding")
+    assert len(await holding.read(4, block=0.1)) == 4
+    await holding.release()
+    assert await _consumers(holding) == {"writer-emptied": 0, "writer-holding": 4}
+    await asyncio.sleep(0.3)  # both idle longer than the survivor's claim_idle
+    survivor = outboxes("writer-alive", claim_idle=0.2)
+    first = await survivor.read(2, block=0.1)  # the takeover claims two of the four
+    assert len(first) == 2
+    # the emptied consumer is gone; the one still holding entries stays
+    assert await _consumers(survivor) == {"writer-holding": 2, "writer-alive": 2}
+    await survivor.ack([entry_id for entry_id, _ in first])
+    rest = await survivor.read(2, block=0.1)  # the rest, idle longer than claim_idle
+    assert len(rest) == 2
+    assert await _consumers(survivor) == {"writer-alive": 2}
+    await survivor.ack([entry_id for entry_id, _ in rest])
+    assert (await survivor.backlog(), await survivor.pending_count()) == (0, 0)
+
+
 async def test_a_redis_outage_fails_appends_loudly_and_the_writer_recovers(
     engine, outboxes, redis_server
 ):
