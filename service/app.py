@@ -54,6 +54,7 @@ from service.history import export
 from service.metrics import Metrics
 from service.settings import Settings
 from service.slack import SlackCommands, SlackSettings
+from service.stores.memory import MemoryStore
 from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -289,6 +290,10 @@ async def _freeze_when_synced(watchers: Any, store: StateReader) -> None:
     await watchers.wait_synced()
     freeze_heap()
     log.info("every cluster synced once; initial state moved out of the GC's generations")
+    if not isinstance(store, MemoryStore):
+        # A shared store (Redis) is read by API replicas, which build the diagnostics' ledgers
+        # at their first question; a watcher would only read the whole store back for nothing.
+        return
     from service import diagnosis
 
     try:  # the allocation ledgers, built now rather than by the first explainClaim
