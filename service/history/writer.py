@@ -237,7 +237,7 @@ class HistoryWriter:
                     if refused >= self.options.reject_after:
                         await self._commit_one_by_one(entries)
                         return
-                delay = min(self.options.retry_max, self.options.retry_initial * 2 ** (attempt - 1))
+                delay = self._retry_delay(attempt)
                 self.stats.retries += 1
                 log.warning(
                     "history batch of %d entries failed (attempt %d): %s; retrying in %.1fs",
@@ -282,6 +282,10 @@ class HistoryWriter:
             )
         self._position = entry_order(position) if position else None
 
+    def _retry_delay(self, attempt: int) -> float:
+        """Exponential backoff for SQL that cannot be reached: doubling, capped."""
+        return min(self.options.retry_max, self.options.retry_initial * 2 ** (attempt - 1))
+
     async def _with_retry(self, action: Callable[[], Awaitable[None]], what: str) -> None:
         attempt = 0
         while True:
@@ -289,7 +293,7 @@ class HistoryWriter:
             try:
                 return await action()
             except (SQLAlchemyError, OSError) as error:
-                delay = min(self.options.retry_max, self.options.retry_initial * 2 ** (attempt - 1))
+                delay = self._retry_delay(attempt)
                 self.stats.retries += 1
                 log.warning("history: cannot %s (attempt %d): %s; retrying in %.1fs",
                             what, attempt, str(error).splitlines()[0], delay)  # fmt: skip

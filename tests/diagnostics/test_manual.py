@@ -19,36 +19,11 @@ simulator's scheduler does not count CPU; `test_explain` covers it with records.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from service.sim.scenario import build_world, parse_scenario
 from tests.diagnostics.conftest import Cluster, mirror
-
-A100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100 80GB PCIe'"
-H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
-
-
-def template(name: str, device_class: str, *selectors: str) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": device_class}
-    if selectors:
-        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": "ops"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
-    }
-
-
-def workload(name: str, template_name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": "ops",
-        "claims": [{"name": "gpu", "resourceClaimTemplateName": template_name}],
-    }
-
+from tests.diagnostics.manifests import A100, H100, template, workload
 
 SCENARIO = {
     "name": "manual",

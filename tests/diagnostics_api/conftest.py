@@ -28,32 +28,11 @@ import yaml
 from service.demo import Demo, demo_app
 from service.settings import Settings
 from service.sim.scenario import scenario_dir
+from tests.diagnostics.manifests import A100, H100, template, workload
 
-A100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100 80GB PCIe'"
-H100 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"
 H200 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"
 # Whole GPUs publish no `profile`: reading it is an evaluation error, not "no match".
 NO_PROFILE = "device.attributes['gpu.nvidia.com'].profile == '1g.18gb'"
-
-
-def _template(name: str, device_class: str, *selectors: str) -> dict[str, Any]:
-    exactly: dict[str, Any] = {"deviceClassName": device_class}
-    if selectors:
-        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": name, "namespace": "ops"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
-    }
-
-
-def _workload(name: str, template: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": "ops",
-        "claims": [{"name": "gpu", "resourceClaimTemplateName": template}],
-    }
 
 
 def _held_by_hand(name: str, pool: str, device: str) -> dict[str, Any]:
@@ -111,21 +90,21 @@ MANUAL_CLUSTER: dict[str, Any] = {
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.amd.com'"}}]},
         },
         _held_by_hand("forgotten", "a100-0", "gpu-0"),
-        _template("typo", "gpu.nvidia.cmo"),
-        _template("h200", "gpu.nvidia.com", H200),
-        _template("a100", "gpu.nvidia.com", A100),
-        _template("h100", "gpu.nvidia.com", H100),
-        _template("amd", "gpu.amd.com"),
-        _template("profile", "gpu.nvidia.com", NO_PROFILE),
+        template("typo", "gpu.nvidia.cmo"),
+        template("h200", "gpu.nvidia.com", H200),
+        template("a100", "gpu.nvidia.com", A100),
+        template("h100", "gpu.nvidia.com", H100),
+        template("amd", "gpu.amd.com"),
+        template("profile", "gpu.nvidia.com", NO_PROFILE),
     ],
     "workloads": [
-        _workload("typo", "typo"),
-        _workload("h200", "h200"),
-        _workload("a100", "a100"),
-        _workload("first", "h100"),
-        _workload("second", "h100"),
-        _workload("amd", "amd"),
-        _workload("profile", "profile"),
+        workload("typo", "typo"),
+        workload("h200", "h200"),
+        workload("a100", "a100"),
+        workload("first", "h100"),
+        workload("second", "h100"),
+        workload("amd", "amd"),
+        workload("profile", "profile"),
     ],
 }
 
