@@ -157,7 +157,8 @@ async def _mirrored(
     watched = await watch_clusters(kubeconfig, contexts, store=store)
     try:
         try:
-            await asyncio.wait_for(watched.wait_synced(), sync_wait)
+            async with asyncio.timeout(sync_wait):
+                await watched.wait_synced()
         except TimeoutError as error:
             raise AskError(
                 f"clusters not synced after {sync_wait:.0f} s: {'; '.join(watched.not_ready())}"

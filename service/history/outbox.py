@@ -162,10 +162,10 @@ class MemoryOutbox:
         async with self._changed:
             if len(self._handed_out) >= len(self._entries):
                 try:
-                    await asyncio.wait_for(
-                        self._changed.wait_for(lambda: len(self._handed_out) < len(self._entries)),
-                        block,
-                    )
+                    async with asyncio.timeout(block):  # never wait_for: see redis_calls.py
+                        await self._changed.wait_for(
+                            lambda: len(self._handed_out) < len(self._entries)
+                        )
                 except TimeoutError:
                     return []
             fresh = self._fresh(count)

@@ -36,9 +36,10 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from redis import asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from service.stores.protocols import StoreUnavailable
+from service.stores.redis_calls import redis_call
 from service.stores.redis_keys import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -125,15 +126,7 @@ class RedisStreamOutbox:
         return cls(client, stream_key=stream_key(prefix), **kwargs)
 
     async def _call(self, awaitable: Awaitable[T]) -> T:
-        try:
-            return await awaitable
-        except (RedisError, OSError) as error:
-            # redis-py turns a cancellation during a blocking read into a connection error:
-            # a task being cancelled must stop, not retry
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise asyncio.CancelledError from error
-            raise StoreUnavailable(f"redis outbox: {error or type(error).__name__}") from error
+        return await redis_call(awaitable, "redis outbox")
 
     async def _ensure_group(self) -> None:
         """XGROUP CREATE … MKSTREAM from the stream's start; again after Redis lost it (a

@@ -94,13 +94,15 @@ class History(HistoryQueries):
         if self._task is not None:
             if not durable:
                 try:
-                    await asyncio.wait_for(self.writer.drained(), self.drain_seconds)
+                    async with asyncio.timeout(self.drain_seconds):
+                        await self.writer.drained()
                 except TimeoutError:
                     log.warning("history: %d outbox entries not written at shutdown",
                                 await self.outbox.backlog())  # fmt: skip
             self._task.cancel()
-            # redis-py may hold a blocking read past a cancellation; closing the outbox's
-            # connections (below) ends it
+            # the writer stops at its next await (Redis calls re-raise a cancellation the
+            # client lost: service.stores.redis_calls); closing the outbox's connections
+            # (below) ends anything still waiting on a socket
             await asyncio.wait({self._task}, timeout=2.0)
         for step in ("release", "close"):  # a durable outbox: hand the drain over, disconnect
             action = getattr(self.outbox, step, None)

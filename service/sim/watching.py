@@ -136,7 +136,8 @@ async def watch_stream(
                 last_bookmark = now
             wait = min(deadline - now, cluster.bookmark_interval)
             try:
-                await asyncio.wait_for(waiter.wait(), timeout=max(wait, 0.001))
+                async with asyncio.timeout(max(wait, 0.001)):
+                    await waiter.wait()
             except TimeoutError:
                 pass
     finally:

@@ -32,13 +32,13 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
 from service.stores import bus
-from service.stores.protocols import ClusterStatus, Relation, StoreError, StoreUnavailable
+from service.stores.protocols import ClusterStatus, Relation, StoreError
+from service.stores.redis_calls import redis_call
 from service.stores.redis_keys import (
     DEFAULT_PREFIX,
     HOLDS,
@@ -100,12 +100,7 @@ class RedisStore:
         return found
 
     async def _call(self, awaitable: Awaitable[T]) -> T:
-        try:
-            return await awaitable
-        except RedisError as error:
-            raise StoreUnavailable(f"redis: {error or type(error).__name__}") from error
-        except OSError as error:
-            raise StoreUnavailable(f"redis: {error}") from error
+        return await redis_call(awaitable)
 
     # --- fencing (service.stores.lease) -------------------------------------------------------
 
