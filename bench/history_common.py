@@ -1,7 +1,7 @@
 """Shared by the history benchmarks: a scratch PostgreSQL database and a churn generator.
 
 The database URL comes from `--url`, else `DRA_MIRROR_BENCH_POSTGRES_URL`, else the test
-suite's `DRA_MIRROR_TEST_POSTGRES_URL` (what `python -m tests.infra.servers up DIR` prints); a
+suite's `DRA_MIRROR_TEST_POSTGRES_URL` (what `python -m tests.infra.stack up DIR` prints); a
 fresh database is created on that server for the run and dropped afterwards.
 """
 
@@ -40,7 +40,7 @@ def server_url(flag: str | None) -> str:
     if not url:
         raise SystemExit(
             "give --url postgresql+asyncpg://USER@127.0.0.1:PORT/DB (or start one with "
-            "`python -m tests.infra.servers up /tmp/run` and eval its exports)"
+            "`python -m tests.infra.stack up /tmp/run` and eval its exports)"
         )
     return url
 

@@ -1,11 +1,14 @@
 """Benchmark: history rows per second through the outbox into PostgreSQL, next to COPY.
 
-    .venv/bin/python bench/history_ingest.py [--claims 5000] [--url postgresql+asyncpg://…]
+    .venv/bin/python bench/history_ingest.py [--claims 5000] [--outbox memory|redis]
+        [--url postgresql+asyncpg://…] [--redis-url redis://…]
 
 Generates claim lifecycles (`bench/history_common.churn`: one Changes per watch event, 8
-object versions and 5 intervals per claim), appends them all to an in-process outbox, then
-times the `HistoryWriter` draining it into a freshly migrated PostgreSQL database (batches of
-~200 rows, one transaction each, intervals opened and closed by the idempotent rules). The
+object versions and 5 intervals per claim), appends them all to an outbox — the in-process one
+of embedded defaults, or with `--outbox redis` the production Redis stream (a fresh stream on
+`--redis-url`, else DRA_MIRROR_BENCH_REDIS_URL or DRA_MIRROR_TEST_REDIS_URL) — then times the
+`HistoryWriter` draining it into a freshly migrated PostgreSQL database (batches of up to 2000
+entries, one transaction each, intervals opened and closed by the idempotent rules). The
 floor, in the same run: COPY of exactly the rows the writer left in the tables into copies of
 those tables (same indexes). Prints rows/s of both and the ratio (target: within 3x of COPY).
 """
@@ -15,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import asyncpg
@@ -27,15 +32,25 @@ from bench.history_common import asyncpg_dsn, churn, scratch_database, server_ur
 from service.history.db import open_engine
 from service.history.migrate import migrate
 from service.history.models import INTERVAL_TABLES, ObjectVersion
-from service.history.outbox import MemoryOutbox
+from service.history.outbox import MemoryOutbox, Outbox
+from service.history.redis_outbox import RedisStreamOutbox
 from service.history.writer import HistorySink, HistoryWriter, WriterOptions
 
 TABLES = [ObjectVersion.__tablename__, *(t.__tablename__ for t in INTERVAL_TABLES)]
 
 
-async def writer_run(url: str, claims: int, options: WriterOptions) -> tuple[float, int, int]:
+def redis_outbox(flag: str | None) -> RedisStreamOutbox:
+    url = flag or os.environ.get("DRA_MIRROR_BENCH_REDIS_URL")
+    url = url or os.environ.get("DRA_MIRROR_TEST_REDIS_URL")
+    if not url:
+        raise SystemExit("give --redis-url redis://127.0.0.1:PORT/0 for --outbox redis")
+    return RedisStreamOutbox.from_url(url, prefix=f"bench-{uuid.uuid4().hex[:8]}", consumer="b")
+
+
+async def writer_run(
+    url: str, claims: int, options: WriterOptions, outbox: Outbox
+) -> tuple[float, int, int]:
     engine = open_engine(url)
-    outbox = MemoryOutbox()
     sink = HistorySink(outbox)
     batches = churn(claims)
     print(f"workload: {claims} claim lifecycles, {len(batches)} Changes")
@@ -47,7 +62,11 @@ async def writer_run(url: str, claims: int, options: WriterOptions) -> tuple[flo
     writer = HistoryWriter(engine, outbox, options=options)
     started = time.perf_counter()
     task = asyncio.create_task(writer.run())
-    await writer.drained()
+    drained = asyncio.create_task(writer.drained())
+    await asyncio.wait({task, drained}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():  # the writer failed: show why instead of waiting forever
+        drained.cancel()
+        task.result()
     elapsed = time.perf_counter() - started
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -81,13 +100,21 @@ async def main() -> None:
     parser.add_argument("--url", default=None)
     parser.add_argument("--batch-rows", type=int, default=200)
     parser.add_argument("--batch-entries", type=int, default=2000)
+    parser.add_argument("--outbox", choices=("memory", "redis"), default="memory")
+    parser.add_argument("--redis-url", default=None)
     args = parser.parse_args()
+    outbox: Outbox = MemoryOutbox() if args.outbox == "memory" else redis_outbox(args.redis_url)
     async with scratch_database(server_url(args.url), "bench_ingest") as url:
         await migrate(url)
         options = WriterOptions(
             batch_rows=args.batch_rows, batch_entries=args.batch_entries, linger=0.05
         )
-        elapsed, batch_count, touched = await writer_run(url, args.claims, options)
+        try:
+            elapsed, batch_count, touched = await writer_run(url, args.claims, options, outbox)
+        finally:
+            if isinstance(outbox, RedisStreamOutbox):
+                await outbox.redis.delete(outbox.name, outbox.lease_key)
+                await outbox.close()
         conn = await asyncpg.connect(asyncpg_dsn(url))
         counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
         await conn.close()
@@ -95,6 +122,7 @@ async def main() -> None:
         floor_elapsed, floor_rows = await copy_floor(url)
     assert floor_rows == rows
     print("rows written: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+    print(f"outbox: {args.outbox}")
     print(f"writer: {rows} rows in {elapsed:.2f}s = {rows / elapsed:,.0f} rows/s "
           f"({batch_count} transactions, {touched} rows inserted or updated)")  # fmt: skip
     print(f"COPY floor: {floor_rows} rows in {floor_elapsed:.2f}s = "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -34,7 +34,7 @@ from service.model.changes import Changes, Transition
 from service.model.records import KIND_OF, Record
 
 
-class Version(msgspec.Struct, array_like=True):
+class Version(msgspec.Struct, array_like=True, gc=False):
     """One object version, its record already encoded (msgspec JSON): the writer stores the
     body as it is, never decoding the record."""
 
@@ -47,20 +47,22 @@ class Version(msgspec.Struct, array_like=True):
     body: bytes
 
 
-class ChangesEntry(msgspec.Struct, tag="changes"):
+class ChangesEntry(msgspec.Struct, tag="changes", gc=False):
     """What history keeps of one `Changes`: its object versions and its transitions."""
 
     cluster: str
     at: str
-    versions: list[Version]
-    transitions: list[Transition]
+    # tuples, not lists: a decoded entry then holds no container the garbage collector must
+    # keep tracking (Version and Transition are untracked), which keeps a writer draining a
+    # backlog out of full collections
+    versions: tuple[Version, ...]
+    transitions: tuple[Transition, ...]
 
     @classmethod
     def of(cls, changes: Changes) -> ChangesEntry:
-        versions = [_version(record, False) for record in changes.upserts] + [
-            _version(record, True) for record in changes.deletes
-        ]
-        return cls(changes.cluster, changes.at, versions, changes.transitions)
+        versions = (*(_version(record, False) for record in changes.upserts),
+                    *(_version(record, True) for record in changes.deletes))  # fmt: skip
+        return cls(changes.cluster, changes.at, versions, tuple(changes.transitions))
 
 
 _json = msgspec.json.Encoder()
@@ -133,8 +135,8 @@ class MemoryOutbox:
 
     def __init__(self, *, max_entries: int | None = None, name: str | None = None) -> None:
         self.name = name or f"memory-{uuid.uuid4()}"
-        self._entries: OrderedDict[str, bytes] = OrderedDict()
-        self._handed_out: set[str] = set()
+        self._entries: OrderedDict[str, bytes] = OrderedDict()  # every unacknowledged entry
+        self._unread: deque[str] = deque()  # ids never handed out, oldest first
         self._next = 0
         self._max = max_entries
         self._changed = asyncio.Condition()
@@ -146,36 +148,31 @@ class MemoryOutbox:
             self._next += 1
             entry_id = f"{self._next}-0"
             self._entries[entry_id] = payload
+            self._unread.append(entry_id)
             self._changed.notify_all()
             return entry_id
 
-    def _fresh(self, count: int) -> list[tuple[str, bytes]]:
-        fresh = []
-        for entry_id, payload in self._entries.items():
-            if entry_id not in self._handed_out:
-                fresh.append((entry_id, payload))
-                if len(fresh) >= count:
-                    break
-        return fresh
-
     async def read(self, count: int, block: float) -> list[tuple[str, bytes]]:
         async with self._changed:
-            if len(self._handed_out) >= len(self._entries):
+            if not self._unread:
                 try:
                     async with asyncio.timeout(block):  # never wait_for: see redis_calls.py
-                        await self._changed.wait_for(
-                            lambda: len(self._handed_out) < len(self._entries)
-                        )
+                        await self._changed.wait_for(lambda: bool(self._unread))
                 except TimeoutError:
                     return []
-            fresh = self._fresh(count)
-            self._handed_out.update(entry_id for entry_id, _ in fresh)
+            fresh: list[tuple[str, bytes]] = []
+            while self._unread and len(fresh) < count:
+                entry_id = self._unread.popleft()
+                payload = self._entries.get(entry_id)
+                if payload is not None:  # not acknowledged unread
+                    fresh.append((entry_id, payload))
             return fresh
 
     async def pending(self, count: int) -> list[tuple[str, bytes]]:
+        unread = set(self._unread)
         out = []
         for entry_id, payload in self._entries.items():
-            if entry_id in self._handed_out:
+            if entry_id not in unread:
                 out.append((entry_id, payload))
                 if len(out) >= count:
                     break
@@ -185,7 +182,6 @@ class MemoryOutbox:
         async with self._changed:
             for entry_id in ids:
                 self._entries.pop(entry_id, None)
-                self._handed_out.discard(entry_id)
             self._changed.notify_all()
 
     async def backlog(self) -> int:

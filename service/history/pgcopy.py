@@ -13,6 +13,7 @@ text is several times faster than executemany).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -32,14 +33,15 @@ async def _driver(conn: AsyncConnection) -> Any:
     return pg
 
 
-async def copy_insert(conn: AsyncConnection, table: str, rows: list[dict[str, Any]]) -> None:
-    """INSERT rows (dicts with the same keys) ON CONFLICT DO NOTHING, through COPY.
+async def copy_insert(
+    conn: AsyncConnection, table: str, columns: Sequence[str], records: list[tuple[Any, ...]]
+) -> None:
+    """INSERT records (tuples in `columns` order) ON CONFLICT DO NOTHING, through COPY.
 
     First straight into the table inside a savepoint (what happens almost always: rows are
     new); when a row is already there (a replay) the savepoint is rolled back and the rows go
     through the staging table and the idempotent INSERT … SELECT."""
-    columns = list(rows[0])
-    records = [tuple(row[c] for c in columns) for row in rows]
+    columns = list(columns)
     pg = await _driver(conn)
     try:
         async with pg.transaction():  # a SAVEPOINT inside the batch's transaction

@@ -17,16 +17,19 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   observation written for that cluster and closes every interval left open then, with reason
   `unwatched` — the fresh index re-announces what is still held, opening new intervals.
 
-Open intervals touched by a batch are read once per batch (one SELECT per table), decided in
-Python, then written with one executemany per table — on PostgreSQL through COPY and a staging
-table (`pgcopy`): the cost is a few statements per batch, not per row.
+Two steps: `prepare(entries)` is pure (object version rows, instants, transitions in order), so
+the writer prepares the next batch while SQL works on the current one; `BatchRecorder` then reads
+the open intervals a batch touches once (one SELECT per table), decides in Python, and writes
+with one executemany per table — on PostgreSQL through COPY and a staging table (`pgcopy`): the
+cost is a few statements per batch, not per row.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -63,7 +66,7 @@ _KEYS: dict[type, tuple[str, ...]] = {
     IdleInterval: ("cluster", "claim_uid"),
     DeviceInterval: ("cluster", "driver", "pool", "device"),
 }
-_CLAIM_TABLES = (AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval)
+_MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals per claim
 
 
 @dataclass
@@ -77,7 +80,6 @@ class _Open:
 class _Plan:
     """Everything one segment of a batch writes."""
 
-    versions: list[dict[str, Any]] = field(default_factory=list)
     inserts: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     data_updates: list[dict[str, Any]] = field(default_factory=list)
@@ -94,13 +96,49 @@ def _insert(conn: AsyncConnection, table: type):
     return dialect.insert(table)
 
 
-def version_rows(entry: ChangesEntry) -> Iterable[dict[str, Any]]:
-    """The object_versions rows of one entry (bodies stored as encoded, never parsed)."""
-    observed = to_us(entry.at)
-    for v in entry.versions:
-        yield {"cluster": entry.cluster, "kind": v.kind, "namespace": v.namespace,
-               "name": v.name, "uid": v.uid, "resource_version": v.resource_version,
-               "observed_us": observed, "deleted": v.deleted, "body": v.body.decode()}  # fmt: skip
+VERSION_COLUMNS = ("cluster", "kind", "namespace", "name", "uid", "resource_version",
+                   "observed_us", "deleted", "body")  # fmt: skip
+
+
+@dataclass
+class Segment:
+    """A run of consecutive Changes entries, prepared without the database: their object
+    versions as rows (tuples in VERSION_COLUMNS order), the newest instant per cluster, and
+    their transitions in order."""
+
+    versions: list[tuple[Any, ...]] = field(default_factory=list)
+    marks: dict[str, int] = field(default_factory=dict)
+    transitions: list[Transition] = field(default_factory=list)
+
+
+Prepared = list[Segment | GapEntry | StartedEntry]
+
+
+def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Prepared:
+    """Everything about a batch that needs no database (decoding aside, the costliest part):
+    pure, so the writer prepares the next batch while SQL works on the current one. With
+    `into`, the entries continue what was prepared there (a batch prepared in slices)."""
+    prepared: Prepared = [] if into is None else into
+    segment = prepared[-1] if prepared and isinstance(prepared[-1], Segment) else None
+    for entry in entries:
+        if not isinstance(entry, ChangesEntry):
+            prepared.append(entry)
+            segment = None
+            continue
+        if segment is None:
+            segment = Segment()
+            prepared.append(segment)
+        cluster = entry.cluster
+        observed = to_us(entry.at)
+        for v in entry.versions:
+            segment.versions.append(
+                (cluster, v.kind, v.namespace, v.name, v.uid, v.resource_version, observed,
+                 v.deleted, v.body.decode())
+            )  # fmt: skip
+        if observed > segment.marks.get(cluster, -1):
+            segment.marks[cluster] = observed
+        segment.transitions.extend(entry.transitions)
+    return prepared
 
 
 class BatchRecorder:
@@ -110,19 +148,14 @@ class BatchRecorder:
         self.conn = conn
         self.rows = 0  # rows inserted or updated, for the writer's metrics
 
-    async def record(self, entries: Sequence[OutboxEntry]) -> None:
-        segment: list[ChangesEntry] = []
-        for entry in entries:
-            if isinstance(entry, ChangesEntry):
-                segment.append(entry)
-                continue
-            await self._segment(segment)
-            segment = []
-            if isinstance(entry, GapEntry):
-                await self._gap(entry.cluster, to_us(entry.start), to_us(entry.end))
-            elif isinstance(entry, StartedEntry):
-                await self._started(entry.cluster, to_us(entry.at))
-        await self._segment(segment)
+    async def record_prepared(self, prepared: Prepared) -> None:
+        for part in prepared:
+            if isinstance(part, Segment):
+                await self._segment(part)
+            elif isinstance(part, GapEntry):
+                await self._gap(part.cluster, to_us(part.start), to_us(part.end))
+            else:
+                await self._started(part.cluster, to_us(part.at))
 
     async def position(self, stream: str, entry_id: str, now_us: int) -> None:
         stmt = _insert(self.conn, OutboxPosition).values(
@@ -136,21 +169,24 @@ class BatchRecorder:
 
     # --- one run of Changes entries -------------------------------------------------------
 
-    async def _segment(self, entries: list[ChangesEntry]) -> None:
-        if not entries:
-            return
-        plan = _Plan()
-        transitions: list[Transition] = []
-        for entry in entries:
-            plan.versions.extend(version_rows(entry))
-            at = to_us(entry.at)
-            if at > plan.marks.get(entry.cluster, -1):
-                plan.marks[entry.cluster] = at
-            transitions.extend(entry.transitions)
-        if transitions:
-            opened = await self._open_intervals(transitions)
-            _Decider(plan, opened).apply(transitions)
+    async def _segment(self, segment: Segment) -> None:
+        # object versions first: the largest write, which needs no decision; while SQL takes
+        # it in, the writer's read-ahead prepares the next batch
+        await self._write_versions(segment.versions)
+        plan = _Plan(marks=segment.marks)
+        if segment.transitions:
+            opened = await self._open_intervals(segment.transitions)
+            _Decider(plan, opened).apply(segment.transitions)
         await self._write(plan)
+
+    async def _write_versions(self, versions: list[tuple[Any, ...]]) -> None:
+        conn = self.conn
+        if conn.dialect.name == "postgresql" and len(versions) >= pgcopy.MIN_ROWS:
+            await pgcopy.copy_insert(conn, ObjectVersion.__tablename__, VERSION_COLUMNS, versions)
+        elif versions:
+            rows = [dict(zip(VERSION_COLUMNS, version, strict=True)) for version in versions]
+            await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), rows)
+        self.rows += len(versions)
 
     async def _open_intervals(self, transitions: list[Transition]) -> dict[type, dict]:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})
@@ -185,9 +221,11 @@ class BatchRecorder:
         if plan.waits_from is not None:
             await peaks.invalidate(conn, plan.waits_from, max(plan.marks.values()))
         bulk = conn.dialect.name == "postgresql"
-        for table, rows in ((ObjectVersion, plan.versions), *plan.inserts.items()):
+        for table, rows in plan.inserts.items():
             if bulk and len(rows) >= pgcopy.MIN_ROWS:
-                await pgcopy.copy_insert(conn, table.__tablename__, rows)
+                columns = tuple(rows[0])
+                records = list(map(itemgetter(*columns), rows))
+                await pgcopy.copy_insert(conn, table.__tablename__, columns, records)
             elif rows:
                 await conn.execute(_insert(conn, table).on_conflict_do_nothing(), rows)
         for table, rows in plan.closes.items():
@@ -219,8 +257,7 @@ class BatchRecorder:
                 )
             )
         self.rows += (
-            len(plan.versions)
-            + sum(len(rows) for rows in plan.inserts.values())
+            sum(len(rows) for rows in plan.inserts.values())
             + sum(len(rows) for rows in plan.closes.values())
             + len(plan.data_updates)
         )
@@ -257,8 +294,11 @@ class _Decider:
     def __init__(self, plan: _Plan, opened: dict[type, dict]) -> None:
         self.plan = plan
         self.opened = opened
+        # (cluster, claim uid) -> open intervals of the claim's tables keyed by more than the
+        # claim (allocations, consumers), for claim_deleted; waits and idle holds are keyed by
+        # the claim itself
         self.by_claim: dict[tuple[str, str], set[tuple[type, tuple]]] = defaultdict(set)
-        for table in _CLAIM_TABLES:
+        for table in _MULTI_TABLES:
             for key in opened[table]:
                 self.by_claim[(key[0], key[1])].add((table, key))
 
@@ -285,8 +325,11 @@ class _Decider:
             elif kind == t.IDLE_ENDED:
                 self._close(IdleInterval, _key(IdleInterval, tr), at, "ended")
             elif kind == t.CLAIM_DELETED:
-                for table, key in list(self.by_claim.get((tr.cluster, tr.claim_uid), ())):
+                claim = (tr.cluster, tr.claim_uid)
+                for table, key in list(self.by_claim.get(claim, ())):
                     self._close(table, key, at, "deleted")
+                for table in (WaitInterval, IdleInterval):
+                    self._close(table, claim, at, "deleted")
             elif kind == t.DEVICE_APPEARED:
                 self._open(DeviceInterval, tr, at, _device_row(tr))
             elif kind == t.DEVICE_CHANGED:
@@ -305,7 +348,7 @@ class _Decider:
             self.plan.wait_touched(at)
         self.opened[table][key] = _Open(start_us=at, new_row=row)
         self.plan.inserts[table].append(row)
-        if table in _CLAIM_TABLES:
+        if table in _MULTI_TABLES:
             self.by_claim[(key[0], key[1])].add((table, key))
 
     def _close(self, table: type, key: tuple, at: int, reason: str) -> None:
@@ -320,7 +363,7 @@ class _Decider:
         else:
             self.plan.closes[table].append({"row_id": current.row_id, "end": at, "reason": reason})
         del self.opened[table][key]
-        if table in _CLAIM_TABLES:
+        if table in _MULTI_TABLES:
             self.by_claim[(key[0], key[1])].discard((table, key))
 
     def _change_device(self, tr: Transition, at: int) -> None:

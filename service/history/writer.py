@@ -10,7 +10,8 @@ Promises:
   writes each batch and its outbox position in one transaction, then acknowledges the entries.
   A crash between commit and acknowledgement replays entries the database already has: the
   position (and the unique keys) make that harmless. On start it resumes from the entries its
-  outbox handed out but never saw acknowledged.
+  outbox handed out but never saw acknowledged. While one batch commits, the next one is read,
+  decoded and prepared beside it (at most one batch ahead), so Python and SQL work overlap.
 * SQL unreachable: the batch is retried with exponential backoff capped at `retry_max` seconds,
   forever, each attempt logged with what happens next; the backlog waits in the outbox.
 * SQL rejecting a batch (a value it cannot store; or any other failure to write it): after `reject_after` attempts the batch is
@@ -46,7 +47,7 @@ from service.history.outbox import (
     encode_entry,
     entry_order,
 )
-from service.history.recording import BatchRecorder
+from service.history.recording import BatchRecorder, Prepared, prepare
 from service.history.times import US_PER_SECOND
 from service.model.changes import Changes
 
@@ -114,6 +115,27 @@ class WriterStats:
     position: str | None = None
 
 
+@dataclass
+class _Batch:
+    """Outbox entries taken together: every id (acknowledged once the batch committed), the
+    decodable entries newer than the committed position, and those entries prepared."""
+
+    ids: list[str]
+    fresh: list[tuple[str, OutboxEntry]]
+    prepared: Prepared
+    decodable: int = -1
+    oldest: tuple[int, int] = (0, 0)  # order of the oldest fresh entry
+    newest: str = ""  # id of the newest fresh entry: the position once committed
+
+    def __post_init__(self) -> None:
+        if self.decodable < 0:
+            self.decodable = len(self.fresh)
+        if self.fresh:
+            orders = [(entry_order(entry_id), entry_id) for entry_id, _ in self.fresh]
+            self.oldest = min(orders)[0]
+            self.newest = max(orders)[1]
+
+
 def _transient(error: BaseException) -> bool:
     """Unreachable (retry forever) rather than refused (split and skip)."""
     if isinstance(error, OperationalError | InterfaceError | PoolTimeout | OSError):
@@ -121,6 +143,9 @@ def _transient(error: BaseException) -> bool:
     if isinstance(error, DBAPIError):
         return bool(error.connection_invalidated) or "connect" in str(error.orig).lower()
     return False
+
+
+SLICE = 50  # entries decoded or prepared between two yields to the event loop
 
 
 def _size(entry: OutboxEntry | None) -> int:
@@ -150,17 +175,29 @@ class HistoryWriter:
         self._last_prune = 0.0
 
     async def run(self) -> None:
-        """Drain the outbox forever (cancel to stop; an unfinished batch is replayed)."""
+        """Drain the outbox forever (cancel to stop; an unfinished batch is replayed).
+
+        Two tasks: a read-ahead that gathers, decodes and prepares the next batch (pure work:
+        `recording.prepare`) while this one commits the current batch — the Python and the
+        SQL halves of ingest overlap instead of taking turns."""
         await self._with_retry(self._load_position, "read the outbox position")
         await self._resume()
-        while True:
-            batch = await self._gather()
-            if batch:
-                self._idle.clear()
-                await self._write(batch)
-            if await self.outbox.backlog() == 0:
-                self._idle.set()
-            await self._maybe_prune()
+        ready: asyncio.Queue[_Batch | Exception | None] = asyncio.Queue(maxsize=1)
+        reader = asyncio.create_task(self._read_ahead(ready), name="history-read-ahead")
+        try:
+            while True:
+                item = await ready.get()
+                if isinstance(item, Exception):
+                    raise item  # the outbox failed (StoreError): the runtime restarts run()
+                if item is not None:
+                    self._idle.clear()
+                    await self._write(item)
+                if ready.empty() and await self.outbox.backlog() == 0:
+                    self._idle.set()
+                await self._maybe_prune()
+        finally:
+            reader.cancel()
+            await asyncio.wait({reader}, timeout=5.0)
 
     async def drained(self) -> None:
         """Return once everything appended so far is written (for tests and shutdown)."""
@@ -177,7 +214,50 @@ class HistoryWriter:
             pending = await self.outbox.pending(self.options.batch_entries)
             if not pending:
                 return
-            await self._write(self._decode(pending))
+            await self._write(await self._prepare(self._decode(pending)))
+
+    async def _read_ahead(self, ready: asyncio.Queue[_Batch | Exception | None]) -> None:
+        """Hand `run` the next prepared batch, or None when nothing came within the read's
+        block (so it can mark itself idle and prune), or the outbox's failure."""
+        try:
+            while True:
+                decoded = await self._gather()
+                await ready.put(await self._prepare(decoded) if decoded else None)
+        except Exception as error:
+            await ready.put(error)
+
+    async def _prepare(self, decoded: list[tuple[str, OutboxEntry | None]]) -> _Batch:
+        """The batch of these entries, prepared in slices: the commit running beside it gets
+        the loop back as soon as its SQL answers, not after the whole batch is prepared."""
+        fresh = self._fresh(decoded)
+        prepared: Prepared = []
+        for start in range(0, len(fresh), SLICE):
+            await asyncio.sleep(0)
+            prepare((entry for _, entry in fresh[start : start + SLICE]), into=prepared)
+        decodable = sum(1 for _, entry in decoded if entry is not None)
+        return _Batch([entry_id for entry_id, _ in decoded], fresh, prepared, decodable)
+
+    async def _decode_slices(
+        self, raw: Sequence[tuple[str, bytes]]
+    ) -> list[tuple[str, OutboxEntry | None]]:
+        """`_decode`, yielding to the loop between slices (see `_prepare`)."""
+        decoded: list[tuple[str, OutboxEntry | None]] = []
+        for start in range(0, len(raw), SLICE):
+            if start:
+                await asyncio.sleep(0)
+            decoded.extend(self._decode(raw[start : start + SLICE]))
+        return decoded
+
+    def _fresh(
+        self, decoded: Sequence[tuple[str, OutboxEntry | None]]
+    ) -> list[tuple[str, OutboxEntry]]:
+        """The decodable entries after the last committed position (older ones are replays)."""
+        position = self._position
+        return [
+            (entry_id, entry)
+            for entry_id, entry in decoded
+            if entry is not None and (position is None or entry_order(entry_id) > position)
+        ]
 
     def _decode(self, raw: Sequence[tuple[str, bytes]]) -> list[tuple[str, OutboxEntry | None]]:
         """Decode entries; one that cannot be decoded is counted, logged and later skipped."""
@@ -193,7 +273,7 @@ class HistoryWriter:
 
     async def _gather(self) -> list[tuple[str, OutboxEntry | None]]:
         options = self.options
-        batch = self._decode(await self.outbox.read(options.batch_entries, block=0.5))
+        batch = await self._decode_slices(await self.outbox.read(options.batch_entries, block=0.5))
         if not batch:
             return batch
         rows = sum(_size(entry) for _, entry in batch)
@@ -205,53 +285,55 @@ class HistoryWriter:
             more = await self.outbox.read(options.batch_entries - len(batch), block=remaining)
             if not more:
                 break
-            decoded = self._decode(more)
+            decoded = await self._decode_slices(more)
             batch.extend(decoded)
             rows += sum(_size(entry) for _, entry in decoded)
         return batch
 
-    async def _write(self, batch: Sequence[tuple[str, OutboxEntry | None]]) -> None:
-        fresh = [
-            (entry_id, entry)
-            for entry_id, entry in batch
-            if entry is not None
-            and (self._position is None or entry_order(entry_id) > self._position)
-        ]
-        self.stats.replayed += sum(1 for _, entry in batch if entry is not None) - len(fresh)
+    async def _write(self, batch: _Batch) -> None:
+        fresh = batch.fresh
+        position = self._position
+        if fresh and position is not None and batch.oldest <= position:
+            # prepared before the previous batch committed, and some of it is a replay of
+            # that batch (a takeover handed them out twice): prepare what is left again
+            fresh = self._fresh(fresh)
+            batch = _Batch(batch.ids, fresh, prepare(e for _, e in fresh), batch.decodable)
+        self.stats.replayed += batch.decodable - len(fresh)
         if fresh:
-            await self._commit_with_retry(fresh)  # type: ignore[arg-type]
-        await self.outbox.ack([entry_id for entry_id, _ in batch])
+            await self._commit_with_retry(batch)
+        await self.outbox.ack(batch.ids)
 
-    async def _commit_with_retry(self, entries: list[tuple[str, OutboxEntry]]) -> None:
+    async def _commit_with_retry(self, batch: _Batch) -> None:
         attempt = 0
         refused = 0
         while True:
             attempt += 1
             try:
-                await self._commit(entries)
+                await self._commit(batch)
                 return
             except Exception as error:  # anything not "unreachable" ends as refused, below
                 self.stats.last_error = f"{type(error).__name__}: {str(error).splitlines()[0]}"
                 if not _transient(error):
                     refused += 1
                     if refused >= self.options.reject_after:
-                        await self._commit_one_by_one(entries)
+                        await self._commit_one_by_one(batch.fresh)
                         return
                 delay = self._retry_delay(attempt)
                 self.stats.retries += 1
                 log.warning(
                     "history batch of %d entries failed (attempt %d): %s; retrying in %.1fs",
-                    len(entries), attempt, self.stats.last_error, delay,
+                    len(batch.fresh), attempt, self.stats.last_error, delay,
                 )  # fmt: skip
                 await self.sleep(delay)
 
     async def _commit_one_by_one(self, entries: list[tuple[str, OutboxEntry]]) -> None:
         for entry in entries:
+            single = _Batch([entry[0]], [entry], prepare([entry[1]]))
             try:
-                await self._commit([entry])
+                await self._commit(single)
             except Exception as error:
                 if _transient(error):
-                    await self._commit_with_retry([entry])
+                    await self._commit_with_retry(single)
                     continue
                 self.stats.rejected += 1
                 cluster = getattr(entry[1], "cluster", "?")
@@ -261,16 +343,16 @@ class HistoryWriter:
                     extra={"cluster": cluster},
                 )  # fmt: skip
 
-    async def _commit(self, entries: list[tuple[str, OutboxEntry]]) -> None:
+    async def _commit(self, batch: _Batch) -> None:
+        last = batch.newest
         async with self.engine.begin() as conn:
             recorder = BatchRecorder(conn)
-            await recorder.record([entry for _, entry in entries])
-            last = max((entry_id for entry_id, _ in entries), key=entry_order)
+            await recorder.record_prepared(batch.prepared)
             await recorder.position(self.outbox.name, last, int(self.clock() * US_PER_SECOND))
         self._position = entry_order(last)
         self.stats.position = last
         self.stats.batches += 1
-        self.stats.entries += len(entries)
+        self.stats.entries += len(batch.fresh)
         self.stats.rows += recorder.rows
 
     # --- position and retention ----------------------------------------------------------

@@ -22,6 +22,7 @@ from service.history.queries import HistoryQueries
 from service.history.times import to_us
 from service.history.writer import WriterOptions, prune_versions
 from service.model.changes import Changes
+from service.stores.protocols import StoreUnavailable
 from tests.history.conftest import Pipeline, eventually, fresh_database
 from tests.history.script import CLUSTER, END, at, batches, claim_record, transitions
 from tests.history.test_audit import FROM, TO, _as_dicts
@@ -252,3 +253,68 @@ async def test_an_entry_that_cannot_be_decoded_is_counted_and_skipped(engine, pi
     assert pipeline.writer.stats.rejected == 1
     assert await pipeline.outbox.backlog() == 0
     await _matches_truth(engine)
+
+
+class RedeliveringOutbox(MemoryOutbox):
+    """Every read hands out the previous read's entries again (before acknowledgement), as a
+    Redis takeover may while the writer's previous batch is still committing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous: list[tuple[str, bytes]] = []
+
+    async def read(self, count: int, block: float) -> list[tuple[str, bytes]]:
+        fresh = await super().read(count, block)
+        again, self.previous = self.previous, fresh
+        return again + fresh
+
+
+async def test_entries_handed_out_again_while_their_batch_commits_are_written_once(
+    engine, monkeypatch
+):
+    from service.history import recording
+
+    record = recording.BatchRecorder.record_prepared
+
+    async def slow(self, prepared):  # the next batch is prepared before this one commits
+        await asyncio.sleep(0.05)
+        await record(self, prepared)
+
+    monkeypatch.setattr(recording.BatchRecorder, "record_prepared", slow)
+    pipeline = Pipeline(engine, RedeliveringOutbox(), WriterOptions(batch_entries=4, linger=0))
+    entries = batches()
+    for changes in entries:
+        await pipeline.sink(changes)
+    pipeline.start()
+    await eventually(lambda: pipeline.writer.stats.entries == len(entries), "all written")
+    await pipeline.stop()
+    assert pipeline.writer.stats.replayed > 0  # the re-delivered entries were seen and skipped
+    assert pipeline.writer.stats.batches > 2
+    await _matches_truth(engine)
+
+
+class FailingOutbox(MemoryOutbox):
+    """Redis goes away after the first read."""
+
+    reads = 0
+
+    async def read(self, count: int, block: float) -> list[tuple[str, bytes]]:
+        self.reads += 1
+        if self.reads > 1:
+            raise StoreUnavailable("redis outbox: Connection refused")
+        return await super().read(count, block)
+
+
+async def test_an_outbox_failing_under_the_read_ahead_stops_the_writer_with_its_error(engine):
+    outbox = FailingOutbox()
+    pipeline = Pipeline(engine, outbox, WriterOptions(batch_entries=5, linger=0))
+    entries = batches()
+    for changes in entries:
+        await pipeline.sink(changes)
+    task = asyncio.create_task(pipeline.writer.run())
+    with pytest.raises(StoreUnavailable):
+        async with asyncio.timeout(30):
+            await task
+    # what was read before the failure is written, the rest waits in the outbox
+    assert pipeline.writer.stats.entries == 5
+    assert await outbox.backlog() == len(entries) - 5
