@@ -27,7 +27,7 @@ cost is a few statements per batch, not per row.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -69,7 +69,7 @@ _KEYS: dict[type, tuple[str, ...]] = {
 _MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals per claim
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     start_us: int
     row_id: int | None = None  # committed row
@@ -302,40 +302,46 @@ class _Decider:
             for key in opened[table]:
                 self.by_claim[(key[0], key[1])].add((table, key))
 
+        self._handlers: dict[str, Callable[[Transition, int], None]] = {
+            t.ALLOCATED: lambda tr, at: self._open(AllocationInterval, tr, at, _allocation_row(tr)),
+            t.RELEASED: lambda tr, at: self._close(
+                AllocationInterval, _key(AllocationInterval, tr), at, "released"
+            ),
+            t.CONSUMER_ADDED: lambda tr, at: self._open(
+                ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid)
+            ),
+            t.CONSUMER_REMOVED: lambda tr, at: self._close(
+                ConsumerInterval, _key(ConsumerInterval, tr), at, "removed"
+            ),
+            t.WAIT_STARTED: lambda tr, at: self._open(WaitInterval, tr, at, _wait_row(tr)),
+            t.WAIT_ENDED: lambda tr, at: self._close(
+                WaitInterval, _key(WaitInterval, tr), at, tr.reason or "allocated"
+            ),
+            t.IDLE_STARTED: lambda tr, at: self._open(IdleInterval, tr, at, _claim_row(tr)),
+            t.IDLE_ENDED: lambda tr, at: self._close(
+                IdleInterval, _key(IdleInterval, tr), at, "ended"
+            ),
+            t.CLAIM_DELETED: self._claim_deleted,
+            t.DEVICE_APPEARED: lambda tr, at: self._open(DeviceInterval, tr, at, _device_row(tr)),
+            t.DEVICE_CHANGED: self._change_device,
+            t.DEVICE_DISAPPEARED: lambda tr, at: self._close(
+                DeviceInterval, _key(DeviceInterval, tr), at, "disappeared"
+            ),
+        }
+
     def apply(self, transitions: Iterable[Transition]) -> None:
+        handlers = self._handlers
         for tr in transitions:
-            at = to_us(tr.at)
-            kind = tr.type
-            if kind == t.ALLOCATED:
-                self._open(AllocationInterval, tr, at, _allocation_row(tr))
-            elif kind == t.RELEASED:
-                self._close(AllocationInterval, _key(AllocationInterval, tr), at, "released")
-            elif kind == t.CONSUMER_ADDED:
-                self._open(ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid))
-            elif kind == t.CONSUMER_REMOVED:
-                self._close(ConsumerInterval, _key(ConsumerInterval, tr), at, "removed")
-            elif kind == t.WAIT_STARTED:
-                classes = {"class_name": tr.class_names[0] if tr.class_names else "",
-                           "class_names": ",".join(tr.class_names)}  # fmt: skip
-                self._open(WaitInterval, tr, at, _claim_row(tr, **classes))
-            elif kind == t.WAIT_ENDED:
-                self._close(WaitInterval, _key(WaitInterval, tr), at, tr.reason or "allocated")
-            elif kind == t.IDLE_STARTED:
-                self._open(IdleInterval, tr, at, _claim_row(tr))
-            elif kind == t.IDLE_ENDED:
-                self._close(IdleInterval, _key(IdleInterval, tr), at, "ended")
-            elif kind == t.CLAIM_DELETED:
-                claim = (tr.cluster, tr.claim_uid)
-                for table, key in list(self.by_claim.get(claim, ())):
-                    self._close(table, key, at, "deleted")
-                for table in (WaitInterval, IdleInterval):
-                    self._close(table, claim, at, "deleted")
-            elif kind == t.DEVICE_APPEARED:
-                self._open(DeviceInterval, tr, at, _device_row(tr))
-            elif kind == t.DEVICE_CHANGED:
-                self._change_device(tr, at)
-            elif kind == t.DEVICE_DISAPPEARED:
-                self._close(DeviceInterval, _key(DeviceInterval, tr), at, "disappeared")
+            handler = handlers.get(tr.type)
+            if handler is not None:  # claim_created and the like open nothing by themselves
+                handler(tr, to_us(tr.at))
+
+    def _claim_deleted(self, tr: Transition, at: int) -> None:
+        claim = (tr.cluster, tr.claim_uid)
+        for table, key in list(self.by_claim.get(claim, ())):
+            self._close(table, key, at, "deleted")
+        for table in (WaitInterval, IdleInterval):
+            self._close(table, claim, at, "deleted")
 
     def _open(self, table: type, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
@@ -399,6 +405,11 @@ def _claim_row(tr: Transition, **extra: Any) -> dict[str, Any]:
            "claim_uid": tr.claim_uid}  # fmt: skip
     row.update(extra)
     return row
+
+
+def _wait_row(tr: Transition) -> dict[str, Any]:
+    return _claim_row(tr, class_name=tr.class_names[0] if tr.class_names else "",
+                      class_names=",".join(tr.class_names))  # fmt: skip
 
 
 def _allocation_row(tr: Transition) -> dict[str, Any]:

@@ -111,6 +111,9 @@ class RedisStreamOutbox:
         self.lease_ms = int(lease_ttl * 1000)
         self._lease = redis.register_script(_LEASE)
         self._prune = redis.register_script(_PRUNE)
+        # XREADGROUP's reply as the server sent it: redis-py would otherwise build a dict per
+        # entry, only for `_pairs` to take one field out of it (a batch is thousands of entries)
+        redis.set_response_callback("XREADGROUP", _unparsed)
         self._pruned_at = float("-inf")  # loop time of the last pruning of dead consumers
         self._group_ready = False
         # ids this object handed out and not yet acknowledged: never claimed back from itself
@@ -306,12 +309,25 @@ def _id(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
+def _payload(fields: Any) -> bytes | None:
+    """The `e` field of an entry: fields as redis-py parses them (a dict) or as the server
+    sent them (a flat list, XREADGROUP here); None when the entry was deleted."""
+    if not fields:
+        return None
+    if isinstance(fields, dict):
+        return fields.get(b"e")
+    for name, value in zip(fields[::2], fields[1::2], strict=True):
+        if name == b"e":
+            return value
+    return None
+
+
 def _pairs(raw: Any) -> list[tuple[str, bytes | None]]:
-    out: list[tuple[str, bytes | None]] = []
-    for entry_id, fields in raw or ():
-        payload = fields.get(b"e") if fields else None
-        out.append((_id(entry_id), payload))
-    return out
+    return [(_id(entry_id), _payload(fields)) for entry_id, fields in raw or ()]
+
+
+def _unparsed(response: Any, **options: Any) -> Any:
+    return response
 
 
 def _entries(reply: Any) -> list[tuple[str, bytes | None]]:

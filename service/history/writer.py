@@ -24,6 +24,7 @@ Promises:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -173,6 +174,7 @@ class HistoryWriter:
         self._position: tuple[int, int] | None = None
         self._idle = asyncio.Event()
         self._last_prune = 0.0
+        self._acking: asyncio.Task[None] | None = None  # the last batch's acknowledgement
 
     async def run(self) -> None:
         """Drain the outbox forever (cancel to stop; an unfinished batch is replayed).
@@ -187,17 +189,30 @@ class HistoryWriter:
         try:
             while True:
                 item = await ready.get()
-                if isinstance(item, Exception):
-                    raise item  # the outbox failed (StoreError): the runtime restarts run()
+                if isinstance(item, Exception):  # the outbox failed (StoreError): acknowledge
+                    with contextlib.suppress(Exception):  # what committed if it still can,
+                        await self._acknowledged()
+                    raise item  # and stop: the runtime restarts run()
                 if item is not None:
                     self._idle.clear()
                     await self._write(item)
-                if ready.empty() and await self.outbox.backlog() == 0:
-                    self._idle.set()
+                if ready.empty():
+                    await self._acknowledged()
+                    if await self.outbox.backlog() == 0:
+                        self._idle.set()
                 await self._maybe_prune()
         finally:
-            reader.cancel()
-            await asyncio.wait({reader}, timeout=5.0)
+            for task in (reader, self._acking):
+                if task is not None:
+                    task.cancel()  # an acknowledgement cut short: those entries are replayed
+            await asyncio.wait({t for t in (reader, self._acking) if t is not None}, timeout=5.0)
+            self._acking = None
+
+    async def _acknowledged(self) -> None:
+        """Wait for the last batch's acknowledgement; raise its failure (StoreError)."""
+        acking, self._acking = self._acking, None
+        if acking is not None:
+            await acking
 
     async def drained(self) -> None:
         """Return once everything appended so far is written (for tests and shutdown)."""
@@ -215,6 +230,7 @@ class HistoryWriter:
             if not pending:
                 return
             await self._write(await self._prepare(self._decode(pending)))
+            await self._acknowledged()  # before asking for what is still pending
 
     async def _read_ahead(self, ready: asyncio.Queue[_Batch | Exception | None]) -> None:
         """Hand `run` the next prepared batch, or None when nothing came within the read's
@@ -301,7 +317,10 @@ class HistoryWriter:
         self.stats.replayed += batch.decodable - len(fresh)
         if fresh:
             await self._commit_with_retry(batch)
-        await self.outbox.ack(batch.ids)
+        # acknowledged beside the next commit (one acknowledgement in flight at a time): a
+        # Redis round trip with thousands of ids stays off the path from batch to batch
+        await self._acknowledged()
+        self._acking = asyncio.create_task(self.outbox.ack(batch.ids))
 
     async def _commit_with_retry(self, batch: _Batch) -> None:
         attempt = 0
