@@ -32,11 +32,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.history_common import asyncpg_dsn, scratch_database, server_url
+from service.history.contention import warm_peaks
 from service.history.db import open_engine
 from service.history.migrate import migrate
 from service.history.queries import HistoryQueries
@@ -161,9 +163,9 @@ async def generate(loader: Loader, *, nodes: int, days: int, versions: int, seed
             "names": [f"{d[0]}/{d[1]}" for d in devices], "end": end}  # fmt: skip
 
 
-async def timed(label: str, coro_factory, runs: int = 3) -> float:
+async def timed(label: str, coro_factory, runs: int = 3) -> tuple[float, float]:
     """Prints the first run (cold: the peak-pending cache of `service.history.peaks` is empty
-    for a new grouping) and the median of `runs` more (warm); returns the warm median."""
+    for a new grouping) and the median of `runs` more (warm); returns both."""
     started = time.perf_counter()
     result = await coro_factory()
     cold = time.perf_counter() - started
@@ -175,7 +177,7 @@ async def timed(label: str, coro_factory, runs: int = 3) -> float:
     median = statistics.median(times)
     print(f"{label}: cold {cold * 1000:.0f} ms, warm median {median * 1000:.0f} ms, best "
           f"{min(times) * 1000:.0f} ms ({len(result)} rows)")  # fmt: skip
-    return median
+    return cold, median
 
 
 async def load(conn, args) -> dict:
@@ -255,11 +257,11 @@ async def main() -> None:
         start, end = T0, world["end"]
         day = 24 * US_PER_HOUR
         figures = {}
-        figures["ns"] = await timed(
+        _, figures["ns"] = await timed(
             "contention 30d by NAMESPACE, one bucket",
             lambda: history.contention(start, end, group_by="NAMESPACE"),
         )
-        figures["ns_daily"] = await timed(
+        _, figures["ns_daily"] = await timed(
             "contention 30d by NAMESPACE, daily",
             lambda: history.contention(start, end, group_by="NAMESPACE", bucket_us=day),
         )
@@ -268,6 +270,18 @@ async def main() -> None:
             lambda: history.contention(start, end, group_by="CLASS", bucket_us=day),
         )
         await timed("idleHolders 30d (top 100)", lambda: history.idle_holders(start, end))
+        # what the writer does in the background (WriterOptions.warm_days): fill the peak cache
+        # of every grouping over the window, then the first audit of a grouping reads it
+        async with engine.begin() as sql:
+            await sql.execute(text("DELETE FROM pending_peaks; DELETE FROM pending_peak_hours"))
+        began = time.perf_counter()
+        hours = await warm_peaks(engine, start_us=start, end_us=end, now_us=end + US_PER_HOUR)
+        print(f"peak cache filled in the background for 4 groupings x {hours // 4} hours: "
+              f"{time.perf_counter() - began:.2f}s")  # fmt: skip
+        figures["first_ns"], _ = await timed(
+            "contention 30d by NAMESPACE, one bucket, after the background fill",
+            lambda: history.contention(start, end, group_by="NAMESPACE"),
+        )
         rng = random.Random(1)
         for label, names in (("uuid", world["uuids"]), ("node/device", world["names"])):
             samples = []
@@ -283,6 +297,9 @@ async def main() -> None:
         verdict = "ok" if figures["ns"] <= 2.0 else "OVER the 2 s target"
         print(f"contention by namespace over {args.days} days (warm): {figures['ns']:.2f}s "
               f"({verdict}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")  # fmt: skip
+        first = figures["first_ns"]
+        verdict = "ok" if first <= 2.0 else "OVER the 2 s target"
+        print(f"first audit by namespace after the background fill: {first:.2f}s ({verdict})")
 
 
 if __name__ == "__main__":

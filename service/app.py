@@ -223,7 +223,12 @@ def mirror_app(
     async def open_history() -> Any:
         from service.history.runtime import History
 
-        return await History.open(database, upgrade=watch, outbox=history_outbox(settings))  # type: ignore[arg-type]
+        return await History.open(
+            database,  # type: ignore[arg-type]
+            upgrade=watch,
+            outbox=history_outbox(settings),
+            options=writer_options(settings),
+        )
 
     app: Starlette
 
@@ -256,6 +261,17 @@ def mirror_app(
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
     )
     return app
+
+
+def writer_options(settings: Settings) -> Any:
+    """The history writer's options from the settings (0 days: that housekeeping is off)."""
+    from service.history.writer import WriterOptions
+
+    history = settings.history
+    return WriterOptions(
+        retention_days=history.retention_days or None,
+        warm_days=history.peak_warm_days or None,
+    )
 
 
 def history_outbox(settings: Settings) -> Any:

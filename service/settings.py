@@ -80,6 +80,12 @@ class HistorySettings:
     host name (the pod name). A restart under the same name resumes its own pending entries."""
     outbox_claim_idle: float = 30.0
     """Seconds an outbox entry handed to another consumer waits before it is taken over."""
+    retention_days: float = 0.0
+    """Delete object versions (raw objects) older than this many days, hourly; intervals are
+    kept. 0 keeps them forever."""
+    peak_warm_days: float = 35.0
+    """Keep the contention audit's hourly peak cache filled for the last this many days, for
+    every grouping, in the background (so a first audit reads it). 0: audits fill it."""
 
 
 @dataclass(frozen=True)

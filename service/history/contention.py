@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -352,6 +353,33 @@ def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
     return values
 
 
+def _hourly_compute(
+    engine: AsyncEngine, sql: _Sql, group_by: str
+) -> Callable[[int, int], Awaitable[peaks.HourlyPeaks]]:
+    """The hourly peaks of every cluster's groups over whole hours [a, b), from the waits."""
+
+    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
+        hours = (b - a) // peaks.HOUR
+        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
+        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
+        return {(c, grp, a + idx * peaks.HOUR): v
+                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
+
+    return compute
+
+
+async def warm_peaks(engine: AsyncEngine, *, start_us: int, end_us: int, now_us: int) -> int:
+    """Fill the hourly peak cache of every grouping over [start_us, end_us) (complete hours):
+    the slow part of a first audit, done ahead of it. Returns the hours computed."""
+    sql = _Sql(engine.dialect.name == "postgresql")
+    computed = 0
+    for group_by in GROUPS:
+        computed += await peaks.warm(engine, group_by=group_by, start_us=start_us,
+                                     end_us=end_us, now_us=now_us,
+                                     compute=_hourly_compute(engine, sql, group_by))  # fmt: skip
+    return computed
+
+
 async def _peaks(
     engine: AsyncEngine, sql: _Sql, params: dict, *, group_by: str, cluster: str | None,
     size: int, count: int, now_us: int,
@@ -363,13 +391,7 @@ async def _peaks(
         (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
         return _peak_values(found, count)
 
-    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
-        hours = (b - a) // peaks.HOUR
-        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
-        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
-        return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
-
+    compute = _hourly_compute(engine, sql, group_by)
     hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
                                       now_us=now_us, compute=compute)  # fmt: skip
     values: dict[tuple[str, str, int], int] = {}

@@ -18,7 +18,9 @@ once can answer any hour-aligned window and bucket. This module keeps them:
   counter (nothing is stored for that day) or comes after the store and deletes what was
   stored. A cached hour is never stale; live writes (today) never block caching past days.
 
-Windows or buckets not aligned to hours are computed live, without the cache.
+Windows or buckets not aligned to hours are computed live, without the cache. `warm` fills the
+cache ahead of the audits (the history writer calls it for every grouping over the last weeks,
+service.history.contention.warm_peaks), so even the first audit of a grouping reads it.
 """
 
 from __future__ import annotations
@@ -115,6 +117,48 @@ async def hourly_peaks(
     if storable:
         await _store(engine, group_by, epochs, storable, computed, complete)
     return peaks
+
+
+async def warm(
+    engine: AsyncEngine,
+    *,
+    group_by: str,
+    start_us: int,
+    end_us: int,
+    now_us: int,
+    compute: Callable[[int, int], Awaitable[HourlyPeaks]],
+) -> int:
+    """Compute and store the complete hours of [start_us, end_us) the cache lacks (a
+    background fill, so that the first audit of a grouping is as cheap as the next); returns
+    how many hours it computed. Reads only which hours are held, not their rows."""
+    end_us = min(end_us, now_us // HOUR * HOUR)
+    start_us = start_us // HOUR * HOUR
+    if end_us <= start_us:
+        return 0
+    days = range(_day(start_us), _day(end_us - 1) + 1)
+    async with engine.connect() as conn:
+        known = await conn.execute(
+            select(CacheEpoch.name, CacheEpoch.epoch).where(
+                CacheEpoch.name.in_([_epoch_name(d) for d in days])
+            )
+        )
+        epochs = dict.fromkeys(days, 0) | {int(n.rsplit(":", 1)[1]): e for n, e in known}
+        held = set(
+            await conn.scalars(
+                select(PendingPeakHour.hour_us).where(
+                    PendingPeakHour.group_by == group_by,
+                    PendingPeakHour.hour_us >= start_us,
+                    PendingPeakHour.hour_us < end_us,
+                )
+            )
+        )
+    missing = [h for h in range(start_us, end_us, HOUR) if h not in held]
+    computed: HourlyPeaks = {}
+    for run_start, run_end in _runs(missing):
+        computed.update(await compute(run_start, run_end))
+    if missing:
+        await _store(engine, group_by, epochs, missing, computed, end_us)
+    return len(missing)
 
 
 def _runs(hours: list[int]) -> list[tuple[int, int]]:

@@ -19,6 +19,9 @@ Promises:
   skipped, so one bad object never blocks history.
 * Retention: every `prune_every` seconds object versions older than `retention_days` are
   deleted (intervals are kept).
+* Peak cache: every `warm_every` seconds, when it committed anything since the last time, the
+  writer fills the contention audit's hourly peak cache for the last `warm_days` days in a
+  background task (contention.warm_peaks): the first audit of a grouping then reads it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from service.history.contention import warm_peaks
 from service.history.models import ObjectVersion, OutboxPosition
 from service.history.outbox import (
     ChangesEntry,
@@ -101,6 +105,11 @@ class WriterOptions:
     """Delete object versions older than this many days; None keeps them forever."""
     prune_every: float = 3600.0
     """Seconds between retention runs."""
+    warm_days: float | None = None
+    """Keep the hourly peak cache of the contention audit filled for the last this many days
+    (every grouping), in a background task; None leaves it to the audits."""
+    warm_every: float = 600.0
+    """Seconds between two fills of the peak cache (only by a writer that committed since)."""
 
 
 @dataclass
@@ -175,6 +184,9 @@ class HistoryWriter:
         self._idle = asyncio.Event()
         self._last_prune = 0.0
         self._acking: asyncio.Task[None] | None = None  # the last batch's acknowledgement
+        self._warming: asyncio.Task[None] | None = None
+        self._warmed_at: float | None = None  # clock() of the last fill
+        self._warmed_batches = -1  # stats.batches at the last fill
 
     async def run(self) -> None:
         """Drain the outbox forever (cancel to stop; an unfinished batch is replayed).
@@ -201,12 +213,13 @@ class HistoryWriter:
                     if await self.outbox.backlog() == 0:
                         self._idle.set()
                 await self._maybe_prune()
+                self._maybe_warm()
         finally:
-            for task in (reader, self._acking):
-                if task is not None:
-                    task.cancel()  # an acknowledgement cut short: those entries are replayed
-            await asyncio.wait({t for t in (reader, self._acking) if t is not None}, timeout=5.0)
-            self._acking = None
+            tasks = {t for t in (reader, self._acking, self._warming) if t is not None}
+            for task in tasks:
+                task.cancel()  # an acknowledgement cut short: those entries are replayed
+            await asyncio.wait(tasks, timeout=5.0)
+            self._acking = self._warming = None
 
     async def _acknowledged(self) -> None:
         """Wait for the last batch's acknowledgement; raise its failure (StoreError)."""
@@ -413,6 +426,33 @@ class HistoryWriter:
         except (SQLAlchemyError, OSError) as error:
             log.warning("history retention failed: %s; next run in %.0fs",
                         str(error).splitlines()[0], self.options.prune_every)  # fmt: skip
+
+    def _maybe_warm(self) -> None:
+        days = self.options.warm_days
+        if days is None or (self._warming is not None and not self._warming.done()):
+            return
+        now = self.clock()
+        due = self._warmed_at is None or now - self._warmed_at >= self.options.warm_every
+        if not due or self.stats.batches == self._warmed_batches:
+            return  # nothing written since the last fill: another process may be the writer
+        self._warmed_at, self._warmed_batches = now, self.stats.batches
+        self._warming = asyncio.create_task(self._warm(days, now), name="history-peak-cache")
+
+    async def _warm(self, days: float, now: float) -> None:
+        now_us = int(now * US_PER_SECOND)
+        started = time.monotonic()
+        try:
+            hours = await warm_peaks(
+                self.engine, start_us=now_us - int(days * 86400 * US_PER_SECOND),
+                end_us=now_us, now_us=now_us,
+            )  # fmt: skip
+        except (SQLAlchemyError, OSError) as error:
+            log.warning("history: filling the peak cache failed: %s; next try in %.0fs",
+                        str(error).splitlines()[0], self.options.warm_every)  # fmt: skip
+            return
+        if hours:
+            log.info("history: peak cache filled for %d hours in %.1fs", hours,
+                     time.monotonic() - started)  # fmt: skip
 
 
 async def prune_versions(engine: AsyncEngine, *, older_than_us: int) -> int:

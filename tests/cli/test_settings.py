@@ -36,6 +36,19 @@ def test_environment_then_flags():
     assert settings.history.database_url is None  # empty means unset
 
 
+def test_history_housekeeping_reaches_the_writer():
+    from service.app import writer_options
+
+    defaults = writer_options(Settings.from_env(environ={}))
+    assert (defaults.retention_days, defaults.warm_days) == (None, 35.0)  # versions kept
+    environ = {"DRA_MIRROR_HISTORY_RETENTION_DAYS": "30",
+               "DRA_MIRROR_HISTORY_PEAK_WARM_DAYS": "0"}  # fmt: skip
+    options = writer_options(Settings.from_env(environ=environ))
+    assert (options.retention_days, options.warm_days) == (30.0, None)
+    with pytest.raises(SettingsError, match="RETENTION_DAYS"):
+        Settings.from_env(environ={"DRA_MIRROR_HISTORY_RETENTION_DAYS": "a month"})
+
+
 def test_bad_values_and_unknown_overrides_are_refused():
     with pytest.raises(SettingsError, match="DRA_MIRROR_HTTP_PORT"):
         Settings.from_env(environ={"DRA_MIRROR_HTTP_PORT": "x"})

@@ -3,12 +3,17 @@ wait touching its hours is written, and never filled with what a concurrent batc
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import func, select
 
-from service.history import peaks
+from service.history import contention, peaks
 from service.history.models import PendingPeakHour
+from service.history.outbox import MemoryOutbox
+from service.history.writer import HistorySink, HistoryWriter, WriterOptions
 from service.model.changes import Changes, Transition
-from tests.history.script import CLUSTER, at
+from tests.history.conftest import eventually
+from tests.history.script import CLUSTER, at, batches
 from tests.history.test_audit import FROM, TO, _as_dicts
 from tests.history.test_writer import _load
 from tests.history.truth import expected_contention
@@ -91,3 +96,57 @@ async def test_nothing_is_cached_from_a_computation_a_batch_overtook(engine, pip
     assert _as_dicts(cached) == _as_dicts(await _live(queries, monkeypatch, "NAMESPACE"))
     team_a = {r.bucket_start_us: r.peak_pending for r in cached if r.group == "team-a"}
     assert team_a[FROM] == 2  # C (20-50) with E (35-40); the late one is team-b
+
+
+async def test_warming_fills_every_grouping_so_the_first_audit_only_reads(
+    engine, pipeline, queries, monkeypatch
+):
+    await _load(pipeline)
+    hours = await contention.warm_peaks(engine, start_us=FROM, end_us=TO, now_us=TO + 1)
+    assert hours == 3 * len(contention.GROUPS)
+    assert await _cached_hours(engine) == 3 * len(contention.GROUPS)
+    assert await contention.warm_peaks(engine, start_us=FROM, end_us=TO, now_us=TO + 1) == 0
+
+    async def never(*args, **kwargs):
+        raise AssertionError("an audit after warming computed peaks")
+
+    monkeypatch.setattr(contention, "_hourly_compute", lambda *args: never)
+    for group_by in ("NAMESPACE", "CLASS"):
+        found = await queries.contention(FROM, TO, group_by=group_by, bucket_us=HOUR_BUCKETS)
+        assert _as_dicts(found) == expected_contention(group_by, 60)
+
+
+async def test_warming_leaves_the_current_hour_to_the_audits(engine, pipeline):
+    await _load(pipeline)
+    now = FROM + 90 * 60 * 1_000_000  # 90 minutes in: one complete hour
+    assert await contention.warm_peaks(engine, start_us=FROM, end_us=TO, now_us=now) == len(
+        contention.GROUPS
+    )
+    assert await _cached_hours(engine) == len(contention.GROUPS)
+
+
+async def test_the_writer_warms_on_its_schedule_once_it_has_written(engine):
+    clock = [TO / 1_000_000 + 60]  # a minute after the script's window, in seconds
+    options = WriterOptions(linger=0.01, warm_days=3 / 24, warm_every=600.0)  # three hours
+    outbox = MemoryOutbox()
+    sink = HistorySink(outbox)
+    for changes in batches():  # all in the first batch: the first fill sees them written
+        await sink(changes)
+    writer = HistoryWriter(engine, outbox, options=options, clock=lambda: clock[0])
+    task = asyncio.create_task(writer.run())
+    try:
+        await writer.drained()
+        await eventually(lambda: writer._warming is not None and writer._warming.done(), "fill")
+        assert await _cached_hours(engine) == 3 * len(contention.GROUPS)
+        first = writer._warming
+        await sink(_late_wait(65, 130)[0])  # invalidates from minute 65 on
+        await writer.drained()
+        await asyncio.sleep(0.6)  # a read timeout: the loop comes round again
+        assert writer._warming is first  # not due yet
+        clock[0] += 600
+        await eventually(lambda: writer._warming is not first, "the next fill")
+        await eventually(lambda: writer._warming.done(), "the next fill done")
+        assert await _cached_hours(engine) == 3 * len(contention.GROUPS)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -88,6 +88,8 @@ BAD_VALUES = [
     ("service.port", 70000),
     ("service.port", "8000"),
     ("log.json", "yes"),
+    ("database.retentionDays", -1),
+    ("database.peakWarmDays", "35"),
     ("log.level", "CHATTY"),
     ("securityContext.readOnlyRootFilesystem", False),
     ("podSecurityContext.runAsNonRoot", False),

@@ -76,6 +76,10 @@ URLs come only from Secrets. */}}
     secretKeyRef:
       name: {{ .Values.database.urlSecret.name }}
       key: {{ .Values.database.urlSecret.key }}
+- name: DRA_MIRROR_HISTORY_RETENTION_DAYS
+  value: {{ .Values.database.retentionDays | quote }}
+- name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
+  value: {{ .Values.database.peakWarmDays | quote }}
 {{- end }}
 {{- end }}
 
