@@ -273,7 +273,8 @@ async def main() -> None:
         # what the writer does in the background (WriterOptions.warm_days): fill the peak cache
         # of every grouping over the window, then the first audit of a grouping reads it
         async with engine.begin() as sql:
-            await sql.execute(text("DELETE FROM pending_peaks; DELETE FROM pending_peak_hours"))
+            await sql.execute(text("DELETE FROM pending_peaks"))
+            await sql.execute(text("DELETE FROM pending_peak_hours"))
         began = time.perf_counter()
         hours = await warm_peaks(engine, start_us=start, end_us=end, now_us=end + US_PER_HOUR)
         print(f"peak cache filled in the background for 4 groupings x {hours // 4} hours: "

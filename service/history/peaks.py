@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from sqlalchemy import and_, delete, select, update
+from sqlalchemy import delete, null, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -85,28 +85,32 @@ async def hourly_peaks(
 ) -> HourlyPeaks:
     """Peaks of every hour in [start_us, end_us) for every cluster: from the cache, and by
     `compute(a, b)` (all clusters, hourly) for the runs of hours it lacks."""
-    days = range(_day(start_us), _day(max(start_us, end_us - 1)) + 1)
     async with engine.connect() as conn:
-        known = await conn.execute(
-            select(CacheEpoch.name, CacheEpoch.epoch).where(
-                CacheEpoch.name.in_([_epoch_name(d) for d in days])
-            )
+        epochs = await _epochs(conn, start_us, end_us)
+        # one statement, one snapshot: the hours held and their rows agree. Two index range
+        # scans glued by UNION ALL, not a join: the tables are emptied and refilled often,
+        # and with the statistics of an empty table the planner joined them by rescanning
+        # every cached hour for each hour (3.6 s instead of 20 ms over 30 days)
+        hours = select(PendingPeakHour.hour_us, null(), null(), null()).where(
+            PendingPeakHour.group_by == group_by,
+            PendingPeakHour.hour_us >= start_us,
+            PendingPeakHour.hour_us < end_us,
         )
-        epochs = dict.fromkeys(days, 0) | {int(n.rsplit(":", 1)[1]): e for n, e in known}
-        # one statement, one snapshot: the hours held and their rows agree
-        held = await conn.execute(
-            select(PendingPeakHour.hour_us, PendingPeak.cluster, PendingPeak.grp, PendingPeak.peak)
-            .outerjoin(PendingPeak, and_(PendingPeak.group_by == PendingPeakHour.group_by,
-                                         PendingPeak.hour_us == PendingPeakHour.hour_us))
-            .where(PendingPeakHour.group_by == group_by, PendingPeakHour.hour_us >= start_us,
-                   PendingPeakHour.hour_us < end_us)
+        rows = select(PendingPeak.hour_us, PendingPeak.cluster, PendingPeak.grp,
+                      PendingPeak.peak).where(
+            PendingPeak.group_by == group_by,
+            PendingPeak.hour_us >= start_us,
+            PendingPeak.hour_us < end_us,
         )  # fmt: skip
-        peaks: HourlyPeaks = {}
+        held = await conn.execute(union_all(hours, rows))
+        found: HourlyPeaks = {}
         cached: set[int] = set()
         for hour, cluster, grp, peak in held:
-            cached.add(hour)
-            if cluster is not None:
-                peaks[(cluster, grp, hour)] = peak
+            if cluster is None:
+                cached.add(hour)
+            else:
+                found[(cluster, grp, hour)] = peak
+        peaks = {key: peak for key, peak in found.items() if key[2] in cached}
     missing = [h for h in range(start_us, end_us, HOUR) if h not in cached]
     computed: HourlyPeaks = {}
     for run_start, run_end in _runs(missing):
@@ -135,14 +139,8 @@ async def warm(
     start_us = start_us // HOUR * HOUR
     if end_us <= start_us:
         return 0
-    days = range(_day(start_us), _day(end_us - 1) + 1)
     async with engine.connect() as conn:
-        known = await conn.execute(
-            select(CacheEpoch.name, CacheEpoch.epoch).where(
-                CacheEpoch.name.in_([_epoch_name(d) for d in days])
-            )
-        )
-        epochs = dict.fromkeys(days, 0) | {int(n.rsplit(":", 1)[1]): e for n, e in known}
+        epochs = await _epochs(conn, start_us, end_us)
         held = set(
             await conn.scalars(
                 select(PendingPeakHour.hour_us).where(
@@ -159,6 +157,17 @@ async def warm(
     if missing:
         await _store(engine, group_by, epochs, missing, computed, end_us)
     return len(missing)
+
+
+async def _epochs(conn: AsyncConnection, start_us: int, end_us: int) -> dict[int, int]:
+    """The cache epoch of every day of [start_us, end_us), read before computing anything."""
+    days = range(_day(start_us), _day(max(start_us, end_us - 1)) + 1)
+    known = await conn.execute(
+        select(CacheEpoch.name, CacheEpoch.epoch).where(
+            CacheEpoch.name.in_([_epoch_name(d) for d in days])
+        )
+    )
+    return dict.fromkeys(days, 0) | {int(n.rsplit(":", 1)[1]): e for n, e in known}
 
 
 def _runs(hours: list[int]) -> list[tuple[int, int]]:
