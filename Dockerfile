@@ -8,7 +8,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python -m venv /opt/dra-mirror
 WORKDIR /src
 # Dependencies change less often than the code: install them in their own layer.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 RUN mkdir -p service schema migrations \
     && touch service/__init__.py schema/__init__.py \
     && /opt/dra-mirror/bin/pip install . \

@@ -30,8 +30,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cel_select import CLASS_SELECTOR, make_devices
-from service.diagnostics import cel_library
-from service.diagnostics.cel import SelectorError, compile_selector, device_data
+from dra_mirror.service.diagnostics import cel_library
+from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector, device_data
 from tests.diagnostics.builders import gpu
 from tests.diagnostics.test_cel_upstream import CASES
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.diagnostics.cel import compile_selector, device_data
-from service.model.records import (
+from dra_mirror.service.diagnostics.cel import compile_selector, device_data
+from dra_mirror.service.model.records import (
     Attribute,
     Capacity,
     Device,

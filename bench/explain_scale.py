@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.diagnostics.explain import explain_claim
-from service.diagnostics.ledger import Ledger
-from service.model.index import ClusterIndex, Event
-from service.model.normalize import normalize
-from service.model.records import (
+from dra_mirror.service.diagnostics.explain import explain_claim
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
@@ -39,7 +39,7 @@ from service.model.records import (
     Request,
     key_of,
 )
-from service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.sim.scenario import build_world, load_scenario
 
 PLURALS = {
     "deviceclasses": DEVICE_CLASS,

@@ -40,14 +40,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import schema
-from schema.context import make_context
-from service import diagnosis
-from service.diagnosis import local_statuses
-from service.diagnostics.cel import compile_selector
-from service.model.changes import Changes
-from service.model.normalize import normalize
-from service.model.records import (
+from dra_mirror import schema
+from dra_mirror.schema.context import make_context
+from dra_mirror.service.diagnostics.cel import compile_selector
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
@@ -55,7 +53,9 @@ from service.model.records import (
     RESOURCE_SLICE,
     ClaimRecord,
 )
-from service.stores.memory import MemoryStore
+from dra_mirror.service.questions import diagnosis
+from dra_mirror.service.questions.diagnosis import local_statuses
+from dra_mirror.service.stores.memory import MemoryStore
 
 TWO_CLAUSE = (
     "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200' && "
@@ -226,7 +226,7 @@ EXPLAIN = """query($c: String!, $n: String!, $m: String!) {
 
 
 async def explain_bench(scenario: str, repeat: int) -> None:
-    from service.sim.scenario import build_world, load_scenario
+    from dra_mirror.service.sim.scenario import build_world, load_scenario
 
     plurals = {"deviceclasses": DEVICE_CLASS, "resourceslices": RESOURCE_SLICE, "nodes": NODE}
     plurals |= {"resourceclaims": RESOURCE_CLAIM, "pods": POD}

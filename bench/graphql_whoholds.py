@@ -46,13 +46,13 @@ def serve(port_queue: Any, scenario: str) -> None:
     """The server process: build the state, then serve it until terminated."""
     import uvicorn
 
-    from service.app import create_app, freeze_heap
-    from service.model.changes import Changes
-    from service.model.normalize import normalize
-    from service.settings import Settings
-    from service.sim.scenario import build_world, load_scenario
-    from service.stores.memory import MemoryStore
-    from service.stores.protocols import ClusterStatus, Relation
+    from dra_mirror.service.http.app import create_app, freeze_heap
+    from dra_mirror.service.model.changes import Changes
+    from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.settings import Settings
+    from dra_mirror.service.sim.scenario import build_world, load_scenario
+    from dra_mirror.service.stores.memory import MemoryStore
+    from dra_mirror.service.stores.protocols import ClusterStatus, Relation
 
     kinds = {
         "nodes": "Node",

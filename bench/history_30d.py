@@ -38,11 +38,11 @@ from sqlalchemy.engine import make_url
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.history_common import asyncpg_dsn, scratch_database, server_url
-from service.history.contention import warm_peaks
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.queries import HistoryQueries
-from service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
+from dra_mirror.service.history.contention import warm_peaks
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.queries import HistoryQueries
+from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
 
 T0 = to_us("2026-10-01T00:00:00Z")
 MINUTE = 60 * US_PER_SECOND

@@ -21,8 +21,8 @@ from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.model.changes import Changes, Transition
-from service.model.records import (
+from dra_mirror.service.model.changes import Changes, Transition
+from dra_mirror.service.model.records import (
     Allocation,
     AllocationResult,
     ClaimRecord,
@@ -65,7 +65,7 @@ async def scratch_database(url: str, prefix: str) -> AsyncIterator[str]:
 
 
 def rfc3339(seconds: float) -> str:
-    from service.history.times import to_rfc3339
+    from dra_mirror.service.history.times import to_rfc3339
 
     return to_rfc3339(int(seconds * 1_000_000))
 

@@ -31,12 +31,12 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.history_common import asyncpg_dsn, churn, scratch_database, server_url
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.models import INTERVAL_TABLES, ObjectVersion
-from service.history.outbox import MemoryOutbox, Outbox
-from service.history.redis_outbox import RedisStreamOutbox
-from service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.models import INTERVAL_TABLES, ObjectVersion
+from dra_mirror.service.history.outbox import MemoryOutbox, Outbox
+from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
+from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
 
 TABLES = [ObjectVersion.__tablename__, *(t.__tablename__ for t in INTERVAL_TABLES)]
 

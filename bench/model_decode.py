@@ -23,9 +23,9 @@ import time
 import msgspec
 import orjson
 
-from service.model.decode import decode_list
-from service.model.index import ClusterIndex
-from service.stores.memory import MemoryStore
+from dra_mirror.service.model.decode import decode_list
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.stores.memory import MemoryStore
 
 CLUSTER = "bench"
 DRIVER = "gpu.nvidia.com"

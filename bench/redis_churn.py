@@ -63,8 +63,8 @@ def updates(claims: list, count: int) -> list:
 async def floor(url: str, cluster: str, stream: list) -> float:
     import redis.asyncio as aioredis
 
-    from service.model.records import key_of
-    from service.stores.redis_keys import encode, object_field
+    from dra_mirror.service.model.records import key_of
+    from dra_mirror.service.stores.redis_keys import encode, object_field
 
     client = aioredis.Redis.from_url(url)
     started = time.perf_counter()
@@ -79,9 +79,9 @@ async def floor(url: str, cluster: str, stream: list) -> float:
 
 
 async def churn(url: str, cluster: str, records: dict, stream: list, rate: float) -> dict:
-    from service.model.index import ClusterIndex, Event
-    from service.stores.bus import ClaimEvent
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.model.index import ClusterIndex, Event
+    from dra_mirror.service.stores.bus import ClaimEvent
+    from dra_mirror.service.stores.redis import RedisStore
 
     store = RedisStore.from_url(url, prefix="churn")
     index = ClusterIndex(cluster)

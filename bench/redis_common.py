@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from service.model.normalize import normalize
-from service.model.records import KINDS, Record
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import KINDS, Record
 
 PLURALS = {
     "DeviceClass": "deviceclasses",
@@ -67,7 +67,7 @@ def redis_server() -> Iterator[str]:
 
 def scenario_records(name: str) -> tuple[str, dict[str, list[Record]]]:
     """(cluster, kind -> records) of a shipped scenario's single cluster, normalized."""
-    from service.sim.scenario import build_world, load_scenario
+    from dra_mirror.service.sim.scenario import build_world, load_scenario
 
     world = build_world(load_scenario(name))
     [(cluster, store)] = world.stores.items()

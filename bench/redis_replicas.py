@@ -47,11 +47,11 @@ WHO_HOLDS_IN = WHO_HOLDS.replace("$uuid: String!)", "$uuid: String!, $cluster: S
 
 
 async def fill(url: str, prefix: str, clusters: int) -> tuple[int, list, list]:
-    from service.model.index import ClusterIndex
-    from service.model.normalize import normalize
-    from service.sim.scenario import build_world, load_scenario
-    from service.stores.protocols import ClusterStatus, Relation
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.model.index import ClusterIndex
+    from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.sim.scenario import build_world, load_scenario
+    from dra_mirror.service.stores.protocols import ClusterStatus, Relation
+    from dra_mirror.service.stores.redis import RedisStore
 
     world = build_world(load_scenario("scale-500"))
     [(_, source)] = world.stores.items()
@@ -85,7 +85,7 @@ async def fill(url: str, prefix: str, clusters: int) -> tuple[int, list, list]:
 def start_replica(url: str, prefix: str, port: int) -> subprocess.Popen:
     env = {**os.environ, "DRA_MIRROR_STORE_REDIS_PREFIX": prefix, "DRA_MIRROR_LOG_LEVEL": "WARNING"}
     return subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--no-watch", "--redis-url", url,
+        [sys.executable, "-m", "dra_mirror.service.cli", "serve", "--no-watch", "--redis-url", url,
          "--port", str(port)],
         cwd=repo_root(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

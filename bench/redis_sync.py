@@ -35,8 +35,8 @@ from bench.redis_common import LIST_ORDER, redis_server, scenario_records
 async def floor(url: str, cluster: str, records: dict) -> float:
     import redis.asyncio as aioredis
 
-    from service.model.records import key_of
-    from service.stores.redis_keys import encode, object_field
+    from dra_mirror.service.model.records import key_of
+    from dra_mirror.service.stores.redis_keys import encode, object_field
 
     client = aioredis.Redis.from_url(url)
     started = time.perf_counter()
@@ -55,8 +55,8 @@ async def floor(url: str, cluster: str, records: dict) -> float:
 
 
 async def sync(url: str, cluster: str, records: dict) -> tuple[float, float, int]:
-    from service.model.index import ClusterIndex
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.model.index import ClusterIndex
+    from dra_mirror.service.stores.redis import RedisStore
 
     store = RedisStore.from_url(url)
     index = ClusterIndex(cluster)

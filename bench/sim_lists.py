@@ -26,12 +26,12 @@ import time
 import httpx
 import orjson
 
-from service.sim.convert import to_served
-from service.sim.listing import list_page
-from service.sim.resources import RESOURCES
-from service.sim.run import ClusterSpec, Simulator
-from service.sim.scenario import build_world, load_scenario
-from service.sim.store import ClusterStore, list_item
+from dra_mirror.service.sim.convert import to_served
+from dra_mirror.service.sim.listing import list_page
+from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.sim.store import ClusterStore, list_item
 
 PATHS = {
     "nodes": "/api/v1/nodes",

@@ -24,7 +24,7 @@ import httpx
 import orjson
 import yaml
 
-from service.sim.scenario import build_world, load_scenario, serve_scenario
+from dra_mirror.service.sim.scenario import build_world, load_scenario, serve_scenario
 
 PATHS = {
     "namespaces": "/api/v1/namespaces",

@@ -50,8 +50,8 @@ def _peak_rss_mib() -> float:
 async def _floor(kubeconfig: str) -> dict:
     import msgspec
 
-    from service.clusters.config import close_all, connect
-    from service.clusters.transport import ClusterApi
+    from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.clusters.transport import ClusterApi
 
     imported = time.perf_counter()
     connections = await connect(kubeconfig, None)
@@ -82,10 +82,10 @@ async def _floor(kubeconfig: str) -> dict:
 
 
 async def _sync(kubeconfig: str) -> dict:
-    from service.clusters.config import close_all, connect
-    from service.model.records import KINDS
-    from service.reactor import run_reactors
-    from service.stores.memory import MemoryStore
+    from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.model.records import KINDS
+    from dra_mirror.service.reactor.reactor import run_reactors
+    from dra_mirror.service.stores.memory import MemoryStore
 
     imported = time.perf_counter()
     connections = await connect(kubeconfig, None)

@@ -15,8 +15,8 @@ import os
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from service.history.db import async_url, open_engine
-from service.history.models import Base
+from dra_mirror.service.history.db import async_url, open_engine
+from dra_mirror.service.history.models import Base
 
 config = context.config
 target_metadata = Base.metadata

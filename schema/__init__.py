@@ -23,7 +23,7 @@ from strawberry.extensions import ParserCache, ValidationCache
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
 
-from service.settings import GraphQLSettings
+from dra_mirror.service.settings import GraphQLSettings
 
 from .query import Query as CoreQuery
 from .scalars import SCALAR_MAP
@@ -31,7 +31,7 @@ from .scalars import SCALAR_MAP
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
 # Modules other areas own; each exports a strawberry `Query` merged into the root.
-EXTENSION_MODULES = ("schema.history", "schema.diagnostics")
+EXTENSION_MODULES = ("dra_mirror.schema.history", "dra_mirror.schema.diagnostics")
 
 
 def extension_queries() -> list[type]:

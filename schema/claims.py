@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
@@ -28,8 +28,8 @@ from service.model.records import (
     SubRequest,
     TemplateRecord,
 )
-from service.model.records import Device as DeviceRecord
-from service.stores.protocols import Relation
+from dra_mirror.service.model.records import Device as DeviceRecord
+from dra_mirror.service.stores.protocols import Relation
 
 from .devices import Device
 from .identity import NamespacedFields, NamespacedUidFields
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from .nodes import Node
     from .pods import Pod
 
-NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
-PodT = Annotated["Pod", strawberry.lazy("schema.pods")]
+NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
+PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
 
 
 async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from service.diagnostics.cel import SelectorError, compile_selector
-from service.model.records import DeviceClassRecord, DeviceEntry
+from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
+from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry
 
 from .loaders import Loaders
 

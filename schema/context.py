@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from service.settings import GraphQLSettings
-from service.stores.protocols import StateReader
+from dra_mirror.service.settings import GraphQLSettings
+from dra_mirror.service.stores.protocols import StateReader
 
 from .loaders import Loaders
 from .reader import Scope, ScopedReader

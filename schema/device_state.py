@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from service.model import inventory
-from service.model.records import AllocationRef, DeviceEntry, DeviceKey
-from service.stores.protocols import Relation
+from dra_mirror.service.model import inventory
+from dra_mirror.service.model.records import AllocationRef, DeviceEntry, DeviceKey
+from dra_mirror.service.stores.protocols import Relation
 
 from .loaders import Loaders
 

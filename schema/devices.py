@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
-from service.model.quantity import parse_quantity
-from service.model.records import (
+from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.records import (
     AllocationRef,
     DeviceClassRecord,
     DeviceEntry,
@@ -23,8 +23,8 @@ from service.model.records import (
     ObjectKey,
     SliceRecord,
 )
-from service.model.records import Capacity as CapacityRecord
-from service.stores.protocols import Relation
+from dra_mirror.service.model.records import Capacity as CapacityRecord
+from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
 from .identity import ClusterScopedFields
@@ -35,10 +35,10 @@ if TYPE_CHECKING:
     from .nodes import Node
     from .pods import Pod
 
-ClaimT = Annotated["ResourceClaim", strawberry.lazy("schema.claims")]
-AllocationT = Annotated["Allocation", strawberry.lazy("schema.claims")]
-NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
-PodT = Annotated["Pod", strawberry.lazy("schema.pods")]
+ClaimT = Annotated["ResourceClaim", strawberry.lazy("dra_mirror.schema.claims")]
+AllocationT = Annotated["Allocation", strawberry.lazy("dra_mirror.schema.claims")]
+NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
+PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
 
 
 def _number(quantity: str | None) -> float | None:

@@ -18,9 +18,9 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
 
-from service import diagnosis
-from service.diagnostics.lint import lint_manifests
-from service.model.records import DeviceEntry, DeviceKey
+from dra_mirror.service.diagnostics.lint import lint_manifests
+from dra_mirror.service.model.records import DeviceEntry, DeviceKey
+from dra_mirror.service.questions import diagnosis
 
 from . import device_state
 from .devices import Device

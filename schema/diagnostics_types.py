@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
-from service.diagnostics.explain import Check, Diagnosis, Holder
-from service.diagnostics.lint import Finding
-from service.diagnostics.verdicts import RequestVerdict
-from service.model.records import ObjectKey
+from dra_mirror.service.diagnostics.explain import Check, Diagnosis, Holder
+from dra_mirror.service.diagnostics.lint import Finding
+from dra_mirror.service.diagnostics.verdicts import RequestVerdict
+from dra_mirror.service.model.records import ObjectKey
 
 from .scalars import DateTime
 
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from .claims import ResourceClaim
     from .pods import Pod
 
-ClaimT = Annotated["ResourceClaim", strawberry.lazy("schema.claims")]
-PodT = Annotated["Pod", strawberry.lazy("schema.pods")]
+ClaimT = Annotated["ResourceClaim", strawberry.lazy("dra_mirror.schema.claims")]
+PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
 
 
 @strawberry.enum(description="A diagnosis in the operations manual's words (see the message).")

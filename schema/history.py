@@ -25,10 +25,10 @@ from graphql import GraphQLError
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from service.history import queries as q
-from service.history.contention import BadAuditRequest
-from service.history.db import HistoryUnavailable
-from service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+from dra_mirror.service.history import queries as q
+from dra_mirror.service.history.contention import BadAuditRequest
+from dra_mirror.service.history.db import HistoryUnavailable
+from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
 from .scalars import DateTime
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import strawberry
 
-from service.model.records import Meta
+from dra_mirror.service.model.records import Meta
 
 
 class ObjectRecord(Protocol):

@@ -24,10 +24,10 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
 
-from service.stores.bus import ClaimEvent as ClaimChange
-from service.stores.bus import DeviceEvent as DeviceChange
-from service.stores.bus import DeviceState
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.service.stores.bus import ClaimEvent as ClaimChange
+from dra_mirror.service.stores.bus import DeviceEvent as DeviceChange
+from dra_mirror.service.stores.bus import DeviceState
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
 from .claims import ResourceClaim
 from .devices import Device

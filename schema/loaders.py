@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 from strawberry.dataloader import DataLoader
 
-from service.model.pools import valid_pool
-from service.model.records import (
+from dra_mirror.service.model.pools import valid_pool
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     RESOURCE_SLICE,
     CounterSet,
@@ -30,7 +30,7 @@ from service.model.records import (
     Record,
     SliceRecord,
 )
-from service.stores.protocols import Relation
+from dra_mirror.service.stores.protocols import Relation
 
 from .reader import ScopedReader
 

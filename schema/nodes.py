@@ -10,7 +10,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     FREE,
     NODE,
     PENDING,
@@ -20,8 +20,8 @@ from service.model.records import (
     PodRecord,
     SliceRecord,
 )
-from service.stores.protocols import ClusterStatus as ClusterStatusRecord
-from service.stores.protocols import Relation
+from dra_mirror.service.stores.protocols import ClusterStatus as ClusterStatusRecord
+from dra_mirror.service.stores.protocols import Relation
 
 from . import device_state
 from .devices import Device, ResourceSlice, load_devices

@@ -23,7 +23,7 @@ import orjson
 import strawberry
 from graphql import GraphQLError
 
-from service.settings import GraphQLSettings
+from dra_mirror.service.settings import GraphQLSettings
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741  (the item a node is built from)

@@ -11,8 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
-from service.model.records import RESOURCE_CLAIM, ClaimRecord, DeviceKey, ObjectKey, PodRecord
-from service.model.records import PodClaim as PodClaimRecord
+from dra_mirror.service.model.records import (
+    RESOURCE_CLAIM,
+    ClaimRecord,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+)
+from dra_mirror.service.model.records import PodClaim as PodClaimRecord
 
 from .claims import ResourceClaim, device_for
 from .devices import Device
@@ -22,7 +28,7 @@ from .scalars import JSON, DateTime, to_datetime
 if TYPE_CHECKING:
     from .nodes import Node
 
-NodeT = Annotated["Node", strawberry.lazy("schema.nodes")]
+NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 
 
 @strawberry.type(description="One pod.spec.resourceClaims entry, resolved.")

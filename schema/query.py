@@ -11,7 +11,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
@@ -23,7 +23,7 @@ from service.model.records import (
     ObjectKey,
     PodRecord,
 )
-from service.stores.protocols import Relation
+from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
 from .claims import Holding, ResourceClaim, ResourceClaimTemplate, claim_key

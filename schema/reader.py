@@ -19,8 +19,13 @@ from typing import Any, TypeVar
 
 from graphql import GraphQLError
 
-from service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
-from service.stores.protocols import ClusterStatus, Relation, StateReader, StoreUnavailable
+from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.stores.protocols import (
+    ClusterStatus,
+    Relation,
+    StateReader,
+    StoreUnavailable,
+)
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from typing import NewType
 import strawberry
 from strawberry.scalars import JSON
 
-from service.model import records
+from dra_mirror.service.model import records
 
 __all__ = [
     "JSON",

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from strawberry.types import Info
 
-from service.model.records import AllocationRef, ClaimRecord, DeviceKey, ObjectKey
-from service.stores.protocols import Relation
+from dra_mirror.service.model.records import AllocationRef, ClaimRecord, DeviceKey, ObjectKey
+from dra_mirror.service.stores.protocols import Relation
 
 from .claims import Holding, consumer_keys, same_pod
 from .loaders import Loaders

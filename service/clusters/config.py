@@ -33,7 +33,7 @@ from kubernetes_asyncio.config.kube_config import (
     load_kube_config,
 )
 
-from service.clusters.errors import ConfigurationError
+from dra_mirror.service.clusters.errors import ConfigurationError
 
 IN_CLUSTER_NAME = "in-cluster"
 # Six watches per cluster stay open at once, plus lists and discovery.

@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 import orjson
 
-from service.clusters.errors import BadResponse, ClusterError, NotServed
-from service.clusters.resources import DRA_GROUP, DRA_VERSIONS, WATCHED
-from service.clusters.transport import ClusterApi
+from dra_mirror.service.clusters.errors import BadResponse, ClusterError, NotServed
+from dra_mirror.service.clusters.resources import DRA_GROUP, DRA_VERSIONS, WATCHED
+from dra_mirror.service.clusters.transport import ClusterApi
 
 _DRA_PLURALS = frozenset(plural for group, plural in WATCHED if group == DRA_GROUP)
 

@@ -10,7 +10,7 @@ Promises: pure data and string building, no I/O.
 
 from __future__ import annotations
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,

@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
-from service.clusters.errors import ClusterError, from_status, translate
+from dra_mirror.service.clusters.errors import ClusterError, from_status, translate
 
 Query = Mapping[str, str | int | bool]
 

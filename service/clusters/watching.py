@@ -31,15 +31,21 @@ from typing import NamedTuple
 
 import msgspec
 
-from service.clusters.backoff import Backoff
-from service.clusters.discovery import DraVersions
-from service.clusters.errors import BadResponse, ClusterError, Expired, NotServed, from_status
-from service.clusters.resources import collection_path, is_dra
-from service.clusters.transport import ClusterApi
-from service.model.decode import decode_list, decode_watch_line
-from service.model.index import Event
-from service.model.normalize import MalformedObject
-from service.model.records import Record
+from dra_mirror.service.clusters.backoff import Backoff
+from dra_mirror.service.clusters.discovery import DraVersions
+from dra_mirror.service.clusters.errors import (
+    BadResponse,
+    ClusterError,
+    Expired,
+    NotServed,
+    from_status,
+)
+from dra_mirror.service.clusters.resources import collection_path, is_dra
+from dra_mirror.service.clusters.transport import ClusterApi
+from dra_mirror.service.model.decode import decode_list, decode_watch_line
+from dra_mirror.service.model.index import Event
+from dra_mirror.service.model.normalize import MalformedObject
+from dra_mirror.service.model.records import Record
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from fractions import Fraction
 from math import ceil
 from typing import Any
 
-from service.diagnostics.cel import SelectorError, compile_selector
-from service.diagnostics.ledger import CounterSetKey, Ledger
-from service.model.quantity import parse_quantity
-from service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
+from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
+from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
+from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
 
 # Why a matching device cannot be given now.
 HELD = "held"

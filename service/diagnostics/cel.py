@@ -35,8 +35,8 @@ from cel_expr_python import cel
 from cel_expr_python.ext.ext_bindings import ExtBindings
 from cel_expr_python.ext.ext_strings import ExtStrings
 
-from service.diagnostics import cel_library
-from service.model.records import Device, DeviceEntry
+from dra_mirror.service.diagnostics import cel_library
+from dra_mirror.service.model.records import Device, DeviceEntry
 
 __all__ = ["Selector", "SelectorError", "SelectorEvalError", "compile_selector", "device_data"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from service.model.quantity import parse_quantity
+from dra_mirror.service.model.quantity import parse_quantity
 
 QUANTITY_KEY = "k8s.quantity"
 SEMVER_KEY = "k8s.semver"

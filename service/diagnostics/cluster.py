@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from service.model.quantity import format_quantity, parse_quantity
-from service.model.records import NodeRecord, PodRecord
+from dra_mirror.service.model.quantity import format_quantity, parse_quantity
+from dra_mirror.service.model.records import NodeRecord, PodRecord
 
 _DRIVER = re.compile(r"""\bdevice\s*\.\s*driver\s*==\s*(['"])([^'"]+)\1""")
 _GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe")

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from service.diagnostics.cluster import (
+from dra_mirror.service.diagnostics.cluster import (
     driver_of_selectors,
     gpu_nodes,
     node_shortfall,
@@ -39,15 +39,15 @@ from service.diagnostics.cluster import (
     pod_requests,
     shortfall,
 )
-from service.diagnostics.ledger import Ledger
-from service.diagnostics.placement import allocate
-from service.diagnostics.verdicts import (
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.diagnostics.verdicts import (
     ALL_HELD,
     FITS,
     NO_DEVICES,
     RequestVerdict,
 )
-from service.model.records import (
+from dra_mirror.service.model.records import (
     Allocation,
     ClaimRecord,
     DeviceClassRecord,

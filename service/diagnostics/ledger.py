@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import NamedTuple
 
-from service.model.quantity import parse_quantity
-from service.model.records import (
+from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.records import (
     Allocation,
     ClaimRecord,
     DeviceEntry,

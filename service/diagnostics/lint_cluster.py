@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from service.diagnostics.candidates import Alternative, match
-from service.diagnostics.cluster import gpu_nodes
-from service.diagnostics.lint import DEVICE_PLUGIN_RESOURCES, ERROR, WARNING, Finding
-from service.model.records import (
+from dra_mirror.service.diagnostics.candidates import Alternative, match
+from dra_mirror.service.diagnostics.cluster import gpu_nodes
+from dra_mirror.service.diagnostics.lint import DEVICE_PLUGIN_RESOURCES, ERROR, WARNING, Finding
+from dra_mirror.service.model.records import (
     ClaimRecord,
     DeviceClassRecord,
     DeviceEntry,

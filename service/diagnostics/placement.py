@@ -36,15 +36,15 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from service.diagnostics.candidates import Alternative, Match, alternatives, fit, match
-from service.diagnostics.ledger import CounterSetKey, Ledger
-from service.diagnostics.verdicts import (
+from dra_mirror.service.diagnostics.candidates import Alternative, Match, alternatives, fit, match
+from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
+from dra_mirror.service.diagnostics.verdicts import (
     RequestVerdict,
     Unsatisfiable,
     claim_verdicts,
 )
-from service.model.quantity import format_quantity, parse_quantity
-from service.model.records import (
+from dra_mirror.service.model.quantity import format_quantity, parse_quantity
+from dra_mirror.service.model.records import (
     Allocation,
     AllocationResult,
     ClaimRecord,

@@ -30,9 +30,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from service.diagnostics.candidates import COUNTERS, POLICY, TAINTED, Match, fit
-from service.diagnostics.ledger import Ledger
-from service.model.records import ClaimRecord, ObjectKey
+from dra_mirror.service.diagnostics.candidates import COUNTERS, POLICY, TAINTED, Match, fit
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.records import ClaimRecord, ObjectKey
 
 CLASS_MISSING = "class-missing"
 SELECTOR_ERROR = "selector-error"

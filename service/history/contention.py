@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.history import peaks
-from service.history.times import US_PER_HOUR, US_PER_SECOND
+from dra_mirror.service.history import peaks
+from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
 GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
 MAX_BUCKETS = 10_000

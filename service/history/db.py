@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
 
 class HistoryUnavailable(StoreUnavailable):

@@ -14,8 +14,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection
 
-import migrations
-from service.history.db import open_engine, sql_errors
+from dra_mirror import migrations
+from dra_mirror.service.history.db import open_engine, sql_errors
 
 MIGRATIONS = Path(migrations.__file__).resolve().parent
 

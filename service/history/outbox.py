@@ -30,8 +30,8 @@ from typing import Protocol
 
 import msgspec
 
-from service.model.changes import Changes, Transition
-from service.model.records import KIND_OF, Record
+from dra_mirror.service.model.changes import Changes, Transition
+from dra_mirror.service.model.records import KIND_OF, Record
 
 
 class Version(msgspec.Struct, array_like=True, gc=False):

@@ -31,8 +31,8 @@ from sqlalchemy import delete, null, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from service.history.models import CacheEpoch, PendingPeak, PendingPeakHour
-from service.history.times import US_PER_HOUR
+from dra_mirror.service.history.models import CacheEpoch, PendingPeak, PendingPeakHour
+from dra_mirror.service.history.times import US_PER_HOUR
 
 HOUR = US_PER_HOUR
 DAY = 24 * US_PER_HOUR

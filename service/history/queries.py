@@ -31,9 +31,9 @@ import orjson
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.history import contention as contention_audit
-from service.history.db import sql_errors
-from service.history.models import (
+from dra_mirror.service.history import contention as contention_audit
+from dra_mirror.service.history.db import sql_errors
+from dra_mirror.service.history.models import (
     AllocationInterval,
     ConsumerInterval,
     DeviceInterval,
@@ -42,7 +42,7 @@ from service.history.models import (
     ObjectVersion,
     WaitInterval,
 )
-from service.history.spans import (
+from dra_mirror.service.history.spans import (
     AllocationSpan,
     ClaimIncarnation,
     ClaimVersion,
@@ -54,7 +54,7 @@ from service.history.spans import (
     PodSpan,
     Span,
 )
-from service.history.times import US_PER_HOUR, US_PER_SECOND
+from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
 ContentionRow = contention_audit.ContentionRow
 

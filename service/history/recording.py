@@ -38,8 +38,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from service.history import peaks, pgcopy
-from service.history.models import (
+from dra_mirror.service.history import peaks, pgcopy
+from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
     AllocationInterval,
     ClusterMark,
@@ -51,10 +51,10 @@ from service.history.models import (
     OutboxPosition,
     WaitInterval,
 )
-from service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
-from service.history.times import to_us
-from service.model import changes as t
-from service.model.changes import Transition
+from dra_mirror.service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
+from dra_mirror.service.history.times import to_us
+from dra_mirror.service.model import changes as t
+from dra_mirror.service.model.changes import Transition
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
 

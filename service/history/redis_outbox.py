@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 from redis import asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from service.stores.protocols import StoreUnavailable
-from service.stores.redis_calls import redis_call
-from service.stores.redis_keys import DEFAULT_PREFIX
+from dra_mirror.service.stores.protocols import StoreUnavailable
+from dra_mirror.service.stores.redis_calls import redis_call
+from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

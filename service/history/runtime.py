@@ -24,12 +24,12 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.outbox import MemoryOutbox, Outbox
-from service.history.queries import HistoryQueries
-from service.history.writer import HistorySink, HistoryWriter, WriterOptions
-from service.stores.protocols import StoreError
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.outbox import MemoryOutbox, Outbox
+from dra_mirror.service.history.queries import HistoryQueries
+from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.stores.protocols import StoreError
 
 log = logging.getLogger(__name__)
 

@@ -40,9 +40,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.history.contention import warm_peaks
-from service.history.models import ObjectVersion, OutboxPosition
-from service.history.outbox import (
+from dra_mirror.service.history.contention import warm_peaks
+from dra_mirror.service.history.models import ObjectVersion, OutboxPosition
+from dra_mirror.service.history.outbox import (
     ChangesEntry,
     GapEntry,
     Outbox,
@@ -52,9 +52,9 @@ from service.history.outbox import (
     encode_entry,
     entry_order,
 )
-from service.history.recording import BatchRecorder, Prepared, prepare
-from service.history.times import US_PER_SECOND
-from service.model.changes import Changes
+from dra_mirror.service.history.recording import BatchRecorder, Prepared, prepare
+from dra_mirror.service.history.times import US_PER_SECOND
+from dra_mirror.service.model.changes import Changes
 
 log = logging.getLogger(__name__)
 

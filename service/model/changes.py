@@ -13,7 +13,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from service.model.records import ObjectKey, Record
+from dra_mirror.service.model.records import ObjectKey, Record
 
 # Transition types. Times (`at`) are RFC 3339 UTC observation times given to the model.
 CLAIM_CREATED = "claim_created"
@@ -101,6 +101,6 @@ class Changes(Struct):
         return bool(self.upserts or self.deletes or self.transitions)
 
     def keys(self) -> list[ObjectKey]:
-        from service.model.records import key_of
+        from dra_mirror.service.model.records import key_of
 
         return [key_of(r) for r in self.upserts] + [key_of(r) for r in self.deletes]

@@ -19,9 +19,14 @@ Rules (DESIGN.md "Derived states", dra-api.md §5, §6, §10):
 
 from __future__ import annotations
 
-from service.model import api
-from service.model.metadata import cel_expressions, object_meta, quantities, selector_node
-from service.model.records import (
+from dra_mirror.service.model import api
+from dra_mirror.service.model.metadata import (
+    cel_expressions,
+    object_meta,
+    quantities,
+    selector_node,
+)
+from dra_mirror.service.model.records import (
     ALLOCATED,
     DELETING,
     EXTENDED_RESOURCE,

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec.structs import replace
 
-from service.model import changes as ch
-from service.model.records import (
+from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
@@ -29,10 +29,10 @@ from service.model.records import (
     ObjectKey,
     PodRecord,
 )
-from service.model.relations import CLASS_CLAIMS, DEVICE_ALLOCATIONS, TEMPLATE_CLAIMS
+from dra_mirror.service.model.relations import CLASS_CLAIMS, DEVICE_ALLOCATIONS, TEMPLATE_CLAIMS
 
 if TYPE_CHECKING:
-    from service.model.index import Batch, ClusterIndex
+    from dra_mirror.service.model.index import Batch, ClusterIndex
 
 RUNNING = "Running"
 

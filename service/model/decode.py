@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from service.model import api
-from service.model.metadata import MalformedObject, object_ref
-from service.model.normalize import WIRE_TYPES, record_of
-from service.model.records import Record
+from dra_mirror.service.model import api
+from dra_mirror.service.model.metadata import MalformedObject, object_ref
+from dra_mirror.service.model.normalize import WIRE_TYPES, record_of
+from dra_mirror.service.model.records import Record
 
 # Watch event types (watch.EventType in apimachinery).
 ADDED = "ADDED"

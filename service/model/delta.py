@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from service.model.records import DeviceEntry, DeviceKey, ObjectKey
+from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey
 
 
 class _Removed:

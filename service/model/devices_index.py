@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from service.model import changes as ch
-from service.model.inventory import counters_free, device_status
-from service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
-from service.model.records import DeviceEntry, DeviceKey, ObjectKey, SliceRecord
-from service.model.relations import (
+from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.inventory import counters_free, device_status
+from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
+from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, SliceRecord
+from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
     NAME_DEVICES,
     NODE_DEVICES,
@@ -29,7 +29,7 @@ from service.model.relations import (
 )
 
 if TYPE_CHECKING:
-    from service.model.index import Batch, ClusterIndex
+    from dra_mirror.service.model.index import Batch, ClusterIndex
 
 
 class DeviceTracker:

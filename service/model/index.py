@@ -40,13 +40,13 @@ from typing import Any, NamedTuple
 
 from msgspec.structs import replace
 
-from service.model import changes as ch
-from service.model.claims_index import ClaimTracker
-from service.model.delta import IndexDelta
-from service.model.devices_index import DeviceTracker
-from service.model.links import Links
-from service.model.pools import ValidPool
-from service.model.records import (
+from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.claims_index import ClaimTracker
+from dra_mirror.service.model.delta import IndexDelta
+from dra_mirror.service.model.devices_index import DeviceTracker
+from dra_mirror.service.model.links import Links
+from dra_mirror.service.model.pools import ValidPool
+from dra_mirror.service.model.records import (
     KINDS,
     POD,
     RESOURCE_CLAIM,
@@ -59,7 +59,7 @@ from service.model.records import (
     Record,
     key_of,
 )
-from service.model.relations import (  # re-exported: the relation names live there
+from dra_mirror.service.model.relations import (  # re-exported: the relation names live there
     CLAIM_REFERRERS,
     CLASS_CLAIMS,
     DEVICE_ALLOCATIONS,

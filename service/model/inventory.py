@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
-from service.model.quantity import format_quantity, parse_quantity
-from service.model.records import (
+from dra_mirror.service.model.quantity import format_quantity, parse_quantity
+from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
     HELD,

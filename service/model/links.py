@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from service.model.delta import REMOVED, IndexDelta
+from dra_mirror.service.model.delta import REMOVED, IndexDelta
 
 _EMPTY: dict[Any, Any] = {}
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.model import api
-from service.model.records import NAMESPACED_KINDS, Meta, ObjectKey, OwnerRef
+from dra_mirror.service.model import api
+from dra_mirror.service.model.records import NAMESPACED_KINDS, Meta, ObjectKey, OwnerRef
 
 
 class MalformedObject(ValueError):

@@ -19,10 +19,10 @@ from typing import Any
 
 import msgspec
 
-from service.model import api
-from service.model.claims import claim_record, template_record
-from service.model.metadata import MalformedObject, object_ref
-from service.model.records import (
+from dra_mirror.service.model import api
+from dra_mirror.service.model.claims import claim_record, template_record
+from dra_mirror.service.model.metadata import MalformedObject, object_ref
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
@@ -31,8 +31,8 @@ from service.model.records import (
     RESOURCE_SLICE,
     Record,
 )
-from service.model.slices import device_class_record, slice_record
-from service.model.workloads import node_record, pod_record
+from dra_mirror.service.model.slices import device_class_record, slice_record
+from dra_mirror.service.model.workloads import node_record, pod_record
 
 __all__ = ["WIRE_TYPES", "MalformedObject", "normalize", "record_of"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from service.model.records import CounterSet, DeviceEntry, DeviceKey, SliceRecord, key_of
+from dra_mirror.service.model.records import CounterSet, DeviceEntry, DeviceKey, SliceRecord, key_of
 
 
 class PoolKey(NamedTuple):

@@ -13,14 +13,14 @@ Rules (dra-api.md §1, §4):
 
 from __future__ import annotations
 
-from service.model import api
-from service.model.metadata import (
+from dra_mirror.service.model import api
+from dra_mirror.service.model.metadata import (
     cel_expressions,
     object_meta,
     qualify,
     quantity_text,
 )
-from service.model.records import (
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     RESOURCE_SLICE,
     Attribute,

@@ -19,9 +19,9 @@ Rules (dra-api.md §9):
 
 from __future__ import annotations
 
-from service.model import api
-from service.model.metadata import object_meta, quantities
-from service.model.records import (
+from dra_mirror.service.model import api
+from dra_mirror.service.model.metadata import object_meta, quantities
+from dra_mirror.service.model.records import (
     NODE,
     POD,
     Container,

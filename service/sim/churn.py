@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from service.sim.errors import ApiError
-from service.sim.generate import pod_object
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.errors import ApiError
+from dra_mirror.service.sim.generate import pod_object
+from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = ["Churn", "ChurnShape", "ChurnSpec", "Step", "schedule"]
 

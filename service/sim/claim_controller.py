@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.model.records import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
-from service.sim.store import ClusterStore
+from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
+from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = [
     "claim_from_template",

@@ -33,13 +33,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from service.model.records import DELETE_PROTECTION_FINALIZER, Allocation
-from service.model.records import key_of as record_key
-from service.sim.claim_controller import pod_claims, release_pod_claims
-from service.sim.errors import ApiError
-from service.sim.generate import allocation_dict, running_status, scheduled_condition
-from service.sim.scheduler import TERMINAL_PHASES, SchedulerState
-from service.sim.store import ClusterStore, timestamp
+from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER, Allocation
+from dra_mirror.service.model.records import key_of as record_key
+from dra_mirror.service.sim.claim_controller import pod_claims, release_pod_claims
+from dra_mirror.service.sim.errors import ApiError
+from dra_mirror.service.sim.generate import allocation_dict, running_status, scheduled_condition
+from dra_mirror.service.sim.scheduler import TERMINAL_PHASES, SchedulerState
+from dra_mirror.service.sim.store import ClusterStore, timestamp
 
 __all__ = ["Controller"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.sim.resources import DRA_GROUP, DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.resources import DRA_GROUP, DRA_VERSIONS, RESOURCES
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]

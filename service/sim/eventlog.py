@@ -13,7 +13,7 @@ from collections import deque
 from itertools import islice
 from typing import NamedTuple
 
-from service.sim.errors import expired
+from dra_mirror.service.sim.errors import expired
 
 Key = tuple[str, str]  # (namespace or "", name)
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from service.model.normalize import normalize
-from service.model.quantity import parse_quantity
-from service.model.records import (
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.records import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     RESOURCE_CLAIM,
     Allocation,
     ClaimRecord,
 )
-from service.sim.claim_controller import pod_owner_reference
+from dra_mirror.service.sim.claim_controller import pod_owner_reference
 
 __all__ = ["ExtendedClaim", "extended_claim", "extended_requests"]
 

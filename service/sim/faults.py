@@ -28,7 +28,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.sim.errors import ApiError, bad_request, expired
+from dra_mirror.service.sim.errors import ApiError, bad_request, expired
 
 _ERROR_REASONS = {
     429: "TooManyRequests",

@@ -17,8 +17,8 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Iterator
 
-from service.sim.resources import RESOURCES
-from service.sim.store import ClusterStore, Key, key_of
+from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.sim.store import ClusterStore, Key, key_of
 
 
 def owner_uids(obj: dict) -> Iterator[str]:

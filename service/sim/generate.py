@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     DELETE_PROTECTION_FINALIZER,
     POD_CLAIM_NAME_ANNOTATION,
     Allocation,
 )
-from service.sim import hardware
-from service.sim.store import ClusterStore, timestamp
+from dra_mirror.service.sim import hardware
+from dra_mirror.service.sim.store import ClusterStore, timestamp
 
 __all__ = [
     "DEFAULT_IMAGE",

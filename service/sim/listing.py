@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import orjson
 
-from service.sim.errors import ApiError, bad_request, expired
-from service.sim.store import ClusterStore, Key
+from dra_mirror.service.sim.errors import ApiError, bad_request, expired
+from dra_mirror.service.sim.store import ClusterStore, Key
 
 _CONTINUE_TOO_OLD = (
     "The provided continue parameter is too old to display a consistent list result. "

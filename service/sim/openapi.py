@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.sim.resources import DRA_GROUP, RESOURCES
+from dra_mirror.service.sim.resources import DRA_GROUP, RESOURCES
 
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 # openapi_v2.Document with only field 1 (swagger) = "2.0", protobuf wire format.

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import yaml
 
-from service.sim.errors import ApiError, bad_request
+from dra_mirror.service.sim.errors import ApiError, bad_request
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"

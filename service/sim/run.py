@@ -24,11 +24,11 @@ from typing import Any
 
 import uvicorn
 
-from service.sim.kubeconfig import write_kubeconfig
-from service.sim.resources import DRA_VERSIONS, RESOURCES
-from service.sim.served import ServedCluster
-from service.sim.server import build_app
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.kubeconfig import write_kubeconfig
+from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.served import ServedCluster
+from dra_mirror.service.sim.server import build_app
+from dra_mirror.service.sim.store import ClusterStore
 
 HOST = "127.0.0.1"
 

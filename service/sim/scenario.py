@@ -30,15 +30,21 @@ from typing import Any
 
 import yaml
 
-from service.sim import hardware
-from service.sim.churn import Churn, ChurnSpec
-from service.sim.controller import Controller
-from service.sim.errors import ApiError
-from service.sim.faults import Faults
-from service.sim.generate import DEFAULT_IMAGE, ScaleSpec, pod_object, populate, ready_node
-from service.sim.resources import DRA_VERSIONS, RESOURCES
-from service.sim.run import ClusterSpec, serve_forever
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim import hardware
+from dra_mirror.service.sim.churn import Churn, ChurnSpec
+from dra_mirror.service.sim.controller import Controller
+from dra_mirror.service.sim.errors import ApiError
+from dra_mirror.service.sim.faults import Faults
+from dra_mirror.service.sim.generate import (
+    DEFAULT_IMAGE,
+    ScaleSpec,
+    pod_object,
+    populate,
+    ready_node,
+)
+from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.run import ClusterSpec, serve_forever
+from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = [
     "ClusterScenario",
@@ -139,7 +145,7 @@ class World:
 
 
 def scenario_dir() -> Path:
-    return Path(str(resources.files("service.sim") / "scenarios"))
+    return Path(str(resources.files("dra_mirror.service.sim") / "scenarios"))
 
 
 def list_scenarios() -> list[str]:

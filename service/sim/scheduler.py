@@ -27,12 +27,12 @@ from typing import Any
 
 import msgspec
 
-from service.diagnostics.ledger import Ledger
-from service.diagnostics.placement import allocate
-from service.model.normalize import MalformedObject, normalize
-from service.model.pools import valid_devices
-from service.model.quantity import parse_quantity
-from service.model.records import (
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.model.pools import valid_devices
+from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
@@ -43,10 +43,10 @@ from service.model.records import (
     ObjectKey,
     SliceRecord,
 )
-from service.model.records import key_of as record_key
-from service.sim.extended import ExtendedClaim, extended_claim, extended_requests
-from service.sim.generate import node_ip, pod_ip
-from service.sim.store import ClusterStore
+from dra_mirror.service.model.records import key_of as record_key
+from dra_mirror.service.sim.extended import ExtendedClaim, extended_claim, extended_requests
+from dra_mirror.service.sim.generate import node_ip, pod_ip
+from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = ["TERMINAL_PHASES", "SchedulerState", "device_entries"]
 

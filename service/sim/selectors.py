@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from service.sim.errors import bad_request
+from dra_mirror.service.sim.errors import bad_request
 
 Predicate = Callable[[dict], bool]
 

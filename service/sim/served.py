@@ -13,12 +13,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.sim.discovery import ordered
-from service.sim.errors import ApiError
-from service.sim.faults import Faults
-from service.sim.garbage import GarbageCollector
-from service.sim.resources import DRA_VERSIONS, RESOURCES
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.discovery import ordered
+from dra_mirror.service.sim.errors import ApiError
+from dra_mirror.service.sim.faults import Faults
+from dra_mirror.service.sim.garbage import GarbageCollector
+from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.store import ClusterStore
 
 
 class Notifier:

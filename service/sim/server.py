@@ -27,15 +27,15 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.sim import discovery, openapi, tables
-from service.sim.errors import ApiError, bad_request, not_found
-from service.sim.listing import list_page
-from service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
-from service.sim.resources import DRA_GROUP
-from service.sim.selectors import combine, parse_fields, parse_labels
-from service.sim.served import ServedCluster
-from service.sim.store import list_item, merge_patch
-from service.sim.targets import (
+from dra_mirror.service.sim import discovery, openapi, tables
+from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
+from dra_mirror.service.sim.listing import list_page
+from dra_mirror.service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
+from dra_mirror.service.sim.resources import DRA_GROUP
+from dra_mirror.service.sim.selectors import combine, parse_fields, parse_labels
+from dra_mirror.service.sim.served import ServedCluster
+from dra_mirror.service.sim.store import list_item, merge_patch
+from dra_mirror.service.sim.targets import (
     Target,
     check_identity,
     delete_options,
@@ -44,7 +44,7 @@ from service.sim.targets import (
     wants_table,
     writing,
 )
-from service.sim.watching import WatchRequest, watch_stream
+from dra_mirror.service.sim.watching import WatchRequest, watch_stream
 
 log = logging.getLogger(__name__)
 _JSON = "application/json"

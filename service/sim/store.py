@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 
 import orjson
 
-from service.sim import validation
-from service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
-from service.sim.eventlog import Event, EventLog, Key
-from service.sim.objects import (
+from dra_mirror.service.sim import validation
+from dra_mirror.service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
+from dra_mirror.service.sim.eventlog import Event, EventLog, Key
+from dra_mirror.service.sim.objects import (
     MANAGER,
     check_shape,
     copy_object,
@@ -47,8 +47,8 @@ from service.sim.objects import (
     timestamp,
     without_rv,
 )
-from service.sim.resources import RESOURCES, Resource
-from service.sim.resources import resource as _resource
+from dra_mirror.service.sim.resources import RESOURCES, Resource
+from dra_mirror.service.sim.resources import resource as _resource
 
 __all__ = [
     "RESOURCES",

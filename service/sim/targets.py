@@ -14,11 +14,11 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 
-from service.sim.convert import to_served, to_storage
-from service.sim.errors import ApiError, bad_request, not_found
-from service.sim.patches import decode_body
-from service.sim.resources import DRA_GROUP, RESOURCES, Resource
-from service.sim.store import ClusterStore, Key, list_item
+from dra_mirror.service.sim.convert import to_served, to_storage
+from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
+from dra_mirror.service.sim.patches import decode_body
+from dra_mirror.service.sim.resources import DRA_GROUP, RESOURCES, Resource
+from dra_mirror.service.sim.store import ClusterStore, Key, list_item
 
 _JSON = "application/json"
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
-from service.sim.errors import ApiError, bad_request, expired
-from service.sim.faults import StreamFaults
-from service.sim.served import ServedCluster
+from dra_mirror.service.sim.errors import ApiError, bad_request, expired
+from dra_mirror.service.sim.faults import StreamFaults
+from dra_mirror.service.sim.served import ServedCluster
 
 Encoder = Callable[[dict], Any]  # storage object -> what the client sees
 

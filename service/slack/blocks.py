@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from .explain import Explanation
-from .holdings import HoldingRow, WhoHolds
-from .questions import Claims, Free
+from dra_mirror.service.questions.chatops import Claims, Free
+from dra_mirror.service.questions.explain import Explanation
+from dra_mirror.service.questions.holdings import HoldingRow, WhoHolds
 
 MAX_BLOCKS = 50
 MAX_TEXT = 3000  # a section's text

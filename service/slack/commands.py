@@ -14,10 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from . import blocks
-from .explain import ask_explain
-from .holdings import ask_who_holds
-from .questions import (
+from dra_mirror.service.questions.chatops import (
     Ask,
     QuestionError,
     ask_free,
@@ -25,6 +22,10 @@ from .questions import (
     ask_waiting,
     read_scope,
 )
+from dra_mirror.service.questions.explain import ask_explain
+from dra_mirror.service.questions.holdings import ask_who_holds
+
+from . import blocks
 
 ALIASES = {"whoholds": "who-holds", "who": "who-holds", "holds": "who-holds", "pending": "waiting"}
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.settings import SettingsError
+from dra_mirror.service.settings import SettingsError
 
 ENV_PREFIX = "DRA_MIRROR_SLACK_"
 

@@ -34,10 +34,11 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from dra_mirror.service.questions.chatops import Ask, QuestionError
+
 from . import blocks
 from .commands import answer
 from .config import SlackSettings
-from .questions import Ask, QuestionError
 
 log = logging.getLogger(__name__)
 

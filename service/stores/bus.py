@@ -29,8 +29,8 @@ from collections.abc import AsyncIterator, Iterable
 import msgspec
 from msgspec import Struct
 
-from service.model.changes import Changes
-from service.model.records import (
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     ClaimRecord,
     DeviceEntry,
@@ -40,7 +40,7 @@ from service.model.records import (
     SliceRecord,
     key_of,
 )
-from service.stores.memory import MemoryStore
+from dra_mirror.service.stores.memory import MemoryStore
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
-from service.stores.redis import RedisStore
+from dra_mirror.service.stores.redis import RedisStore
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from service.model.changes import Changes
-from service.model.index import DELETED, MODIFIED, ClusterIndex, Event
-from service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
-from service.stores.protocols import ClusterStatus, Relation
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.index import DELETED, MODIFIED, ClusterIndex, Event
+from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation
 
 # Relations whose key is not tied to one cluster.
 _ACROSS_CLUSTERS = frozenset({Relation.UUID_DEVICES, Relation.NAME_DEVICES})

@@ -19,8 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from msgspec import Struct, field
 
-from service.model.changes import Changes
-from service.model.records import (  # noqa: F401  (re-exported for readers)
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for readers)
     AllocationRef,
     DeviceEntry,
     DeviceKey,

@@ -35,11 +35,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
-from service.stores import bus
-from service.stores.protocols import ClusterStatus, Relation, StoreError
-from service.stores.redis_calls import redis_call
-from service.stores.redis_keys import (
+from dra_mirror.service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.stores import bus
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation, StoreError
+from dra_mirror.service.stores.redis_calls import redis_call
+from dra_mirror.service.stores.redis_keys import (
     DEFAULT_PREFIX,
     HOLDS,
     SET_RELATIONS,
@@ -59,7 +59,7 @@ from service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
-from service.stores.redis_writes import ClusterWriter, Ops, resp
+from dra_mirror.service.stores.redis_writes import ClusterWriter, Ops, resp
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

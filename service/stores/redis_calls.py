@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
 T = TypeVar("T")
 

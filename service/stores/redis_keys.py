@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from service.model.records import (
+from dra_mirror.service.model.records import (
     KIND_OF,
     AllocationRef,
     DeviceEntry,
@@ -39,7 +39,7 @@ from service.model.records import (
     ObjectKey,
     Record,
 )
-from service.stores.protocols import ClusterStatus, Relation
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation
 
 DEFAULT_PREFIX = "dra-mirror"
 

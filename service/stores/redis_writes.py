@@ -28,9 +28,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from service.model.delta import REMOVED, IndexDelta
-from service.model.index import DELETED, MODIFIED, ClusterIndex, Event
-from service.model.records import (
+from dra_mirror.service.model.delta import REMOVED, IndexDelta
+from dra_mirror.service.model.index import DELETED, MODIFIED, ClusterIndex, Event
+from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
     ClaimRecord,
@@ -40,8 +40,8 @@ from service.model.records import (
     Record,
     key_of,
 )
-from service.stores import bus
-from service.stores.redis_keys import (
+from dra_mirror.service.stores import bus
+from dra_mirror.service.stores.redis_keys import (
     HOLDS,
     SET_RELATIONS,
     Keys,

@@ -8,10 +8,10 @@ import httpx
 import orjson
 from asgi_lifespan import LifespanManager
 
-from service.app import create_app
-from service.settings import HttpSettings, Settings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import HttpSettings, Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 
 
 @contextlib.asynccontextmanager

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-import schema
-from service.cli import main
+from dra_mirror import schema
+from dra_mirror.service.cli.main import main
 
 
 def test_schema_prints_the_committed_sdl():

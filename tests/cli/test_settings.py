@@ -8,8 +8,8 @@ import logging
 import orjson
 import pytest
 
-from service.logs import configure_logging
-from service.settings import Settings, SettingsError
+from dra_mirror.service.logs import configure_logging
+from dra_mirror.service.settings import Settings, SettingsError
 
 
 def test_defaults_are_the_embedded_ones():
@@ -37,7 +37,7 @@ def test_environment_then_flags():
 
 
 def test_history_housekeeping_reaches_the_writer():
-    from service.app import writer_options
+    from dra_mirror.service.http.app import writer_options
 
     defaults = writer_options(Settings.from_env(environ={}))
     assert (defaults.retention_days, defaults.warm_days) == (None, 35.0)  # versions kept

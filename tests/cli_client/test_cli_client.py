@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from schema.reader import Scope
-from service.app import create_app
-from service.settings import Settings
-from service.stores.memory import MemoryStore
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
 from tests.slack import truth
 from tests.slack.conftest import QUERIED_AT, load_world, served
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from service.clusters.watching import WatchSettings
+from dra_mirror.service.clusters.watching import WatchSettings
 
 # Short streams and tiny backoffs: the tests exercise reconnects, not patience.
 FAST = WatchSettings(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.clusters.config import close_all, connect
-from service.clusters.errors import ConfigurationError
+from dra_mirror.service.clusters.config import close_all, connect
+from dra_mirror.service.clusters.errors import ConfigurationError
 
 
 def write_kubeconfig(path: Path, users: dict[str, dict], current: str = "east") -> Path:

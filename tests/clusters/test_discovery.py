@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from service.clusters.discovery import DraVersions
-from service.clusters.errors import NotServed, ServerError
-from service.clusters.transport import ClusterApi
-from service.sim.run import ClusterSpec
+from dra_mirror.service.clusters.discovery import DraVersions
+from dra_mirror.service.clusters.errors import NotServed, ServerError
+from dra_mirror.service.clusters.transport import ClusterApi
+from dra_mirror.service.sim.run import ClusterSpec
 from tests.clusters.world import serving, small_world
 
 

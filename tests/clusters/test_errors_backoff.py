@@ -10,8 +10,8 @@ import orjson
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.clusters.backoff import Backoff
-from service.clusters.errors import (
+from dra_mirror.service.clusters.backoff import Backoff
+from dra_mirror.service.clusters.errors import (
     BadResponse,
     ClusterError,
     Expired,
@@ -24,7 +24,7 @@ from service.clusters.errors import (
     parse_retry_after,
     translate,
 )
-from service.clusters.resources import (
+from dra_mirror.service.clusters.resources import (
     DRA_GROUP,
     KIND_BY_PLURAL,
     WATCHED,

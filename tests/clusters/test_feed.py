@@ -7,10 +7,10 @@ import logging
 
 import pytest
 
-from service.clusters.feed import CLOSED, ClusterFeed
-from service.clusters.malformed import MalformedObjects, split_ref
-from service.clusters.watching import Bookmarked
-from service.model.normalize import MalformedObject
+from dra_mirror.service.clusters.watching import Bookmarked
+from dra_mirror.service.model.normalize import MalformedObject
+from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
+from dra_mirror.service.reactor.malformed import MalformedObjects, split_ref
 
 
 async def test_timed_reads_lose_nothing_and_keep_order() -> None:
@@ -42,7 +42,7 @@ def test_split_ref_handles_cluster_names_with_slashes() -> None:
 
 
 def test_malformed_counted_and_logged_once_per_version(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="service.reactor")
+    caplog.set_level(logging.WARNING, logger="dra_mirror.service.reactor.reactor")
     objects = MalformedObjects("east")
     bad = MalformedObject("east/ResourceClaim/ns/c1", "Expected `array`, got `str`")
     assert objects.report("ResourceClaim", bad, "10")

@@ -12,10 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from service.clusters.discovery import DraVersions
-from service.clusters.errors import Expired, NotServed, ServerError, Throttled, Unreachable
-from service.clusters.transport import ClusterApi
-from service.clusters.watching import (
+from dra_mirror.service.clusters.discovery import DraVersions
+from dra_mirror.service.clusters.errors import (
+    Expired,
+    NotServed,
+    ServerError,
+    Throttled,
+    Unreachable,
+)
+from dra_mirror.service.clusters.transport import ClusterApi
+from dra_mirror.service.clusters.watching import (
     Bookmarked,
     Connected,
     Failed,
@@ -26,8 +32,8 @@ from service.clusters.watching import (
     WatchMessage,
     WatchSettings,
 )
-from service.model.records import key_of
-from service.sim.run import ClusterSpec
+from dra_mirror.service.model.records import key_of
+from dra_mirror.service.sim.run import ClusterSpec
 from tests.clusters.conftest import FAST, RecordingSleep, eventually
 from tests.clusters.world import claim, device_slice, serving, small_world, truth
 

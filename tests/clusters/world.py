@@ -12,11 +12,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from service.clusters.config import ClusterConnection, close_all, connect
-from service.model.normalize import MalformedObject, normalize
-from service.model.records import KINDS, key_of
-from service.sim.run import ClusterSpec, Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
+from dra_mirror.service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.model.records import KINDS, key_of
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.sim.store import ClusterStore
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from service.diagnostics.placement import Ledger, Unsatisfiable, allocate
-from service.model.records import (
+from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.records import (
     Allocation,
     AllocationResult,
     Attribute,

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from service.diagnostics.explain import explain_claim
-from service.diagnostics.ledger import Ledger
-from service.model.index import ClusterIndex, Event
-from service.model.normalize import normalize
-from service.model.records import (
+from dra_mirror.service.diagnostics.explain import explain_claim
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
@@ -24,8 +24,8 @@ from service.model.records import (
     PodRecord,
     key_of,
 )
-from service.sim.scenario import build_world, load_scenario
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.sim.store import ClusterStore
 
 PLURALS = {
     "deviceclasses": DEVICE_CLASS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
-from service.model.records import Attribute, Capacity
+from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
+from dra_mirror.service.model.records import Attribute, Capacity
 from tests.diagnostics.builders import NVIDIA, attrs, entry, gpu
 
 H200 = gpu(0)
@@ -204,7 +204,7 @@ def test_a_new_version_of_a_device_is_evaluated_afresh() -> None:
     ],
 )
 def test_selectors_reading_more_than_literal_references_are_not_projected(expression: str) -> None:
-    from service.diagnostics.cel import _projection
+    from dra_mirror.service.diagnostics.cel import _projection
 
     assert _projection(expression) is None
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from service.diagnostics.cel import SelectorError, compile_selector
-from service.model.records import Attribute, Capacity, DeviceEntry
+from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
+from dra_mirror.service.model.records import Attribute, Capacity, DeviceEntry
 from tests.diagnostics.builders import NIC, NVIDIA, attrs, entry
 
 EXAMPLE = "gpu.example.com"

@@ -3,8 +3,13 @@ NodeResourcesFit arithmetic (init containers, terminal pods)."""
 
 from __future__ import annotations
 
-from service.diagnostics.cluster import driver_of_selectors, gpu_nodes, node_shortfall, pod_requests
-from service.model.records import Container, Meta, NodeRecord, PodRecord
+from dra_mirror.service.diagnostics.cluster import (
+    driver_of_selectors,
+    gpu_nodes,
+    node_shortfall,
+    pod_requests,
+)
+from dra_mirror.service.model.records import Container, Meta, NodeRecord, PodRecord
 from tests.diagnostics.builders import CLUSTER
 
 
@@ -74,7 +79,7 @@ def test_node_shortfall_counts_bound_pods_but_not_finished_ones() -> None:
 
 
 def test_eligible_nodes_by_node_selector() -> None:
-    from service.diagnostics.cluster import eligible_nodes
+    from dra_mirror.service.diagnostics.cluster import eligible_nodes
 
     nodes = [
         node("a", labels={"pool": "x"}),
@@ -102,7 +107,7 @@ NODES = [
 
 
 def test_eligible_nodes_by_required_node_affinity() -> None:
-    from service.diagnostics.cluster import eligible_nodes
+    from dra_mirror.service.diagnostics.cluster import eligible_nodes
 
     def admitted(*expressions: dict, selector: dict | None = None) -> list[str]:
         return eligible_nodes(selector or {}, NODES, _affinity({"matchExpressions": expressions}))
@@ -132,7 +137,7 @@ def test_eligible_nodes_by_required_node_affinity() -> None:
 
 
 def test_the_nodes_every_waiting_pod_may_use() -> None:
-    from service.diagnostics.cluster import pods_eligible_nodes
+    from dra_mirror.service.diagnostics.cluster import pods_eligible_nodes
 
     def constrained(name: str, selector: dict, affinity: dict | None = None) -> PodRecord:
         return PodRecord(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from service.diagnostics.explain import Diagnosis, explain_claim
-from service.diagnostics.ledger import Ledger
-from service.model.records import (
+from dra_mirror.service.diagnostics.explain import Diagnosis, explain_claim
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.records import (
     ClaimRecord,
     Consumer,
     Container,
@@ -313,7 +313,7 @@ def test_pending_claim_whose_free_devices_are_on_a_node_without_room() -> None:
 
 
 def test_the_blocking_request_is_the_one_no_alternative_satisfies() -> None:
-    from service.model.records import SubRequest
+    from dra_mirror.service.model.records import SubRequest
 
     devices = [gpu(0)]
     b200 = SubRequest(

@@ -5,7 +5,7 @@ hand-made notebook claim, and healthy allocated claims."""
 
 from __future__ import annotations
 
-from service.diagnostics.cluster import eligible_nodes
+from dra_mirror.service.diagnostics.cluster import eligible_nodes
 from tests.diagnostics.conftest import Cluster
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from service.diagnostics.lint import ClusterFacts, Finding, lint_manifests
-from service.diagnostics.lint_cluster import lint_cluster
+from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding, lint_manifests
+from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
 from tests.diagnostics.conftest import Cluster
 
 

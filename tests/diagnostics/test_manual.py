@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.sim.scenario import build_world, parse_scenario
+from dra_mirror.service.sim.scenario import build_world, parse_scenario
 from tests.diagnostics.conftest import Cluster, mirror
 from tests.diagnostics.manifests import A100, H100, template, workload
 

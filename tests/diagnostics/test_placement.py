@@ -4,8 +4,8 @@ verdict with its counts whenever a claim cannot be placed."""
 
 from __future__ import annotations
 
-from service.diagnostics.placement import Ledger, Unsatisfiable, allocate
-from service.model.records import Allocation
+from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.records import Allocation
 from tests.diagnostics.builders import (
     CLASSES,
     NIC,

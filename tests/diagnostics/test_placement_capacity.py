@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from service.diagnostics.placement import Ledger, Unsatisfiable
-from service.model.records import Allocation, Capacity, Constraint, DeviceEntry
+from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable
+from dra_mirror.service.model.records import Allocation, Capacity, Constraint, DeviceEntry
 from tests.diagnostics.builders import (
     NIC,
     NVIDIA,
@@ -245,7 +245,7 @@ def test_requests_of_one_claim_share_a_device_while_capacity_lasts() -> None:
 
 
 def test_a_search_that_runs_out_of_budget_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    import service.diagnostics.placement as placement
+    import dra_mirror.service.diagnostics.placement as placement
 
     monkeypatch.setattr(placement, "SEARCH_BUDGET", 50)
     devices = [gpu(i) for i in range(20)]

@@ -12,8 +12,8 @@ from fractions import Fraction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.diagnostics.placement import Ledger, allocate
-from service.model.records import Allocation, Capacity, ClaimRecord, DeviceEntry, key_of
+from dra_mirror.service.diagnostics.placement import Ledger, allocate
+from dra_mirror.service.model.records import Allocation, Capacity, ClaimRecord, DeviceEntry, key_of
 from tests.diagnostics.builders import (
     CLASSES,
     NIC,
@@ -160,7 +160,7 @@ def _attribute(e: DeviceEntry, name: str) -> object:
 
 
 def _counters_fit(e: DeviceEntry, ledger: Ledger) -> bool:
-    from service.diagnostics.ledger import CounterSetKey
+    from dra_mirror.service.diagnostics.ledger import CounterSetKey
 
     for consumption in e.device.consumes_counters:
         free = ledger.counters_free(

@@ -11,10 +11,16 @@ import msgspec
 import pytest
 import yaml
 
-from service.diagnostics.placement import Ledger, Unsatisfiable, allocate
-from service.model.index import ClusterIndex, Event
-from service.model.normalize import normalize
-from service.model.records import Allocation, ClaimRecord, DeviceClassRecord, DeviceEntry, key_of
+from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import (
+    Allocation,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceEntry,
+    key_of,
+)
 
 CLUSTER = "kind"
 
@@ -123,6 +129,6 @@ def test_example_driver_gpus_and_the_prioritized_alternatives(shared_dir: Path) 
 
 
 def _meta():
-    from service.model.records import Meta
+    from dra_mirror.service.model.records import Meta
 
     return Meta(cluster=CLUSTER, name="")

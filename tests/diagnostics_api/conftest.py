@@ -25,9 +25,9 @@ import pytest
 import uvicorn
 import yaml
 
-from service.demo import Demo, demo_app
-from service.settings import Settings
-from service.sim.scenario import scenario_dir
+from dra_mirror.service.cli.demo import Demo, demo_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.sim.scenario import scenario_dir
 from tests.diagnostics.manifests import A100, H100, template, workload
 
 H200 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"

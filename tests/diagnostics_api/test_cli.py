@@ -13,7 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from service.cli import main
+from dra_mirror.service.cli.main import main
 from tests.diagnostics_api.conftest import EXPLAIN, Mirrored, claim_named
 from tests.diagnostics_api.test_lint_api import BAD
 

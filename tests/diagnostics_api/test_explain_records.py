@@ -14,16 +14,16 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-import schema
-from schema.context import make_context
-from schema.reader import Scope
-from service.app import create_app
-from service.diagnosis import ledgers_for, prepare
-from service.model.changes import Changes
-from service.model.normalize import normalize
-from service.settings import Settings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus
+from dra_mirror import schema
+from dra_mirror.schema.context import make_context
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.questions.diagnosis import ledgers_for, prepare
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 from tests.diagnostics_api.conftest import EXPLAIN
 
 CLUSTER = "lab"
@@ -316,7 +316,7 @@ async def test_a_narrowed_scope_never_shares_the_cached_ledger(lab) -> None:
 async def test_the_redis_store_gives_the_same_diagnoses(redis_url: str) -> None:
     """Through a shared Redis store (records decoded afresh on every read: no object is the
     same twice) the answers equal the in-memory store's, and the ledger is not rebuilt."""
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.stores.redis import RedisStore
 
     world = records(
         node("n1", "8"),

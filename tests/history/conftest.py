@@ -18,11 +18,11 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.outbox import MemoryOutbox
-from service.history.queries import HistoryQueries
-from service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.outbox import MemoryOutbox
+from dra_mirror.service.history.queries import HistoryQueries
+from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
 
 BACKENDS = [pytest.param("sqlite", id="sqlite"),
             pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]  # fmt: skip

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from service.model.changes import Changes, Transition
-from service.model.records import ClaimRecord, Meta
+from dra_mirror.service.model.changes import Changes, Transition
+from dra_mirror.service.model.records import ClaimRecord, Meta
 
 CLUSTER = "east"
 DRIVER = "gpu.nvidia.com"

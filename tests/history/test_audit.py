@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.history.times import to_us
+from dra_mirror.service.history.times import to_us
 from tests.history.script import END, at
 from tests.history.truth import expected_contention, expected_idle_holders
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
-from service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
-from service.reactor import ReactorSettings, run_reactors
-from service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
+from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+from dra_mirror.service.sim.scenario import build_world, load_scenario
 from tests.clusters.conftest import FAST, eventually
 from tests.clusters.world import serving
 from tests.history.conftest import Pipeline
@@ -208,7 +208,7 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
 async def _allocations(engine):
     from sqlalchemy import select
 
-    from service.history.models import AllocationInterval as A
+    from dra_mirror.service.history.models import AllocationInterval as A
 
     async with engine.connect() as conn:
         rows = await conn.execute(select(A.claim_uid, A.pool, A.device, A.start_us, A.end_us))
@@ -218,7 +218,7 @@ async def _allocations(engine):
 async def _waits(engine):
     from sqlalchemy import select
 
-    from service.history.models import WaitInterval as W
+    from dra_mirror.service.history.models import WaitInterval as W
 
     async with engine.connect() as conn:
         rows = await conn.execute(select(W.claim_uid, W.start_us, W.end_us))
@@ -228,7 +228,7 @@ async def _waits(engine):
 async def _idle(engine):
     from sqlalchemy import select
 
-    from service.history.models import IdleInterval as I
+    from dra_mirror.service.history.models import IdleInterval as I
 
     async with engine.connect() as conn:
         rows = await conn.execute(select(I.claim_uid, I.start_us, I.end_us))

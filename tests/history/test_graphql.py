@@ -11,11 +11,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from schema import build_schema
-from schema.context import make_context
-from schema.reader import Scope
-from service.history.export import contention_csv, idle_holders_csv
-from service.stores.memory import MemoryStore
+from dra_mirror.schema import build_schema
+from dra_mirror.schema.context import make_context
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http.exports import contention_csv, idle_holders_csv
+from dra_mirror.service.stores.memory import MemoryStore
 from tests.history.script import END, at
 from tests.history.truth import expected_contention, expected_idle_holders
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sqlalchemy import inspect
 
-from service.history.db import open_engine
-from service.history.migrate import check, downgrade, migrate
-from service.history.models import Base
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import check, downgrade, migrate
+from dra_mirror.service.history.models import Base
 
 TABLES = set(Base.metadata.tables)
 REPO_ROOT = Path(__file__).resolve().parents[2]

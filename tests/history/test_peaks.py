@@ -7,11 +7,11 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from service.history import contention, peaks
-from service.history.models import PendingPeakHour
-from service.history.outbox import MemoryOutbox
-from service.history.writer import HistorySink, HistoryWriter, WriterOptions
-from service.model.changes import Changes, Transition
+from dra_mirror.service.history import contention, peaks
+from dra_mirror.service.history.models import PendingPeakHour
+from dra_mirror.service.history.outbox import MemoryOutbox
+from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.model.changes import Changes, Transition
 from tests.history.conftest import eventually
 from tests.history.script import CLUSTER, at, batches
 from tests.history.test_audit import FROM, TO, _as_dicts

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import pytest
 from redis import asyncio as aioredis
 
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.redis_outbox import RedisStreamOutbox, stream_key
-from service.history.runtime import History
-from service.history.writer import HistorySink
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.redis_outbox import RedisStreamOutbox, stream_key
+from dra_mirror.service.history.runtime import History
+from dra_mirror.service.history.writer import HistorySink
+from dra_mirror.service.stores.protocols import StoreUnavailable
 from tests.history.conftest import FAST, eventually, fresh_database
 from tests.history.script import batches
 from tests.history.test_writer import _counts, _matches_truth
@@ -240,11 +240,16 @@ async def test_a_watching_mirror_over_redis_writes_history_through_the_stream(
 ):
     from sqlalchemy import func, select
 
-    from service.app import mirror_app
-    from service.history.models import ObjectVersion, OutboxPosition
-    from service.settings import ClusterSettings, HistorySettings, Settings, StoreSettings
-    from service.sim.run import Simulator
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.history.models import ObjectVersion, OutboxPosition
+    from dra_mirror.service.http.app import mirror_app
+    from dra_mirror.service.settings import (
+        ClusterSettings,
+        HistorySettings,
+        Settings,
+        StoreSettings,
+    )
+    from dra_mirror.service.sim.run import Simulator
+    from dra_mirror.service.stores.redis import RedisStore
     from tests.clusters.world import small_world
     from tests.metrics.scrape import client
 

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
-from service.history.db import open_engine
-from service.history.migrate import migrate
-from service.history.models import (
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.models import (
     AllocationInterval,
     ConsumerInterval,
     DeviceInterval,
@@ -17,12 +17,12 @@ from service.history.models import (
     ObjectVersion,
     WaitInterval,
 )
-from service.history.outbox import MemoryOutbox
-from service.history.queries import HistoryQueries
-from service.history.times import to_us
-from service.history.writer import WriterOptions, prune_versions
-from service.model.changes import Changes
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.service.history.outbox import MemoryOutbox
+from dra_mirror.service.history.queries import HistoryQueries
+from dra_mirror.service.history.times import to_us
+from dra_mirror.service.history.writer import WriterOptions, prune_versions
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.stores.protocols import StoreUnavailable
 from tests.history.conftest import Pipeline, eventually, fresh_database
 from tests.history.script import CLUSTER, END, at, batches, claim_record, transitions
 from tests.history.test_audit import FROM, TO, _as_dicts
@@ -214,7 +214,7 @@ async def test_an_entry_postgres_refuses_is_skipped_alone(postgres_history):
 
 
 async def test_the_postgres_copy_path_writes_the_same_facts(postgres_history, monkeypatch):
-    from service.history import pgcopy
+    from dra_mirror.service.history import pgcopy
 
     monkeypatch.setattr(pgcopy, "MIN_ROWS", 1)  # every insert and close through COPY
     engine = postgres_history
@@ -229,7 +229,7 @@ async def test_the_postgres_copy_path_writes_the_same_facts(postgres_history, mo
 
 
 async def test_the_history_runtime_migrates_writes_reads_and_drains_on_close(history_url):
-    from service.history.runtime import History
+    from dra_mirror.service.history.runtime import History
 
     history = await History.open(history_url)  # a fresh database: migrated on open
     try:
@@ -272,7 +272,7 @@ class RedeliveringOutbox(MemoryOutbox):
 async def test_entries_handed_out_again_while_their_batch_commits_are_written_once(
     engine, monkeypatch
 ):
-    from service.history import recording
+    from dra_mirror.service.history import recording
 
     record = recording.BatchRecorder.record_prepared
 

@@ -10,7 +10,7 @@ import click
 import pytest
 import yaml
 
-from service.cli import main
+from dra_mirror.service.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "helm" / "dra-mirror" / "templates"

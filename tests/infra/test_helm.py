@@ -172,7 +172,7 @@ def test_cluster_role_is_read_only() -> None:
 
 def test_cluster_role_grants_exactly_what_is_watched() -> None:
     try:
-        from service.clusters.resources import WATCHED
+        from dra_mirror.service.clusters.resources import WATCHED
     except ImportError as error:
         pytest.fail(
             "service.clusters.resources.WATCHED (a tuple of (group, plural)) is missing: "

@@ -22,7 +22,7 @@ SETTING_NAME = re.compile(r"\bDRA_MIRROR_[A-Z0-9_]*[A-Z0-9]\b")
 
 def _settings_variables() -> set[str]:
     try:
-        from service.settings import ENV_PREFIX, Settings
+        from dra_mirror.service.settings import ENV_PREFIX, Settings
     except ImportError as error:
         pytest.fail(f"service.settings.Settings is missing ({error})", pytrace=False)
     settings = Settings()

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from service.app import create_app
-from service.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader, render
-from service.reactor import Reactors, ReactorSettings, run_reactors
-from service.settings import Settings
-from service.sim.scenario import build_world, load_scenario
-from service.stores.memory import MemoryStore
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.http.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader, render
+from dra_mirror.service.reactor.reactor import Reactors, ReactorSettings, run_reactors
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.stores.memory import MemoryStore
 from tests.clusters.conftest import FAST
 from tests.clusters.world import serving
 from tests.metrics import scrape as truth

@@ -10,17 +10,17 @@ import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 
-from service.app import create_app, mirror_app
-from service.history.db import open_engine
-from service.history.runtime import History
-from service.metrics import MAX_OPERATIONS
-from service.model.changes import Changes
-from service.model.normalize import normalize
-from service.reactor import ReactorSettings, run_reactors
-from service.settings import ClusterSettings, HistorySettings, Settings
-from service.sim.run import ClusterSpec, Simulator
-from service.stores.memory import MemoryStore
-from service.stores.redis import RedisStore
+from dra_mirror.service.history.db import open_engine
+from dra_mirror.service.history.runtime import History
+from dra_mirror.service.http.app import create_app, mirror_app
+from dra_mirror.service.http.metrics import MAX_OPERATIONS
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+from dra_mirror.service.settings import ClusterSettings, HistorySettings, Settings
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.redis import RedisStore
 from tests.clusters.conftest import FAST, eventually
 from tests.clusters.world import claim, device_class, device_slice, serving, small_world
 from tests.metrics.scrape import Scrape, client, scrape

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from service.app import create_app, mirror_app
-from service.settings import ClusterSettings, Settings, StoreSettings
-from service.sim.run import Simulator
-from service.stores.memory import MemoryStore
-from service.stores.redis import RedisStore
+from dra_mirror.service.http.app import create_app, mirror_app
+from dra_mirror.service.settings import ClusterSettings, Settings, StoreSettings
+from dra_mirror.service.sim.run import Simulator
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.redis import RedisStore
 from tests.clusters.world import small_world
 from tests.metrics.scrape import Scrape, client, scrape
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from service.model.claims import claim_origin, claim_state
-from service.model.records import (
+from dra_mirror.service.model.claims import claim_origin, claim_state
+from dra_mirror.service.model.records import (
     Allocation,
     AllocationResult,
     Attribute,

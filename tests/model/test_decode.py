@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from service.model.decode import decode_list, decode_object, decode_watch_line
-from service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.model.decode import decode_list, decode_object, decode_watch_line
+from dra_mirror.service.model.normalize import MalformedObject, normalize
 from tests.model.conftest import mirrored
 
 

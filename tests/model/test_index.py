@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from service.model import changes as ch
-from service.model.index import ClusterIndex, Event
-from service.model.records import (
+from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
     HELD,

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from service.model import changes as ch
-from service.model.delta import IndexDelta
-from service.model.index import RELATIONS, ClusterIndex, Event
-from service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
+from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.delta import IndexDelta
+from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
+from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_
 
 POOLS = ("n0", "n1", "net")

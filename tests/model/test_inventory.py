@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.model.inventory import counters_free, device_status, remaining_capacity
-from service.model.records import (
+from dra_mirror.service.model.inventory import counters_free, device_status, remaining_capacity
+from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
     HELD,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from service.model.normalize import MalformedObject, normalize
-from service.model.records import (
+from dra_mirror.service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.model.records import (
     ALLOCATED,
     DELETING,
     EXTENDED_RESOURCE,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from service.model.pools import valid_devices, valid_pool
-from service.model.records import DeviceKey, ObjectKey
+from dra_mirror.service.model.pools import valid_devices, valid_pool
+from dra_mirror.service.model.records import DeviceKey, ObjectKey
 from tests.model.builders import CLUSTER, DRIVER, device, slice_
 
 

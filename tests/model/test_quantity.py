@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.model.quantity import format_quantity, parse_quantity
+from dra_mirror.service.model.quantity import format_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

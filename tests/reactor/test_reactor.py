@@ -13,15 +13,15 @@ import msgspec
 import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from service.clusters.config import ClusterConnection
-from service.clusters.heap import SyncGc
-from service.model.changes import Changes
-from service.model.records import KINDS, ObjectKey, key_of
-from service.reactor import ReactorSettings, run_reactors
-from service.sim.run import ClusterSpec
-from service.sim.scenario import build_world, load_scenario
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus, StoreUnavailable
+from dra_mirror.service.clusters.config import ClusterConnection
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.records import KINDS, ObjectKey, key_of
+from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+from dra_mirror.service.sim.run import ClusterSpec
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus, StoreUnavailable
 from tests.clusters.conftest import FAST, RecordingSleep, eventually
 from tests.clusters.world import all_truth, claim, device_slice, serving, small_world
 
@@ -223,7 +223,7 @@ async def test_malformed_object_counted_logged_once_and_skipped(
     broken["spec"]["devices"] = "not a list"
     world.bulk_load("resourceslices", [broken])
     store = MemoryStore()
-    caplog.set_level(logging.WARNING, logger="service.reactor")
+    caplog.set_level(logging.WARNING, logger="dra_mirror.service.reactor.reactor")
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
             connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False

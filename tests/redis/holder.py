@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from service.model.changes import Changes
-from service.model.records import Meta, NodeRecord
-from service.stores.lease import LeaseSettings, hold_leases
-from service.stores.redis import Fenced, RedisStore
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.records import Meta, NodeRecord
+from dra_mirror.service.stores.lease import LeaseSettings, hold_leases
+from dra_mirror.service.stores.redis import Fenced, RedisStore
 
 
 def say(line: str) -> None:

@@ -12,8 +12,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from service.stores.lease import Lease
-from service.stores.redis import RedisStore
+from dra_mirror.service.stores.lease import Lease
+from dra_mirror.service.stores.redis import RedisStore
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TTL = 1.0

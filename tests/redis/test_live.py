@@ -14,11 +14,11 @@ import pytest
 import uvicorn
 import websockets
 
-from service.app import create_app
-from service.model.index import ClusterIndex, Event
-from service.settings import Settings
-from service.stores.bus import LiveMemoryStore
-from service.stores.redis import RedisStore
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.bus import LiveMemoryStore
+from dra_mirror.service.stores.redis import RedisStore
 from tests.model.builders import claim, device, node, slice_
 
 CLAIMS = """subscription { claimEvents(cluster: "east", namespace: "ns") {

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from service.sim.run import ClusterSpec, Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import claim_body
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ class Replica:
             "DRA_MIRROR_STORE_LEASE_TTL": "1.5",
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "service.cli", *args, "--redis-url", redis_url,
+            sys.executable, "-m", "dra_mirror.service.cli", *args, "--redis-url", redis_url,
             cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip

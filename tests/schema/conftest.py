@@ -15,12 +15,12 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from service.app import create_app
-from service.model.changes import Changes
-from service.model.normalize import normalize
-from service.settings import GraphQLSettings, Settings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.settings import GraphQLSettings, Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 
 from . import world
 

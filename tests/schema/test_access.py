@@ -5,11 +5,11 @@ from __future__ import annotations
 import httpx
 from asgi_lifespan import LifespanManager
 
-from schema.reader import Scope
-from service.app import create_app
-from service.settings import Settings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import StoreUnavailable
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
 from .conftest import load_world
 

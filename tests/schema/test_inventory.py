@@ -225,8 +225,8 @@ class ProtocolOnly:
 
 
 async def test_statuses_derived_through_the_protocol_alone_agree(world_store):
-    from schema import build_schema
-    from schema.context import make_context
+    from dra_mirror.schema import build_schema
+    from dra_mirror.schema.context import make_context
 
     query = "{ devices(first: 100) { edges { node { cluster driver pool name status } } } }"
     answers = []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from schema.paging import decode_cursor, encode_cursor, paginate
-from service.settings import GraphQLSettings
+from dra_mirror.schema.paging import decode_cursor, encode_cursor, paginate
+from dra_mirror.service.settings import GraphQLSettings
 
 from . import world
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import schema
+from dra_mirror import schema
 
 REGENERATE = "schema/schema.graphql is stale: run `dra-mirror schema --write` and commit it"
 

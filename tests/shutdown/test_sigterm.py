@@ -25,8 +25,8 @@ import pytest
 import redis.asyncio as aioredis
 import websockets
 
-from service.sim.run import Simulator
-from service.stores.redis_keys import Keys
+from dra_mirror.service.sim.run import Simulator
+from dra_mirror.service.stores.redis_keys import Keys
 from tests.clusters.world import claim, small_world
 
 DRA_MIRROR = Path(sys.executable).with_name("dra-mirror")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client, config
 
-from service.sim.run import ClusterSpec, Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.sim.store import ClusterStore
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import claim_body, deleted, slice_body
 
 GROUP = "resource.k8s.io"

@@ -11,8 +11,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.sim.run import Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import Simulator
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import claim_body
 from tests.sim.test_watch import collect
 

@@ -19,8 +19,8 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.sim.resources import RESOURCES
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import deleted
 
 _BY_KIND = {r.kind: r for r in RESOURCES.values()}

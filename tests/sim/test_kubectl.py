@@ -11,8 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from service.sim.run import Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import Simulator
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import claim_body, deleted, slice_body
 
 

@@ -8,10 +8,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.sim.resources import RESOURCES
-from service.sim.served import ServedCluster
-from service.sim.server import build_app
-from service.sim.store import ApiError, ClusterStore
+from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.sim.served import ServedCluster
+from dra_mirror.service.sim.server import build_app
+from dra_mirror.service.sim.store import ApiError, ClusterStore
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 300) | st.text(max_size=8),

@@ -11,8 +11,8 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.sim.run import ClusterSpec, Simulator, serve_forever
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import ClusterSpec, Simulator, serve_forever
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import api_client_for, claim_body
 
 

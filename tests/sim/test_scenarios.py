@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from service.model.records import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
-from service.sim import hardware
-from service.sim.scenario import (
+from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
+from dra_mirror.service.sim import hardware
+from dra_mirror.service.sim.scenario import (
     ScenarioError,
     World,
     build_stores,
@@ -17,7 +17,7 @@ from service.sim.scenario import (
     load_scenario,
     parse_scenario,
 )
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.store import ClusterStore
 
 CREATE_ORDER = (
     "namespaces",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.sim.store import ApiError, ClusterStore
+from dra_mirror.service.sim.store import ApiError, ClusterStore
 
 
 def claim(name: str = "", *, generate: str = "", namespace: str = "default") -> dict:

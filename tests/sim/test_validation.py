@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from service.sim.store import ApiError, ClusterStore
+from dra_mirror.service.sim.store import ApiError, ClusterStore
 from tests.sim.conftest import claim_body, slice_body
 
 

@@ -10,8 +10,8 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from service.sim.run import ClusterSpec, Simulator
-from service.sim.store import ClusterStore
+from dra_mirror.service.sim.run import ClusterSpec, Simulator
+from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import api_client_for, claim_body
 
 GROUP = "resource.k8s.io"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from service.model.records import DELETE_PROTECTION_FINALIZER
-from service.sim.churn import ChurnShape, ChurnSpec, schedule
-from service.sim.claim_controller import generate_name
-from service.sim.generate import pod_object
-from service.sim.scenario import World, build_world, load_scenario, parse_scenario
-from service.sim.store import ClusterStore
+from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER
+from dra_mirror.service.sim.churn import ChurnShape, ChurnSpec, schedule
+from dra_mirror.service.sim.claim_controller import generate_name
+from dra_mirror.service.sim.generate import pod_object
+from dra_mirror.service.sim.scenario import World, build_world, load_scenario, parse_scenario
+from dra_mirror.service.sim.store import ClusterStore
 
 
 @pytest.fixture
@@ -254,7 +254,7 @@ def test_churn_goes_on_when_the_api_refuses_a_step(caplog):
     first = next(schedule(churn.spec))
     store = world.stores["churn"]
     store.create("pods", pod_object(first.pod, "jobs"))  # someone took the name
-    with caplog.at_level("WARNING", logger="service.sim.churn"):
+    with caplog.at_level("WARNING", logger="dra_mirror.service.sim.churn"):
         steps = churn.advance(first.at + 30)
     assert steps[0] == first and len(steps) > 10
     assert any("409" in r.getMessage() for r in caplog.records)

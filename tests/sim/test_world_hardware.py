@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from service.diagnostics.ledger import Ledger
-from service.diagnostics.placement import allocate
-from service.model.normalize import normalize
-from service.model.records import Allocation, ClaimRecord, ObjectKey
-from service.sim import hardware
-from service.sim.scheduler import device_entries
-from service.sim.store import ClusterStore
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import Allocation, ClaimRecord, ObjectKey
+from dra_mirror.service.sim import hardware
+from dra_mirror.service.sim.scheduler import device_entries
+from dra_mirror.service.sim.store import ClusterStore
 
 H200_GROUP = [hardware.DeviceGroup("nvidia-h200", 1)]
 

@@ -25,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from service.app import create_app
-from service.model.changes import Changes
-from service.model.normalize import normalize
-from service.settings import Settings
-from service.slack import SigningSecret, SlackSettings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.slack import SigningSecret, SlackSettings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 from tests.schema import world
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from service.slack import blocks
-from service.slack.holdings import HoldingRow, WhoHolds
-from service.slack.questions import ClaimRow, Claims, DeviceRow, Free
+from dra_mirror.service.questions.chatops import ClaimRow, Claims, DeviceRow, Free
+from dra_mirror.service.questions.holdings import HoldingRow, WhoHolds
+from dra_mirror.service.slack import blocks
 
 
 def within_limits(message: dict) -> None:

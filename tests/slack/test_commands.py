@@ -10,9 +10,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from schema.reader import Scope
-from service.app import create_app
-from service.settings import Settings
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
 
 from . import truth
 from .conftest import QUERIED_AT, Slack, slack_settings

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-import schema as graph
-from service.slack.blocks import escape
-from service.slack.commands import answer
-from service.slack.endpoint import in_process
-from service.slack.explain import ExplainUnavailable, ask_explain
-from service.slack.questions import QuestionError
+from dra_mirror import schema as graph
+from dra_mirror.service.questions.chatops import QuestionError
+from dra_mirror.service.questions.explain import ExplainUnavailable, ask_explain
+from dra_mirror.service.slack.blocks import escape
+from dra_mirror.service.slack.commands import answer
+from dra_mirror.service.slack.endpoint import in_process
 
 from .explain_schema import SCHEMA
 from .test_commands import texts

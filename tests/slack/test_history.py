@@ -7,13 +7,13 @@ from __future__ import annotations
 import httpx
 from asgi_lifespan import LifespanManager
 
-from service.app import create_app
-from service.history.runtime import History
-from service.model.index import ClusterIndex
-from service.model.normalize import normalize
-from service.settings import Settings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ClusterStatus
+from dra_mirror.service.history.runtime import History
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 from tests.schema import world
 
 from .conftest import KIND_ORDER, LOADED_AT, QUERIED_AT, Slack, slack_settings

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from service.app import create_app
-from service.settings import Settings, SettingsError
-from service.slack import SigningSecret, SlackSettings
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings, SettingsError
+from dra_mirror.service.slack import SigningSecret, SlackSettings
 
 from .conftest import SECRET, Slack, signed, slack_settings
 
@@ -46,7 +46,7 @@ async def test_a_signed_command_is_answered(slack):
 )
 async def test_bad_signatures_are_rejected(slack, tamper, caplog):
     body, headers = tamper(*signed("help"))
-    with caplog.at_level(logging.INFO, logger="service.slack"):
+    with caplog.at_level(logging.INFO, logger="dra_mirror.service.slack"):
         response = await slack.post(body, headers)
     assert response.status_code == 401
     assert response.text == "invalid Slack signature\n"

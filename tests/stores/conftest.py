@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from service.stores.memory import MemoryStore
-from service.stores.protocols import StateStore
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import StateStore
 
 
 async def memory_store(request: pytest.FixtureRequest) -> StateStore:
@@ -23,7 +23,7 @@ async def memory_store(request: pytest.FixtureRequest) -> StateStore:
 
 async def redis_store(request: pytest.FixtureRequest) -> StateStore:
     # A fresh key prefix per test: an empty store on the suite's shared redis-server.
-    from service.stores.redis import RedisStore
+    from dra_mirror.service.stores.redis import RedisStore
 
     url = request.getfixturevalue("redis_url")
     return RedisStore.from_url(url, prefix=f"test-{uuid.uuid4().hex[:12]}")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
-from service.model.changes import Changes
-from service.model.index import ClusterIndex, Event
-from service.model.records import KINDS, DeviceKey, ObjectKey, key_of
-from service.stores.protocols import ClusterStatus, Relation, StateStore
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.records import KINDS, DeviceKey, ObjectKey, key_of
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation, StateStore
 from tests.model.builders import DRIVER, claim, device, node, pod, slice_, template
 
 EAST, WEST = "east", "west"

@@ -3,10 +3,10 @@ by Changes) agrees with the index that produced them."""
 
 from __future__ import annotations
 
-from service.model.index import RELATIONS, ClusterIndex, Event
-from service.model.records import BLOCKED, FREE, HELD, SHARED
-from service.stores.memory import MemoryStore
-from service.stores.protocols import StateStore
+from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
+from dra_mirror.service.model.records import BLOCKED, FREE, HELD, SHARED
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import StateStore
 from tests.model.builders import DRIVER, claim, device, pod, slice_
 from tests.stores.test_contract import EAST, EAST_RECORDS, dk
 

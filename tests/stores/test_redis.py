@@ -11,12 +11,12 @@ import uuid
 import pytest
 from msgspec.structs import replace
 
-from service.model.index import RELATIONS, ClusterIndex, Event
-from service.model.records import BLOCKED, FREE, HELD, KINDS, SHARED, DeviceKey
-from service.stores import bus
-from service.stores.memory import MemoryStore
-from service.stores.protocols import Relation, StoreUnavailable
-from service.stores.redis import Fenced, RedisStore
+from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
+from dra_mirror.service.model.records import BLOCKED, FREE, HELD, KINDS, SHARED, DeviceKey
+from dra_mirror.service.stores import bus
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import Relation, StoreUnavailable
+from dra_mirror.service.stores.redis import Fenced, RedisStore
 from tests.model.builders import DRIVER, claim, device, node, pod, slice_
 from tests.stores.test_contract import EAST, EAST_RECORDS, MANUAL, POD_A, POD_B, SLICE_N2, dk
 
@@ -138,13 +138,13 @@ async def test_a_takeover_leaves_nothing_stale(redis_url: str, redis_store: Redi
 
 
 def _kind(record) -> str:
-    from service.model.records import KIND_OF
+    from dra_mirror.service.model.records import KIND_OF
 
     return KIND_OF[type(record)]
 
 
 def replace_status(name: str):
-    from service.stores.protocols import ClusterStatus
+    from dra_mirror.service.stores.protocols import ClusterStatus
 
     return ClusterStatus(name=name, connected=True, synced=True, last_sync_at="t3")
 
@@ -208,7 +208,7 @@ async def test_outage_raises_unavailable_and_keeps_the_batch(
 async def test_a_restarted_redis_fences_the_writer_out(
     redis_store: RedisStore, redis_server
 ) -> None:
-    from service.stores.lease import Lease
+    from dra_mirror.service.stores.lease import Lease
 
     lease = Lease(redis_store, EAST, ttl=60.0)
     token = await lease.acquire()

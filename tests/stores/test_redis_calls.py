@@ -15,9 +15,9 @@ import uuid
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from service.history.redis_outbox import RedisStreamOutbox
-from service.stores.protocols import StoreUnavailable
-from service.stores.redis_calls import redis_call
+from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
+from dra_mirror.service.stores.protocols import StoreUnavailable
+from dra_mirror.service.stores.redis_calls import redis_call
 
 
 async def _cancelled_then_swallowed() -> str:

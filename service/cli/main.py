@@ -31,8 +31,8 @@ from typing import Any
 
 import click
 
-from service.logs import configure_logging
-from service.settings import Settings, SettingsError
+from dra_mirror.service.logs import configure_logging
+from dra_mirror.service.settings import Settings, SettingsError
 
 SHUTDOWN_GRACE = 5.0
 """Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
@@ -41,12 +41,12 @@ cancelled; then the watches stop and history drains (Kubernetes waits 30 s by de
 # (module, attribute) of commands other areas add; registered when the module exists.
 EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
     # questions to a running server (chatops; `explain` is the diagnostics' own, below)
-    ("service.cli_client", "who_holds"),
-    ("service.cli_client", "free"),
-    ("service.cli_client", "waiting"),
-    ("service.cli_client", "idle"),
-    ("service.cli_diagnostics", "explain"),
-    ("service.cli_diagnostics", "lint"),
+    ("dra_mirror.service.cli.client", "who_holds"),
+    ("dra_mirror.service.cli.client", "free"),
+    ("dra_mirror.service.cli.client", "waiting"),
+    ("dra_mirror.service.cli.client", "idle"),
+    ("dra_mirror.service.cli.diagnostics", "explain"),
+    ("dra_mirror.service.cli.diagnostics", "lint"),
 )
 
 
@@ -197,20 +197,20 @@ def watch(ctx: click.Context, **flags: Any) -> None:
 def open_state_store(settings: Settings) -> Any:
     """The state store the settings ask for: in memory, or Redis when a URL is given."""
     if settings.store.redis_url:
-        if importlib.util.find_spec("service.stores.redis") is None:
+        if importlib.util.find_spec("dra_mirror.service.stores.redis") is None:
             raise click.UsageError("--redis-url: this build has no Redis state store yet")
-        redis_module = importlib.import_module("service.stores.redis")
+        redis_module = importlib.import_module("dra_mirror.service.stores.redis")
         return redis_module.RedisStore.from_url(
             settings.store.redis_url, prefix=settings.store.redis_prefix
         )
-    from service.stores.bus import LiveMemoryStore  # in memory, with live events
+    from dra_mirror.service.stores.bus import LiveMemoryStore  # in memory, with live events
 
     return LiveMemoryStore()
 
 
 def slack_settings() -> Any:
     """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
-    from service.slack import SlackSettings
+    from dra_mirror.service.slack import SlackSettings
 
     try:
         return SlackSettings.from_env()
@@ -221,7 +221,7 @@ def slack_settings() -> Any:
 async def _serve(settings: Settings, *, watch: bool = True) -> None:
     import uvicorn
 
-    from service.app import mirror_app
+    from dra_mirror.service.http.app import mirror_app
 
     app = mirror_app(
         settings, store=open_state_store(settings), watch=watch, slack=slack_settings()
@@ -253,7 +253,7 @@ async def _serve(settings: Settings, *, watch: bool = True) -> None:
 def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
-    from service.demo import run_demo
+    from dra_mirror.service.cli.demo import run_demo
 
     run(run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text)))
 
@@ -283,7 +283,7 @@ def sim(
 ) -> None:
     """Serve simulated clusters (a scenario) with a Kubernetes API kubectl can use."""
     build_settings(ctx)
-    from service.sim import scenario as scenarios
+    from dra_mirror.service.sim import scenario as scenarios
 
     if list_scenarios:
         for name in scenarios.list_scenarios():
@@ -316,8 +316,8 @@ def migrate(ctx: click.Context, database_url: str | None) -> None:
     url = settings.history.database_url
     if not url:
         raise click.UsageError("give --database-url or DRA_MIRROR_HISTORY_DATABASE_URL")
-    from service.history.migrate import migrate as upgrade
-    from service.stores.protocols import StoreUnavailable
+    from dra_mirror.service.history.migrate import migrate as upgrade
+    from dra_mirror.service.stores.protocols import StoreUnavailable
 
     try:
         asyncio.run(upgrade(url))
@@ -336,7 +336,7 @@ def migrate(ctx: click.Context, database_url: str | None) -> None:
 )
 def schema_command(write: bool, output: str | None) -> None:
     """Print the GraphQL SDL (or write the committed copy)."""
-    import schema
+    from dra_mirror import schema
 
     if write:
         path = schema.write_sdl(Path(output)) if output else schema.write_sdl()

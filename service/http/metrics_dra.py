@@ -51,10 +51,10 @@ from typing import Any
 
 from prometheus_client.utils import floatToGoString
 
-from service.diagnostics.cel import SelectorError, compile_selector
-from service.model import inventory
-from service.model.index import ClusterIndex
-from service.model.records import (
+from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
+from dra_mirror.service.model import inventory
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     PENDING,
     POD,
@@ -68,7 +68,7 @@ from service.model.records import (
     PodRecord,
     SliceRecord,
 )
-from service.stores.protocols import Relation, StateReader
+from dra_mirror.service.stores.protocols import Relation, StateReader
 
 # Upper bounds of the pending-age buckets, seconds: a starting pod's claim is allocated within
 # seconds; minutes mean contention; hours mean a claim nothing can satisfy.

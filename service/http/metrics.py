@@ -44,13 +44,13 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from starlette.requests import Request
 from starlette.responses import Response
 
-from service.metrics_collectors import (
+from dra_mirror.service.http.metrics_collectors import (
     HistoryCollector,
     MetricsSource,
     WatchCollector,
     watched_reactors,
 )
-from service.metrics_dra import DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_dra import DraSnapshot, IndexReader, render
 
 log = logging.getLogger(__name__)
 

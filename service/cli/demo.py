@@ -23,12 +23,12 @@ from typing import Any
 
 import uvicorn
 
-from service.app import mirror_app
-from service.settings import Settings
-from service.sim.run import Simulator
-from service.sim.scenario import build_world, load_scenario
-from service.stores.bus import LiveMemoryStore
-from service.stores.memory import MemoryStore
+from dra_mirror.service.http.app import mirror_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.sim.run import Simulator
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from dra_mirror.service.stores.bus import LiveMemoryStore
+from dra_mirror.service.stores.memory import MemoryStore
 
 EXAMPLE_QUERIES = (
     (

@@ -47,18 +47,23 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 
-from schema import build_schema
-from schema.context import Context, make_context, utc_now
-from schema.reader import Scope
-from service.history import export
-from service.metrics import Metrics
-from service.settings import Settings
-from service.slack import SlackCommands, SlackSettings
-from service.stores.memory import MemoryStore
-from service.stores.protocols import ChangeSink, StateReader, StateStore, StoreUnavailable
+from dra_mirror.schema import build_schema
+from dra_mirror.schema.context import Context, make_context, utc_now
+from dra_mirror.schema.reader import Scope
+from dra_mirror.service.http import exports as export
+from dra_mirror.service.http.metrics import Metrics
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.slack import SlackCommands, SlackSettings
+from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import (
+    ChangeSink,
+    StateReader,
+    StateStore,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
-    from service.reactor import Reactors
+    from dra_mirror.service.reactor.reactor import Reactors
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +170,7 @@ class WatchedClusters:
         await self.reactors.wait_synced()
 
     async def stop(self) -> None:
-        from service.clusters.config import close_all
+        from dra_mirror.service.clusters.config import close_all
 
         try:
             await self.reactors.stop()
@@ -185,13 +190,13 @@ async def watch_clusters(
     into `store` (then into each extra sink, e.g. the history outbox), in that order. A store
     shared by replicas (Redis: it has `fence`) is written only under per-cluster leases
     (`service.leased`; `lease` is its `LeaseSettings`)."""
-    from service.clusters.config import close_all, connect
-    from service.reactor import run_reactors
+    from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.reactor.reactor import run_reactors
 
     connections = await connect(kubeconfig, list(contexts) or None)
     try:
         if callable(getattr(store, "fence", None)):  # a shared store: one watcher per cluster
-            from service.leased import watch_leased
+            from dra_mirror.service.reactor.leased import watch_leased
 
             reactors = watch_leased(connections, store=store, sinks=sinks, lease_settings=lease)  # type: ignore[assignment, arg-type]
         else:
@@ -221,7 +226,7 @@ def mirror_app(
     database = settings.history.database_url
 
     async def open_history() -> Any:
-        from service.history.runtime import History
+        from dra_mirror.service.history.runtime import History
 
         return await History.open(
             database,  # type: ignore[arg-type]
@@ -246,7 +251,7 @@ def mirror_app(
         )
 
     def lease_settings() -> Any:
-        from service.stores.lease import LeaseSettings
+        from dra_mirror.service.stores.lease import LeaseSettings
 
         ttl = settings.store.lease_ttl
         return LeaseSettings(ttl=ttl, renew_interval=ttl / 3, retry_interval=ttl / 5)
@@ -265,7 +270,7 @@ def mirror_app(
 
 def writer_options(settings: Settings) -> Any:
     """The history writer's options from the settings (0 days: that housekeeping is off)."""
-    from service.history.writer import WriterOptions
+    from dra_mirror.service.history.writer import WriterOptions
 
     history = settings.history
     return WriterOptions(
@@ -281,7 +286,7 @@ def history_outbox(settings: Settings) -> Any:
         return None
     import socket
 
-    from service.history.redis_outbox import RedisStreamOutbox
+    from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
 
     return RedisStreamOutbox.from_url(
         settings.store.redis_url,
@@ -310,7 +315,7 @@ async def _freeze_when_synced(watchers: Any, store: StateReader) -> None:
         # A shared store (Redis) is read by API replicas, which build the diagnostics' ledgers
         # at their first question; a watcher would only read the whole store back for nothing.
         return
-    from service import diagnosis
+    from dra_mirror.service.questions import diagnosis
 
     try:  # the allocation ledgers, built now rather than by the first explainClaim
         await diagnosis.prepare(store)

@@ -35,16 +35,13 @@ from typing import Any
 
 import msgspec
 
-from service.clusters.backoff import Backoff
-from service.clusters.config import ClusterConnection
-from service.clusters.discovery import DraVersions
-from service.clusters.errors import NotServed
-from service.clusters.feed import CLOSED, ClusterFeed
-from service.clusters.heap import SyncGc
-from service.clusters.malformed import MalformedObjects
-from service.clusters.resources import is_dra
-from service.clusters.transport import ClusterApi
-from service.clusters.watching import (
+from dra_mirror.service.clusters.backoff import Backoff
+from dra_mirror.service.clusters.config import ClusterConnection
+from dra_mirror.service.clusters.discovery import DraVersions
+from dra_mirror.service.clusters.errors import NotServed
+from dra_mirror.service.clusters.resources import is_dra
+from dra_mirror.service.clusters.transport import ClusterApi
+from dra_mirror.service.clusters.watching import (
     Bookmarked,
     Connected,
     Failed,
@@ -55,10 +52,13 @@ from service.clusters.watching import (
     WatchMessage,
     WatchSettings,
 )
-from service.model.changes import Changes
-from service.model.index import ClusterIndex, Event
-from service.model.records import KINDS
-from service.stores.protocols import ClusterStatus, StoreError
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
+from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.malformed import MalformedObjects
+from dra_mirror.service.stores.protocols import ClusterStatus, StoreError
 
 log = logging.getLogger(__name__)
 

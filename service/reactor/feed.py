@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from service.clusters.watching import WatchMessage
+from dra_mirror.service.clusters.watching import WatchMessage
 
 CLOSED: Any = object()  # what `take` returns after `close()`, once the queue is drained
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from service.stores.protocols import StateReader
+from dra_mirror.service.stores.protocols import StateReader
 
 
 class MetricsSource(Protocol):

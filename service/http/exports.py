@@ -20,9 +20,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from service.history.contention import GROUPS, BadAuditRequest
-from service.history.db import HistoryUnavailable
-from service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+from dra_mirror.service.history.contention import GROUPS, BadAuditRequest
+from dra_mirror.service.history.db import HistoryUnavailable
+from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
 CONTENTION_COLUMNS = (
     "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",

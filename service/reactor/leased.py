@@ -22,10 +22,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from service.clusters.heap import SyncGc
-from service.reactor import Reactor, ReactorSettings
-from service.stores.lease import LeaseSettings, hold_leases
-from service.stores.redis import Fenced, RedisStore
+from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.reactor import Reactor, ReactorSettings
+from dra_mirror.service.stores.lease import LeaseSettings, hold_leases
+from dra_mirror.service.stores.redis import Fenced, RedisStore
 
 log = logging.getLogger(__name__)
 

@@ -28,14 +28,14 @@ import click
 import httpx
 import orjson
 
-from service.slack.holdings import HoldingRow, ask_who_holds
-from service.slack.questions import (
+from dra_mirror.service.questions.chatops import (
     Ask,
     QuestionError,
     ask_free,
     ask_idle,
     ask_waiting,
 )
+from dra_mirror.service.questions.holdings import HoldingRow, ask_who_holds
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 TIMEOUT = 30.0
@@ -232,6 +232,6 @@ def idle(cluster: str | None, limit: int, **client: Any) -> None:
 
 
 def _seconds(value: float | None) -> str | None:
-    from service.slack.blocks import duration
+    from dra_mirror.service.slack.blocks import duration
 
     return duration(value) if value is not None else None

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 
-from service.model.normalize import MalformedObject
+from dra_mirror.service.model.normalize import MalformedObject
 
-log = logging.getLogger("service.reactor")
+log = logging.getLogger("dra_mirror.service.reactor.reactor")
 
 _REMEMBERED = 100_000  # (ref, resourceVersion) pairs kept before the memory starts over
 

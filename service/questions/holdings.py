@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .questions import Ask, QuestionError, model_of
+from .chatops import Ask, QuestionError, model_of
 
 WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
   whoHolds(device: $device, cluster: $cluster) {

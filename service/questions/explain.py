@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .questions import Ask, QuestionError
+from .chatops import Ask, QuestionError
 
 SHAPE = """query Shape($name: String!) { __type(name: $name) {
   kind name possibleTypes { name }

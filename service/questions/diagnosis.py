@@ -40,14 +40,14 @@ from typing import Any
 
 import yaml
 
-from service.diagnostics.candidates import Alternative, fit, match
-from service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
-from service.diagnostics.cluster import pods_eligible_nodes
-from service.diagnostics.explain import Diagnosis, explain_claim
-from service.diagnostics.ledger import Ledger
-from service.diagnostics.lint import ClusterFacts, Finding
-from service.diagnostics.lint_cluster import lint_cluster
-from service.model.records import (
+from dra_mirror.service.diagnostics.candidates import Alternative, fit, match
+from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
+from dra_mirror.service.diagnostics.cluster import pods_eligible_nodes
+from dra_mirror.service.diagnostics.explain import Diagnosis, explain_claim
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding
+from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
+from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     FREE,
     HELD,
@@ -69,7 +69,7 @@ from service.model.records import (
     TemplateRecord,
     key_of,
 )
-from service.stores.protocols import Relation, StateReader
+from dra_mirror.service.stores.protocols import Relation, StateReader
 
 
 class DiagnosisInputError(Exception):

@@ -123,8 +123,8 @@ def over_http(server: str, token: str | None) -> Callable[[Callable[[Ask], Await
 
 def in_process(store: Any) -> Ask:
     """Ask the schema in this process, over `store` (what `serve` would answer)."""
-    import schema
-    from schema.context import make_context
+    from dra_mirror import schema
+    from dra_mirror.schema.context import make_context
 
     graph = schema.build_schema()
 
@@ -150,8 +150,8 @@ async def _mirrored(
     kubeconfig: str, contexts: tuple[str, ...], sync_wait: float, question: Callable[[Ask], Any]
 ) -> Any:
     """Watch the kubeconfig's clusters into memory until each synced, ask, stop watching."""
-    from service.app import watch_clusters
-    from service.stores.memory import MemoryStore
+    from dra_mirror.service.http.app import watch_clusters
+    from dra_mirror.service.stores.memory import MemoryStore
 
     store = MemoryStore()
     watched = await watch_clusters(kubeconfig, contexts, store=store)
@@ -306,8 +306,8 @@ def lint(
 
 
 def _lint_offline(text: str) -> list[dict[str, Any]]:
-    from service.diagnosis import ManifestError, parse_manifests
-    from service.diagnostics.lint import lint_manifests
+    from dra_mirror.service.diagnostics.lint import lint_manifests
+    from dra_mirror.service.questions.diagnosis import ManifestError, parse_manifests
 
     try:
         docs = parse_manifests(text)
