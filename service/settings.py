@@ -51,6 +51,46 @@ class GraphQLSettings:
     validation_cache_size: int = 1000
     """Validated documents kept (strawberry ValidationCache); validation is ~2 ms per query."""
 
+    max_body_bytes: int = 1_000_000
+    """Largest HTTP request body accepted on /graphql (413 beyond it)."""
+
+    max_document_bytes: int = 100_000
+    """Largest GraphQL document (query text) accepted, in bytes; checked before parsing."""
+
+    max_tokens: int = 5000
+    """Most lexical tokens a document may have (graphql-core stops parsing beyond them)."""
+
+    max_depth: int = 12
+    """Deepest selection nesting a query may have (fragments expanded)."""
+
+    max_aliases: int = 30
+    """Most aliased fields a query may have, counting each use of a fragment."""
+
+    max_cost: int = 200_000
+    """Largest estimated cost of a query: every field counts once per object it is expected to
+    be resolved for (list sizes from `first`, else per-field estimates; docs/security.md)."""
+
+    max_resolved_fields: int = 250_000
+    """Fields a query may resolve before its execution is stopped (the budget's count)."""
+
+    max_execution_seconds: float = 10.0
+    """Seconds a query may execute before it is stopped (the budget's time)."""
+
+    request_timeout: float = 30.0
+    """Seconds a whole HTTP request may take (authentication, execution, encoding)."""
+
+    max_batch: int = 10
+    """Most operations in one batched request (a JSON list); 0 refuses batches."""
+
+    max_subscriptions_per_connection: int = 20
+    """Most subscriptions one WebSocket connection may keep open at once."""
+
+    introspection: bool = True
+    """Answer introspection queries (__schema, __type). GraphiQL needs them."""
+
+    refuse_unregistered: bool = False
+    """Execute only documents registered as persisted queries (by hash)."""
+
 
 @dataclass(frozen=True)
 class ClusterSettings:
@@ -89,6 +129,42 @@ class HistorySettings:
 
 
 @dataclass(frozen=True)
+class AccessSettings:
+    config: str | None = None
+    """The access configuration file (YAML; docs/security.md): authenticators, scopes, Slack
+    and scraper mappings. Without it (and without the variables below) `serve` refuses to start
+    unless `--insecure-no-auth` is given."""
+
+    static_tokens: str | None = None
+    """A file of hashed static tokens (overrides the configuration file's `staticTokens`)."""
+
+    oidc_issuer: str | None = None
+    """OIDC issuer URL (overrides `oidc.issuer`)."""
+
+    oidc_audience: str | None = None
+    """OIDC audience the tokens must carry (overrides `oidc.audience`)."""
+
+    oidc_jwks_url: str | None = None
+    """Where the issuer's keys are (overrides `oidc.jwksUrl`; default: discovered)."""
+
+    oidc_jwks_file: str | None = None
+    """A JWKS file instead of fetching the keys (overrides `oidc.jwksFile`)."""
+
+    kubernetes_context: str | None = None
+    """Kubeconfig context of the cluster that reviews Kubernetes tokens (overrides
+    `kubernetes.context`)."""
+
+    rate_limit: float = 20.0
+    """Requests per second one subject may make (a token bucket); 0: no limit."""
+
+    rate_burst: int = 60
+    """Requests one subject may make at once before the rate applies."""
+
+    insecure_no_auth: bool = False
+    """Serve without authentication: everyone who reaches the port sees everything."""
+
+
+@dataclass(frozen=True)
 class LogSettings:
     level: str = "INFO"
     """Root log level name (DEBUG, INFO, WARNING, ERROR)."""
@@ -104,6 +180,7 @@ class Settings:
     clusters: ClusterSettings = field(default_factory=ClusterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     history: HistorySettings = field(default_factory=HistorySettings)
+    access: AccessSettings = field(default_factory=AccessSettings)
     log: LogSettings = field(default_factory=LogSettings)
 
     @classmethod
@@ -140,6 +217,7 @@ _GROUP_TYPES: dict[str, type] = {
     "clusters": ClusterSettings,
     "store": StoreSettings,
     "history": HistorySettings,
+    "access": AccessSettings,
     "log": LogSettings,
 }
 
