@@ -138,7 +138,7 @@ async def test_forged_signature_and_algorithm_confusion_are_refused(tmp_path, rs
 
 async def test_a_user_in_no_mapped_group_is_forbidden_unless_a_default_scope(tmp_path, rsa_key):
     tokens = file_tokens(tmp_path, rsa_key)
-    with pytest.raises(Forbidden, match="alice@example.test is in no group"):
+    with pytest.raises(Forbidden, match=r"alice@example\.test is in no group"):
         await tokens.authenticate(rsa_key.token(groups=["marketing"]))
     lenient = file_tokens(tmp_path, rsa_key, default_scope=AccessScope.parse([], clusters=["east"]))
     bob = await lenient.authenticate(rsa_key.token(groups=None, email="bob@example.test"))
