@@ -42,6 +42,7 @@ from dra_mirror.service.sim.generate import (
     populate,
     ready_node,
 )
+from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
 from dra_mirror.service.sim.run import ClusterSpec, serve_forever
 from dra_mirror.service.sim.store import ClusterStore
@@ -114,6 +115,7 @@ class ClusterScenario:
     start_delay: float = 0.0
     churn: ChurnSpec | None = None
     scale: ScaleSpec | None = None
+    access: dict[str, Any] = field(default_factory=dict)  # tokens and RBAC (rbac.py)
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,13 @@ def _cluster(doc: dict) -> ClusterScenario:
         Faults().update(copy.deepcopy(faults))  # the server's own check of the settings
     except ApiError as error:
         raise ScenarioError(f"cluster {name}: faults: {error.message}") from error
+    access = doc.get("access") or {}
+    if not isinstance(access, dict):
+        raise ScenarioError(f"cluster {name}: access: must be a mapping")
+    try:
+        Access.from_scenario(access, cluster=name)  # checked now, built again per world
+    except (ValueError, AttributeError, TypeError) as error:
+        raise ScenarioError(f"{error}") from error
     for obj in _list(doc, "objects"):
         if not isinstance(obj, dict) or obj.get("kind") not in _KIND_TO_PLURAL:
             raise ScenarioError(f"cluster {name}: objects: unsupported kind {obj.get('kind')!r}")
@@ -224,6 +233,7 @@ def _cluster(doc: dict) -> ClusterScenario:
         start_delay=float(doc.get("startDelay", 0.0)),
         churn=ChurnSpec.from_dict(doc["churn"]) if doc.get("churn") else None,
         scale=ScaleSpec.from_dict(doc["generate"]) if doc.get("generate") else None,
+        access=access,
     )
 
 
@@ -296,7 +306,12 @@ def build_world(scenario: Scenario, *, clock: Callable[[], datetime] | None = No
             controller.attach()
             _fill(store, cluster, seed=seed, first=index == 0)
         # The server consumes fault counts in place: give it its own copy.
-        world.specs.append(ClusterSpec(store, cluster.versions, copy.deepcopy(cluster.faults)))
+        access = (
+            Access.from_scenario(cluster.access, cluster=cluster.name) if cluster.access else None
+        )
+        world.specs.append(
+            ClusterSpec(store, cluster.versions, copy.deepcopy(cluster.faults), access=access)
+        )
         world.controllers[cluster.name] = controller
         if cluster.churn is not None:
             world.churns[cluster.name] = Churn(store, cluster.churn)

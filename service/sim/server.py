@@ -6,7 +6,9 @@
     /api/v1/namespaces/{ns}/{plural}[/{name}[/status]]
     /apis/resource.k8s.io/{version}/...same shapes...
 
-with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE, and the admin endpoints
+with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE, the review APIs (TokenReview,
+SubjectAccessReview and the self reviews, answered from the scenario's RBAC: reviews.py;
+a bearer token the cluster does not know is a 401 everywhere), and the admin endpoints
 `GET /sim/status`, `GET|POST /sim/faults`. Every failure is a Kubernetes Status body with
 the matching HTTP code. Objects are stored in v1 and converted per request (convert.py);
 LIST bodies are assembled from cached per-object JSON so that ~90,000 objects page out in
@@ -32,6 +34,7 @@ from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
 from dra_mirror.service.sim.listing import list_page
 from dra_mirror.service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
 from dra_mirror.service.sim.resources import DRA_GROUP
+from dra_mirror.service.sim.reviews import review_routes
 from dra_mirror.service.sim.selectors import combine, parse_fields, parse_labels
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.store import list_item, merge_patch
@@ -70,6 +73,11 @@ class _FaultGate:
         if scope["type"] == "http":
             self.cluster.requests += 1
             path = scope["path"]
+            if self.cluster.access.tokens and not self._known_token(scope):
+                # kube-apiserver answers 401 to a bearer token no authenticator accepts
+                error = ApiError(401, "Unauthorized", "Unauthorized")
+                await error_response(error)(scope, receive, send)
+                return
             if not path.startswith("/sim/"):
                 try:
                     self.cluster.faults.before_request(path)
@@ -77,6 +85,13 @@ class _FaultGate:
                     await error_response(error)(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+    def _known_token(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                return scheme.lower() == "bearer" and token.strip() in self.cluster.access.tokens
+        return True  # no credentials: system:anonymous, as the rest of the simulator serves
 
 
 def build_app(cluster: ServedCluster) -> ASGIApp:
@@ -421,6 +436,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return Response(b"ok", media_type="text/plain")
 
     routes = [
+        *review_routes(lambda: cluster.access, guarded),
         Route("/version", guarded(version)),
         Route("/api", guarded(api)),
         Route("/api/v1", guarded(core_resources)),
