@@ -25,6 +25,7 @@ from strawberry.tools import merge_types
 
 from dra_mirror.service.settings import GraphQLSettings
 
+from .guard import DocumentRegistry, guarded_schema_options
 from .query import Query as CoreQuery
 from .scalars import SCALAR_MAP
 
@@ -53,18 +54,24 @@ def root_query() -> type:
     return merge_types("Query", (CoreQuery, *extensions))
 
 
-def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
+def build_schema(
+    settings: GraphQLSettings | None = None, *, registry: DocumentRegistry | None = None
+) -> strawberry.Schema:
     settings = settings or GraphQLSettings()
     from .live import Subscription  # live events over WebSocket (graphql-transport-ws)
 
-    return strawberry.Schema(
+    # The guards (schema.guard): limits, the execution budget, the error policy.
+    guards = guarded_schema_options(settings, registry=registry)
+    return guards["schema_class"](
         query=root_query(),
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
         extensions=[
+            *guards["extensions"],
             lambda: ParserCache(maxsize=settings.parser_cache_size),
             lambda: ValidationCache(maxsize=settings.validation_cache_size),
         ],
+        execution_context_class=guards["execution_context_class"],
     )
 
 

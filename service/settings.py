@@ -66,7 +66,7 @@ class GraphQLSettings:
     max_aliases: int = 30
     """Most aliased fields a query may have, counting each use of a fragment."""
 
-    max_cost: int = 200_000
+    max_cost: int = 1_000_000
     """Largest estimated cost of a query: every field counts once per object it is expected to
     be resolved for (list sizes from `first`, else per-field estimates; docs/security.md)."""
 
