@@ -65,7 +65,10 @@ def build_schema(
     return guards["schema_class"](
         query=root_query(),
         subscription=Subscription,
-        config=StrawberryConfig(scalar_map=SCALAR_MAP),
+        config=StrawberryConfig(
+            scalar_map=SCALAR_MAP,
+            batching_config={"max_operations": settings.max_batch} if settings.max_batch else None,
+        ),
         extensions=[
             *guards["extensions"],
             lambda: ParserCache(maxsize=settings.parser_cache_size),

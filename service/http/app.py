@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -50,7 +51,12 @@ from strawberry.asgi import GraphQL
 from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import Context, make_context, utc_now
 from dra_mirror.schema.reader import Scope
+from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.http import exports as export
+from dra_mirror.service.http.access import AccessGate
+from dra_mirror.service.http.access import scope_for as subject_scope
+from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.guard import RequestGuard
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
@@ -82,12 +88,23 @@ class Readiness(Protocol):
 ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
 
 
-class MirrorGraphQL(GraphQL):
-    """strawberry's ASGI view with our per-request context and orjson encoding."""
+class MirrorGraphQL(GraphQLOverHttp, GraphQL):
+    """strawberry's ASGI view with our per-request context and orjson encoding, speaking
+    GraphQL over HTTP (`service.http.graphql_http`)."""
 
     def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
-        super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
+        limits = state.settings.graphql
+        super().__init__(
+            schema,
+            graphql_ide="graphiql" if graphiql else None,
+            max_subscriptions_per_connection=limits.max_subscriptions_per_connection,
+        )
         self.state = state
+        self.max_batch = limits.max_batch
+
+    @property
+    def access(self) -> Any:  # type: ignore[override]
+        return self.state.access
 
     async def get_context(self, request: Any, response: Any) -> Context:
         return make_context(
@@ -126,6 +143,7 @@ class AppState:
         self.history = history
         self.scope_for = scope_for
         self.reactors: Readiness | None = None
+        self.access: AccessControl | None = None  # opened by the lifespan
         self.metrics: Metrics | None = None
         self.startup_error: BaseException | None = None  # why the lifespan failed to start
         self._started = False
@@ -344,11 +362,12 @@ def create_app(
     now: Callable[[], datetime] = utc_now,
     slack: SlackSettings | None = None,
     dra_metrics: bool = True,
+    access: AccessControl | Callable[[], Awaitable[AccessControl]] | None = None,
 ) -> Starlette:
-    """The ASGI app; see the module docstring for what its lifespan owns."""
-    state = AppState(
-        settings, store, history, scope_for or (lambda _request: Scope.everything()), now
-    )
+    """The ASGI app; see the module docstring for what its lifespan owns. `access` is the
+    access control (or an async factory of it, opened first in the lifespan); None serves
+    everything to everyone (tests, `--insecure-no-auth`)."""
+    state = AppState(settings, store, history, scope_for or subject_scope, now)
     state.metrics = Metrics(state, dra=dra_metrics)
     view = MirrorGraphQL(
         build_schema(settings.graphql), state=state, graphiql=settings.http.graphiql
@@ -359,14 +378,25 @@ def create_app(
 
     async def readyz(_request: Request) -> Response:
         reasons = await state.readiness()
+        open_note = f"{state.access.describe()}\n" if state.access and state.access.insecure else ""
         if reasons:
-            return PlainTextResponse("\n".join(reasons) + "\n", status_code=503)
-        return PlainTextResponse("ready\n")
+            return PlainTextResponse("\n".join(reasons) + "\n" + open_note, status_code=503)
+        return PlainTextResponse("ready\n" + open_note)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.push(state.note_startup_error)
+            if access is None:
+                state.access = AccessControl.open_access()
+            else:
+                state.access = await access() if inspect.isroutine(access) else access  # type: ignore[operator, assignment]
+            stack.push_async_callback(state.access.close)  # type: ignore[union-attr]
+            log.log(
+                logging.WARNING if state.access.insecure else logging.INFO,  # type: ignore[union-attr]
+                "%s",
+                state.access.describe(),  # type: ignore[union-attr]
+            )
             for resource in resources:
                 await stack.enter_async_context(resource)
             stack.push_async_callback(_close, store, "state store")
@@ -396,11 +426,24 @@ def create_app(
             # Slack slash commands, answered by this schema with /graphql's per-request context
             Route(
                 "/slack/commands",
-                SlackCommands(view.schema, lambda r: view.get_context(r, None), slack).handle,
+                SlackCommands(
+                    view.schema,
+                    lambda r: view.get_context(r, None),
+                    slack,
+                    access=lambda: state.access,
+                ).handle,
                 methods=["POST"],
             ),
         ],
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                RequestGuard,  # type: ignore[arg-type]
+                max_body_bytes=settings.graphql.max_body_bytes,
+                request_timeout=settings.graphql.request_timeout,
+            ),
+            Middleware(AccessGate, control=lambda: state.access),  # type: ignore[arg-type]
+        ],
     )
     app.state.mirror = state
     return app

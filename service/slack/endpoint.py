@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from dra_mirror.service.questions.chatops import Ask, QuestionError
 
 from . import blocks
+from .access import asker_scope
 from .commands import answer
 from .config import SlackSettings
 
@@ -67,11 +68,17 @@ class SlackCommands:
     per-request context its `/graphql` route uses."""
 
     def __init__(
-        self, schema: Any, context_for: ContextFor, settings: SlackSettings | None
+        self,
+        schema: Any,
+        context_for: ContextFor,
+        settings: SlackSettings | None,
+        *,
+        access: Callable[[], Any] = lambda: None,
     ) -> None:
         self.schema = schema
         self.context_for = context_for
         self.settings = settings
+        self.access_of = access  # the app's AccessControl (service.slack.access)
         self.verifier = (
             SignatureVerifier(settings.signing_secret.reveal()) if settings is not None else None
         )
@@ -112,6 +119,15 @@ class SlackCommands:
     async def respond(self, request: Request, form: dict[str, str]) -> Response:
         assert self.settings is not None
         context = await self.context_for(request)
+        scope = await asker_scope(self.access_of(), form)
+        if isinstance(scope, dict):  # the asker is not mapped to any scope: a polite refusal
+            log.info("slack command from unmapped %s/%s refused", form.get("team_id", "?"),
+                     form.get("user_id", "?"))  # fmt: skip
+            return JSONResponse(scope)
+        if scope is not None:
+            context.reader.scope = scope
+            if not scope.history:
+                context.history = None
         ask = in_process(self.schema, context)
         text = form.get("text", "")
         command = form.get("command") or "/gpu"
