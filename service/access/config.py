@@ -15,8 +15,8 @@ The variables (service.settings.AccessSettings) override single values of the fi
 `_STATIC_TOKENS`, `_OIDC_ISSUER`, `_OIDC_AUDIENCE`, `_OIDC_JWKS_URL`, `_OIDC_JWKS_FILE`,
 `_KUBERNETES_CONTEXT`; `_RATE_LIMIT`/`_RATE_BURST` set the per-subject rate limit.
 
-`load(settings)` returns an `AccessConfig`, or raises `AccessConfigError` naming the file and
-the field; `AccessConfig.configured` says whether any authenticator is set up (without one,
+`load(settings)` returns an `AccessConfig` (the static token file read and checked too), or
+raises `AccessConfigError` naming the file and the field; `AccessConfig.configured` says whether any authenticator is set up (without one,
 `dra-mirror serve` refuses to start unless `--insecure-no-auth` is given).
 """
 
@@ -35,6 +35,7 @@ from .errors import AccessConfigError
 from .kubernetes import KubernetesSettings
 from .oidc import OidcSettings
 from .scope import AccessScope
+from .static import StaticTokens
 
 SECTIONS = {"staticTokens", "oidc", "kubernetes", "slack", "metrics"}
 
@@ -177,6 +178,8 @@ def load(settings: AccessSettings) -> AccessConfig:
     static = settings.static_tokens or document.get("staticTokens") or None
     if static is not None and not isinstance(static, str):
         raise AccessConfigError(f"{where}: staticTokens: expected a file path")
+    if static is not None:
+        StaticTokens.from_file(static)  # checked now: a bad file stops the start, not a request
     oidc_section = dict(_mapping(document.get("oidc"), f"{where}: oidc"))
     for key, value in (
         ("issuer", settings.oidc_issuer),
