@@ -4,7 +4,8 @@ What a newcomer gets from one command, on embedded defaults (in-memory state, hi
 SQLite file, no Redis): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
 directory, the mirror watches them through the real Kubernetes client exactly as it would
 watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
-cluster has synced, it prints the GraphiQL URL and three queries to paste.
+cluster has synced, it prints the GraphiQL URL and three queries to paste. The demo serves
+without authentication, so it binds 127.0.0.1 whatever DRA_MIRROR_HTTP_HOST says, and says so.
 
 Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
 stops the watchers, then the simulator, and removes the temporary kubeconfig.
@@ -30,6 +31,8 @@ from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.bus import LiveMemoryStore
 from dra_mirror.service.stores.memory import MemoryStore
 
+DEMO_HOST = "127.0.0.1"
+
 EXAMPLE_QUERIES = (
     (
         "Every cluster, how it syncs, and what is free",
@@ -52,7 +55,12 @@ EXAMPLE_QUERIES = (
 
 
 def banner(url: str) -> str:
-    lines = [f"dra-mirror demo: GraphiQL at {url}", "", "Paste one of these:"]
+    lines = [
+        f"dra-mirror demo: GraphiQL at {url}",
+        "open: no authentication (a demo), so it listens on 127.0.0.1 only",
+        "",
+        "Paste one of these:",
+    ]
     for title, query in EXAMPLE_QUERIES:
         lines += ["", f"# {title}", query]
     return "\n".join(lines) + "\n"
@@ -113,7 +121,7 @@ async def run_demo(
         demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
         config = uvicorn.Config(
             demo.app,
-            host=settings.http.host,
+            host=DEMO_HOST,  # served open: never beyond this machine
             port=settings.http.port,
             log_config=None,
             access_log=False,
@@ -121,7 +129,7 @@ async def run_demo(
         )
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(), name="demo-api")
-        url = f"http://{settings.http.host}:{settings.http.port}/graphql"
+        url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"
         try:
             while not server.started:
                 if serving.done():

@@ -4,7 +4,7 @@ Commands (each a small function registered on the group; other areas add theirs 
 module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
 
     dra-mirror serve --kubeconfig PATH [--context NAME]… [--host H] [--port 8000]
-                     [--redis-url URL] [--database-url URL] [--no-watch]
+                     [--redis-url URL] [--database-url URL] [--no-watch] [--insecure-no-auth]
     dra-mirror watch --kubeconfig PATH [--context NAME]… --redis-url URL [--database-url URL]
     dra-mirror demo [--port N]
     dra-mirror sim --scenario FILE|NAME [--kubeconfig-out PATH] [--host H] [--port-base N]
@@ -156,6 +156,7 @@ def cluster_settings(ctx: click.Context, flags: dict[str, Any]) -> Settings:
     return build_settings(
         ctx,
         **{
+            "access.insecure_no_auth": flags.get("access.insecure_no_auth"),
             "clusters.kubeconfig": flags["kubeconfig"],
             "clusters.contexts": flags["contexts"] or None,
             "http.host": flags["host"],
@@ -173,25 +174,56 @@ def cluster_settings(ctx: click.Context, flags: dict[str, Any]) -> Settings:
     is_flag=True,
     help="Serve only: read the state the `watch` replicas write to Redis.",
 )
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    default=None,
+    help="Serve without authentication: anyone who reaches the port sees everything.",
+)
 @click.pass_context
-def serve(ctx: click.Context, no_watch: bool, **flags: Any) -> None:
+def serve(ctx: click.Context, no_watch: bool, insecure_no_auth: bool | None, **flags: Any) -> None:
     """Watch clusters and serve the GraphQL API (or only serve, with --no-watch)."""
-    settings = cluster_settings(ctx, flags)
+    settings = cluster_settings(ctx, {**flags, "access.insecure_no_auth": insecure_no_auth})
     if no_watch and not settings.store.redis_url:
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
-    run(_serve(settings, watch=not no_watch))
+    run(_serve(settings, watch=not no_watch, access=access_config(settings)))
+
+
+def access_config(settings: Settings) -> Any:
+    """The checked access configuration; without one `serve` refuses to start, unless
+    --insecure-no-auth says to serve everything to everyone (docs/security.md)."""
+    from dra_mirror.service.access.config import load
+    from dra_mirror.service.access.errors import AccessConfigError
+
+    try:
+        config = load(settings.access)
+    except AccessConfigError as error:
+        raise click.UsageError(str(error)) from error
+    if not config.configured and not config.insecure_no_auth:
+        raise click.UsageError(
+            "no authentication is configured: set DRA_MIRROR_ACCESS_CONFIG (or "
+            "DRA_MIRROR_ACCESS_STATIC_TOKENS, _OIDC_ISSUER, _KUBERNETES_CONTEXT; see "
+            "docs/security.md), or give --insecure-no-auth to serve everything to everyone"
+        )
+    return config
 
 
 @main.command()
 @cluster_options
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    default=None,
+    help="Serve /graphql and /metrics without authentication.",
+)
 @click.pass_context
-def watch(ctx: click.Context, **flags: Any) -> None:
+def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> None:
     """Only watch clusters into the shared state (Redis) and history; /healthz and /readyz
     stay served for probes."""
-    settings = cluster_settings(ctx, flags)
+    settings = cluster_settings(ctx, {**flags, "access.insecure_no_auth": insecure_no_auth})
     if not settings.store.redis_url:
         raise click.UsageError("watch writes the shared state: give --redis-url")
-    run(_serve(settings, watch=True))
+    run(_serve(settings, watch=True, access=access_config(settings)))
 
 
 def open_state_store(settings: Settings) -> Any:
@@ -218,13 +250,17 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
-async def _serve(settings: Settings, *, watch: bool = True) -> None:
+async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) -> None:
     import uvicorn
 
     from dra_mirror.service.http.app import mirror_app
 
     app = mirror_app(
-        settings, store=open_state_store(settings), watch=watch, slack=slack_settings()
+        settings,
+        store=open_state_store(settings),
+        watch=watch,
+        slack=slack_settings(),
+        access=access,
     )
     config = uvicorn.Config(
         app,

@@ -235,11 +235,13 @@ def mirror_app(
     resources: Sequence[AbstractAsyncContextManager[Any]] = (),
     watch: bool = True,
     slack: SlackSettings | None = None,
+    access: Any = None,
 ) -> Starlette:
     """What `serve`, `watch` and `demo` run: the history database when one is configured
     (migrated and written by the watching process), then watchers feeding the state store
     and the history sink. `watch=False` is an API replica: it reads the shared store and
-    history, and neither watches nor migrates. `kubeconfig()` is asked inside the lifespan
+    history, and neither watches nor migrates. `access` is the checked access configuration
+    (`service.access.config.AccessConfig`; None: served open). `kubeconfig()` is asked inside the lifespan
     (the demo's simulator writes it at start)."""
     database = settings.history.database_url
 
@@ -274,9 +276,14 @@ def mirror_app(
         ttl = settings.store.lease_ttl
         return LeaseSettings(ttl=ttl, renew_interval=ttl / 3, retry_interval=ttl / 5)
 
+    async def open_access() -> AccessControl:
+        path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
+        return await AccessControl.open(access, kubeconfig=path)
+
     app = create_app(
         settings,
         store=store,
+        access=open_access if access is not None else None,
         history=open_history if database else None,
         reactors=start_watching if watch else None,
         resources=resources,
