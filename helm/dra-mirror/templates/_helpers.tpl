@@ -81,6 +81,14 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
   value: {{ .Values.database.peakWarmDays | quote }}
 {{- end }}
+{{- with .Values.access.config }}
+- name: DRA_MIRROR_ACCESS_CONFIG
+  value: {{ . | quote }}
+{{- end }}
+{{- if .Values.access.insecureNoAuth }}
+- name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
+  value: "true"
+{{- end }}
 {{- end }}
 
 {{/* Writable places under a read-only root filesystem, and the kubeconfig Secret. */}}
