@@ -41,9 +41,11 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
         loaders.pools.load((cluster, driver, pool, entry.node)),
         loaders.relation(Relation.POOL_DEVICES).load((cluster, driver, pool)),
     )
-    siblings, holds = await asyncio.gather(
+    from .withheld import every_holder
+
+    siblings, holds = await asyncio.gather(  # every sibling's holders: out-of-scope ones too
         loaders.devices.load_many(sibling_keys),
-        loaders.relation(Relation.DEVICE_ALLOCATIONS).load_many(sibling_keys),
+        every_holder(loaders).load_many(sibling_keys),
     )
     held = [s.device for s, h in zip(siblings, holds, strict=True) if s is not None and h]
     counter_sets = list(facts.counter_sets.values()) if facts is not None else []
@@ -58,7 +60,9 @@ async def status(loaders: Loaders, entry: DeviceEntry) -> str:
         known = await loaders.device_status.load(entry.key)
         if known is not None:
             return known
-    holds = await holders(loaders, entry.key)
+    from .withheld import all_holders
+
+    holds = await all_holders(loaders, entry.key)  # held is held, whoever holds it
     free = await _counters_free(loaders, entry) if entry.device.consumes_counters else None
     return inventory.device_status(entry, holds, counters_free=free)
 
@@ -74,10 +78,11 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
         loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
     missing = [i for i, s in enumerate(found) if s is None]
     if missing:
-        holds = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
-        loaders.relation(Relation.DEVICE_ALLOCATIONS).prime_many(
-            {keys[i]: h for i, h in zip(missing, holds, strict=True)}
-        )
+        from .withheld import every_holder
+
+        # Every holder (out-of-scope ones too) decides the status; nothing of them is primed
+        # into the scoped loaders.
+        holds = await every_holder(loaders).load_many([keys[i] for i in missing])
         for i, hold in zip(missing, holds, strict=True):
             entry = entries[i]
             free = None
@@ -88,8 +93,11 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
 
 
 async def remaining_capacity(loaders: Loaders, entry: DeviceEntry) -> dict[str, str]:
-    """Capacity left on a shareable device after its shares' consumedCapacity."""
-    return inventory.remaining_capacity(entry, await holders(loaders, entry.key))
+    """Capacity left on a shareable device after its shares' consumedCapacity — every share,
+    those of claims outside the request's scope included (`schema.withheld`)."""
+    from .withheld import all_holders
+
+    return inventory.remaining_capacity(entry, await all_holders(loaders, entry.key))
 
 
 async def prefetch(loaders: Loaders, entries: Sequence[DeviceEntry]) -> None:

@@ -167,6 +167,15 @@ class Device:
         )
         return [Allocation.from_ref(self.entry.key, ref) for ref in holds]
 
+    @strawberry.field(
+        description="Allocation results held by claims in namespaces outside your access: "
+        "the device is held (status and capacity count them), the holder is withheld."
+    )
+    async def withheld_allocations(self, info: Info) -> int:
+        from .withheld import withheld
+
+        return await withheld(info, self.entry.key)
+
     @strawberry.field(description="Capacity left after every share's consumedCapacity.")
     async def remaining_capacity(self, info: Info) -> list[Capacity]:
         left = await device_state.remaining_capacity(info.context.loaders, self.entry)

@@ -188,6 +188,11 @@ class HistoryGap:
 
 
 def _history(info: Info) -> q.HistoryQueries:
+    scope = getattr(info.context, "scope", None)
+    if scope is not None and getattr(scope, "history", True) is False:
+        raise GraphQLError(
+            "history is not in your access scope", extensions={"code": "FORBIDDEN"}
+        )
     history = getattr(info.context, "history", None)
     if history is None:
         raise GraphQLError(
@@ -200,6 +205,14 @@ def _history(info: Info) -> q.HistoryQueries:
 def _allows(info: Info, cluster: str, namespace: str = "") -> bool:
     scope = getattr(info.context, "scope", None)
     return scope is None or scope.allows(cluster, namespace)
+
+
+def _sees_aggregate(info: Info, cluster: str) -> bool:
+    """An aggregate over every namespace of `cluster` (contention by class, node or
+    cluster) is shown only to a scope that sees every namespace there."""
+    scope = getattr(info.context, "scope", None)
+    every = getattr(scope, "all_namespaces", None)
+    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
 
 
 async def _ask(coro) -> Any:
@@ -311,8 +324,9 @@ class Query:
         return [
             ContentionRow.of(r)
             for r in rows
-            if _allows(info, r.cluster, r.group if namespaced else "")
-        ]
+            if (_allows(info, r.cluster, r.group) if namespaced
+                else _sees_aggregate(info, r.cluster))
+        ]  # fmt: skip
 
     @strawberry.field(description="Claims ranked by device-hours held with no running consumer.")
     async def idle_holders(

@@ -74,10 +74,18 @@ def _allows(scope: Any, cluster: str, namespace: str = "") -> bool:
     return scope is None or scope.allows(cluster, namespace)
 
 
+def _sees_aggregate(scope: Any, cluster: str) -> bool:
+    """Rows aggregated over every namespace of `cluster` need a scope seeing all of them."""
+    every = getattr(scope, "all_namespaces", None)
+    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
+
+
 async def _answer(request: Request, build) -> Response:
     history, scope = _state(request)
     if history is None:
         return PlainTextResponse("history is not configured\n", status_code=404)
+    if scope is not None and getattr(scope, "history", True) is False:
+        return PlainTextResponse("history is not in your access scope\n", status_code=403)
     try:
         return await build(history, scope)
     except _BadRequest as error:
@@ -107,7 +115,9 @@ async def contention_csv(request: Request) -> Response:
                  r.device_hours_available, r.device_hours_allocated, r.device_hours_idle,
                  r.utilization, r.claims_waited, r.wait_p50, r.wait_p95, r.wait_max,
                  r.peak_pending)
-                for r in rows if _allows(scope, r.cluster, r.group if namespaced else "")
+                for r in rows
+                if (_allows(scope, r.cluster, r.group) if namespaced
+                    else _sees_aggregate(scope, r.cluster))
             ),
             "contention.csv",
         )  # fmt: skip
