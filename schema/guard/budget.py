@@ -19,10 +19,12 @@ guard bounds how many a connection has).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import Any
 
-from graphql import GraphQLError, OperationType
+from graphql import ExecutionResult, GraphQLError, OperationType
+from graphql.execution.aborted_graphql_execution_error import AbortedGraphQLExecutionError
 from graphql.pyutils import AbortController, Undefined
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
@@ -99,6 +101,15 @@ def _request_aborts(context: Any) -> RequestAborts | None:
     return found if isinstance(found, RequestAborts) else None
 
 
+def _aborted(error: AbortedGraphQLExecutionError) -> ExecutionResult:
+    partial = error.aborted_result
+    if inspect.iscoroutine(partial):
+        partial.close()
+    reason = error.reason
+    found = reason if isinstance(reason, GraphQLError) else GraphQLError(str(error))
+    return ExecutionResult(data=None, errors=[found])
+
+
 def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
     class BudgetedExecutionContext(StrawberryGraphQLCoreExecutionContext):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -125,6 +136,24 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
                     budget.done()
                     raise self.abort_error()
             return super().execute_field(*args, **kwargs)
+
+        def execute_operation(self, *args: Any, **kwargs: Any) -> Any:
+            # An aborted execution is one error and no data (never a partial answer), and it
+            # is answered here rather than raised through strawberry's operation hooks.
+            try:
+                result = super().execute_operation(*args, **kwargs)
+            except AbortedGraphQLExecutionError as error:
+                return _aborted(error)
+            if not self.is_awaitable(result):
+                return result
+
+            async def settled() -> Any:
+                try:
+                    return await result
+                except AbortedGraphQLExecutionError as error:
+                    return _aborted(error)
+
+            return settled()
 
         def build_response(self, *args: Any, **kwargs: Any) -> Any:
             if self.budget is not None:

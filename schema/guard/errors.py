@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
+from graphql.execution.aborted_graphql_execution_error import AbortedGraphQLExecutionError
 from strawberry.extensions import SchemaExtension
 
 log = logging.getLogger("dra_mirror.graphql")
@@ -39,14 +41,28 @@ def redact(text: str) -> str:
     return _SECRET_FIELDS.sub(r"\g<key>***", text)
 
 
+def unwrap(error: GraphQLError) -> GraphQLError:
+    """The error a guard raised, when graphql-core's abort machinery wrapped it (the abort
+    reason of an `AbortedGraphQLExecutionError`); its unawaited partial result is closed."""
+    original = error.original_error
+    if isinstance(original, AbortedGraphQLExecutionError):
+        partial = original.aborted_result
+        if inspect.iscoroutine(partial):
+            partial.close()
+        if isinstance(original.reason, GraphQLError):
+            return original.reason
+    return error
+
+
 def is_client_error(error: GraphQLError) -> bool:
+    error = unwrap(error)
     original = error.original_error
     return original is None or isinstance(original, GraphQLError)
 
 
 class GuardedSchema(strawberry.Schema):
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
-        for error in errors:
+        for error in map(unwrap, errors):
             if is_client_error(error):
                 log.info("graphql: %s", redact(error.message))
             else:
@@ -70,6 +86,7 @@ class MaskedErrors(SchemaExtension):
 
     @staticmethod
     def _masked(error: GraphQLError) -> GraphQLError:
+        error = unwrap(error)
         if is_client_error(error):
             message = redact(error.message)
             extensions = error.extensions
