@@ -25,10 +25,10 @@ from asgi_lifespan import LifespanManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dra_mirror.service.http.app import create_app  # noqa: E402
-from dra_mirror.service.settings import Settings  # noqa: E402
-from dra_mirror.service.stores.memory import MemoryStore  # noqa: E402
-from tests.schema.conftest import load_world  # noqa: E402
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+from tests.schema.conftest import load_world
 
 
 def rss_mb() -> float:
@@ -40,10 +40,9 @@ def rss_mb() -> float:
 
 def chain(levels: int) -> str:
     inner = "name"
-    hops = ["devices { allocations { claim { consumers { node { %s } } } } }"]
     for _ in range(levels // 5):
-        inner = hops[0] % inner
-    return "{ deviceClasses { %s } }" % inner
+        inner = "devices { allocations { claim { consumers { node { " + inner + " } } } } }"
+    return "{ deviceClasses { " + inner + " } }"
 
 
 def fragments(levels: int) -> str:
@@ -58,16 +57,29 @@ def attacks() -> list[tuple[str, bytes | dict]]:
         ("document 100 KB + 1", {"query": "{ clusters { name } }" + " " * 100_000}),
         ("10 MB of tokens", b'{"query": "{ ' + b"a " * 5_000_000 + b'}"}'),
         ("50 MB body", b"x" * 50_000_000),
-        ("1,000 aliases of clusters { counts }", {"query": "{ " + " ".join(
-            f"a{i}: clusters {{ counts {{ devices }} }}" for i in range(1000)) + " }"}),
+        (
+            "1,000 aliases of clusters { counts }",
+            {
+                "query": "{ "
+                + " ".join(f"a{i}: clusters {{ counts {{ devices }} }}" for i in range(1000))
+                + " }"
+            },
+        ),
         ("20-level chain of lists", {"query": chain(20)}),
         ("60 levels of fragments spread twice", {"query": fragments(60)}),
-        ("fragment cycle", {"query": "query { ...A } fragment A on Query { ...B } "
-                                      "fragment B on Query { ...A }"}),
+        (
+            "fragment cycle",
+            {"query": "query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }"},
+        ),
         ("JSON nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000),
         ("body null", b"null"),
-        ("variables of the wrong shape", {"query": "query($n: Int) { devices(first: $n) "
-                                          "{ totalCount } }", "variables": {"n": "x" * 10_000}}),
+        (
+            "variables of the wrong shape",
+            {
+                "query": "query($n: Int) { devices(first: $n) { totalCount } }",
+                "variables": {"n": "x" * 10_000},
+            },
+        ),
     ]
     for i in range(20):
         junk = "".join(rng.choice(string.printable) for _ in range(rng.randint(1, 3000)))
@@ -88,15 +100,18 @@ async def main() -> None:
             for name, body in attacks():
                 started = time.perf_counter()
                 if isinstance(body, bytes):
-                    answer = await http.post("/graphql", content=body,
-                                             headers={"content-type": "application/json"})
+                    answer = await http.post(
+                        "/graphql", content=body, headers={"content-type": "application/json"}
+                    )
                 else:
                     answer = await http.post("/graphql", json=body)
                 elapsed = (time.perf_counter() - started) * 1000
                 code = ""
                 try:
                     errors = answer.json().get("errors") or []
-                    code = (errors[0].get("extensions") or {}).get("code", "error") if errors else ""
+                    code = (
+                        (errors[0].get("extensions") or {}).get("code", "error") if errors else ""
+                    )
                 except ValueError:
                     code = answer.text[:24].strip()
                 worst = max(worst, answer.status_code)

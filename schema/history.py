@@ -190,9 +190,7 @@ class HistoryGap:
 def _history(info: Info) -> q.HistoryQueries:
     scope = getattr(info.context, "scope", None)
     if scope is not None and getattr(scope, "history", True) is False:
-        raise GraphQLError(
-            "history is not in your access scope", extensions={"code": "FORBIDDEN"}
-        )
+        raise GraphQLError("history is not in your access scope", extensions={"code": "FORBIDDEN"})
     history = getattr(info.context, "history", None)
     if history is None:
         raise GraphQLError(
