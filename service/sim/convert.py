@@ -16,7 +16,7 @@ and DeviceClasses pass through with only `apiVersion` set.
 
 from __future__ import annotations
 
-from dra_mirror.service.sim.resources import DRA_GROUP
+from dra_mirror.service.model.kinds import DRA_GROUP
 
 # Fields of v1 ExactDeviceRequest that v1beta1 has at the request level.
 _EXACT_FIELDS = (

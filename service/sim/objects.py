@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
+from dra_mirror.service.model.kinds import Resource
 from dra_mirror.service.sim.errors import invalid
-from dra_mirror.service.sim.resources import Resource
 
 MANAGER = "dra-mirror-sim"  # field manager of writes that name none
 

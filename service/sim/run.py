@@ -24,8 +24,8 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
 from dra_mirror.service.sim.kubeconfig import write_kubeconfig
-from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.server import build_app
 from dra_mirror.service.sim.store import ClusterStore
@@ -150,7 +150,7 @@ class Simulator:
         later one does (about a third of the cold time)."""
         for served in self.served.values():
             store = served.store
-            for plural in RESOURCES:
+            for plural in BY_PLURAL:
                 for i, key in enumerate(list(store.sorted_keys(plural))):
                     if store.stored(plural, key) is not None:
                         store.encoded(plural, key)

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
 from dra_mirror.service.sim import hardware
 from dra_mirror.service.sim.churn import Churn, ChurnSpec
 from dra_mirror.service.sim.controller import Controller
@@ -42,7 +43,6 @@ from dra_mirror.service.sim.generate import (
     populate,
     ready_node,
 )
-from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
 from dra_mirror.service.sim.run import ClusterSpec, serve_forever
 from dra_mirror.service.sim.store import ClusterStore
 
@@ -63,7 +63,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_KIND_TO_PLURAL = {r.kind: p for p, r in RESOURCES.items()}
+_KIND_TO_PLURAL = {r.kind: p for p, r in BY_PLURAL.items()}
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's, as in ReplicaSet and pod names
 _DEFAULT_ALLOCATABLE = {"cpu": "64", "memory": "512Gi", "pods": "110"}
 

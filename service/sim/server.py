@@ -27,11 +27,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from dra_mirror.service.model.kinds import DRA_GROUP
 from dra_mirror.service.sim import discovery, openapi, tables
 from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
 from dra_mirror.service.sim.listing import list_page
 from dra_mirror.service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
-from dra_mirror.service.sim.resources import DRA_GROUP
 from dra_mirror.service.sim.selectors import combine, parse_fields, parse_labels
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.store import list_item, merge_patch

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 
 import orjson
 
+from dra_mirror.service.model.kinds import BY_PLURAL, Resource
 from dra_mirror.service.sim import validation
 from dra_mirror.service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
 from dra_mirror.service.sim.eventlog import Event, EventLog, Key
@@ -47,16 +48,12 @@ from dra_mirror.service.sim.objects import (
     timestamp,
     without_rv,
 )
-from dra_mirror.service.sim.resources import RESOURCES, Resource
-from dra_mirror.service.sim.resources import resource as _resource
 
 __all__ = [
-    "RESOURCES",
     "ApiError",
     "ClusterStore",
     "Event",
     "Key",
-    "Resource",
     "copy_object",
     "list_item",
     "merge_patch",
@@ -97,9 +94,9 @@ class ClusterStore:
         self.epoch = 0  # bumped by restart(); continue tokens from another epoch are expired
         self._clock = clock
         self._rng = random.Random(seed)
-        self._objects: dict[str, dict[Key, dict]] = {p: {} for p in RESOURCES}
-        self._sorted: dict[str, list[Key] | None] = {p: None for p in RESOURCES}
-        self._raw: dict[str, dict[Key, bytes]] = {p: {} for p in RESOURCES}
+        self._objects: dict[str, dict[Key, dict]] = {p: {} for p in BY_PLURAL}
+        self._sorted: dict[str, list[Key] | None] = {p: None for p in BY_PLURAL}
+        self._raw: dict[str, dict[Key, bytes]] = {p: {} for p in BY_PLURAL}
         self._log = EventLog(window, base)
         self._listeners: list[Listener] = []
         self._wakers: list[Callable[[], None]] = []
@@ -108,7 +105,7 @@ class ClusterStore:
     # ---- reading -------------------------------------------------------------------------
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict | None:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         obj = self._objects[plural].get(key_of(res, namespace, name))
         return None if obj is None else copy_object(obj)
 
@@ -180,7 +177,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         obj = copy_object(obj)
         check_shape(res, obj)
         meta = obj["metadata"]
@@ -234,7 +231,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         check_shape(res, obj)
         meta = obj["metadata"]
         key = key_of(res, meta.get("namespace"), meta.get("name") or "")
@@ -270,7 +267,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         old = self._objects[plural].get(key_of(res, namespace, name))
         if old is None:
             raise not_found(plural, res.group, name)
@@ -294,7 +291,7 @@ class ClusterStore:
     def delete(
         self, plural: str, namespace: str | None, name: str, *, dry_run: bool = False
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         key = key_of(res, namespace, name)
         old = self._objects[plural].get(key)
         if old is None:
@@ -332,12 +329,12 @@ class ClusterStore:
         self._force_delete("namespaces", key)
 
     def _purge_content(self, namespace: str) -> None:
-        for dependent in [p for p, r in RESOURCES.items() if r.namespaced]:
+        for dependent in [p for p, r in BY_PLURAL.items() if r.namespaced]:
             for dep_key in [k for k in self._objects[dependent] if k[0] == namespace]:
                 self._force_delete(dependent, dep_key)
 
     def bulk_load(self, plural: str, objs: Iterable[dict]) -> None:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         objects = self._objects[plural]
         raw = self._raw[plural]
         now = timestamp(self._clock())
