@@ -193,7 +193,7 @@ class _EmbeddedServer(uvicorn.Server):
     stops the servers."""
 
     @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
+    def capture_signals(self) -> Iterator[None]:  # uvicorn.Server's hook, overridden: no handlers
         yield
 
 
