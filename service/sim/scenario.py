@@ -43,7 +43,7 @@ from dra_mirror.service.sim.generate import (
     populate,
     ready_node,
 )
-from dra_mirror.service.sim.run import ClusterSpec, serve_forever
+from dra_mirror.service.sim.run import HOST, ClusterSpec, serve_forever
 from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = [
@@ -313,9 +313,11 @@ async def serve_scenario(
     *,
     kubeconfig_path: str | Path = "sim.kubeconfig",
     port_base: int | None = None,
+    host: str = HOST,
     announce: Callable[[str], None] = print,
 ) -> None:
-    """`dra-mirror sim --scenario NAME|FILE`: build the world, serve it, run its churn."""
+    """`dra-mirror sim --scenario NAME|FILE`: build the world, serve it, run its churn, every
+    cluster listening on `host` (loopback unless asked)."""
     world = build_world(load_scenario(name_or_path))
     # The objects live as long as the process: keep the cyclic GC from walking them again.
     gc.freeze()
@@ -323,7 +325,11 @@ async def serve_scenario(
     churn.add_done_callback(_report_world_end)
     try:
         await serve_forever(
-            world.specs, kubeconfig_path=kubeconfig_path, port_base=port_base, announce=announce
+            world.specs,
+            kubeconfig_path=kubeconfig_path,
+            port_base=port_base,
+            host=host,
+            announce=announce,
         )
     finally:
         churn.cancel()
