@@ -15,7 +15,6 @@ import strawberry
 from strawberry.types import Info
 
 from dra_mirror.service.model.records import (
-    POD,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     AllocationResult,
@@ -29,6 +28,7 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.records import Device as DeviceRecord
+from dra_mirror.service.questions.holders import consumer_keys, same_pod
 from dra_mirror.service.stores.protocols import Relation
 
 from .devices import Device
@@ -46,21 +46,6 @@ PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
 async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
     records = await info.context.loaders.records.load_many(keys)
     return [ResourceClaim(record=r) for r in records if isinstance(r, ClaimRecord)]
-
-
-def consumer_keys(claim: ClaimRecord) -> dict[ObjectKey, str]:
-    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
-    meta = claim.meta
-    return {
-        ObjectKey(meta.cluster, POD, meta.namespace, consumer.name): consumer.uid
-        for consumer in claim.reserved_for
-        if consumer.resource == "pods" and not consumer.api_group
-    }
-
-
-def same_pod(pod: object, uid: str) -> bool:
-    """A reservedFor entry names this pod (not a newer pod under the old name)."""
-    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
 
 
 async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
