@@ -36,14 +36,9 @@ from dra_mirror.service.sim.churn import Churn, ChurnSpec
 from dra_mirror.service.sim.controller import Controller
 from dra_mirror.service.sim.errors import ApiError
 from dra_mirror.service.sim.faults import Faults
-from dra_mirror.service.sim.generate import (
-    DEFAULT_IMAGE,
-    ScaleSpec,
-    pod_object,
-    populate,
-    ready_node,
-)
+from dra_mirror.service.sim.generate import ScaleSpec, populate
 from dra_mirror.service.sim.run import HOST, ClusterSpec, serve_forever
+from dra_mirror.service.sim.shapes import DEFAULT_IMAGE, pod_object, ready_node
 from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = [

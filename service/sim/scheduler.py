@@ -47,7 +47,7 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.records import key_of as record_key
 from dra_mirror.service.sim.extended import ExtendedClaim, extended_claim, extended_requests
-from dra_mirror.service.sim.generate import node_ip, pod_ip
+from dra_mirror.service.sim.shapes import node_ip, pod_ip
 from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = ["TERMINAL_PHASES", "SchedulerState", "device_entries"]

@@ -11,8 +11,8 @@ import pytest
 from dra_mirror.service.diagnostics.cluster import eligible_nodes
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import NODE, POD, NodeRecord, PodRecord
-from dra_mirror.service.sim.generate import pod_object
 from dra_mirror.service.sim.scenario import World, build_world, load_scenario
+from dra_mirror.service.sim.shapes import pod_object
 
 HOSTNAME = "kubernetes.io/hostname"
 PRODUCT = "nvidia.com/gpu.product"
