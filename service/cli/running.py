@@ -22,7 +22,7 @@ from collections.abc import Coroutine
 from types import FrameType
 from typing import Any
 
-SHUTDOWN_GRACE = 5.0
+SHUTDOWN_GRACE = 5
 """Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
 cancelled; then the watches stop and history drains (Kubernetes waits 30 s by default)."""
 

@@ -99,7 +99,9 @@ async def contention(
     postgres = engine.dialect.name == "postgresql"
     sql = AuditSql(postgres)
     g, lst = sql.greatest, sql.least
-    params = {"f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count}
+    params: dict[str, int | str] = {
+        "f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count,
+    }  # fmt: skip
     if cluster is not None:
         params["cluster"] = cluster
     rows: dict[tuple[str, str, int], ContentionRow] = {}

@@ -33,16 +33,17 @@ from dra_mirror.service.history.models import (
     ConsumerInterval,
     DeviceInterval,
     IdleInterval,
+    IntervalTable,
     WaitInterval,
 )
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model import changes as t
 from dra_mirror.service.model.changes import Transition
 
-__all__ = ["KEYS", "MULTI_TABLES", "Decider", "OpenInterval", "Plan"]
+__all__ = ["KEYS", "MULTI_TABLES", "Decider", "OpenInterval", "Opened", "Plan"]
 
 # identity columns of each interval table (after `cluster`)
-KEYS: dict[type, tuple[str, ...]] = {
+KEYS: dict[IntervalTable, tuple[str, ...]] = {
     AllocationInterval: ("cluster", "claim_uid", "request", "driver", "pool", "device", "share_id"),
     ConsumerInterval: ("cluster", "claim_uid", "pod_uid"),
     WaitInterval: ("cluster", "claim_uid"),
@@ -61,12 +62,20 @@ class OpenInterval:
     new_row: dict[str, Any] | None = None  # row to insert in this batch
 
 
+# per table: identity (the KEYS columns) -> the interval open for it
+Opened = dict[IntervalTable, dict[tuple, OpenInterval]]
+
+
 @dataclass
 class Plan:
     """Everything one segment of a batch writes."""
 
-    inserts: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    inserts: dict[IntervalTable, list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    closes: dict[IntervalTable, list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     data_updates: list[dict[str, Any]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
     waits_from: int | None = None  # earliest wait start or end written (peak cache)
@@ -79,13 +88,13 @@ class Plan:
 class Decider:
     """Walks transitions in order over the open intervals, filling a plan (no I/O)."""
 
-    def __init__(self, plan: Plan, opened: dict[type, dict]) -> None:
+    def __init__(self, plan: Plan, opened: Opened) -> None:
         self.plan = plan
         self.opened = opened
         # (cluster, claim uid) -> open intervals of the claim's tables keyed by more than the
         # claim (allocations, consumers), for claim_deleted; waits and idle holds are keyed by
         # the claim itself
-        self.by_claim: dict[tuple[str, str], set[tuple[type, tuple]]] = defaultdict(set)
+        self.by_claim: dict[tuple[str, str], set[tuple[IntervalTable, tuple]]] = defaultdict(set)
         for table in MULTI_TABLES:
             for key in opened[table]:
                 self.by_claim[(key[0], key[1])].add((table, key))
@@ -131,7 +140,7 @@ class Decider:
         for table in (WaitInterval, IdleInterval):
             self._close(table, claim, at, "deleted")
 
-    def _open(self, table: type, tr: Transition, at: int, row: dict[str, Any]) -> None:
+    def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
         if key in self.opened[table]:
             return  # already open: a re-announcement or a replay keeps the first start
@@ -145,7 +154,7 @@ class Decider:
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].add((table, key))
 
-    def _close(self, table: type, key: tuple, at: int, reason: str) -> None:
+    def _close(self, table: IntervalTable, key: tuple, at: int, reason: str) -> None:
         current = self.opened[table].get(key)
         if current is None or at < current.start_us:
             return  # nothing open, or a later interval is open: a replay
@@ -177,7 +186,7 @@ class Decider:
         self._open(DeviceInterval, tr, at, row)
 
 
-def _key(table: type, tr: Transition) -> tuple:
+def _key(table: IntervalTable, tr: Transition) -> tuple:
     if table is AllocationInterval:
         return (tr.cluster, tr.claim_uid, tr.request, tr.driver, tr.pool, tr.device,
                 tr.share_id or "")  # fmt: skip

@@ -28,9 +28,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dra_mirror.service.history import peaks, pgcopy
-from dra_mirror.service.history.intervals import KEYS, Decider, OpenInterval, Plan
+from dra_mirror.service.history.intervals import KEYS, Decider, Opened, OpenInterval, Plan
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
+    Base,
     ClusterMark,
     DeviceInterval,
     Gap,
@@ -44,7 +45,7 @@ from dra_mirror.service.model.changes import Transition
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
 
 
-def _insert(conn: AsyncConnection, table: type):
+def _insert(conn: AsyncConnection, table: type[Base]) -> postgresql.Insert | sqlite.Insert:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
 
@@ -141,15 +142,15 @@ class BatchRecorder:
             await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), rows)
         self.rows += len(versions)
 
-    async def _open_intervals(self, transitions: list[Transition]) -> dict[type, dict]:
+    async def _open_intervals(self, transitions: list[Transition]) -> Opened:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})
         devices = sorted({tr.device for tr in transitions if tr.type.startswith("device_")})
-        opened: dict[type, dict] = {table: {} for table in INTERVAL_TABLES}
+        opened: Opened = {table: {} for table in INTERVAL_TABLES}
         for table in INTERVAL_TABLES:
             keys = KEYS[table]
             column, values = (
-                (DeviceInterval.device, devices)
-                if table is DeviceInterval
+                (table.device, devices)
+                if issubclass(table, DeviceInterval)
                 else (table.claim_uid, claim_uids)
             )
             for start in range(0, len(values), CHUNK):
@@ -200,12 +201,12 @@ class BatchRecorder:
             )  # fmt: skip
             await conn.execute(stmt, plan.data_updates)
         for cluster, seen in plan.marks.items():
-            stmt = _insert(conn, ClusterMark).values(cluster=cluster, last_seen_us=seen)
+            mark = _insert(conn, ClusterMark).values(cluster=cluster, last_seen_us=seen)
             newest = (func.greatest if conn.dialect.name == "postgresql" else func.max)(
-                ClusterMark.last_seen_us, stmt.excluded.last_seen_us
+                ClusterMark.last_seen_us, mark.excluded.last_seen_us
             )
             await conn.execute(
-                stmt.on_conflict_do_update(
+                mark.on_conflict_do_update(
                     index_elements=["cluster"], set_={"last_seen_us": newest}
                 )
             )

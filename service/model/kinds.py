@@ -20,21 +20,22 @@ Promises: pure data, no I/O; the only definition of these names in the package.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 DRA_GROUP = "resource.k8s.io"
 CORE_GROUP = ""
 # resource.k8s.io versions in order of preference: v1 (GA in 1.34), then the betas.
 DRA_VERSIONS: tuple[str, ...] = ("v1", "v1beta2", "v1beta1")
 
-# Kinds, as Kubernetes spells them.
-DEVICE_CLASS = "DeviceClass"
-RESOURCE_SLICE = "ResourceSlice"
-RESOURCE_CLAIM = "ResourceClaim"
-RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
-POD = "Pod"
-NODE = "Node"
-NAMESPACE = "Namespace"
+# Kinds, as Kubernetes spells them (Final: type checkers read them as literals, so a call such
+# as `normalize(RESOURCE_CLAIM, …)` is known to give a ClaimRecord).
+DEVICE_CLASS: Final = "DeviceClass"
+RESOURCE_SLICE: Final = "ResourceSlice"
+RESOURCE_CLAIM: Final = "ResourceClaim"
+RESOURCE_CLAIM_TEMPLATE: Final = "ResourceClaimTemplate"
+POD: Final = "Pod"
+NODE: Final = "Node"
+NAMESPACE: Final = "Namespace"
 
 
 class Resource(NamedTuple):

@@ -19,27 +19,31 @@ The GraphQL `whoHolds` (`schema.whoholds`) is these functions over the request's
 the chat and command-line answers (`service.questions.holdings`) ask that field.
 
 Promises: one batched store call per step (devices, allocations, claims, pods), never one per
-device; reads only, through the `StateReader` protocol.
+device; reads only, through `HoldersReader` (four of the `StateReader` reads).
 """
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from dra_mirror.service.model.records import (
     POD,
     AllocationRef,
     ClaimRecord,
+    DeviceEntry,
     DeviceKey,
     ObjectKey,
     PodRecord,
     Record,
 )
-from dra_mirror.service.stores.protocols import Relation, StateReader
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation
 
 __all__ = [
     "UUID_PREFIXES",
+    "HoldersReader",
     "Holding",
     "Holdings",
     "consumer_keys",
@@ -51,8 +55,23 @@ __all__ = [
 UUID_PREFIXES = ("GPU-", "MIG-")
 
 
+class HoldersReader(Protocol):
+    """The reads these questions make: part of `StateReader` (a store, or a GraphQL request's
+    scoped reader over one)."""
+
+    async def clusters(self) -> builtins.list[ClusterStatus]: ...
+
+    async def get(self, keys: Sequence[ObjectKey]) -> builtins.list[Record | None]: ...
+
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]: ...
+
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Any]
+    ) -> builtins.list[builtins.list[Any]]: ...
+
+
 async def resolve_devices(
-    reader: StateReader, spec: str, *, cluster: str | None
+    reader: HoldersReader, spec: str, *, cluster: str | None
 ) -> list[DeviceKey]:
     """The device keys `spec` names, restricted to `cluster` when given."""
     spec = spec.strip()
@@ -114,7 +133,7 @@ class Holdings:
     records: dict[ObjectKey, Record | None] = field(default_factory=dict)
 
 
-async def holdings_of(reader: StateReader, keys: Sequence[DeviceKey]) -> Holdings:
+async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdings:
     """The claims holding each of `keys` (in key order), with their consumer pods."""
     if not keys:
         return Holdings()
@@ -126,13 +145,13 @@ async def holdings_of(reader: StateReader, keys: Sequence[DeviceKey]) -> Holding
     wanted: dict[ObjectKey, str] = {}
     for claim in claims.values():
         if isinstance(claim, ClaimRecord):
-            for key, uid in consumer_keys(claim).items():
-                wanted.setdefault(key, uid)
+            for pod_key, uid in consumer_keys(claim).items():
+                wanted.setdefault(pod_key, uid)
     pods: dict[ObjectKey, Record | None] = (
         dict(zip(wanted, await reader.get(list(wanted)), strict=True)) if wanted else {}
     )
     found = Holdings(records={**claims, **pods})
-    for key, refs in zip(keys, holds, strict=True):
+    for device, refs in zip(keys, holds, strict=True):
         for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
             claim = claims.get(ref.claim)
             if not isinstance(claim, ClaimRecord):
@@ -142,5 +161,5 @@ async def holdings_of(reader: StateReader, keys: Sequence[DeviceKey]) -> Holding
                 for k, uid in consumer_keys(claim).items()
                 if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
             ]
-            found.holdings.append(Holding(device=key, ref=ref, claim=claim, pods=consumers))
+            found.holdings.append(Holding(device=device, ref=ref, claim=claim, pods=consumers))
     return found

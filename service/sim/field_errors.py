@@ -138,7 +138,7 @@ class Checker:
     def selectors(self, field: str, selectors: Any) -> None:
         self.too_many(field, selectors, MAX_SELECTORS)
         for i, sel in enumerate(selectors or []):
-            expr = ((sel or {}).get("cel") or {}).get("expression")
+            expr: Any = ((sel or {}).get("cel") or {}).get("expression")
             if self.required(f"{field}[{i}].cel.expression", expr) and len(expr) > MAX_CEL_LENGTH:
                 self.add(f"{field}[{i}].cel.expression", "Too long", "FieldValueTooLong")
 

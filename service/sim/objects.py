@@ -90,9 +90,8 @@ def check_shape(res: Resource, obj: Any) -> None:
                 }
             )
     if problems:
-        name = (
-            meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
-        )
+        name = meta.get("name") if isinstance(meta, dict) else None
+        name = name if isinstance(name, str) else ""
         raise invalid(res.kind, res.group, name, problems)
 
 

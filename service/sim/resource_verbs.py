@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from dra_mirror.service.model.kinds import DRA_GROUP
 from dra_mirror.service.sim import tables
 from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
+from dra_mirror.service.sim.faults import StreamFaults
 from dra_mirror.service.sim.listing import list_page
 from dra_mirror.service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
 from dra_mirror.service.sim.selectors import combine, parse_fields, parse_labels
@@ -62,7 +63,8 @@ class ResourceVerbs:
     async def objects(self, request: Request, target: Target) -> Response:
         """One request on a resource path: the verb by method, collection or object."""
         method = request.method
-        if target.name is None:
+        name = target.name
+        if name is None:
             if method == "GET":
                 if request.query_params.get("watch", "").lower() in ("1", "true"):
                     return self.watch(request, target)
@@ -73,9 +75,9 @@ class ResourceVerbs:
                 return self.delete_collection(request, target)
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on a collection")
         if method == "GET":
-            obj = self.store.stored(target.plural, (target.namespace or "", target.name))
+            obj = self.store.stored(target.plural, (target.namespace or "", name))
             if obj is None:
-                raise not_found(target.plural, target.group, target.name)
+                raise not_found(target.plural, target.group, name)
             return json_response(target.served(obj))
         if method == "PUT":
             body = incoming(target, await read_body(request))
@@ -88,10 +90,10 @@ class ResourceVerbs:
                 )
             )
         if method == "PATCH":
-            return await self.patch(request, target)
+            return await self.patch(request, target, name)
         if method == "DELETE":
             options = await delete_options(request)
-            current = self.store.stored(target.plural, (target.namespace or "", target.name))
+            current = self.store.stored(target.plural, (target.namespace or "", name))
             preconditions = options.get("preconditions") or {}
             if current is not None and any(
                 preconditions.get(f) not in (None, current["metadata"].get(f))
@@ -111,9 +113,7 @@ class ResourceVerbs:
             if current is not None and policy == "Orphan" and not dry:
                 self.cluster.garbage.orphaned.add(current["metadata"].get("uid", ""))
             return json_response(
-                target.served(
-                    self.store.delete(target.plural, target.namespace, target.name, dry_run=dry)
-                )
+                target.served(self.store.delete(target.plural, target.namespace, name, dry_run=dry))
             )
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
 
@@ -132,10 +132,10 @@ class ResourceVerbs:
             target.served(self.store.create(target.plural, obj, **writing(request))), 201
         )
 
-    async def patch(self, request: Request, target: Target) -> Response:
+    async def patch(self, request: Request, target: Target, name: str) -> Response:
         kind = patch_type(request.headers.get("content-type", ""))
         body = decode_body(await request.body(), kind)
-        key = (target.namespace or "", target.name)
+        key = (target.namespace or "", name)
         current = self.store.stored(target.plural, key)
         options = writing(request)
         if kind == APPLY:
@@ -144,7 +144,7 @@ class ResourceVerbs:
                 raise bad_request("an apply patch must be an object")
             if current is None:
                 obj = incoming(target, body)
-                obj.setdefault("metadata", {}).update(name=target.name)
+                obj.setdefault("metadata", {}).update(name=name)
                 if target.resource.namespaced:
                     obj["metadata"]["namespace"] = target.namespace
                 return json_response(
@@ -154,7 +154,7 @@ class ResourceVerbs:
             if isinstance(body.get("metadata"), dict):
                 body["metadata"].pop("resourceVersion", None)
         if current is None:
-            raise not_found(target.plural, target.group, target.name)
+            raise not_found(target.plural, target.group, name)
         if kind == JSON_PATCH:
             patched = json_patch(target.served(current), body)
             obj = incoming(target, patched)
@@ -187,7 +187,7 @@ class ResourceVerbs:
                 self.store.patch(
                     target.plural,
                     target.namespace,
-                    target.name,
+                    name,
                     body,
                     subresource=target.subresource,
                     **options,
@@ -274,6 +274,7 @@ class ResourceVerbs:
             parse_labels(params.get("labelSelector")),
             parse_fields(params.get("fieldSelector"), target.plural),
         )
+        stream_faults: StreamFaults | ApiError
         try:
             stream_faults = self.cluster.faults.before_watch()
         except ApiError as error:

@@ -75,7 +75,7 @@ def node_selection(c: Checker, field: str, holder: dict, per_device_ok: bool) ->
 
 
 def resource_slice(c: Checker, obj: dict) -> None:
-    spec = obj.get("spec")
+    spec: Any = obj.get("spec")  # JSON as sent
     if not c.required("spec", spec):
         return
     c.dns_subdomain("spec.driver", spec.get("driver"), 63)
@@ -110,7 +110,7 @@ def resource_slice(c: Checker, obj: dict) -> None:
     c.too_many(
         "spec.devices", devices, MAX_DEVICES_WITH_TAINTS_OR_COUNTERS if advanced else MAX_DEVICES
     )
-    seen: set[str] = set()
+    seen: set[object] = set()  # JSON values, malformed ones included
     for i, dev in enumerate(devices):
         device(c, f"spec.devices[{i}]", dev or {}, spec.get("perDeviceNodeSelection") is True)
         if (dev or {}).get("name") in seen:

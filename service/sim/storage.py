@@ -20,6 +20,7 @@ What a write does to an object (validation, server-set fields, finalizers) is th
 
 from __future__ import annotations
 
+import builtins
 import logging
 import random
 from collections.abc import Callable, Iterator
@@ -51,7 +52,10 @@ def api_version(res: Resource) -> str:
 
 
 class Storage:
-    """One simulated cluster's objects, their resourceVersions and the log of their changes."""
+    """One simulated cluster's objects, their resourceVersions and the log of their changes.
+
+    (`list` is a method here, as in client-go's listers: annotations below it say
+    `builtins.list`.)"""
 
     def __init__(
         self,
@@ -93,7 +97,7 @@ class Storage:
                 continue
             yield objects[key]
 
-    def sorted_keys(self, plural: str) -> list[Key]:
+    def sorted_keys(self, plural: str) -> builtins.list[Key]:
         keys = self._sorted[plural]
         if keys is None:
             keys = self._sorted[plural] = sorted(self._objects[plural])
@@ -116,7 +120,7 @@ class Storage:
         """The oldest resourceVersion a watch may start from without 410."""
         return self._log.floor
 
-    def events_after(self, rv: int) -> list[Event]:
+    def events_after(self, rv: int) -> builtins.list[Event]:
         """Events with resourceVersion > rv; 410 Expired if some have left the window."""
         return self._log.after(rv, self.resource_version)
 

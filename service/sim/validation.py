@@ -109,7 +109,7 @@ def _claim_spec(c: Checker, field: str, spec: Any) -> None:
     devices = (spec or {}).get("devices") or {}
     requests = devices.get("requests") or []
     c.too_many(f"{field}.devices.requests", requests, MAX_REQUESTS)
-    names: set[str] = set()
+    names: set[object] = set()  # JSON values, malformed ones included
     for i, req in enumerate(requests):
         path = f"{field}.devices.requests[{i}]"
         req = req or {}
@@ -169,7 +169,7 @@ def _resource_claim(c: Checker, obj: dict) -> None:
             c.required(f"status.allocation.devices.results[{i}].{f}", (res or {}).get(f))
     reserved = status.get("reservedFor") or []
     c.too_many("status.reservedFor", reserved, MAX_RESERVED_FOR)
-    uids: set[str] = set()
+    uids: set[object] = set()
     for i, ref in enumerate(reserved):
         for f in ("resource", "name", "uid"):
             c.required(f"status.reservedFor[{i}].{f}", (ref or {}).get(f))
@@ -185,7 +185,7 @@ def _resource_claim(c: Checker, obj: dict) -> None:
 
 
 def _claim_template(c: Checker, obj: dict) -> None:
-    spec = obj.get("spec")
+    spec: Any = obj.get("spec")  # JSON as sent
     if not c.required("spec", spec):
         return
     extra = set(spec.get("metadata") or {}) - {"labels", "annotations"}
@@ -206,7 +206,7 @@ def _pod(c: Checker, obj: dict) -> None:
         for i, ctr in enumerate(spec.get(kind) or []):
             c.dns_label(f"spec.{kind}[{i}].name", (ctr or {}).get("name"))
             c.required(f"spec.{kind}[{i}].image", (ctr or {}).get("image"))
-    claim_names: set[str] = set()
+    claim_names: set[object] = set()
     for i, prc in enumerate(spec.get("resourceClaims") or []):
         prc = prc or {}
         c.dns_label(f"spec.resourceClaims[{i}].name", prc.get("name"))
