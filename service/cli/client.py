@@ -22,14 +22,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import orjson
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
-from dra_mirror.service.questions.chatops import ask_free, ask_idle, ask_waiting, duration
+from dra_mirror.service.questions.chatops import (
+    Claims,
+    Free,
+    ask_free,
+    ask_idle,
+    ask_waiting,
+    duration,
+)
 from dra_mirror.service.questions.holdings import HoldingRow, ask_who_holds
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Answer = TypeVar("Answer", bound="DataclassInstance")  # the rows of a question
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -42,14 +55,14 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     )
 
 
-def emit(answer: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+def emit(answer: Answer, as_json: bool, render: Callable[[Answer], str]) -> None:
     if as_json:
         click.echo(orjson.dumps(dataclasses.asdict(answer), option=orjson.OPT_INDENT_2))
     else:
         click.echo(render(answer))
 
 
-def client_options(command: Any) -> Any:
+def client_options(command: F) -> F:
     options = [
         click.option(
             "--server",
@@ -125,7 +138,7 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
         lambda ask: ask_free(ask, class_name, cluster, limit=limit),
     )
 
-    def render(a: Any) -> str:
+    def render(a: Free) -> str:
         rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]
         more = f"\n… {a.total - len(rows)} more" if a.total > len(rows) else ""
         return (
@@ -148,7 +161,7 @@ def waiting(class_name: str | None, cluster: str | None, limit: int, **client: A
         lambda ask: ask_waiting(ask, class_name, cluster, limit=limit),
     )
 
-    def render(a: Any) -> str:
+    def render(a: Claims) -> str:
         rows = [
             [c.cluster, c.claim, c.origin.lower(), ",".join(c.classes), _seconds(c.pending_seconds)]
             for c in a.claims
@@ -170,8 +183,8 @@ def idle(cluster: str | None, limit: int, **client: Any) -> None:
         client["server"], client["token"], lambda ask: ask_idle(ask, cluster, limit=limit)
     )
 
-    def render(a: Any) -> str:
-        rows = [
+    def render(a: Claims) -> str:
+        rows: list[list[Any]] = [
             [
                 *(c.cluster, c.claim, c.origin.lower(), c.node, ",".join(c.devices)),
                 *(c.idle_since, ",".join(c.consumers), c.waiting_for_class),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 import orjson
@@ -205,7 +205,11 @@ def explain(
 @click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token.")
 @click.option("--json", "as_json", is_flag=True, help="The findings as JSON.")
 def lint(
-    manifests: Any, server: str | None, cluster: str | None, token: str | None, as_json: bool
+    manifests: TextIO | None,
+    server: str | None,
+    cluster: str | None,
+    token: str | None,
+    as_json: bool,
 ) -> None:
     """The common DRA mistakes in manifests (offline), or in a mirrored cluster (--server)."""
     if manifests is None and not (server and cluster):
@@ -214,18 +218,20 @@ def lint(
         raise click.UsageError("--cluster needs --server (the mirror that knows the cluster)")
     if server:
         findings = run_question(server, token, _lint_remote(manifests, cluster), timeout=TIMEOUT)
-    else:
+    elif manifests is not None:
         try:
             findings = lint_text(manifests.read())
         except ManifestError as error:
             raise click.ClickException(str(error)) from error
+    else:  # refused above already; said again for the type checker
+        raise click.UsageError("give FILE (or - for stdin)")
     _emit(findings, as_json, render_findings)
     if any(f["severity"] == "ERROR" for f in findings):
         sys.exit(1)
 
 
 def _lint_remote(
-    manifests: Any, cluster: str | None
+    manifests: TextIO | None, cluster: str | None
 ) -> Callable[[Ask], Awaitable[list[dict[str, Any]]]]:
     async def question(ask: Ask) -> list[dict[str, Any]]:
         if manifests is None:

@@ -34,7 +34,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from dra_mirror.service.questions.asking import Ask, in_process
+from dra_mirror.service.questions.asking import Ask, ExecutableSchema, in_process
 
 from . import blocks
 from .commands import answer
@@ -53,7 +53,7 @@ class SlackCommands:
     per-request context its `/graphql` route uses."""
 
     def __init__(
-        self, schema: Any, context_for: ContextFor, settings: SlackSettings | None
+        self, schema: ExecutableSchema, context_for: ContextFor, settings: SlackSettings | None
     ) -> None:
         self.schema = schema
         self.context_for = context_for
