@@ -11,7 +11,7 @@ the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from dra_mirror.service.model import inventory
 from dra_mirror.service.model.records import AllocationRef, DeviceEntry, DeviceKey
@@ -82,7 +82,9 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
 
         # Every holder (out-of-scope ones too) decides the status; nothing of them is primed
         # into the scoped loaders.
-        holds = await every_holder(loaders).load_many([keys[i] for i in missing])
+        holds: list[list[AllocationRef]] = await every_holder(loaders).load_many(
+            [keys[i] for i in missing]
+        )
         for i, hold in zip(missing, holds, strict=True):
             entry = entries[i]
             free = None
@@ -117,10 +119,12 @@ async def prefetch(loaders: Loaders, entries: Sequence[DeviceEntry]) -> None:
         elif cached.done() and not cached.cancelled() and cached.exception() is None:
             known[entry.key] = cached.result()
     if keys:
-        found = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
-        fresh = dict(zip(keys, found, strict=True))
+        found: list[list[AllocationRef]] = await loaders.reader.lookup(
+            Relation.DEVICE_ALLOCATIONS, keys
+        )
+        fresh: dict[Hashable, list[AllocationRef]] = dict(zip(keys, found, strict=True))
         holds_loader.prime_many(fresh)
-        known.update(fresh)
+        known.update(zip(keys, found, strict=True))
     claim_keys = list(dict.fromkeys(ref.claim for refs in known.values() for ref in refs))
     if claim_keys:
         claims = await loaders.reader.get(claim_keys)

@@ -6,7 +6,7 @@
     findDevices(selector, status, cluster, first, after)   -> DeviceSearch!
 
 Each reads the state through `info.context.reader` (scoped, errors translated) via
-`service.diagnosis`, which keeps one allocation ledger per cluster and store. Bad client input
+`service.questions.diagnosis`, which keeps one allocation ledger per cluster and store. Bad client input
 is a GraphQL error with a code: `BAD_YAML` (lintManifests), `BAD_SELECTOR` (findDevices, the
 CEL compiler's message). A selector that fails to *evaluate* on some devices is not an error of
 the query: those devices are counted and listed in `evaluationErrors`, never as "no match".

@@ -17,7 +17,7 @@ with a `code` extension, never a 500.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 
 import orjson
 import strawberry
@@ -41,6 +41,10 @@ class ContentionGroup(enum.Enum):
     CLUSTER = "CLUSTER"
 
 
+@overload
+def _time(us: int) -> DateTime: ...
+@overload
+def _time(us: int | None) -> DateTime | None: ...
 def _time(us: int | None) -> DateTime | None:
     return None if us is None else DateTime(to_rfc3339(us))
 
@@ -84,7 +88,7 @@ class HistoryAllocation:
         return cls(
             cluster=a.cluster, driver=a.driver, pool=a.pool, device=a.device, uuid=a.uuid,
             node=a.node, namespace=a.namespace, claim=a.claim, claim_uid=a.claim_uid,
-            request=a.request, share_id=a.share_id, consumed_capacity=a.consumed_capacity,
+            request=a.request, share_id=a.share_id, consumed_capacity=JSON(a.consumed_capacity),
             class_name=a.class_name or None, since=_time(a.start_us), until=_time(a.end_us),
             end_reason=a.end_reason, pods=[HistoryPod.of(p) for p in a.pods],
         )  # fmt: skip

@@ -141,7 +141,7 @@ class Loaders:
         for slices in await self.cluster_slices.load_many(clusters):
             by_pool.update(pool_facts(slices))
         for key in missing:
-            found = by_pool.get(key[:3])  # type: ignore[call-overload]
+            found = by_pool.get(key[:3])
             if found is not None:
                 facts[key] = found
         return [facts.get(key) for key in keys]

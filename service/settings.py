@@ -3,7 +3,7 @@
 Every value comes from (in order of precedence) a command-line flag, a `DRA_MIRROR_*`
 environment variable, or the embedded default below. Nothing else in the service reads the
 environment: `Settings.from_env(overrides)` is called by the CLI (and tests), and the result is
-handed to `service.app.create_app` and the reactors as a keyword argument.
+handed to the app (`service.http.app`) and the reactors as a keyword argument.
 
 Environment names are `DRA_MIRROR_<GROUP>_<FIELD>` upper-cased, e.g. `DRA_MIRROR_HTTP_PORT`,
 `DRA_MIRROR_STORE_REDIS_URL`, `DRA_MIRROR_CLUSTERS_CONTEXTS` (comma-separated).

@@ -81,8 +81,9 @@ class MaskedErrors(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
-        if result is not None and getattr(result, "errors", None):
-            result.errors = [self._masked(e) for e in result.errors]
+        errors = getattr(result, "errors", None)
+        if result is not None and errors:
+            result.errors = [self._masked(e) for e in errors]
 
     @staticmethod
     def _masked(error: GraphQLError) -> GraphQLError:

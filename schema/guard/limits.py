@@ -78,7 +78,7 @@ def limit_extensions(
             context = self.execution_context
             document = context.graphql_document
             operation = _operation(document, context.operation_name) if document else None
-            if operation is not None:
+            if document is not None and operation is not None:
                 shape = measure(
                     context.schema._schema, document, operation, context.variables,
                     max_page=s.max_page_size, default_page=s.default_page_size,

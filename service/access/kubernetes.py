@@ -112,8 +112,8 @@ class KubernetesTokens:
             pending.add_done_callback(lambda _f: self._inflight.pop(key, None))
         try:
             subject = await asyncio.shield(pending)
-        except (Unauthenticated, Forbidden) as refusal:
-            self._refused[key] = refusal
+        except (Unauthenticated, Forbidden) as refused:
+            self._refused[key] = refused
             raise
         self._subjects[key] = subject
         return subject

@@ -146,8 +146,7 @@ class JwksUrl:
     async def keys(self, *, refresh: bool = False) -> dict[str, jwt.PyJWK]:
         now = self.clock()
         age = None if self._fetched_at is None else now - self._fetched_at
-        fresh = age is not None and age < self.ttl
-        if fresh and not (refresh and age >= UNKNOWN_KID_REFRESH):
+        if age is not None and age < self.ttl and not (refresh and age >= UNKNOWN_KID_REFRESH):
             return self._keys
         async with self._lock:
             if self._fetched_at is not None and self._fetched_at > now:

@@ -144,18 +144,20 @@ def from_status(
         # Status.details.retryAfterSeconds is how kube-apiserver repeats Retry-After in the body.
         seconds = (status.get("details") or {}).get("retryAfterSeconds")
         retry_after = float(seconds) if isinstance(seconds, int | float) else None
-    kwargs = {"cluster": cluster, "code": code, "reason": reason, "retry_after": retry_after}
+    kind: type[ClusterError]
     if code == 410 or _too_large_resource_version(status):
-        return Expired(message, **kwargs)
-    if code == 404:
-        return NotServed(message, **kwargs)
-    if code in (401, 403):
-        return Forbidden(message, **kwargs)
-    if code == 429:
-        return Throttled(message, **kwargs)
-    if code >= 500:
-        return ServerError(message, **kwargs)
-    return BadResponse(message, **kwargs)
+        kind = Expired
+    elif code == 404:
+        kind = NotServed
+    elif code in (401, 403):
+        kind = Forbidden
+    elif code == 429:
+        kind = Throttled
+    elif code >= 500:
+        kind = ServerError
+    else:
+        kind = BadResponse
+    return kind(message, cluster=cluster, code=code, reason=reason, retry_after=retry_after)
 
 
 def translate(error: BaseException, *, cluster: str = "", path: str = "") -> ClusterError:

@@ -143,8 +143,9 @@ class MemoryOutbox:
 
     async def append(self, payload: bytes) -> str:
         async with self._changed:
-            if self._max is not None:
-                await self._changed.wait_for(lambda: len(self._entries) < self._max)
+            limit = self._max
+            if limit is not None:
+                await self._changed.wait_for(lambda: len(self._entries) < limit)
             self._next += 1
             entry_id = f"{self._next}-0"
             self._entries[entry_id] = payload

@@ -195,7 +195,9 @@ class RedisStreamOutbox:
                 block=max(1, int(block * 1000)),
             )
         )
-        return self._hand_out(_entries(reply))
+        # `>` gives only entries added since the group last read: none of them is deleted yet.
+        entries, _ = _split(_entries(reply))
+        return self._hand_out(entries)
 
     async def pending(self, count: int) -> list[tuple[str, bytes]]:
         """This consumer's entries handed out before and never acknowledged (a restart)."""

@@ -24,9 +24,9 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
 from dra_mirror.service.sim.kubeconfig import write_kubeconfig
 from dra_mirror.service.sim.rbac import Access
-from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.server import build_app
 from dra_mirror.service.sim.store import ClusterStore
@@ -165,7 +165,7 @@ class Simulator:
         later one does (about a third of the cold time)."""
         for served in self.served.values():
             store = served.store
-            for plural in RESOURCES:
+            for plural in BY_PLURAL:
                 for i, key in enumerate(list(store.sorted_keys(plural))):
                     if store.stored(plural, key) is not None:
                         store.encoded(plural, key)
@@ -208,7 +208,7 @@ class _EmbeddedServer(uvicorn.Server):
     stops the servers."""
 
     @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
+    def capture_signals(self) -> Iterator[None]:  # uvicorn.Server's hook, overridden: no handlers
         yield
 
 

@@ -9,8 +9,8 @@ Per request, in this order:
    timestamp more than 5 minutes from now. Missing, forged or stale → 401, and the command is
    not parsed, let alone run.
 4. The command's text is answered (`service.slack.commands.answer`) by executing GraphQL
-   documents on the app's schema in-process, with the same per-request context `/graphql`
-   builds (access scope, loaders, history, clock).
+   documents on the app's schema in-process (`service.questions.asking.in_process`), with the
+   same per-request context `/graphql` builds (access scope, loaders, history, clock).
 5. Slack waits 3 s for the HTTP reply. An answer ready within `answer_within` goes back in it;
    otherwise the reply is an immediate "working on it" and the answer is posted (httpx) to the
    command's `response_url` once ready — only when that URL starts with an allowed prefix
@@ -34,7 +34,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from dra_mirror.service.questions.chatops import Ask, QuestionError
+from dra_mirror.service.questions.asking import Ask, ExecutableSchema, in_process
 
 from . import blocks
 from .access import asker_scope
@@ -49,27 +49,13 @@ POST_TIMEOUT = 10.0
 ContextFor = Callable[[Request], Awaitable[Any]]
 
 
-def in_process(schema: Any, context: Any) -> Ask:
-    """An `Ask` executing documents on `schema` with one request's `context`."""
-
-    async def ask(document: str, variables: Any) -> dict[str, Any]:
-        result = await schema.execute(
-            document, variable_values=dict(variables), context_value=context
-        )
-        if result.errors:
-            raise QuestionError("; ".join(e.message for e in result.errors))
-        return result.data or {}
-
-    return ask
-
-
 class SlackCommands:
     """The endpoint (`handle`); `schema` and `context_for(request)` are the app's GraphQL schema and the
     per-request context its `/graphql` route uses."""
 
     def __init__(
         self,
-        schema: Any,
+        schema: ExecutableSchema,
         context_for: ContextFor,
         settings: SlackSettings | None,
         *,
