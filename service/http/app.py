@@ -51,6 +51,7 @@ from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import Context, make_context, utc_now
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.http import exports as export
+from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
@@ -84,6 +85,8 @@ ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
 
 class MirrorGraphQL(GraphQL):
     """strawberry's ASGI view with our per-request context and orjson encoding."""
+
+    websocket_adapter_class = TextFrames  # live events as text frames, as browsers need
 
     def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
         super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
