@@ -22,6 +22,7 @@ GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses a
 orjson; every request gets a fresh typed context (`schema.context.make_context`). The history
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`.
 Slack slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given).
+The Devices screens (`/ui/`) and GraphiQL's page are `service.web`'s (files of the package).
 `/metrics` is Prometheus text (`service.metrics`; the DRA series unless `dra_metrics=False`).
 
 `mirror_app(settings, store=...)` is the whole mirror (history when configured, watchers into
@@ -62,6 +63,7 @@ from dra_mirror.service.stores.protocols import (
     StateStore,
     StoreUnavailable,
 )
+from dra_mirror.service.web.routes import graphiql_response, web_routes
 
 if TYPE_CHECKING:
     from dra_mirror.service.reactor.reactor import Reactors
@@ -105,6 +107,9 @@ class MirrorGraphQL(GraphQL):
 
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
+
+    async def render_graphql_ide(self, request: Any) -> Response:
+        return graphiql_response(request)  # GraphiQL from the package's files, not a CDN
 
     async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
         # One GraphQL operation (a batch runs several): its latency by operation name.
@@ -402,6 +407,7 @@ def create_app(
                 SlackCommands(view.schema, lambda r: view.get_context(r, None), slack).handle,
                 methods=["POST"],
             ),
+            *web_routes(),  # the Devices screens (/ui/) and their static files
         ],
         lifespan=lifespan,
     )
