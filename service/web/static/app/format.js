@@ -80,3 +80,17 @@ export function deviceSpec(device) {
 export function plural(count, word, many = `${word}s`) {
   return `${number(count)} ${count === 1 ? word : many}`;
 }
+
+// A Kubernetes quantity ("143771Mi", "10G", "500m", "1e3") as a number; null when unreadable.
+const SUFFIX = {
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+};
+export function quantity(text) {
+  if (text === null || text === undefined) return null;
+  const match = /^([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$/.exec(String(text).trim());
+  if (!match) return null;
+  const value = Number(match[1]);
+  if (match[2] !== undefined) return value * 10 ** Number(match[2]);
+  return value * SUFFIX[match[3] || ""];
+}
