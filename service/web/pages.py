@@ -37,7 +37,13 @@ def _script(src: str) -> str:
 
 
 def _config(prefix: str) -> str:
-    config = {"graphql": f"{prefix}/graphql", "base": f"{prefix}{UI}", "static": f"{prefix}{STATIC_PATH}"}
+    static = f"{prefix}{STATIC_PATH}"
+    config = {
+        "graphql": f"{prefix}/graphql",
+        "base": f"{prefix}{UI}",
+        "static": static,
+        "chart": f"{static}/{vendor_path('chart.js', 'chart.umd.min.js')}",  # loaded when needed
+    }
     # In a <script type="application/json"> nothing runs; "</" is escaped so no text ends it.
     text = json.dumps(config).replace("</", "<\\/")
     return f'<script type="application/json" id="dra-mirror-config">{text}</script>'
