@@ -185,7 +185,7 @@ export function PodPage({ params }) {
       <${KeyValues} rows=${[
         ["cluster", pod.cluster],
         ["phase", html`<${PodPhase} phase=${pod.phase} />${pod.reason ? html` <span class="muted">${pod.reason}</span>` : null}`],
-        ["node", html`<${NodeName} cluster=${pod.cluster} node=${pod.nodeName} />`],
+        ["node", pod.nodeName ? html`<${NodeName} cluster=${pod.cluster} node=${pod.nodeName} />` : html`<span class="muted">not scheduled yet</span>`],
         ["claims", pod.claims.length || pod.extendedResourceClaim
           ? html`${pod.claims.map((c) => html`<div key=${c.name}><span class="mono">${c.name}</span> → ${c.claim
               ? html`<${ClaimLink} cluster=${c.claim.cluster} namespace=${c.claim.namespace} name=${c.claim.name} /> <${ClaimState} state=${c.claim.state} />
