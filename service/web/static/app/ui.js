@@ -79,6 +79,16 @@ export function Json({ value }) {
   return html`<pre class="json">${JSON.stringify(value, null, 2)}</pre>`;
 }
 
+// A device's attributes, drawn only once opened (a page shows hundreds of devices).
+export function Attributes({ attributes }) {
+  const [open, setOpen] = useState(false);
+  const names = Object.keys(attributes || {});
+  return html`<details onToggle=${(e) => setOpen(e.currentTarget.open)}>
+    <summary class="small">${names.length} attribute${names.length === 1 ? "" : "s"}</summary>
+    ${open ? html`<table class="small attributes"><tbody>${names.map((k) => html`<tr key=${k}><td class="mono">${k}</td><td class="mono">${String(attributes[k])}</td></tr>`)}</tbody></table>` : null}
+  </details>`;
+}
+
 export function KeyValues({ rows }) {
   return html`<dl class="kv">${rows.filter(Boolean).map(([k, v]) => html`<${Fragment} key=${k}><dt>${k}</dt><dd>${v}</dd><//>`)}</dl>`;
 }

@@ -124,9 +124,12 @@ export function ClaimPage({ params }) {
   const valid = target.cluster && target.namespace && target.name;
   const [refresh, setRefresh] = useState(0);
   const claim = useQuery(CLAIM, valid ? target : null, refresh);
-  const diagnosis = useQuery(DIAGNOSIS, valid ? target : null, refresh);
-  const history = useQuery(LIFE, valid ? target : null, refresh);
-  const waiting = useQuery(WAITING, valid ? { cluster: target.cluster } : null, refresh);
+  // The diagnosis and the history are asked once the claim is drawn (they cost more).
+  const drawn = !!claim.data;
+  const diagnosis = useQuery(DIAGNOSIS, drawn ? target : null, refresh);
+  const history = useQuery(LIFE, drawn ? target : null, refresh);
+  const idle = drawn && claim.data.resourceClaim && claim.data.resourceClaim.idle;
+  const waiting = useQuery(WAITING, idle ? { cluster: target.cluster } : null, refresh);
   const bump = useThrottled(() => setRefresh((n) => n + 1), 1000);
   useLive(valid ? [{ document: LIVE, variables: { cluster: target.cluster, namespace: target.namespace } }] : [],
     (data) => { if (data.claimEvents.name === target.name) bump(); }, bump);
@@ -153,6 +156,6 @@ export function ClaimPage({ params }) {
     <${ErrorNote} what="explainClaim" error=${diagnosis.error} />
     ${diagnosis.data ? html`<${Diagnosis} diagnosis=${diagnosis.data.explainClaim} />` : !diagnosis.error && valid ? html`<${Loading} what="Diagnosing" />` : null}
     <h2>Life</h2>
-    ${valid ? html`<${Life} history=${history} />` : null}
+    ${drawn ? html`<${Life} history=${history} />` : null}
   <//>`;
 }

@@ -67,7 +67,9 @@ export function ResourceClaims({ params, clusters }) {
   };
   const [refresh, setRefresh] = useState(0);
   const { data, error } = useQuery(CLAIMS, variables, refresh);
-  const waiting = useQuery(WAITING, { cluster: params.cluster || null }, refresh);
+  // Who waits matters only for idle holders on this page: asked after the page, if any.
+  const idleShown = data ? data.resourceClaims.nodes.some((c) => c.idle) : false;
+  const waiting = useQuery(WAITING, idleShown ? { cluster: params.cluster || null } : null, refresh);
   const waitingFor = waitingCounter(waiting.data);
   const bump = useThrottled(() => setRefresh((n) => n + 1), 1000);
   const names = (clusters || []).map((c) => c.name).filter((n) => !params.cluster || n === params.cluster);

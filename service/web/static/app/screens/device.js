@@ -3,7 +3,7 @@
 import { useLive, useQuery, useThrottled } from "../hooks.js";
 import { duration, instant } from "../format.js";
 import { Timeline } from "../charts.js";
-import { Badge, ClaimLink, ClaimState, DeviceStatus, ErrorNote, KeyValues, Link, Loading, NodeName, PodLink, PodPhase, Screen, href, html, useState } from "../ui.js";
+import { Attributes, Badge, ClaimLink, ClaimState, DeviceStatus, ErrorNote, KeyValues, Link, Loading, NodeName, PodLink, PodPhase, Screen, href, html, useState } from "../ui.js";
 import { DEVICE_FIELDS } from "./slices.js";
 import { capacityText } from "./slice_groups.js";
 
@@ -33,10 +33,6 @@ const LIVE = `subscription DeviceLive($cluster: String!, $node: String) {
   }
 }`;
 export const WINDOWS = { "1d": 1, "7d": 7, "30d": 30 };
-
-function Attributes({ device }) {
-  return html`<table class="list small"><tbody>${Object.entries(device.attributes).map(([k, v]) => html`<tr key=${k}><td class="mono">${k}</td><td class="mono">${String(v)}</td></tr>`)}</tbody></table>`;
-}
 
 // The window ends at the next whole minute (one cache key per minute, not per render).
 function useTimeline(cluster, spec, windowName, refresh, valid) {
@@ -121,7 +117,7 @@ export function DevicePage({ params }) {
         ["capacity", capacityText(device)],
         device.taints && device.taints.length ? ["taints", html`<pre class="json">${JSON.stringify(device.taints, null, 2)}</pre>`] : null,
       ]} />
-      <details><summary>${Object.keys(device.attributes).length} attributes</summary><${Attributes} device=${device} /></details>
+      <${Attributes} attributes=${device.attributes} />
     </section>` : null}
     <h2>Held by now</h2>
     ${holdings && holdings.length === 0 ? html`<p class="muted" data-holders="0">Nobody holds it.</p>` : null}

@@ -5,11 +5,14 @@ import { duration, number, since } from "../format.js";
 import { Badge, ErrorNote, Gap, Link, Loading, Screen, href, html, useEffect, useState } from "../ui.js";
 
 const OVERVIEW = `query Overview {
-  clusters {
-    name
-    status { connected synced apiVersion lastEventAt lastSyncAt error malformed }
-    counts { devices freeDevices claims pendingClaims }
-  }
+  clusters { name status { connected synced apiVersion lastEventAt lastSyncAt error malformed } }
+}`;
+// First the totals (no device status needed: cheap at any size), then each status count
+// (each scans every device's status: ~200 ms at 40,000 devices).
+const TOTALS = `query OverviewTotals($cluster: String!) {
+  devices(cluster: $cluster, first: 0) { totalCount }
+  claims: resourceClaims(cluster: $cluster, first: 0) { totalCount }
+  pending: resourceClaims(cluster: $cluster, state: PENDING, first: 0) { totalCount }
 }`;
 const DEVICES_BY_STATUS = `query DevicesByStatus($cluster: String!, $status: DeviceStatus!) {
   devices(cluster: $cluster, status: $status, first: 0) { totalCount }
@@ -63,15 +66,27 @@ function StatusCount({ cluster, status, refresh, onLoaded }) {
   return html`<${Link} to=${href("slices", { cluster, status })} data-count=${`devices-${status.toLowerCase()}`}>${number(data.devices.totalCount)}<//>`;
 }
 
-function ClusterCard({ cluster, refresh }) {
-  const { name, status, counts } = cluster;
+function ClusterCard({ cluster, refresh, onTotals }) {
+  const { name, status } = cluster;
+  const totals = useQuery(TOTALS, { cluster: name }, refresh);
+  useEffect(() => { if (totals.data || totals.error) onTotals(name); }, [totals.data, totals.error]);
+  if (!totals.data) {
+    return html`<section class="card cluster-card" data-cluster=${name} data-complete="false">
+      <header><h2>${name}</h2></header>${totals.error ? html`<${ErrorNote} error=${totals.error} />` : html`<${Loading} />`}</section>`;
+  }
+  return html`<${ClusterFigures} cluster=${cluster} totals=${totals.data} refresh=${refresh} />`;
+}
+
+function ClusterFigures({ cluster, totals, refresh }) {
+  const { name, status } = cluster;
+  const counts = { devices: totals.devices.totalCount, claims: totals.claims.totalCount, pendingClaims: totals.pending.totalCount };
   const [loaded, setLoaded] = useState({});
   const noteLoaded = (what, value) => setLoaded((previous) => ({ ...previous, [what]: value }));
   const idle = useQuery(IDLE_HOLDERS, { cluster: name }, refresh);
   const pending = usePendingAges(name, refresh);
   const findings = useQuery(FINDINGS, { cluster: name }, refresh);
   const idleCount = idle.data ? idle.data.resourceClaims.totalCount : null;
-  const complete = ["HELD", "SHARED", "BLOCKED"].every((s) => s in loaded) && idle.data && pending && findings.data;
+  const complete = ["FREE", "HELD", "SHARED", "BLOCKED"].every((s) => s in loaded) && idle.data && pending && findings.data;
   const withoutDriver = findings.data ? findings.data.lint.filter((f) => f.rule === "gpu-node-without-driver") : [];
   const others = findings.data ? findings.data.lint.filter((f) => f.rule !== "gpu-node-without-driver") : [];
   const waiting = counts.pendingClaims > 0;
@@ -92,7 +107,7 @@ function ClusterCard({ cluster, refresh }) {
         <h3>Devices</h3>
         <table class="figures-table"><tbody>
           <tr><th>total</th><td><${Link} to=${href("slices", { cluster: name })} data-count="devices">${number(counts.devices)}<//></td></tr>
-          <tr><th>free</th><td><${Link} to=${href("slices", { cluster: name, status: "FREE" })} data-count="devices-free">${number(counts.freeDevices)}<//></td></tr>
+          <tr><th>free</th><td><${StatusCount} cluster=${name} status="FREE" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th>held</th><td><${StatusCount} cluster=${name} status="HELD" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th>shared</th><td><${StatusCount} cluster=${name} status="SHARED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th title="free themselves, but sibling partitions use their counters">blocked</th><td><${StatusCount} cluster=${name} status="BLOCKED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
@@ -137,6 +152,10 @@ export function Overview({ params, clusters }) {
   const [refresh, setRefresh] = useState(0);
   const { data, error } = useQuery(OVERVIEW, {}, refresh);
   const shown = data ? data.clusters.filter((c) => !params.cluster || c.name === params.cluster) : null;
+  const [withTotals, setWithTotals] = useState(() => new Set());
+  const noteTotals = (name) => setWithTotals((seen) => (seen.has(name) ? seen : new Set([...seen, name])));
+  // Drawn once every card shows its totals; the per-status counts fill in after.
+  const ready = !!shown && shown.every((c) => withTotals.has(c.name));
   const bump = useThrottled(() => setRefresh((n) => n + 1), 3000);
   const names = (clusters || []).map((c) => c.name).filter((n) => !params.cluster || n === params.cluster);
   useLive(
@@ -147,9 +166,9 @@ export function Overview({ params, clusters }) {
     bump,
     bump,
   );
-  return html`<${Screen} name="overview" title=${params.cluster ? `Overview: ${params.cluster}` : "Overview"} ready=${!!data} error=${error}>
+  return html`<${Screen} name="overview" title=${params.cluster ? `Overview: ${params.cluster}` : "Overview"} ready=${ready} error=${error}>
     ${!data && !error ? html`<${Loading} />` : null}
     ${shown && shown.length === 0 ? html`<p class="muted">No cluster named ${params.cluster} is mirrored.</p>` : null}
-    <div class="cards">${(shown || []).map((c) => html`<${ClusterCard} key=${c.name} cluster=${c} refresh=${refresh} />`)}</div>
+    <div class="cards">${(shown || []).map((c) => html`<${ClusterCard} key=${c.name} cluster=${c} refresh=${refresh} onTotals=${noteTotals} />`)}</div>
   <//>`;
 }

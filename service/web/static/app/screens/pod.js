@@ -35,6 +35,9 @@ ${POD_FIELDS}`;
 const FACTS = `query PodFacts($cluster: String!) {
   cluster(name: $cluster) { name status { apiVersion } }
   deviceClasses(cluster: $cluster) { name }
+}`;
+// The cluster's lint scans every pod of it: asked once the checklist is drawn.
+const FINDINGS = `query PodFindings($cluster: String!) {
   lint(cluster: $cluster) { rule severity object path message }
 }`;
 const EXPLAIN = `query PodClaimCheck($cluster: String!, $namespace: String!, $name: String!) {
@@ -140,10 +143,10 @@ export function checklist(pod, facts, diagnoses) {
 
 // The common mistakes that apply: lint findings on the pod, its claims or its controller,
 // device-plugin limits, and what explainClaim says of a claim that is not healthy.
-export function mistakes(pod, facts, diagnoses) {
+export function mistakes(pod, findings, diagnoses) {
   const names = new Set([`Pod ${pod.namespace}/${pod.name}`,
     ...pod.claims.filter((c) => c.claim).map((c) => `ResourceClaim ${pod.namespace}/${c.claim.name}`)]);
-  const found = facts.lint.filter((f) => {
+  const found = findings.filter((f) => {
     if (names.has(f.object)) return true;
     // A controller's finding (ReplicaSet, StatefulSet, Job…) concerns the pods it names.
     const [kind, ref] = f.object.split(" ");
@@ -175,8 +178,9 @@ export function PodPage({ params }) {
   const bump = useThrottled(() => setRefresh((n) => n + 1), 1500);
   useLive(valid ? [{ document: LIVE, variables: { cluster, namespace } }] : [], bump, bump);
   const ready = found && facts.data && (!pod || diagnoses);
+  const findings = useQuery(FINDINGS, ready && pod ? { cluster } : null, refresh);
   const lists = pod && facts.data ? checklist(pod, facts.data, diagnoses) : null;
-  const named = pod && facts.data ? mistakes(pod, facts.data, diagnoses) : [];
+  const named = pod && findings.data ? mistakes(pod, findings.data.lint, diagnoses) : [];
   return html`<${Screen} name="pod" title=${valid ? `Pod ${namespace}/${name}` : "Pod"} ready=${!!ready} error=${(found && found.error) || facts.error}>
     ${!valid ? html`<p class="error">A pod's page needs cluster, namespace and name.</p>` : null}
     ${valid && !ready ? html`<${Loading} />` : null}
@@ -199,8 +203,10 @@ export function PodPage({ params }) {
       <section class="card"><h2>Order for using a GPU</h2><${Items} items=${lists.order} /></section>
       <section class="card"><h2>What to check after applying</h2><${Items} items=${lists.after} /></section>
     </div>` : null}
-    ${pod && ready ? html`<section class="card" data-mistakes=${named.length}><h2>Common mistakes</h2>
-      ${named.length ? html`<ul>${named.map((m, i) => html`<li key=${i}><${Badge} kind="warn">${m.rule}<//> ${m.message}</li>`)}</ul>`
+    ${pod && ready ? html`<section class="card" data-mistakes=${findings.data ? named.length : null}><h2>Common mistakes</h2>
+      <${ErrorNote} what="lint" error=${findings.error} />
+      ${!findings.data && !findings.error ? html`<${Loading} what="Looking for them" />`
+        : named.length ? html`<ul>${named.map((m, i) => html`<li key=${i}><${Badge} kind="warn">${m.rule}<//> ${m.message}</li>`)}</ul>`
         : html`<p class="muted">None applies.</p>`}</section>` : null}
     ${diagnoses ? Object.entries(diagnoses).filter(([, d]) => d && d.error).map(([n, d]) => html`<${ErrorNote} key=${n} what=${`explainClaim ${n}`} error=${d.error} />`) : null}
   <//>`;

@@ -3,8 +3,8 @@
 // partitions share — so MIG partitions sit under their GPU with what blocks what.
 import { query } from "../graphql.js";
 import { useLive, useQuery, useThrottled } from "../hooks.js";
-import { attribute, number } from "../format.js";
-import { Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
+import { attribute } from "../format.js";
+import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
 import { blockers, capacityText, groupPools } from "./slice_groups.js";
 
 export const PAGE_SIZE = 200;
@@ -76,8 +76,7 @@ function DeviceRows({ devices, group }) {
       <td><${Holders} device=${d} /></td>
       <td>${blockedBy.length ? blockedBy.map((b) => html`<div key=${b.name}><${DeviceLink} device=${b} /></div>`) : d.status === "BLOCKED" ? html`<span class="muted">sibling partitions</span>` : null}</td>
       <td class="small">${d.shareable ? html`<${Badge} kind="share" title="allowMultipleAllocations">Shareable<//> ` : null}${capacityText(d)}</td>
-      <td><details><summary class="small">${number(Object.keys(d.attributes).length)} attributes</summary>
-        <table class="small">${Object.entries(d.attributes).map(([k, v]) => html`<tr key=${k}><td class="mono">${k}</td><td class="mono">${String(v)}</td></tr>`)}</table></details></td>
+      <td><${Attributes} attributes=${d.attributes} /></td>
     </tr>`;
   });
 }
