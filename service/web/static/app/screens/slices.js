@@ -4,7 +4,7 @@
 import { query } from "../graphql.js";
 import { useLive, useQuery, useThrottled } from "../hooks.js";
 import { attribute } from "../format.js";
-import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
+import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Gap, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
 import { blockers, capacityText, groupPools } from "./slice_groups.js";
 
 export const PAGE_SIZE = 200;
@@ -127,6 +127,7 @@ function Pool({ pool }) {
       <span>${info.resourceSliceCount} slice${info.resourceSliceCount === 1 ? "" : "s"}</span>
       ${info.complete ? html`<${Badge} kind="ok">complete<//>` : html`<${Badge} kind="bad" title="not every slice of the newest generation is published">incomplete<//>`}
       <span class="muted small">${pool.sliceNames.join(", ")}</span>
+      <${Gap} what="pool availability (KEP-5677)" needs="pool status counts: total / allocated / available / unavailable devices per pool" />
     </header>
     ${groups.map((g) => html`<${CounterGroup} key=${g.counterSet} group=${g} />`)}
     ${loose.length ? html`<${DeviceTable} devices=${loose} group=${null} />` : null}
