@@ -18,8 +18,10 @@ import asyncio
 import contextlib
 import shutil
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,29 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1400, "height": 900}
 LOCAL = ("http://127.0.0.1:", "ws://127.0.0.1:", "data:", "blob:", "about:")
+
+
+def recent(days: float = 1) -> dict[str, str]:
+    """`f` / `t` variables for a history window ending at the next whole hour (a window of
+    whole hours is what the audits cache; a window of decades costs seconds)."""
+    hour = 3600
+    end = (int(time.time()) // hour + 1) * hour
+    iso = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    return {"f": iso(end - int(days * 86400)), "t": iso(end)}
+
+
+async def eventually(check, what: str, seconds: float = 30) -> Any:
+    """Poll `check()` (async) until it returns something true; its value. The history writer
+    drains behind the state store (batches, SQLite): seconds on a loaded machine."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        found = await check()
+        if found:
+            return found
+        if loop.time() > deadline:
+            raise AssertionError(f"not seen within {seconds:.0f} s: {what}")
+        await asyncio.sleep(0.1)
 
 
 @dataclass

@@ -14,18 +14,27 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.web.harness import Site, chromium_missing, guard, launch_browser, serve_demo, watch_page
+from tests.web.harness import (
+    Site,
+    chromium_missing,
+    eventually,
+    guard,
+    launch_browser,
+    recent,
+    serve_demo,
+    watch_page,
+)
 
 SIZE = {"width": 1280, "height": 800}
-FOREVER = {"f": "2020-01-01T00:00:00Z", "t": "2100-01-01T00:00:00Z"}
 
 
 async def history_caught_up(site: Site) -> None:
     query = """query($f: DateTime!, $t: DateTime!) { contention(from: $f, to: $t, cluster: "east") { claimsWaited } }"""
-    for _ in range(200):
-        if any(r["claimsWaited"] for r in (await site.graphql(query, **FOREVER))["contention"]):
-            return
-        await asyncio.sleep(0.1)
+
+    async def waited() -> bool:
+        return any(r["claimsWaited"] for r in (await site.graphql(query, **recent()))["contention"])
+
+    await eventually(waited, "history recording the demo's first wait", seconds=60)
 
 
 async def shots(site: Site) -> list[tuple[str, str, str | None]]:

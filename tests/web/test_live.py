@@ -3,11 +3,10 @@ to claimEvents / deviceEvents over graphql-transport-ws and re-read what changed
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.web.conftest import open_screen
-from tests.web.harness import Site
+from tests.web.harness import Site, eventually
 
 ROW = "tr[data-claim='west/batch/h100-pair']"
 FREE_H100 = """{ devices(cluster: "west", className: "gpu.nvidia.com", status: FREE, first: 100) {
@@ -22,14 +21,6 @@ async def two_free_h100s(site: Site) -> tuple[str, list[str]]:
             by_node.setdefault(d["nodeName"], []).append(d["name"])
     node, names = next((n, names) for n, names in sorted(by_node.items()) if len(names) >= 2)
     return node, names[:2]
-
-
-async def wait_for(predicate, what: str, seconds: float = 10) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if await predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not seen within {seconds} s: {what}")
 
 
 async def test_a_claim_allocated_in_the_simulator_appears_without_reload(
@@ -66,7 +57,7 @@ async def test_a_claim_allocated_in_the_simulator_appears_without_reload(
     async def allocated() -> bool:
         return await page.get_attribute(ROW, "data-state") == "ALLOCATED"
 
-    await wait_for(allocated, "west/batch/h100-pair Allocated on the claims screen")
+    await eventually(allocated, "west/batch/h100-pair Allocated on the claims screen", seconds=20)
     shown = await page.inner_text(ROW)
     assert all(d in shown for d in devices) and node in shown
     assert await page.evaluate("window.__sameDocument") is True  # no reload happened
@@ -88,6 +79,6 @@ async def test_a_claim_allocated_in_the_simulator_appears_without_reload(
         text = await page.inner_text("[data-cluster=west] [data-count=claims-pending]")
         return int(text) == before + 1
 
-    await wait_for(counted, "the overview's pending count of west going up")
+    await eventually(counted, "the overview's pending count of west going up", seconds=20)
     assert truth["cluster"]["counts"]["pendingClaims"] in {before, before + 1}
     assert await page.evaluate("window.__sameDocument") is True

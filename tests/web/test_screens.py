@@ -3,11 +3,10 @@ them (the truth is the graph's own answer, asked beside the page, not numbers wr
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.web.conftest import open_screen
-from tests.web.harness import Site
+from tests.web.harness import Site, eventually, recent
 
 H200_UUID = "GPU-21f6a090-a7a1-f57a-27f8-e0da547eb43a"  # the real H200 of ../shared/hardware
 
@@ -219,20 +218,17 @@ HELD_SINCE = """query($d: String!, $f: DateTime!, $t: DateTime!) {
 
 
 async def recorded_holders(site: Site, device: str) -> set[str]:
-    """Open holdings of a device in history, once the history writer has caught up."""
-    for _ in range(100):
-        answer = await site.graphql(
-            HELD_SINCE, d=device, f="2020-01-01T00:00:00Z", t="2100-01-01T00:00:00Z"
-        )
-        found = {
+    """Holdings of a device in history, once the history writer has caught up."""
+
+    async def found() -> set[str]:
+        answer = await site.graphql(HELD_SINCE, d=device, **recent())
+        return {
             f"{a['namespace']}/{a['claim']}"
             for t in answer["deviceHistory"]
             for a in t["allocations"]
         }
-        if found:
-            return found
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"history never recorded a holder of {device}")
+
+    return await eventually(found, f"history recording a holder of {device}")
 
 
 async def test_a_devices_page_shows_holders_now_and_their_timeline(page: Any, site: Site) -> None:
@@ -264,12 +260,15 @@ async def test_a_devices_page_shows_holders_now_and_their_timeline(page: Any, si
 
 
 async def test_contention_charts_the_history_audit(page: Any, site: Site) -> None:
-    everything = """{ contention(from: "2020-01-01T00:00:00Z", to: "2100-01-01T00:00:00Z", cluster: "east") {
+    lately = """query($f: DateTime!, $t: DateTime!) { contention(from: $f, to: $t, cluster: "east") {
       claimsWaited } }"""
-    for _ in range(100):  # the history writer has recorded the demo's first wait
-        if any(r["claimsWaited"] for r in (await site.graphql(everything))["contention"]):
-            break
-        await asyncio.sleep(0.1)
+
+    async def waited() -> bool:  # the history writer has recorded the demo's first wait
+        return any(
+            r["claimsWaited"] for r in (await site.graphql(lately, **recent()))["contention"]
+        )
+
+    await eventually(waited, "history recording a wait in east")
     await open_screen(page, site, "/ui/contention?cluster=east")
     span = await page.inner_text("main p.muted.small")
     start, end = span.removeprefix("From ").split(" in ")[0].split(" to ")
