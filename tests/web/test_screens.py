@@ -313,3 +313,21 @@ async def test_the_per_pod_checklist_names_what_is_missing(page: Any, site: Site
     assert {await checks.nth(i).get_attribute("data-ok") for i in range(await checks.count())} == {
         "true"
     }
+
+
+async def test_lists_are_read_a_page_at_a_time(page: Any, site: Site) -> None:
+    total = (await site.graphql('{ devices(cluster: "east", first: 0) { totalCount } }'))[
+        "devices"
+    ]["totalCount"]
+    size = 200  # the Resource Slices screen's page
+    assert total > size, "the demo's east cluster has more devices than one page"
+    await open_screen(page, site, "/ui/slices?cluster=east")
+    assert await page.locator("tr[data-device]").count() == size
+    assert await page.get_attribute("nav.pager [data-total] >> nth=0", "data-total") == str(total)
+    await page.click("nav.pager >> nth=0 >> a[rel=next]")
+    await page.wait_for_url("**after=**")
+    await page.wait_for_function(
+        f"() => document.querySelectorAll('tr[data-device]').length === {total - size}"
+    )
+    pager = await page.inner_text("nav.pager >> nth=0")
+    assert f"201\u2013{total}" in pager  # "201-217", with an en dash

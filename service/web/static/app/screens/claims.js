@@ -51,7 +51,7 @@ export function WhyPending({ claim, auto }) {
       (error) => setAnswer({ error }),
     );
   };
-  useEffect(() => { if (auto) ask(); }, [auto, claim.cluster, claim.namespace, claim.name, claim.pendingSeconds === null]);
+  useEffect(() => { if (auto) ask(); }, [auto, claim.cluster, claim.namespace, claim.name]);
   if (!answer) return html`<button class="link small" onClick=${ask}>why pending?</button>`;
   if (answer.loading) return html`<span class="muted small">diagnosing…</span>`;
   if (answer.error) return html`<span class="error-inline">${answer.error.message}</span>`;
