@@ -7,7 +7,10 @@ import { attribute } from "../format.js";
 import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Gap, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
 import { blockers, capacityText, groupPools } from "./slice_groups.js";
 
-export const PAGE_SIZE = 200;
+// A page of devices: 100 (each costs the server its status, holders and slice), or a whole
+// node's (at most a few hundred, read through the node's reverse map) when one node is asked.
+export const PAGE_SIZE = 100;
+export const NODE_PAGE_SIZE = 500;
 
 export const DEVICE_FIELDS = `fragment SliceDevice on Device {
   cluster driver pool name uuid nodeName status shareable attributes consumesCounters taints
@@ -137,8 +140,10 @@ function Pool({ pool }) {
 export function ResourceSlices({ params, clusters }) {
   const variables = {
     cluster: params.cluster || null, node: params.node || null, driver: params.driver || null,
-    className: params.className || null, status: params.status || null, first: PAGE_SIZE, after: params.after || null,
+    className: params.className || null, status: params.status || null, after: params.after || null,
   };
+  const pageSize = params.node ? NODE_PAGE_SIZE : PAGE_SIZE;
+  variables.first = pageSize;
   const [refresh, setRefresh] = useState(0);
   const { data, error } = useQuery(DEVICES, variables, refresh);
   const devices = data ? data.devices.nodes : null;
@@ -160,11 +165,11 @@ export function ResourceSlices({ params, clusters }) {
       <${Badge} kind="share">Shareable<//> devices (allowMultipleAllocations): <strong>software sharing</strong> — several claims hold
       them at once, each consuming part of the capacity; no isolation between them.</p>
     ${!data && !error ? html`<${Loading} />` : null}
-    ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${PAGE_SIZE} />` : null}
+    ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${pageSize} />` : null}
     <div data-counters=${nodeSlices === null && devices && devices.some((d) => d.consumesCounters.length) ? "loading" : "loaded"}>
       ${pools.map((p) => html`<${Pool} key=${p.key} pool=${p} />`)}
     </div>
     ${data && data.devices.totalCount === 0 ? html`<p class="muted">No device matches.</p>` : null}
-    ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${PAGE_SIZE} />` : null}
+    ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${pageSize} />` : null}
   <//>`;
 }
