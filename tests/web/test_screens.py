@@ -331,3 +331,20 @@ async def test_lists_are_read_a_page_at_a_time(page: Any, site: Site) -> None:
     )
     pager = await page.inner_text("nav.pager >> nth=0")
     assert f"101\u2013{min(2 * size, total)} of {total}" in pager  # "101-200 of 217", an en dash
+
+
+async def test_per_pod_lists_the_pods_asking_for_devices(page: Any, site: Site) -> None:
+    await open_screen(page, site, "/ui/pods?cluster=east")
+    truth = await site.graphql(
+        """{ pods(cluster: "east", usesDevices: true, first: 50) { totalCount
+             nodes { namespace name phase claims { claim { name state } } } } }"""
+    )
+    pods = truth["pods"]["nodes"]
+    rows = page.locator("tr[data-pod]")
+    assert [await rows.nth(i).get_attribute("data-pod") for i in range(await rows.count())] == [
+        f"east/{p['namespace']}/{p['name']}" for p in pods
+    ]
+    for p in pods:
+        row = await page.inner_text(f"tr[data-pod='east/{p['namespace']}/{p['name']}']")
+        assert p["phase"] in row
+        assert all(c["claim"]["name"] in row for c in p["claims"] if c["claim"])
