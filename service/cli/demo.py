@@ -4,8 +4,9 @@ What a newcomer gets from one command, on embedded defaults (in-memory state, hi
 SQLite file, no Redis): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
 directory, the mirror watches them through the real Kubernetes client exactly as it would
 watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
-cluster has synced, it prints the GraphiQL URL and three queries to paste. The demo serves
-without authentication, so it binds 127.0.0.1 whatever DRA_MIRROR_HTTP_HOST says, and says so.
+cluster has synced, it prints the GraphiQL URL, the Devices screens' URL and three queries to
+paste. The demo serves without authentication, so it binds 127.0.0.1 whatever
+DRA_MIRROR_HTTP_HOST says, and says so.
 
 Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
 stops the watchers, then the simulator, and removes the temporary kubeconfig.
@@ -55,8 +56,10 @@ EXAMPLE_QUERIES = (
 
 
 def banner(url: str) -> str:
+    screens = url.removesuffix("/graphql") + "/ui/"
     lines = [
         f"dra-mirror demo: GraphiQL at {url}",
+        f"Devices screens at {screens}",
         "open: no authentication (a demo), so it listens on 127.0.0.1 only",
         "",
         "Paste one of these:",

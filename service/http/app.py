@@ -22,6 +22,7 @@ GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses a
 orjson; every request gets a fresh typed context (`schema.context.make_context`). The history
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`.
 Slack slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given).
+The Devices screens (`/ui/`) and GraphiQL's page are `service.web`'s (files of the package).
 `/metrics` is Prometheus text (`service.metrics`; the DRA series unless `dra_metrics=False`).
 
 `mirror_app(settings, store=...)` is the whole mirror (history when configured, watchers into
@@ -57,6 +58,7 @@ from dra_mirror.service.http.access import AccessGate
 from dra_mirror.service.http.access import scope_for as subject_scope
 from dra_mirror.service.http.graphql_http import GraphQLOverHttp
 from dra_mirror.service.http.guard import RequestGuard
+from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
@@ -67,6 +69,7 @@ from dra_mirror.service.stores.protocols import (
     StateStore,
     StoreUnavailable,
 )
+from dra_mirror.service.web.routes import graphiql_response, web_routes
 
 if TYPE_CHECKING:
     from dra_mirror.service.reactor.reactor import Reactors
@@ -91,6 +94,8 @@ ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
 class MirrorGraphQL(GraphQLOverHttp, GraphQL):
     """strawberry's ASGI view with our per-request context and orjson encoding, speaking
     GraphQL over HTTP (`service.http.graphql_http`)."""
+
+    websocket_adapter_class = TextFrames  # live events as text frames, as browsers need
 
     def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
         limits = state.settings.graphql
@@ -119,6 +124,9 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
 
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
+
+    async def render_graphql_ide(self, request: Any) -> Response:
+        return graphiql_response(request)  # GraphiQL from the package's files, not a CDN
 
     async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
         # One GraphQL operation (a batch runs several): its latency by operation name.
@@ -441,6 +449,7 @@ def create_app(
                 ).handle,
                 methods=["POST"],
             ),
+            *web_routes(),  # the Devices screens (/ui/) and their static files
         ],
         lifespan=lifespan,
         middleware=[
