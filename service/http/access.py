@@ -3,7 +3,10 @@
 For each HTTP request and WebSocket handshake, `AccessGate`:
 
 * lets `/healthz`, `/readyz` and `/slack/commands` through (probes; Slack signs its requests
-  and is mapped to scopes by the Slack endpoint);
+  and is mapped to scopes by the Slack endpoint), and the pages that carry no data: the web
+  screens' shell and static files (`/`, `/ui…`) and the GraphiQL page (`GET /graphql` asked
+  for HTML without a query) — the data they show is asked of `/graphql` with the browser's
+  own credentials, through this gate;
 * for `/metrics` asks `control.scraper` (a configured `metrics` scope may scrape without a
   token) and requires a scope that sees every namespace (`*/*`): the DRA series carry
   namespaced labels (claims, pods) and namespace-wide aggregates, so a narrower scraper is
@@ -24,6 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -36,6 +40,22 @@ log = logging.getLogger(__name__)
 
 SUBJECT_KEY = "dra_mirror.subject"
 OPEN_PATHS = ("/healthz", "/readyz", "/slack/commands")
+PAGE_PATHS = ("/", "/ui")  # the web screens' shell and, below /ui/, its static files
+
+
+def is_page(scope: Scope) -> bool:
+    """A request for a page that holds no data: the screens' shell, their static files, or the
+    GraphiQL page (strawberry serves it for a GET of /graphql asking for HTML, no `query`)."""
+    if scope["type"] != "http" or scope.get("method") not in ("GET", "HEAD"):
+        return False
+    path = scope["path"]
+    if path in PAGE_PATHS or path.startswith("/ui/"):
+        return True
+    query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
+    if path != "/graphql" or "query" in query:
+        return False
+    accept = _header(scope, b"accept") or ""
+    return "text/html" in accept
 
 
 def scope_for(request: Any) -> AccessScope:
@@ -79,7 +99,7 @@ class AccessGate:
             state[SUBJECT_KEY] = ANONYMOUS  # no authentication: everyone sees everything
             await self.app(scope, receive, send)
             return
-        if scope["path"] in self.open_paths:
+        if scope["path"] in self.open_paths or is_page(scope):
             await self.app(scope, receive, send)
             return
         header = _header(scope, b"authorization")

@@ -67,3 +67,29 @@ async def test_a_path_prefix_is_kept_in_every_link() -> None:
     assert page.status_code == 200
     assert '"graphql": "/dra-mirror/graphql"' in page.text
     assert 'src="/dra-mirror/ui/static/app/main.js"' in page.text
+
+
+async def test_pages_need_no_credentials_but_data_does(tmp_path) -> None:
+    """The shell, its static files and the GraphiQL page carry no data: they load before the
+    browser has a token; a query (POST, or GET with `query`) goes through the gate."""
+    from dra_mirror.service.access.config import AccessConfig
+    from dra_mirror.service.access.control import AccessControl
+    from dra_mirror.service.access.static import StaticTokens, token_hash
+
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(f"tokens:\n  - {{name: a, sha256: {token_hash('a-token')}}}\n")
+    config = AccessConfig(static_tokens=str(tokens))
+    control = AccessControl(config, authenticators=[StaticTokens.from_file(tokens)])
+    app = create_app(Settings(), store=MemoryStore(), access=control)
+    app.state.mirror.access = control  # the lifespan is not run by this transport
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test"
+    ) as client:
+        assert (await client.get("/ui/claims")).status_code == 200
+        assert (await client.get("/ui/static/app/main.js")).status_code == 200
+        page = await client.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code == 200 and "graphiql" in page.text.lower()
+        query = {"query": "{ clusters { name } }"}
+        html = {"accept": "text/html"}
+        assert (await client.get("/graphql", params=query, headers=html)).status_code == 401
+        assert (await client.post("/graphql", json=query)).status_code == 401
