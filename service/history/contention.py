@@ -32,28 +32,25 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from dra_mirror.service.history import peaks
+from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
+from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-exported)
+    CLAMP_AFTER_US,
+    GROUPS,
+    MAX_BUCKETS,
+    BadAuditRequest,
+    check_request,
+    history_extent,
+    narrow,
+)
+from dra_mirror.service.history.pending import pending_peaks, warm_peaks  # noqa: F401
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
-
-GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
-MAX_BUCKETS = 10_000
 
 _ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
                      "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
-# a pending claim has no node yet: under NODE its waits fall in the group ""
-_WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
-               "CLUSTER": "w.cluster"}  # fmt: skip
-
-
-class BadAuditRequest(ValueError):
-    """The client asked for an audit that cannot be answered (unknown grouping, too many
-    buckets)."""
 
 
 @dataclass
@@ -78,75 +75,6 @@ def nearest_rank(sorted_values: list[int], fraction: float) -> int:
     return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
 
 
-class _Sql:
-    def __init__(self, postgres: bool) -> None:
-        self.postgres = postgres
-        self.greatest = "GREATEST" if postgres else "MAX"
-        self.least = "LEAST" if postgres else "MIN"
-
-    def text_key(self, expr: str) -> str:
-        """A grouping/sorting key: byte order on PostgreSQL ("C"), several times cheaper to
-        sort than the database's linguistic collation; SQLite compares bytes already."""
-        return f'({expr}) COLLATE "C"' if self.postgres else expr
-
-    def split(self, spans: str, count: int) -> str:
-        """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it."""
-        if count == 1:
-            return f"""
-            SELECT sp.cluster, sp.grp, 0 AS idx, SUM(sp.e - sp.s) AS us
-            FROM ({spans}) AS sp WHERE sp.e > sp.s GROUP BY sp.cluster, sp.grp
-            """
-        g, lst = self.greatest, self.least
-        if self.postgres:
-            # one row per bucket a span touches (usually one), no join against every bucket
-            return f"""
-            SELECT sp.cluster, sp.grp, b.idx,
-                   SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
-            FROM ({spans}) AS sp
-            CROSS JOIN LATERAL generate_series((sp.s - :f) / :b, (sp.e - 1 - :f) / :b) AS b(idx)
-            WHERE sp.e > sp.s
-            GROUP BY sp.cluster, sp.grp, b.idx
-            """
-        return f"""
-        WITH RECURSIVE
-        buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)
-        SELECT sp.cluster, sp.grp, b.idx,
-               SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
-        FROM ({spans}) AS sp
-        JOIN buckets AS b ON b.idx BETWEEN (sp.s - :f) / :b AND (sp.e - 1 - :f) / :b
-        WHERE sp.e > sp.s
-        GROUP BY sp.cluster, sp.grp, b.idx
-        """
-
-
-def _where_cluster(alias: str, cluster: str | None) -> str:
-    return f" AND {alias}.cluster = :cluster" if cluster is not None else ""
-
-
-async def _fetch_all(engine: AsyncEngine, queries: list[str], params: dict) -> list[list]:
-    """Run the audit's statements: on PostgreSQL concurrently, one connection each (the
-    server works on them in parallel, so no parallel workers within one) with room to sort in
-    memory; on SQLite one by one."""
-    if engine.dialect.name != "postgresql":
-        async with engine.connect() as conn:
-            return [list(await conn.execute(text(q), params)) for q in queries]
-
-    async def one(query: str) -> list:
-        async with engine.connect() as conn:
-            # SET LOCAL lasts until this read-only transaction ends with the connection
-            await conn.execute(text(f"SET LOCAL work_mem = '{AUDIT_WORK_MEM}'"))
-            # JIT compiling (triggered by the cost estimates, up to ~0.2 s) saves nothing on
-            # these aggregations; workers would compete with the other statements for cores
-            await conn.execute(text("SET LOCAL jit = off"))
-            await conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
-            return list(await conn.execute(text(query), params))
-
-    return list(await asyncio.gather(*(one(q) for q in queries)))
-
-
-AUDIT_WORK_MEM = "256MB"
-
-
 async def contention(
     engine: AsyncEngine,
     *,
@@ -157,16 +85,21 @@ async def contention(
     bucket_us: int | None,
     cluster: str | None = None,
 ) -> list[ContentionRow]:
-    if group_by not in GROUPS:
-        raise BadAuditRequest(f"groupBy must be one of {', '.join(GROUPS)}")
-    if end_us <= start_us:
+    if end_us <= start_us and group_by in GROUPS:
         return []
-    size = bucket_us or (end_us - start_us)
+    size = check_request(start_us=start_us, end_us=end_us, group_by=group_by, bucket_us=bucket_us)
+    extent = None
+    if end_us - start_us > CLAMP_AFTER_US:
+        # A long window costs what its buckets and hours cost (the peak cache is hourly):
+        # narrow it to the buckets holding history, so the cost follows the data.
+        extent = await history_extent(engine, cluster=cluster, horizon_us=horizon_us)
+        narrowed = narrow(start_us, end_us, size, extent)
+        if narrowed is None:
+            return []
+        start_us, end_us = narrowed
     count = -(-(end_us - start_us) // size)
-    if count > MAX_BUCKETS:
-        raise BadAuditRequest(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
     postgres = engine.dialect.name == "postgresql"
-    sql = _Sql(postgres)
+    sql = AuditSql(postgres)
     g, lst = sql.greatest, sql.least
     params = {"f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count}
     if cluster is not None:
@@ -185,7 +118,7 @@ async def contention(
     allocated = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
-        FROM allocations AS a WHERE {overlap.format(a="a")}{_where_cluster("a", cluster)}
+        FROM allocations AS a WHERE {overlap.format(a="a")}{where_cluster("a", cluster)}
     """
     idle = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
@@ -193,7 +126,7 @@ async def contention(
                {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e
         FROM allocations AS a
         JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
-        WHERE {overlap.format(a="a")} AND {overlap.format(a="i")}{_where_cluster("a", cluster)}
+        WHERE {overlap.format(a="a")} AND {overlap.format(a="i")}{where_cluster("a", cluster)}
     """
     queries = [sql.split(allocated, count), sql.split(idle, count)]
     if group_by != "NAMESPACE":
@@ -212,15 +145,15 @@ async def contention(
             SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
                    {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e
             FROM device_inventory AS d {join}
-            WHERE {overlap.format(a="d")}{_where_cluster("d", cluster)}
+            WHERE {overlap.format(a="d")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
     queries.append(_waits_query(sql, group_by, cluster))
 
-    results, pending_peaks = await asyncio.gather(
-        _fetch_all(engine, queries, params),
-        _peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size, count=count,
-               now_us=horizon_us),
+    results, peaks_found = await asyncio.gather(
+        fetch_all(engine, queries, params),
+        pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
+                      count=count, now_us=horizon_us, extent=extent),
     )  # fmt: skip
     allocated_rows, idle_rows = results[0], results[1]
     for attribute, found in (("device_hours_allocated", allocated_rows),
@@ -231,7 +164,7 @@ async def contention(
         for c, grp, idx, us in results[2]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
     _waits(results[-1], postgres, row)
-    for (c, grp, idx), peak in pending_peaks.items():
+    for (c, grp, idx), peak in peaks_found.items():
         row(c, grp, idx).peak_pending = peak
 
     for r in rows.values():
@@ -242,15 +175,15 @@ async def contention(
     return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
 
 
-def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
+def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
     window = f"""
         FROM waits AS w
         WHERE w.start_us >= :f AND w.start_us < :t
-          AND COALESCE(w.end_us, :h) > w.start_us{_where_cluster("w", cluster)}
+          AND COALESCE(w.end_us, :h) > w.start_us{where_cluster("w", cluster)}
     """
     if not sql.postgres:  # SQLite has no percentile_disc: finished in Python
         return f"""
-            SELECT w.cluster AS cluster, {_WAIT_GROUP[group_by]} AS grp,
+            SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
                    (w.start_us - :f) / :b AS idx, w.claim_uid AS claim_uid,
                    COALESCE(w.end_us, :h) - w.start_us AS dur
             {window}
@@ -267,14 +200,14 @@ def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
                    percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d.dur) AS percentiles,
                    MAX(d.dur) AS longest
             FROM (
-                SELECT w.id, hashtextextended(w.cluster || '/' || {_WAIT_GROUP[group_by]}, 0) AS part,
+                SELECT w.id, hashtextextended(w.cluster || '/' || {WAIT_GROUP[group_by]}, 0) AS part,
                        (w.start_us - :f) / :b AS idx, hashtextextended(w.claim_uid, 0) AS claim,
                        COALESCE(w.end_us, :h) - w.start_us AS dur
                 {window}
             ) AS d
             GROUP BY d.part, d.idx
         ) AS s
-        CROSS JOIN LATERAL (SELECT w.cluster, {_WAIT_GROUP[group_by]} AS grp
+        CROSS JOIN LATERAL (SELECT w.cluster, {WAIT_GROUP[group_by]} AS grp
                             FROM waits AS w WHERE w.id = s.example LIMIT 1) AS n
     """
 
@@ -299,105 +232,3 @@ def _waits(found: list, postgres: bool, row) -> None:
         r.wait_p50 = nearest_rank(values, 0.5) / US_PER_SECOND
         r.wait_p95 = nearest_rank(values, 0.95) / US_PER_SECOND
         r.wait_max = values[-1] / US_PER_SECOND
-
-
-def _peak_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
-    wait_group = sql.text_key(_WAIT_GROUP[group_by])
-    g = sql.greatest
-    where = f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f){_where_cluster('w', cluster)}"
-    # The running count needs the events sorted per group. On PostgreSQL the group is
-    # partitioned by a 64-bit hash of (cluster, group) — sorting integers is several times
-    # cheaper than sorting strings; two groups would need a 64-bit collision to mix.
-    part = (
-        "hashtextextended(w.cluster || '/' || " + _WAIT_GROUP[group_by] + ", 0)"
-        if sql.postgres
-        else f"w.cluster || '/' || {wait_group}"
-    )
-    # +1 when a wait starts (or at the window's start), -1 when it ends; at the same instant
-    # ends sort first ([start, end) intervals), so touching waits never count as overlapping.
-    return f"""
-        WITH events AS (
-            SELECT {part} AS part, w.cluster AS cluster, {wait_group} AS grp,
-                   {g}(w.start_us, :f) AS at, 1 AS d
-            FROM waits AS w WHERE {where}
-            UNION ALL
-            SELECT {part}, w.cluster, {wait_group}, w.end_us, -1 FROM waits AS w
-            WHERE {where} AND w.end_us IS NOT NULL AND w.end_us < :t
-        ),
-        running AS (
-            SELECT part, cluster, grp, at, d,
-                   SUM(d) OVER (PARTITION BY part ORDER BY at, d
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
-            FROM events
-        )
-        SELECT MIN(cluster), MIN(grp), (at - :f) / :b AS idx, MAX(pending), SUM(d)
-        FROM running GROUP BY part, (at - :f) / :b
-    """
-
-
-def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
-    """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
-    (a bucket without events keeps the count the previous one ended with)."""
-    per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
-    for c, grp, idx, peak, net in found:
-        per_group[(c, grp)][idx] = (int(peak), int(net))
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp), buckets in per_group.items():
-        carry = 0
-        for idx in range(count):
-            peak, net = buckets.get(idx, (0, 0))
-            best = max(carry, peak) if idx in buckets else carry
-            if best > 0:
-                values[(c, grp, idx)] = best
-            carry += net
-    return values
-
-
-def _hourly_compute(
-    engine: AsyncEngine, sql: _Sql, group_by: str
-) -> Callable[[int, int], Awaitable[peaks.HourlyPeaks]]:
-    """The hourly peaks of every cluster's groups over whole hours [a, b), from the waits."""
-
-    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
-        hours = (b - a) // peaks.HOUR
-        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
-        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
-        return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
-
-    return compute
-
-
-async def warm_peaks(engine: AsyncEngine, *, start_us: int, end_us: int, now_us: int) -> int:
-    """Fill the hourly peak cache of every grouping over [start_us, end_us) (complete hours):
-    the slow part of a first audit, done ahead of it. Returns the hours computed."""
-    sql = _Sql(engine.dialect.name == "postgresql")
-    computed = 0
-    for group_by in GROUPS:
-        computed += await peaks.warm(engine, group_by=group_by, start_us=start_us,
-                                     end_us=end_us, now_us=now_us,
-                                     compute=_hourly_compute(engine, sql, group_by))  # fmt: skip
-    return computed
-
-
-async def _peaks(
-    engine: AsyncEngine, sql: _Sql, params: dict, *, group_by: str, cluster: str | None,
-    size: int, count: int, now_us: int,
-) -> dict[tuple[str, str, int], int]:  # fmt: skip
-    """Peak pending per (cluster, group, bucket): from hourly peaks (cached, see
-    `service.history.peaks`) when the window and buckets are whole hours, else live."""
-    start, end = params["f"], params["t"]
-    if not peaks.cacheable(start, end, size):
-        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
-        return _peak_values(found, count)
-
-    compute = _hourly_compute(engine, sql, group_by)
-    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
-                                      now_us=now_us, compute=compute)  # fmt: skip
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp, hour), peak in hourly.items():
-        if peak <= 0 or (cluster is not None and c != cluster):
-            continue
-        key = (c, grp, (hour - start) // size)
-        values[key] = max(values.get(key, 0), peak)
-    return values
