@@ -6,6 +6,9 @@
 * `discovery`  — which resource.k8s.io version each cluster serves (v1, v1beta2, v1beta1);
 * `resources`  — what is watched (`WATCHED`, checked by the Helm chart's ClusterRole);
 * `watching`   — paged LIST then WATCH per kind, relist on 410, backoff, Retry-After;
+* `messages`   — what the watchers report (`Listed`, `Observed`, `Failed`, …);
+* `resets`     — evidence that a cluster's resourceVersions were reset, shared by its watchers;
+* `stalls`     — the watchdog that ends a watch stream silent for two bookmark intervals;
 * `backoff`, `feed`, `malformed`, `heap` — reconnect delays, the watcher→reactor queue,
   malformed-object bookkeeping, GC settings for the initial sync.
 
