@@ -363,7 +363,7 @@ class KindWatcher:
             if await stall.run(self._read(lines, stall)) is None:
                 raise WatchStalled(
                     f"{self.path}: watch stalled: no event or bookmark for "
-                    f"{self.settings.stall_after:.0f}s",
+                    f"{self.settings.stall_after:g}s",
                     cluster=self.cluster,
                 )
         return self._received
