@@ -31,6 +31,7 @@ from typing import Any
 
 import click
 
+from dra_mirror.service.cli import preflight
 from dra_mirror.service.logs import configure_logging
 from dra_mirror.service.settings import Settings, SettingsError
 
@@ -58,7 +59,7 @@ def build_settings(ctx: click.Context, **flags: Any) -> Settings:
     try:
         settings = Settings.from_env(overrides)
     except SettingsError as error:
-        raise click.UsageError(str(error)) from error
+        raise preflight.ConfigurationProblem(str(error)) from None
     configure_logging(settings.log.level, json=settings.log.json)
     return settings
 
@@ -132,7 +133,7 @@ def cluster_options(command: Any) -> Any:
     options = [
         click.option(
             "--kubeconfig",
-            type=click.Path(dir_okay=False, exists=True),
+            type=click.Path(dir_okay=False),
             default=None,
             help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
         ),
@@ -179,6 +180,7 @@ def serve(ctx: click.Context, no_watch: bool, **flags: Any) -> None:
     settings = cluster_settings(ctx, flags)
     if no_watch and not settings.store.redis_url:
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
+    preflight.check(settings, watch=not no_watch)
     run(_serve(settings, watch=not no_watch))
 
 
@@ -191,6 +193,7 @@ def watch(ctx: click.Context, **flags: Any) -> None:
     settings = cluster_settings(ctx, flags)
     if not settings.store.redis_url:
         raise click.UsageError("watch writes the shared state: give --redis-url")
+    preflight.check(settings, watch=True)
     run(_serve(settings, watch=True))
 
 
@@ -253,6 +256,7 @@ async def _serve(settings: Settings, *, watch: bool = True) -> None:
 def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
+    preflight.check(settings, watch=False)
     from dra_mirror.service.cli.demo import run_demo
 
     run(run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text)))
@@ -316,6 +320,7 @@ def migrate(ctx: click.Context, database_url: str | None) -> None:
     url = settings.history.database_url
     if not url:
         raise click.UsageError("give --database-url or DRA_MIRROR_HISTORY_DATABASE_URL")
+    preflight.check_database(url)
     from dra_mirror.service.history.migrate import migrate as upgrade
     from dra_mirror.service.stores.protocols import StoreUnavailable
 
