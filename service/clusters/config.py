@@ -173,9 +173,12 @@ def _read_kubeconfigs(path: str, *, given: bool) -> dict[str, dict[str, Any]]:
     files = [os.path.expanduser(p) for p in path.split(ENV_KUBECONFIG_PATH_SEPARATOR) if p]
     existing = [f for f in files if os.path.exists(f)]
     if not existing:
+        if given:
+            raise ConfigurationError(f"kubeconfig {path} does not exist: {_HOW}")
         where = "at " + " or ".join(files) if files else "(KUBECONFIG is empty)"
-        what = "" if given else " and this process does not run in a pod"
-        raise ConfigurationError(f"no kubeconfig found {where}{what}: {_HOW}")
+        raise ConfigurationError(
+            f"no kubeconfig found {where} and this process does not run in a pod: {_HOW}"
+        )
     merged: dict[str, dict[str, Any]] = {"contexts": {}, "clusters": {}, "users": {}}
     for file in existing:
         try:
