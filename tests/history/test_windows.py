@@ -116,3 +116,22 @@ async def test_bad_windows_and_numbers_are_400_on_the_csv_export(loaded):
             response = await client.get("/export/idle-holders.csv", params={
                 "from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z", "first": first})  # fmt: skip
             assert (response.status_code, response.text) == (400, "`first` must be a number\n")
+
+
+async def test_a_nul_character_is_a_client_error_not_an_unavailable_store(loaded):
+    # PostgreSQL text cannot hold NUL: a value with one can match nothing, and must not be
+    # reported as "history store unavailable" (503)
+    queries = [
+        '{ whoHeld(device: "GPU-\\u0000A", at: "2026-03-02T00:40:00Z") { claim } }',
+        '{ claimHistory(cluster: "east", namespace: "team-a", name: "C\\u0000") { uid } }',
+        '{ historyGaps(from: "2026-03-02T00:00:00Z", to: "2026-03-03T00:00:00Z",'
+        ' cluster: "e\\u0000") { cluster } }',
+    ]
+    for query in queries:
+        result = await _run(query, loaded)
+        assert [e.extensions["code"] for e in result.errors] == ["BAD_INPUT"], result.errors
+    transport = httpx.ASGITransport(app=_export_app(loaded))
+    async with httpx.AsyncClient(transport=transport, base_url="http://history") as client:
+        response = await client.get("/export/contention.csv", params={
+            "from": "2026-03-02T00:00:00Z", "to": "2026-03-03T00:00:00Z", "cluster": "e\x00"})  # fmt: skip
+        assert response.status_code == 400, response.text
