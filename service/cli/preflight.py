@@ -7,7 +7,7 @@ the HTTP server is started:
 * the settings' values (checked when `Settings` is built: ports, URLs' schemes, levels…);
 * the history database URL: a SQLite file or PostgreSQL, with an installed driver
   (`service.history.db.check_url`);
-* with watching: the kubeconfig and contexts (`service.clusters.config.plan_clusters`), or
+* with watching: the kubeconfig and contexts (`service.clusters.kubeconfig.plan_clusters`), or
   the in-cluster service account;
 * the listening address: the host resolves to an address of this machine and the port is
   free (a socket is bound as uvicorn binds it, and closed again).
@@ -29,8 +29,8 @@ import click
 
 from dra_mirror.service.settings import Settings
 
-# The cluster and history checks import their libraries (kubernetes_asyncio, SQLAlchemy) when
-# they run, so that commands which do not need them start fast.
+# The cluster and history checks are imported when they run (the history check loads
+# SQLAlchemy), so that commands which do not need them start fast.
 
 
 class ConfigurationProblem(click.ClickException):
@@ -47,7 +47,7 @@ def check(settings: Settings, *, watch: bool, listen: bool = True) -> None:
     if settings.history.database_url:
         check_database(settings.history.database_url)
     if watch:
-        from dra_mirror.service.clusters.config import plan_clusters
+        from dra_mirror.service.clusters.kubeconfig import plan_clusters
         from dra_mirror.service.clusters.errors import ConfigurationError
 
         clusters = settings.clusters

@@ -1,5 +1,6 @@
 """The only code that talks to the Kubernetes API servers of the mirrored clusters.
 
+* `kubeconfig` — which clusters: the kubeconfig read and checked without connecting;
 * `config`     — connections from kubeconfig contexts or the in-cluster service account;
 * `transport`  — raw GET and line-streamed WATCH through kubernetes_asyncio (bytes, no models);
 * `errors`     — the one error tree of this boundary, translated once from foreign errors;

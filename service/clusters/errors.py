@@ -26,9 +26,7 @@ import email.utils
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
 import orjson
-from kubernetes_asyncio.client.exceptions import ApiException
 
 
 class ClusterError(Exception):
@@ -189,6 +187,11 @@ def translate(error: BaseException, *, cluster: str = "", path: str = "") -> Clu
     """The `ClusterError` for a foreign exception raised while talking to a cluster."""
     if isinstance(error, ClusterError):
         return error
+    # Imported here: the tree itself is light, so the configuration checks that raise
+    # ConfigurationError do not load the HTTP and Kubernetes clients.
+    import aiohttp
+    from kubernetes_asyncio.client.exceptions import ApiException
+
     where = f"{path}: " if path else ""
     if isinstance(error, ApiException):
         if not error.status:
