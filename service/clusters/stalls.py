@@ -44,16 +44,24 @@ class StallWatch:
         """The stream delivered a line."""
         self.last_heard = self.clock()
 
+    def hold(self) -> None:
+        """The reader waits for its consumer: no stall until `release` (a pair of calls, not a
+        context manager: this runs once per watch event)."""
+        self._held += 1
+
+    def release(self) -> None:
+        """The reader is free again: the silence is counted from now."""
+        self._held -= 1
+        self.last_heard = self.clock()
+
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """The reader is waiting for its consumer: no stall meanwhile, and the silence is
-        counted again from when it is free."""
-        self._held += 1
+        """`hold` … `release` around a block."""
+        self.hold()
         try:
             yield
         finally:
-            self._held -= 1
-            self.last_heard = self.clock()
+            self.release()
 
     async def silence(self) -> float:
         """Return (the seconds of silence) once the stream was silent for `limit` seconds

@@ -53,7 +53,7 @@ from dra_mirror.service.clusters.errors import (
     WatchStalled,
     from_status,
 )
-from dra_mirror.service.clusters.messages import (  # noqa: F401  (re-exported for readers)
+from dra_mirror.service.clusters.messages import (
     Bookmarked,
     Connected,
     Emit,
@@ -64,7 +64,7 @@ from dra_mirror.service.clusters.messages import (  # noqa: F401  (re-exported f
     Sleep,
     WatchMessage,
 )
-from dra_mirror.service.clusters.resets import ClusterResets, comparable, older
+from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import collection_path, is_dra
 from dra_mirror.service.clusters.stalls import StallWatch
 from dra_mirror.service.clusters.transport import ClusterApi
@@ -245,11 +245,14 @@ class KindWatcher:
 
     def _served(self, version: str) -> bool:
         """Note a version this kind served; False when it is older than one it served before,
-        which only a reset of the cluster's versions explains (the caller reports it)."""
-        if not comparable(version):
-            return True
-        highest = self._highest
-        if highest is not None and older(version, highest):
+        which only a reset of the cluster's versions explains (the caller reports it).
+        `resets.comparable` and `older`, inlined: this runs once per watch event."""
+        if not version or not (version.isascii() and version.isdigit()) or version[0] == "0":
+            return True  # not comparable: never evidence
+        highest = self._highest  # comparable, or None
+        if highest is not None and (
+            len(version) < len(highest) or (len(version) == len(highest) and version < highest)
+        ):
             return False
         self._highest = version
         return True
@@ -369,18 +372,17 @@ class KindWatcher:
         return self._received
 
     async def _read(self, lines: AsyncIterator[bytes], stall: StallWatch) -> int:
+        emit, kind, cluster, clock = self.emit, self.kind, self.cluster, self.clock
         async for line in lines:
-            stall.heard()
+            stall.last_heard = clock()  # StallWatch.heard, inlined: this runs once per line
             try:
-                item = decode_watch_line(self.kind, line, cluster=self.cluster)
+                item = decode_watch_line(kind, line, cluster=cluster)
             except (ValueError, msgspec.DecodeError) as error:
-                raise BadResponse(
-                    f"{self.path}: watch line: {error}", cluster=self.cluster
-                ) from error
+                raise BadResponse(f"{self.path}: watch line: {error}", cluster=cluster) from error
             if item.type == "ERROR":
                 status = item.error or {}
                 raise from_status(
-                    int(status.get("code") or 500), status, cluster=self.cluster, path=self.path
+                    int(status.get("code") or 500), status, cluster=cluster, path=self.path
                 )
             self._received += 1
             if self._received == 1:
@@ -389,15 +391,21 @@ class KindWatcher:
             if version and not self._served(version):
                 raise TooLarge(  # handled as the reset it is: reported, and this kind relists
                     f"{self.path}: {item.type} at resourceVersion {version} after {self._highest}",
-                    cluster=self.cluster,
+                    cluster=cluster,
                 )
-            with stall.held():
-                if item.type == "BOOKMARK":
-                    await self.emit(Bookmarked(self.kind, version))
-                elif item.malformed is not None:
-                    await self.emit(Skipped(self.kind, item.malformed, version))
-                elif item.record is not None:
-                    await self.emit(Observed(self.kind, Event(item.type, item.record), version))
+            if item.type == "BOOKMARK":
+                message: WatchMessage = Bookmarked(kind, version)
+            elif item.malformed is not None:
+                message = Skipped(kind, item.malformed, version)
+            elif item.record is not None:
+                message = Observed(kind, Event(item.type, item.record), version)
+            else:
+                continue
+            stall.hold()  # a full queue is our silence, not the server's
+            try:
+                await emit(message)
+            finally:
+                stall.release()
             if version:  # after the emit: what the queue did not take is asked for again
                 self.resource_version = version
         return self._received
