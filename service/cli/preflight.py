@@ -47,8 +47,8 @@ def check(settings: Settings, *, watch: bool, listen: bool = True) -> None:
     if settings.history.database_url:
         check_database(settings.history.database_url)
     if watch:
-        from dra_mirror.service.clusters.kubeconfig import plan_clusters
         from dra_mirror.service.clusters.errors import ConfigurationError
+        from dra_mirror.service.clusters.kubeconfig import plan_clusters
 
         clusters = settings.clusters
         try:
