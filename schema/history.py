@@ -234,6 +234,14 @@ def _us(value: str, name: str) -> int:
         raise GraphQLError(f"{name}: {error}", extensions={"code": "BAD_INPUT"}) from error
 
 
+def _text(value: str | None, name: str) -> str | None:
+    """A name the history is searched for: PostgreSQL text cannot hold NUL, so a value with
+    one matches nothing there, and the database would refuse it as if it were down."""
+    if value is not None and "\x00" in value:
+        raise GraphQLError(f"{name} must not contain NUL", extensions={"code": "BAD_INPUT"})
+    return value
+
+
 def _window(start: str, end: str) -> tuple[int, int]:
     start_us, end_us = _us(start, "from"), _us(end, "to")
     if end_us <= start_us:
@@ -251,6 +259,7 @@ class Query:
     async def who_held(
         self, info: Info, device: str, at: DateTime, cluster: str | None = None
     ) -> list[HistoryAllocation]:
+        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
         held = await _ask(_history(info).who_held(device.strip(), _us(at, "at"), cluster))
         return _allocations(info, held)
 
@@ -264,6 +273,7 @@ class Query:
         cluster: str | None = None,
     ) -> list[DeviceTimeline]:
         start, end = _window(from_, to)
+        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
         timelines = await _ask(_history(info).device_history(device.strip(), start, end, cluster))
         out = []
         for t in timelines:
@@ -284,6 +294,8 @@ class Query:
     async def claim_history(
         self, info: Info, cluster: str, namespace: str, name: str
     ) -> list[ClaimHistory]:
+        for value, what in ((cluster, "cluster"), (namespace, "namespace"), (name, "name")):
+            _text(value, what)
         if not _allows(info, cluster, namespace):
             return []
         found = await _ask(_history(info).claim_history(cluster, namespace, name))
@@ -320,6 +332,7 @@ class Query:
         cluster: str | None = None,
     ) -> list[ContentionRow]:
         start, end = _window(from_, to)
+        cluster = _text(cluster, "cluster")
         rows = await _ask(contention_rows(_history(info), start, end, group_by.value, bucket,
                                           cluster))  # fmt: skip
         namespaced = group_by is ContentionGroup.NAMESPACE
@@ -340,6 +353,7 @@ class Query:
         first: int = 100,
     ) -> list[IdleHolder]:
         start, end = _window(from_, to)
+        cluster = _text(cluster, "cluster")
         first = max(0, min(first, 1000))
         holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first))
         return [
@@ -358,7 +372,7 @@ class Query:
         cluster: str | None = None,
     ) -> list[HistoryGap]:
         start, end = _window(from_, to)
-        gaps = await _ask(_history(info).gaps(start, end, cluster))
+        gaps = await _ask(_history(info).gaps(start, end, _text(cluster, "cluster")))
         return [
             HistoryGap(cluster=g.cluster, since=_time(g.start_us), until=_time(g.end_us))
             for g in gaps

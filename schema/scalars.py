@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import NewType
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.scalars import JSON
 from strawberry.types.scalar import ScalarDefinition
 
@@ -31,7 +32,12 @@ __all__ = [
 
 def _parse_datetime(value: object) -> str:
     if not isinstance(value, str) or "T" not in value:
-        raise ValueError(f"DateTime must be an RFC 3339 string, got {value!r}")
+        # a client error with a code; at most 40 characters of what was sent are repeated
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "…"
+        raise GraphQLError(
+            f"DateTime must be an RFC 3339 string, got {shown}", extensions={"code": "BAD_INPUT"}
+        )
     return value
 
 

@@ -7,6 +7,12 @@ handed to the app (`service.http.app`) and the reactors as a keyword argument.
 
 Environment names are `DRA_MIRROR_<GROUP>_<FIELD>` upper-cased, e.g. `DRA_MIRROR_HTTP_PORT`,
 `DRA_MIRROR_STORE_REDIS_URL`, `DRA_MIRROR_CLUSTERS_CONTEXTS` (comma-separated).
+
+Every group checks its values when it is built and raises `SettingsError` with one line
+naming the setting and what it accepts (a port out of 1-65535, a Redis URL of another scheme,
+an unknown log level…): a `Settings` object is always usable. What needs more than the value
+(a database driver, a kubeconfig, a free port) is checked by the commands before they start
+(`service.cli.preflight`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 ENV_PREFIX = "DRA_MIRROR_"
 
@@ -24,16 +31,40 @@ class SettingsError(ValueError):
     """A flag or environment variable has a value of the wrong shape."""
 
 
+def _require(ok: bool, setting: str, value: Any, accepted: str) -> None:
+    """`SettingsError` unless `ok`: the setting, at most 60 characters of its value (None:
+    not shown, for URLs that may hold a password), and what it accepts."""
+    if not ok:
+        if value is None:
+            raise SettingsError(f"{setting}: {accepted}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        raise SettingsError(f"{setting} {shown}: {accepted}")
+
+
+def _positive(setting: str, value: Any, *, zero: bool = False) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = number and (value >= 0 if zero else value > 0)
+    _require(ok, setting, value, "must be a number " + (">= 0" if zero else "> 0"))
+
+
 @dataclass(frozen=True)
 class HttpSettings:
     host: str = "127.0.0.1"
     """Address uvicorn binds. Loopback by default: expose it on purpose (e.g. 0.0.0.0 in a Pod)."""
 
     port: int = 8000
-    """TCP port of the API (`/graphql`, `/healthz`, `/readyz`)."""
+    """TCP port of the API (`/graphql`, `/healthz`, `/readyz`); 0 takes any free port."""
 
     graphiql: bool = True
     """Serve the GraphiQL IDE on `GET /graphql` from a browser."""
+
+    def __post_init__(self) -> None:
+        port_ok = isinstance(self.port, int) and not isinstance(self.port, bool)
+        _require(port_ok and 0 <= self.port <= 65535, "port", self.port, "must be 1-65535")
+        host_ok = isinstance(self.host, str) and bool(self.host) and self.host.strip() == self.host
+        _require(
+            host_ok and " " not in self.host, "host", self.host, "must be a host name or address"
+        )
 
 
 @dataclass(frozen=True)
@@ -91,6 +122,12 @@ class GraphQLSettings:
     refuse_unregistered: bool = False
     """Execute only documents registered as persisted queries (by hash)."""
 
+    def __post_init__(self) -> None:
+        _positive("graphql max_page_size", self.max_page_size)
+        _positive("graphql default_page_size", self.default_page_size)
+        _positive("graphql parser_cache_size", self.parser_cache_size, zero=True)
+        _positive("graphql validation_cache_size", self.validation_cache_size, zero=True)
+
 
 @dataclass(frozen=True)
 class ClusterSettings:
@@ -99,6 +136,18 @@ class ClusterSettings:
 
     contexts: tuple[str, ...] = ()
     """Kubeconfig contexts to watch, one cluster each; empty means every context."""
+
+    bookmark_interval: float = 60.0
+    """Seconds between the bookmarks the API servers send on a quiet watch (kube-apiserver's
+    watch cache: one a minute)."""
+
+    stall_intervals: float = 2.0
+    """A watch silent (no event, no bookmark) for this many bookmark intervals is stalled: it
+    is ended, counted and watched again. 0: only the watch's own time limit ends it."""
+
+    def __post_init__(self) -> None:
+        _positive("clusters bookmark_interval", self.bookmark_interval)
+        _positive("clusters stall_intervals", self.stall_intervals, zero=True)
 
 
 @dataclass(frozen=True)
@@ -109,6 +158,17 @@ class StoreSettings:
     """First part of every Redis key (several mirrors may share one Redis under different ones)."""
     lease_ttl: float = 10.0
     """Seconds a cluster's watch lease outlives its holder: the longest takeover after a crash."""
+
+    def __post_init__(self) -> None:
+        if self.redis_url is not None:
+            scheme = urlsplit(self.redis_url).scheme if isinstance(self.redis_url, str) else ""
+            _require(
+                scheme in ("redis", "rediss", "unix"),
+                "Redis URL",
+                None,  # not repeated: it may hold a password
+                "must be redis://HOST[:PORT][/DB], rediss://… (TLS) or unix:///PATH",
+            )
+        _positive("store lease_ttl", self.lease_ttl)
 
 
 @dataclass(frozen=True)
@@ -126,6 +186,11 @@ class HistorySettings:
     peak_warm_days: float = 35.0
     """Keep the contention audit's hourly peak cache filled for the last this many days, for
     every grouping, in the background (so a first audit reads it). 0: audits fill it."""
+
+    def __post_init__(self) -> None:
+        _positive("history outbox_claim_idle", self.outbox_claim_idle)
+        _positive("history retention_days", self.retention_days, zero=True)
+        _positive("history peak_warm_days", self.peak_warm_days, zero=True)
 
 
 @dataclass(frozen=True)
@@ -172,6 +237,30 @@ class LogSettings:
     json: bool = False
     """Write one JSON object per line (for log collectors) instead of plain text."""
 
+    def __post_init__(self) -> None:
+        levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        ok = isinstance(self.level, str) and self.level.upper() in levels
+        _require(ok, "log level", self.level, f"must be one of {', '.join(levels)}")
+
+
+READINESS_RULES = ("serve-stale", "not-ready")
+
+
+@dataclass(frozen=True)
+class ReadinessSettings:
+    cluster_down: str = "serve-stale"
+    """What /readyz says while a cluster this process serves has synced once but is not
+    connected now: `serve-stale` (ready, and the body flags the cluster as stale) or
+    `not-ready` (503 until it is back). A cluster that never synced is never ready."""
+
+    def __post_init__(self) -> None:
+        _require(
+            self.cluster_down in READINESS_RULES,
+            "readiness cluster_down",
+            self.cluster_down,
+            f"must be one of {', '.join(READINESS_RULES)}",
+        )
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -182,6 +271,7 @@ class Settings:
     history: HistorySettings = field(default_factory=HistorySettings)
     access: AccessSettings = field(default_factory=AccessSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    readiness: ReadinessSettings = field(default_factory=ReadinessSettings)
 
     @classmethod
     def from_env(
@@ -219,6 +309,7 @@ _GROUP_TYPES: dict[str, type] = {
     "history": HistorySettings,
     "access": AccessSettings,
     "log": LogSettings,
+    "readiness": ReadinessSettings,
 }
 
 

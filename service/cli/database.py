@@ -16,6 +16,7 @@ import asyncio
 
 import click
 
+from dra_mirror.service.cli import preflight
 from dra_mirror.service.cli.options import build_settings
 
 
@@ -32,6 +33,7 @@ def migrate(ctx: click.Context, database_url: str | None) -> None:
     url = settings.history.database_url
     if not url:
         raise click.UsageError("give --database-url or DRA_MIRROR_HISTORY_DATABASE_URL")
+    preflight.check_database(url)
     from dra_mirror.service.history.migrate import migrate as upgrade
     from dra_mirror.service.stores.protocols import StoreUnavailable
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from dra_mirror.service.cli import client, diagnostics
+from dra_mirror.service.cli import client, diagnostics, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
@@ -57,7 +57,9 @@ def serve(ctx: click.Context, no_watch: bool, insecure_no_auth: bool | None, **f
     settings = cluster_settings(ctx, {**flags, "access.insecure_no_auth": insecure_no_auth})
     if no_watch and not settings.store.redis_url:
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
-    run(_serve(settings, watch=not no_watch, access=access_config(settings)))
+    access = access_config(settings)
+    preflight.check(settings, watch=not no_watch)
+    run(_serve(settings, watch=not no_watch, access=access))
 
 
 def access_config(settings: Settings) -> Any:
@@ -69,9 +71,9 @@ def access_config(settings: Settings) -> Any:
     try:
         config = load(settings.access)
     except AccessConfigError as error:
-        raise click.UsageError(str(error)) from error
+        raise preflight.ConfigurationProblem(str(error)) from None
     if not config.configured and not config.insecure_no_auth:
-        raise click.UsageError(
+        raise preflight.ConfigurationProblem(
             "no authentication is configured: set DRA_MIRROR_ACCESS_CONFIG (or "
             "DRA_MIRROR_ACCESS_STATIC_TOKENS, _OIDC_ISSUER, _KUBERNETES_CONTEXT; see "
             "docs/security.md), or give --insecure-no-auth to serve everything to everyone"
@@ -94,7 +96,9 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
     settings = cluster_settings(ctx, {**flags, "access.insecure_no_auth": insecure_no_auth})
     if not settings.store.redis_url:
         raise click.UsageError("watch writes the shared state: give --redis-url")
-    run(_serve(settings, watch=True, access=access_config(settings)))
+    access = access_config(settings)
+    preflight.check(settings, watch=True)
+    run(_serve(settings, watch=True, access=access))
 
 
 def open_state_store(settings: Settings) -> Any:
@@ -157,6 +161,7 @@ async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) 
 def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
+    preflight.check(settings, watch=False)
     from dra_mirror.service.cli.demo import run_demo
 
     run(run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text)))

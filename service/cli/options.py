@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import click
 
+from dra_mirror.service.cli import preflight
 from dra_mirror.service.logs import configure_logging
 from dra_mirror.service.settings import Settings, SettingsError
 
@@ -30,7 +31,7 @@ def build_settings(ctx: click.Context, **flags: Any) -> Settings:
     try:
         settings = Settings.from_env(overrides)
     except SettingsError as error:
-        raise click.UsageError(str(error)) from error
+        raise preflight.ConfigurationProblem(str(error)) from None
     configure_logging(settings.log.level, json=settings.log.json)
     return settings
 
@@ -40,7 +41,7 @@ def cluster_options(command: F) -> F:
     options = [
         click.option(
             "--kubeconfig",
-            type=click.Path(dir_okay=False, exists=True),
+            type=click.Path(dir_okay=False),
             default=None,
             help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
         ),

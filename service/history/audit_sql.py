@@ -1,17 +1,10 @@
-"""How the audits talk SQL on both databases: the dialect's differences, the grouping
-columns, the bucket split, and running an audit's statements.
+"""The SQL the audits share: dialect spellings, the cluster filter, running the statements.
 
-* `AuditSql` writes what differs between PostgreSQL and SQLite: GREATEST/LEAST (MAX/MIN),
-  byte-order grouping keys (`COLLATE "C"` on PostgreSQL, several times cheaper to sort than a
-  linguistic collation; SQLite compares bytes already), and the split of spans into buckets
-  (`generate_series` per span on PostgreSQL, a recursive bucket table joined on SQLite).
-* `ALLOCATION_GROUP` and `WAIT_GROUP` are the column of each grouping (CLASS, NAMESPACE, NODE,
-  CLUSTER) in the allocations and waits tables.
-* `fetch_all` runs the statements: on PostgreSQL concurrently, one connection each, with
-  `work_mem` raised so their sorts stay in memory and without JIT or parallel workers (the
-  statements already keep the server's cores busy); on SQLite one by one.
-
-Promises: statements only read; each runs in its own read-only transaction.
+`AuditSql` spells what differs between PostgreSQL and SQLite (GREATEST/MAX, byte-order keys,
+splitting spans into buckets); `fetch_all` runs one audit's statements — on PostgreSQL
+concurrently, one connection each, with `work_mem` raised and without JIT or parallel
+workers (see `service.history.contention`). `WAIT_GROUP` is the grouping expression of the
+waits table for each `groupBy`.
 """
 
 from __future__ import annotations
@@ -21,26 +14,14 @@ import asyncio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = [
-    "ALLOCATION_GROUP",
-    "AUDIT_WORK_MEM",
-    "WAIT_GROUP",
-    "AuditSql",
-    "fetch_all",
-    "where_cluster",
-]
-
-AUDIT_WORK_MEM = "256MB"
-
-ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
-                    "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
 # a pending claim has no node yet: under NODE its waits fall in the group ""
 WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
               "CLUSTER": "w.cluster"}  # fmt: skip
+AUDIT_WORK_MEM = "256MB"
 
 
 class AuditSql:
-    """The SQL of one dialect."""
+    """The SQL spelled per dialect (PostgreSQL or SQLite)."""
 
     def __init__(self, postgres: bool) -> None:
         self.postgres = postgres

@@ -21,10 +21,10 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
 percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the five
-statements run concurrently on their own connections (`service.history.audit_sql`), without
-JIT or parallel workers: the statements already keep the server's cores busy, and on a small
-server (2 cores) workers on top of them only add overhead (30 days of a 500-node cluster: see
-bench/history_30d.py and docs/history.md).
+statements run concurrently on their own connections, with `work_mem` raised so their sorts
+stay in memory, and without JIT or parallel workers: the statements already keep the server's
+cores busy, and on a small server (2 cores) workers on top of them only add overhead (30 days
+of a 500-node cluster: see bench/history_30d.py and docs/history.md).
 """
 
 from __future__ import annotations
@@ -32,28 +32,25 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from dra_mirror.service.history import peaks
-from dra_mirror.service.history.audit_sql import (
-    ALLOCATION_GROUP,
-    WAIT_GROUP,
-    AuditSql,
-    fetch_all,
-    where_cluster,
+from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
+from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-exported)
+    CLAMP_AFTER_US,
+    GROUPS,
+    MAX_BUCKETS,
+    BadAuditRequest,
+    check_request,
+    history_extent,
+    narrow,
 )
+from dra_mirror.service.history.pending import pending_peaks, warm_peaks  # noqa: F401
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
-GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
-MAX_BUCKETS = 10_000
-
-
-class BadAuditRequest(ValueError):
-    """The client asked for an audit that cannot be answered (unknown grouping, too many
-    buckets)."""
+_ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
+                     "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
 
 
 @dataclass
@@ -88,20 +85,29 @@ async def contention(
     bucket_us: int | None,
     cluster: str | None = None,
 ) -> list[ContentionRow]:
-    if group_by not in GROUPS:
-        raise BadAuditRequest(f"groupBy must be one of {', '.join(GROUPS)}")
-    if end_us <= start_us:
+    if end_us <= start_us and group_by in GROUPS:
         return []
-    size = bucket_us or (end_us - start_us)
+    size = check_request(start_us=start_us, end_us=end_us, group_by=group_by, bucket_us=bucket_us)
+    extent = None
+    if end_us - start_us > CLAMP_AFTER_US:
+        # A long window costs what its buckets and hours cost (the peak cache is hourly):
+        # narrow it to the buckets holding history, so the cost follows the data.
+        extent = await history_extent(engine, cluster=cluster, horizon_us=horizon_us)
+        narrowed = narrow(start_us, end_us, size, extent)
+        if narrowed is None:
+            return []
+        start_us, end_us = narrowed
     count = -(-(end_us - start_us) // size)
-    if count > MAX_BUCKETS:
-        raise BadAuditRequest(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
     postgres = engine.dialect.name == "postgresql"
     sql = AuditSql(postgres)
     g, lst = sql.greatest, sql.least
     params: dict[str, int | str] = {
-        "f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count,
-    }  # fmt: skip
+        "f": start_us,
+        "t": end_us,
+        "h": min(end_us, horizon_us),
+        "b": size,
+        "n": count,
+    }
     if cluster is not None:
         params["cluster"] = cluster
     rows: dict[tuple[str, str, int], ContentionRow] = {}
@@ -114,7 +120,7 @@ async def contention(
         return rows[key]
 
     overlap = "{a}.start_us < :t AND ({a}.end_us IS NULL OR {a}.end_us > :f)"
-    alloc_group = sql.text_key(ALLOCATION_GROUP[group_by])
+    alloc_group = sql.text_key(_ALLOCATION_GROUP[group_by])
     allocated = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
@@ -150,10 +156,10 @@ async def contention(
         queries.append(sql.split(available, count))
     queries.append(_waits_query(sql, group_by, cluster))
 
-    results, pending_peaks = await asyncio.gather(
+    results, peaks_found = await asyncio.gather(
         fetch_all(engine, queries, params),
-        _peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size, count=count,
-               now_us=horizon_us),
+        pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
+                      count=count, now_us=horizon_us, extent=extent),
     )  # fmt: skip
     allocated_rows, idle_rows = results[0], results[1]
     for attribute, found in (("device_hours_allocated", allocated_rows),
@@ -164,7 +170,7 @@ async def contention(
         for c, grp, idx, us in results[2]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
     _waits(results[-1], postgres, row)
-    for (c, grp, idx), peak in pending_peaks.items():
+    for (c, grp, idx), peak in peaks_found.items():
         row(c, grp, idx).peak_pending = peak
 
     for r in rows.values():
@@ -232,105 +238,3 @@ def _waits(found: list, postgres: bool, row) -> None:
         r.wait_p50 = nearest_rank(values, 0.5) / US_PER_SECOND
         r.wait_p95 = nearest_rank(values, 0.95) / US_PER_SECOND
         r.wait_max = values[-1] / US_PER_SECOND
-
-
-def _peak_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
-    wait_group = sql.text_key(WAIT_GROUP[group_by])
-    g = sql.greatest
-    where = f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f){where_cluster('w', cluster)}"
-    # The running count needs the events sorted per group. On PostgreSQL the group is
-    # partitioned by a 64-bit hash of (cluster, group) — sorting integers is several times
-    # cheaper than sorting strings; two groups would need a 64-bit collision to mix.
-    part = (
-        "hashtextextended(w.cluster || '/' || " + WAIT_GROUP[group_by] + ", 0)"
-        if sql.postgres
-        else f"w.cluster || '/' || {wait_group}"
-    )
-    # +1 when a wait starts (or at the window's start), -1 when it ends; at the same instant
-    # ends sort first ([start, end) intervals), so touching waits never count as overlapping.
-    return f"""
-        WITH events AS (
-            SELECT {part} AS part, w.cluster AS cluster, {wait_group} AS grp,
-                   {g}(w.start_us, :f) AS at, 1 AS d
-            FROM waits AS w WHERE {where}
-            UNION ALL
-            SELECT {part}, w.cluster, {wait_group}, w.end_us, -1 FROM waits AS w
-            WHERE {where} AND w.end_us IS NOT NULL AND w.end_us < :t
-        ),
-        running AS (
-            SELECT part, cluster, grp, at, d,
-                   SUM(d) OVER (PARTITION BY part ORDER BY at, d
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
-            FROM events
-        )
-        SELECT MIN(cluster), MIN(grp), (at - :f) / :b AS idx, MAX(pending), SUM(d)
-        FROM running GROUP BY part, (at - :f) / :b
-    """
-
-
-def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
-    """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
-    (a bucket without events keeps the count the previous one ended with)."""
-    per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
-    for c, grp, idx, peak, net in found:
-        per_group[(c, grp)][idx] = (int(peak), int(net))
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp), buckets in per_group.items():
-        carry = 0
-        for idx in range(count):
-            peak, net = buckets.get(idx, (0, 0))
-            best = max(carry, peak) if idx in buckets else carry
-            if best > 0:
-                values[(c, grp, idx)] = best
-            carry += net
-    return values
-
-
-def _hourly_compute(
-    engine: AsyncEngine, sql: AuditSql, group_by: str
-) -> Callable[[int, int], Awaitable[peaks.HourlyPeaks]]:
-    """The hourly peaks of every cluster's groups over whole hours [a, b), from the waits."""
-
-    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
-        hours = (b - a) // peaks.HOUR
-        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
-        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
-        return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
-
-    return compute
-
-
-async def warm_peaks(engine: AsyncEngine, *, start_us: int, end_us: int, now_us: int) -> int:
-    """Fill the hourly peak cache of every grouping over [start_us, end_us) (complete hours):
-    the slow part of a first audit, done ahead of it. Returns the hours computed."""
-    sql = AuditSql(engine.dialect.name == "postgresql")
-    computed = 0
-    for group_by in GROUPS:
-        computed += await peaks.warm(engine, group_by=group_by, start_us=start_us,
-                                     end_us=end_us, now_us=now_us,
-                                     compute=_hourly_compute(engine, sql, group_by))  # fmt: skip
-    return computed
-
-
-async def _peaks(
-    engine: AsyncEngine, sql: AuditSql, params: dict, *, group_by: str, cluster: str | None,
-    size: int, count: int, now_us: int,
-) -> dict[tuple[str, str, int], int]:  # fmt: skip
-    """Peak pending per (cluster, group, bucket): from hourly peaks (cached, see
-    `service.history.peaks`) when the window and buckets are whole hours, else live."""
-    start, end = params["f"], params["t"]
-    if not peaks.cacheable(start, end, size):
-        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
-        return _peak_values(found, count)
-
-    compute = _hourly_compute(engine, sql, group_by)
-    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
-                                      now_us=now_us, compute=compute)  # fmt: skip
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp, hour), peak in hourly.items():
-        if peak <= 0 or (cluster is not None and c != cluster):
-            continue
-        key = (c, grp, (hour - start) // size)
-        values[key] = max(values.get(key, 0), peak)
-    return values

@@ -63,6 +63,13 @@ def _window(request: Request) -> tuple[int, int]:
     return start, end
 
 
+def _cluster(request: Request) -> str | None:
+    cluster = request.query_params.get("cluster")
+    if cluster is not None and "\x00" in cluster:  # PostgreSQL text cannot hold NUL
+        raise _BadRequest("`cluster` must not contain NUL")
+    return cluster
+
+
 def _state(request: Request) -> tuple[Any, Any]:
     state = getattr(request.app.state, "mirror", None)
     history = getattr(state, "history", None)
@@ -104,7 +111,7 @@ async def contention_csv(request: Request) -> Response:
         try:
             size = bucket_us(params.get("bucket"))
             rows = await history.contention(start, end, group_by=group_by, bucket_us=size,
-                                            cluster=params.get("cluster"))  # fmt: skip
+                                            cluster=_cluster(request))  # fmt: skip
         except (BadTime, BadAuditRequest) as error:
             raise _BadRequest(str(error)) from error
         namespaced = group_by == "NAMESPACE"
@@ -132,8 +139,8 @@ async def idle_holders_csv(request: Request) -> Response:
             first = max(0, min(int(request.query_params.get("first", "100")), 10_000))
         except ValueError as error:
             raise _BadRequest("`first` must be a number") from error
-        holders = await history.idle_holders(start, end, cluster=request.query_params.get(
-            "cluster"), limit=first)  # fmt: skip
+        holders = await history.idle_holders(start, end, cluster=_cluster(request),
+                                             limit=first)  # fmt: skip
         return _csv(
             IDLE_COLUMNS,
             (

@@ -38,8 +38,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from dra_mirror.service.diagnostics.candidates import Alternative, fit, match
 from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
 from dra_mirror.service.diagnostics.cluster import pods_eligible_nodes
@@ -47,6 +45,7 @@ from dra_mirror.service.diagnostics.explain import Diagnosis, explain_claim
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding
 from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
+from dra_mirror.service.diagnostics.manifests import ManifestTextError, load_manifests
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     FREE,
@@ -447,9 +446,9 @@ async def lint_mirrored(reader: StateReader, cluster: str) -> list[Finding]:
 def parse_manifests(text: str) -> list[Any]:
     """The YAML documents of `text` (a multi-document stream, or a `kind: List`)."""
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as error:
-        raise ManifestError(f"not YAML: {error}") from error
+        docs = load_manifests(text)  # bounded: depth, and values with aliases expanded
+    except ManifestTextError as error:
+        raise ManifestError(str(error)) from None
     out: list[Any] = []
     for doc in docs:
         if isinstance(doc, dict) and doc.get("kind") == "List":

@@ -38,7 +38,8 @@ import msgspec
 from dra_mirror.service.clusters.backoff import Backoff
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.clusters.discovery import DraVersions
-from dra_mirror.service.clusters.errors import NotServed
+from dra_mirror.service.clusters.errors import NotServed, WatchStalled
+from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import is_dra
 from dra_mirror.service.clusters.transport import ClusterApi
 from dra_mirror.service.clusters.watching import (
@@ -132,6 +133,7 @@ class Reactor:
         self.synced = asyncio.Event()
         self.api = ClusterApi(self.name, connection.api_client)
         self.versions = DraVersions(self.api)
+        self.resets = ClusterResets(self.name)  # one reset seen by any kind relists every kind
         self.feed = ClusterFeed(self.settings.queue_size)
         self.malformed = MalformedObjects(self.name)
         self.watchers = {
@@ -143,6 +145,7 @@ class Reactor:
                 sleep=sleep,
                 settings=self.settings.watch,
                 rng=self.rng,
+                resets=self.resets,
             )
             for kind in self.kinds
         }
@@ -281,6 +284,8 @@ class Reactor:
             self._mark_up(kind)
         elif isinstance(message, Failed):
             self.errors[kind] = self.errors.get(kind, 0) + 1
+            if isinstance(message.error, WatchStalled):
+                self.status.stalls[kind] = self.status.stalls.get(kind, 0) + 1
             self._up.discard(kind)
             self._failing[kind] = message.error.detail()
             if isinstance(message.error, NotServed) and is_dra(kind) and kind not in self._listed:
@@ -410,7 +415,9 @@ class Reactor:
             return
         self._status_due = False
         self._status_pushed_at = now
-        snapshot = msgspec.structs.replace(self.status, malformed=dict(self.status.malformed))
+        snapshot = msgspec.structs.replace(
+            self.status, malformed=dict(self.status.malformed), stalls=dict(self.status.stalls)
+        )
         try:
             await self.status_sink(snapshot)
         except Exception as error:  # the next push carries the same facts

@@ -7,7 +7,8 @@ Per request, in this order:
 3. The v0 signature (`X-Slack-Signature` = HMAC-SHA256 of `v0:{X-Slack-Request-Timestamp}:{body}`
    with the signing secret) is checked by slack_sdk's `SignatureVerifier`, which also refuses a
    timestamp more than 5 minutes from now. Missing, forged or stale → 401, and the command is
-   not parsed, let alone run.
+   not run. A timestamp that is not a short run of ASCII digits, or a body that is not UTF-8,
+   is refused the same way before the verifier sees it (a 401, never a 500).
 4. The command's text is answered (`service.slack.commands.answer`) by executing GraphQL
    documents on the app's schema in-process (`service.questions.asking.in_process`), with the
    same per-request context `/graphql` builds (access scope, loaders, history, clock).
@@ -44,6 +45,7 @@ from .config import SlackSettings
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024
+MAX_TIMESTAMP = 12  # digits of X-Slack-Request-Timestamp (Unix seconds)
 POST_TIMEOUT = 10.0
 
 ContextFor = Callable[[Request], Awaitable[Any]]
@@ -94,8 +96,15 @@ class SlackCommands:
         signature = request.headers.get("x-slack-signature")
         if not timestamp or not signature:
             return "unsigned (no X-Slack-Signature or X-Slack-Request-Timestamp)"
-        if not timestamp.isdigit():
+        # ASCII digits only, and no longer than a Unix time in seconds can be for millennia:
+        # str.isdigit() also accepts "²" (which int() refuses), and int() refuses numbers of
+        # more than 4,300 digits, so either would otherwise escape as a 500.
+        if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > MAX_TIMESTAMP:
             return "malformed timestamp"
+        try:
+            body.decode("utf-8")  # slack_sdk decodes the body to sign it; Slack sends UTF-8
+        except UnicodeDecodeError:
+            return "body is not UTF-8"
         assert self.verifier is not None
         if not self.verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
             age = abs(self.verifier.clock.now() - int(timestamp))

@@ -48,6 +48,7 @@ class ClusterStatus(Struct):
     events: int = 0
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
+    stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
 
 
 class Relation(enum.Enum):

@@ -170,6 +170,11 @@ async def test_a_selector_that_does_not_compile_is_an_error(mirrored: Mirrored) 
     assert error["message"].startswith("selector does not compile: ")
     body = await mirrored.query(FIND, selector="device.attributes['gpu.nvidia.com'].cores + 1")
     assert "must evaluate to bool" in body["errors"][0]["message"]
+    # the compiler repeats the offending line: a long selector is not echoed back whole
+    for selector in ("device.driver == " + "'x" * 40_000, "device.driver === 'a'" + " " * 90_000):
+        [error] = (await mirrored.query(FIND, selector=selector))["errors"]
+        assert error["extensions"]["code"] == "BAD_SELECTOR"
+        assert len(error["message"]) < 2_000
 
 
 async def test_evaluation_errors_are_listed_not_hidden(mirrored: Mirrored) -> None:

@@ -69,6 +69,12 @@ URLs come only from Secrets. */}}
     secretKeyRef:
       name: {{ .Values.redis.urlSecret.name }}
       key: {{ .Values.redis.urlSecret.key }}
+{{- else if .Values.redis.deploy.enabled }}
+- name: DRA_MIRROR_STORE_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "dra-mirror.fullname" . }}-redis-url
+      key: url
 {{- end }}
 {{- if .Values.database.urlSecret.name }}
 - name: DRA_MIRROR_HISTORY_DATABASE_URL
