@@ -259,10 +259,20 @@ class Selector:
 
 _COMPILED_LIMIT = 10_000
 _compiled: dict[str, Selector | SelectorError] = {}
+# resource.k8s.io validates selector expressions to at most 10 Ki characters
+# (CELSelectorExpressionMaxLength): no DeviceClass or claim carries a longer one, and a
+# client's findDevices selector is held to the same limit before anything compiles it.
+MAX_EXPRESSION_LENGTH = 10 * 1024
 
 
 def compile_selector(expression: str) -> Selector:
     """The compiled selector for an expression (cached); raises SelectorError."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:  # refused uncompiled, and not cached
+        raise SelectorError(
+            expression[:200],
+            f"selector is {len(expression)} characters long; the API allows at most "
+            f"{MAX_EXPRESSION_LENGTH}",
+        )
     hit = _compiled.get(expression)
     if hit is None:
         hit = _compile(expression)

@@ -228,7 +228,8 @@ async def recorded_holders(site: Site, device: str) -> set[str]:
             for a in t["allocations"]
         }
 
-    return await eventually(found, f"history recording a holder of {device}")
+    # the history writer drains behind the state store: on a loaded machine, tens of seconds
+    return await eventually(found, f"history recording a holder of {device}", seconds=90)
 
 
 async def test_a_devices_page_shows_holders_now_and_their_timeline(page: Any, site: Site) -> None:
