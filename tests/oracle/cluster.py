@@ -66,6 +66,7 @@ class Cluster:
         self.tag = tag  # makes the uuids of this cluster's hardware its own
         self.objects: dict[Key, Raw] = {}
         self.generations: dict[tuple[str, str], int] = {}
+        self.layouts: dict[tuple[str, str], int] = {}  # slices per generation, as last published
         self._rv = itertools.count(1)
         self._uid = itertools.count(1)
         self._share = itertools.count(1)
@@ -119,10 +120,6 @@ class Cluster:
         parts when `split`; `partial` writes only the first slice of the generation (the rest
         is still being published); `keep` limits the devices; `taint` = (device, effect)."""
         driver, name = pool
-        generation = self.generations.get(pool, 0) + (
-            1 if bump or pool not in self.generations else 0
-        )
-        self.generations[pool] = generation
         devices = [copy.deepcopy(d) for d in POOLS[pool] if keep is None or d["name"] in keep]
         for d in devices:
             if "uuid" in d["attributes"] and self.tag:
@@ -133,6 +130,14 @@ class Cluster:
         slices = [(f"{name}-{driver}-{i}", part, None) for i, part in enumerate(parts)]
         if pool in COUNTERS:
             slices.insert(0, (f"{name}-{driver}-counters", [], COUNTERS[pool]))
+        # "Whenever a driver changes something about one or more of the resources in a pool, it
+        # must change the generation in all ResourceSlices which are part of that pool": a
+        # driver may republish the same layout under the same generation, never another one.
+        if self.layouts.get(pool) != len(slices):
+            bump = True
+        self.layouts[pool] = len(slices)
+        generation = self.generations.get(pool, 0) + (1 if bump else 0)
+        self.generations[pool] = generation
         events = []
         for i, (slice_name, part, counters) in enumerate(slices):
             if partial and i > 0:

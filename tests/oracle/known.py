@@ -35,6 +35,7 @@ DEFECTS = {
         Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
         Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
+        Defect("empty-pod-list-unseen", "in a cluster that serves no pod, a claim reserved for pods that are gone is never idle in the state store: the empty Pod LIST makes an empty Changes, which the reactor does not hand to the stores, so their indexes keep taking missing consumers for unknown (running) — the reactor's own index (and history) says idle"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
         Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
         Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
@@ -135,6 +136,8 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         claim = machine.visible.get(("ResourceClaim", *m.key.split("/", 1)))
         if claim and any(r.get("resource") == "podgroups" for r in reading.reserved_for(claim)):
             return "podgroup-consumers"
+        if claim and m.area == "claim.idle" and m.expected is True and not _visible(machine, "Pod"):
+            return "empty-pod-list-unseen"
     if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
         return "live-idle-stale"
     if m.area in ("device.status", "device.remaining", "device.holders"):
@@ -146,6 +149,10 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
             return "capacity-names-unqualified"
         if any(r.get("adminAccess") for r in holds):
             return "admin-access-consumes"
+        if m.area == "device.status" and (m.expected, m.actual) == ("free", "blocked"):
+            siblings = [k for k in truth.devices if k[:2] == key[:2] and k != key]
+            if any(h.admin_access for k in siblings for h in truth.devices[k].holders):
+                return "admin-access-consumes"  # an admin-held partition took the counters
     return None
 
 
@@ -166,3 +173,27 @@ def derived(
     if not statuses or any(x.store == store and x.area == "device.status" for x in unknown):
         return None
     return statuses[0][1]
+
+
+def explain(
+    found: list[Mismatch], *, truth: Any, machine: Any
+) -> tuple[list[Mismatch], list[tuple[Mismatch, str]]]:
+    """(the mismatches no known defect explains, the others with their defect)."""
+    unknown: list[Mismatch] = []
+    explained: list[tuple[Mismatch, str]] = []
+    for mismatch in found:
+        if mismatch.area in DERIVED:
+            continue
+        defect = classify(mismatch, truth=truth, machine=machine)
+        if defect is None:
+            unknown.append(mismatch)
+        else:
+            explained.append((mismatch, defect))
+    for mismatch in found:
+        if mismatch.area in DERIVED:
+            defect = derived(mismatch, explained=explained, unknown=unknown)
+            if defect is None:
+                unknown.append(mismatch)
+            else:
+                explained.append((mismatch, defect))
+    return unknown, explained

@@ -167,10 +167,14 @@ class MirrorMachine(RuleBasedStateMachine):
             (p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.cluster.of_kind("Pod")
         ]
 
-    @rule(claim=claims, admin=st.booleans())
-    def create_claim(self, claim, admin) -> None:
+    @rule(claim=claims, admin=st.booleans(), device=st.none() | devices, qualified=st.booleans())
+    def create_claim(self, claim, admin, device, qualified) -> None:
+        """A claim is created; with `device`, the scheduler allocates it at once (the usual
+        course), to a device that may or may not be published."""
         self.tick()
         self.show(self.cluster.create_claim(*claim, admin=admin))
+        if device is not None:
+            self.show(self.cluster.allocate(*claim, [device], qualified=qualified))
 
     @precondition(lambda self: self._claims(allocated=False))
     @rule(data=st.data(), first=devices, second=st.none() | devices, qualified=st.booleans())
@@ -203,10 +207,13 @@ class MirrorMachine(RuleBasedStateMachine):
         self.tick()
         self.show(self.cluster.delete_claim(*claim))
 
-    @rule(pod=pods, in_group=st.booleans())
-    def create_pod(self, pod, in_group) -> None:
+    @rule(pod=pods, in_group=st.booleans(), scheduled=st.booleans())
+    def create_pod(self, pod, in_group, scheduled) -> None:
+        """A pod is created; `scheduled`: the scheduler reserves its (allocated) claim for it."""
         self.tick()
         self.show(self.cluster.create_pod(*pod, in_group=in_group))
+        if scheduled:
+            self.show(self.cluster.reserve(pod[0], c.pod_claim(pod[1]), pod[1]))
 
     @precondition(lambda self: self._pods())
     @rule(data=st.data(), phase=st.sampled_from(c.PHASES))
@@ -286,23 +293,9 @@ class MirrorMachine(RuleBasedStateMachine):
         self.judge(found, truth)
 
     def judge(self, found: list[Mismatch], truth: Any) -> None:
-        unknown, explained = [], []
-        for mismatch in found:
-            if mismatch.area in known.DERIVED:
-                continue
-            defect = known.classify(mismatch, truth=truth, machine=self)
-            if defect is None:
-                unknown.append(mismatch)
-            else:
-                explained.append((mismatch, defect))
-                self.seen[defect] = self.seen.get(defect, 0) + 1
-        for mismatch in found:
-            if mismatch.area in known.DERIVED:
-                defect = known.derived(mismatch, explained=explained, unknown=unknown)
-                if defect is None:
-                    unknown.append(mismatch)
-                else:
-                    self.seen[defect] = self.seen.get(defect, 0) + 1
+        unknown, explained = known.explain(found, truth=truth, machine=self)
+        for _, defect in explained:
+            self.seen[defect] = self.seen.get(defect, 0) + 1
         if self.collect is not None:
             self.collect.extend(unknown)
             return

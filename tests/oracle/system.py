@@ -83,9 +83,7 @@ class System:
     def __init__(self, cluster: str, *, redis_url: str | None, history: Any, prefix: str) -> None:
         self.cluster = cluster
         self.redis_url, self.prefix, self.history = redis_url, prefix, history
-        self.schema = build_schema(SETTINGS)
-        # Errors are answers here (compared, classified); strawberry need not log each one.
-        self.schema.process_errors = lambda errors, execution_context=None: None  # type: ignore[method-assign]
+        self.schema = quiet_schema()
         self.malformed: list[str] = []
         self.watcher = _Watcher(cluster, redis_url, prefix)
         self.live: list[dict[str, Any]] = []  # live events received, in order
@@ -111,7 +109,7 @@ class System:
 
     def _record(self, kind: str, raw: Raw) -> Any:
         try:
-            return decode_object(kind, orjson.dumps(raw), cluster=self.cluster)
+            return decode(kind, raw, cluster=self.cluster)
         except MalformedObject as error:
             self.malformed.append(str(error))
             return None
@@ -173,12 +171,10 @@ class System:
     # --- answers ----------------------------------------------------------------------------
 
     async def run(self, store: Any, document: str, **variables: Any) -> Answer:
-        context = make_context(store, settings=SETTINGS, history=self.history, now=lambda: self.now)
-        result = await self.schema.execute(
-            document, variable_values={"cluster": self.cluster, **variables},
-            context_value=context,
+        return await ask(
+            self.schema, store, self.cluster, document, history=self.history,
+            now=lambda: self.now, **variables,
         )  # fmt: skip
-        return Answer(result.data, [e.message for e in result.errors or ()])
 
     async def answers(
         self, devices: Iterable[str], unpublished: Iterable[str] = ()
@@ -186,20 +182,14 @@ class System:
         """Every document over every store; `devices` ("driver/pool/device") are asked
         through whoHolds one by one, and `unpublished` (held, no slice) through their holding
         for `published`."""
-        wanted, hidden = sorted(set(devices)), sorted(set(unpublished))
-        out: dict[str, StoreAnswers] = {}
         named = {"memory": self.watcher.memory, "redis": self.watcher.redis}
-        for name, store in named.items():
-            if store is None:
-                continue
-            found = out[name] = StoreAnswers()
-            for doc in q.WHOLE_CLUSTER:
-                found.by_document[doc] = await self.run(store, doc)
-            for device in wanted:
-                found.holds[device] = await self.run(store, q.WHO_HOLDS, device=device)
-            for device in hidden:
-                found.published[device] = await self.run(store, q.HELD_PUBLISHED, device=device)
-        return out
+        return {
+            name: await store_answers(
+                self.schema, store, self.cluster, devices, unpublished, now=lambda: self.now
+            )
+            for name, store in named.items()
+            if store is not None
+        }
 
     async def device_history(
         self, devices: Iterable[str], *, start: str, end: str
@@ -267,6 +257,119 @@ class System:
         await self._close_watcher()
 
 
+def decode(kind: str, raw: Raw, *, cluster: str) -> Any:
+    """The record the watcher makes of one raw object (MalformedObject when it cannot)."""
+    return decode_object(kind, orjson.dumps(raw), cluster=cluster)
+
+
+def quiet_schema() -> Any:
+    schema = build_schema(SETTINGS)
+    # Errors are answers here (compared, classified); strawberry need not log each one.
+    schema.process_errors = lambda errors, execution_context=None: None  # type: ignore[method-assign]
+    return schema
+
+
+async def ask(
+    schema: Any, store: Any, cluster: str, document: str, *, history: Any = None,
+    now: Any = None, **variables: Any,
+) -> Answer:  # fmt: skip
+    """One document executed in-process over `store`, as the app would answer it."""
+    context = make_context(store, settings=SETTINGS, history=history, now=now or _utc)
+    result = await schema.execute(
+        document, variable_values={"cluster": cluster, **variables}, context_value=context
+    )
+    return Answer(result.data, [e.message for e in result.errors or ()])
+
+
+async def store_answers(
+    schema: Any, store: Any, cluster: str, devices: Iterable[str], unpublished: Iterable[str],
+    *, now: Any = None,
+) -> StoreAnswers:  # fmt: skip
+    """Every whole-cluster document, whoHolds of `devices` ("driver/pool/device") one by one,
+    and `published` of the `unpublished` (held, no slice) through their holding."""
+    found = StoreAnswers()
+    for doc in q.WHOLE_CLUSTER:
+        found.by_document[doc] = await ask(schema, store, cluster, doc, now=now)
+    for device in sorted(set(devices)):
+        found.holds[device] = await ask(schema, store, cluster, q.WHO_HOLDS, now=now, device=device)
+    for device in sorted(set(unpublished)):
+        found.published[device] = await ask(
+            schema, store, cluster, q.HELD_PUBLISHED, now=now, device=device
+        )
+    return found
+
+
+def _utc() -> datetime:
+    return datetime.now(UTC)
+
+
 async def _results(stream: Any) -> AsyncIterator[Any]:
     async for result in stream:
         yield result
+
+
+# --- served by the simulator, watched by the real watcher ---------------------------------
+
+
+def simulated_cluster(name: str, objects: Iterable[Raw]) -> Any:
+    """A simulated cluster holding `objects` as etcd would: each converted from the version it
+    is written in to the v1 storage shape, stored as given (no validation, as a cluster's
+    own history may hold what today's validation refuses). Kinds the simulator does not serve
+    are left out; returns the store."""
+    from dra_mirror.service.sim import convert
+    from dra_mirror.service.sim.resources import RESOURCES
+    from dra_mirror.service.sim.store import ClusterStore
+
+    plurals = {r.kind: r.plural for r in RESOURCES.values()}
+    grouped: dict[str, list[Raw]] = {}
+    for raw in objects:
+        plural = plurals.get(raw.get("kind") or "")
+        if plural is None:
+            continue
+        group, _, version = str(raw.get("apiVersion") or "v1").rpartition("/")
+        if group == convert.DRA_GROUP:  # v1alpha3 wraps devices in `basic` as v1beta1 does
+            raw = convert.to_storage(plural, raw, "v1beta1" if version == "v1alpha3" else version)
+        grouped.setdefault(plural, []).append(raw)
+    namespaces = {
+        o["metadata"].get("namespace") or "default"
+        for plural, objs in grouped.items()
+        for o in objs
+        if RESOURCES[plural].namespaced
+    }
+    store = ClusterStore(name, seed=1)
+    store.bulk_load("namespaces", [{"metadata": {"name": n}} for n in sorted(namespaces)])
+    for plural in sorted(grouped):
+        store.bulk_load(plural, grouped[plural])
+    return store
+
+
+@contextlib.asynccontextmanager
+async def watched(
+    stores: Iterable[Any], *, versions: tuple[str, ...], directory: Any
+) -> AsyncIterator[Any]:
+    """The simulator serving `stores` (resource.k8s.io `versions`), the real watchers of
+    every cluster syncing them into a memory store; yields that store once every cluster is
+    synced (its `statuses` say what each watcher saw)."""
+    from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.clusters.watching import WatchSettings
+    from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+    from dra_mirror.service.sim.run import ClusterSpec, Simulator
+
+    fast = WatchSettings(watch_timeout=2, watch_timeout_jitter=0.0, stream_grace=2.0,
+                         list_time_limit=10.0, backoff_base=0.01, backoff_cap=0.05)  # fmt: skip
+    memory = LiveMemoryStore()
+    specs = [ClusterSpec(store, versions=versions) for store in stores]
+    kubeconfig = directory / "kubeconfig"
+    async with Simulator(specs, kubeconfig_path=kubeconfig, bookmark_interval=0.2) as sim:
+        connections = await connect(str(kubeconfig), None)
+        try:
+            reactors = await run_reactors(
+                connections, sinks=[memory.apply], status_sink=memory.set_status,
+                settings=ReactorSettings(watch=fast, status_interval=0.05), tune_gc=False,
+            )  # fmt: skip
+            async with reactors:
+                await asyncio.wait_for(reactors.wait_synced(), 30)
+                memory.simulator = sim  # type: ignore[attr-defined]
+                yield memory
+        finally:
+            await close_all(connections)

@@ -9,9 +9,10 @@ A last group checks, without xfail, what the mirror already answers right in the
 from __future__ import annotations
 
 from tests.oracle import objects as o
+from tests.oracle.documents import CLAIMS
 from tests.oracle.known import xfail
 from tests.oracle.machine import at
-from tests.oracle.system import System
+from tests.oracle.system import System, ask, quiet_schema, simulated_cluster, watched
 
 GPU, NIC = "gpu.nvidia.com", "nic.example.com"
 H200 = o.device("gpu-0", uuid="GPU-21f6a090", capacity={"memory": "143771Mi"})
@@ -108,6 +109,16 @@ async def test_a_claim_whose_podgroup_runs_no_pod_is_idle(scenario):
     claim = o.claim("shared", results=[o.result("gpu", GPU, "n1", "gpu-0")], podgroup="trainers")
     await scenario.show(SLICE, claim, o.pod("w0", podgroup="trainers", phase="Succeeded"))
     assert await scenario.mismatches("claim.idle") == []
+
+
+@xfail("empty-pod-list-unseen")
+async def test_a_claim_whose_pods_are_gone_is_idle_in_a_cluster_without_pods(tmp_path):
+    # Through the real watcher: the simulator serves the claim and no pod at all.
+    gone = o.claim("train", results=[o.result("gpu", GPU, "n1", "gpu-0")], reserved=[("p", "uid-p")])  # fmt: skip
+    store = simulated_cluster("no-pods", [SLICE, gone])
+    async with watched([store], versions=("v1",), directory=tmp_path) as memory:
+        answer = await ask(quiet_schema(), memory, "no-pods", CLAIMS)
+    assert answer.data["resourceClaims"]["nodes"][0]["idle"] is True
 
 
 @xfail("live-idle-stale")

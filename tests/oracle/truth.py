@@ -259,11 +259,18 @@ def answer(objects: Iterable[Raw]) -> Truth:
         return any(effect in UNAVAILABLE_EFFECTS for _, _, effect in taints)
 
     truth.pools = pool_counts(slices, claims, tainted)
-    for s in slices:
+    # A pool is complete for kube-scheduler (k8s.io/dynamic-resource-allocation structured
+    # pools.go) when its slices of the highest generation number exactly the
+    # resourceSliceCount of the first one (by name here, the lister's order there).
+    present: dict[tuple[str, str], list[Raw]] = {}
+    for s in sorted(slices, key=lambda s: reading.meta(s).get("name") or ""):
         driver, pool, generation, _ = reading.pool(s)
-        facts = truth.pools[(driver, pool)]
-        if generation == facts.generation:
-            truth.slice_complete[reading.meta(s).get("name") or ""] = facts.complete
+        if generation == truth.pools[(driver, pool)].generation:
+            present.setdefault((driver, pool), []).append(s)
+    for members in present.values():
+        complete = len(members) == reading.pool(members[0])[3]
+        for s in members:
+            truth.slice_complete[reading.meta(s).get("name") or ""] = complete
     by_name = {}
     for claim in claims:
         c = claim_truth(claim, pods)
