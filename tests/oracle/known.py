@@ -85,6 +85,12 @@ def _spans_handover(machine: Any, since: str, until: str | None) -> bool:
     return any(since < h and (until is None or h < until) for h in machine.handovers)
 
 
+def _before_slice(machine: Any, interval: Any) -> bool:
+    """The holding may have been folded before the slice of its device: the device was not
+    published when it began, or it began at a step that listed claims before slices."""
+    return not interval.published_at_start or interval.since in machine.claims_first
+
+
 def _history(m: Mismatch, machine: Any) -> str | None:
     if m.area == "history.intervals":
         intervals = [
@@ -92,7 +98,7 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             for i in machine.timeline.intervals()
             if "/".join((i.holding.driver, i.holding.pool, i.holding.device)) == m.key
         ]
-        if any(not i.published_at_start for i in intervals):
+        if any(_before_slice(machine, i) for i in intervals):
             return "history-identity-before-slice"
         if any(_spans_handover(machine, i.since, i.until) for i in intervals):
             return "handover-false-gap"
@@ -104,7 +110,7 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             i for i in machine.timeline.intervals()
             if (i.holding.driver, i.holding.pool, i.holding.device) == key and i.since <= instant and (i.until is None or instant < i.until)
         ]  # fmt: skip
-        if any(not i.published_at_start for i in intervals):
+        if any(_before_slice(machine, i) for i in intervals):
             return "history-identity-before-slice"
         if any(_spans_handover(machine, instant, i.until) for i in intervals):
             return "handover-false-gap"

@@ -63,6 +63,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.disconnected_at: str | None = None
         self.timeline = Timeline()
         self.handovers: list[str] = []
+        self.claims_first: set[str] = set()  # steps that listed claims before slices
         self.system: System | None = None
 
     def run(self, coroutine: Any) -> Any:
@@ -255,6 +256,8 @@ class MirrorMachine(RuleBasedStateMachine):
         claims may come before slices); the others resume from their resourceVersion."""
         since, self.disconnected_at = self.disconnected_at, None
         backlog, self.backlog = self.backlog, []
+        if order.index("ResourceClaim") < order.index("ResourceSlice"):
+            self.claims_first.add(self.now())
         for kind in order:
             if kind in gone:
                 self.relist(kind)
@@ -274,6 +277,8 @@ class MirrorMachine(RuleBasedStateMachine):
         lists = {kind: [self.served(o) for o in self.cluster.of_kind(kind)] for kind in WATCHED}
         self.visible = dict(self.cluster.objects)
         self.handovers.append(self.now())
+        if order.index("ResourceClaim") < order.index("ResourceSlice"):
+            self.claims_first.add(self.now())
         self.run(self.system.handover(lists, order=list(order), at=self.now()))
 
     # --- the comparison ---------------------------------------------------------------------
