@@ -63,3 +63,7 @@ DEVICE_HISTORY = """query($cluster: String!, $device: String!, $from: DateTime!,
 WHO_HELD = """query($cluster: String!, $device: String!, $at: DateTime!) {
   whoHeld(device: $device, at: $at, cluster: $cluster) {
     driver pool device namespace claim request shareID } }"""
+
+CLAIM_HISTORY = """query($cluster: String!, $namespace: String!, $name: String!) {
+  claimHistory(cluster: $cluster, namespace: $namespace, name: $name) {
+    uid allocations { driver pool device request shareID since until } } }"""

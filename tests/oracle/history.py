@@ -1,8 +1,9 @@
 """The history's answers beside the intervals the oracle derives from the same sequence.
 
-Two questions, as users ask them: `deviceHistory` of each device that was ever held (by
-"driver/pool/device"): its allocation intervals must be the oracle's, since and until; and
-`whoHeld` by the device's uuid just after every step: the holdings the oracle saw then.
+Three questions, as users ask them: `deviceHistory` of each device that was ever held (by
+"driver/pool/device"): its allocation intervals must be the oracle's, since and until;
+`claimHistory` of each claim that ever held one: the same intervals, per incarnation (uid);
+and `whoHeld` by the device's uuid just after every step: the holdings the oracle saw then.
 """
 
 from __future__ import annotations
@@ -62,6 +63,25 @@ async def history_mismatches(system: System, timeline: Timeline, *, end: str) ->
         )  # fmt: skip
         if want != got:
             found.append(Mismatch("history", "history.intervals", device, want, got))
+    by_claim: dict[tuple[str, str], list[Any]] = {}
+    for i in intervals:
+        by_claim.setdefault((i.holding.namespace, i.holding.claim), []).append(i)
+    for (ns, name), answer in (await system.claim_history(by_claim)).items():
+        if answer.errors:
+            found.append(Mismatch("history", "history.error", f"{ns}/{name}", [], answer.errors))
+            continue
+        want = sorted(
+            (i.holding.claim_uid, i.holding.driver, i.holding.pool, i.holding.device,
+             i.holding.request, i.holding.share_id, _instant(i.since), _instant(i.until))
+            for i in by_claim[(ns, name)]
+        )  # fmt: skip
+        got = sorted(
+            (inc["uid"], a["driver"], a["pool"], a["device"], a["request"], a["shareID"],
+             _instant(a["since"]), _instant(a["until"]))
+            for inc in answer.data["claimHistory"] for a in inc["allocations"]
+        )  # fmt: skip
+        if want != got:
+            found.append(Mismatch("history", "history.claim", f"{ns}/{name}", want, got))
     for uuid, device in uuids.items():
         key = tuple(device.split("/", 2))
         for instant in instants:

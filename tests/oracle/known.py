@@ -103,6 +103,16 @@ def _history(m: Mismatch, machine: Any) -> str | None:
         if any(_spans_handover(machine, i.since, i.until) for i in intervals):
             return "handover-false-gap"
         return None
+    if m.area == "history.claim":
+        namespace, name = m.key.split("/", 1)
+        intervals = [
+            i
+            for i in machine.timeline.intervals()
+            if (i.holding.namespace, i.holding.claim) == (namespace, name)
+        ]
+        if any(_spans_handover(machine, i.since, i.until) for i in intervals):
+            return "handover-false-gap"
+        return None
     if m.area == "history.whoHeld":
         uuid, instant = m.key.split("@")
         key = next(k for k, u in machine.timeline.uuids.items() if u == uuid)
@@ -142,8 +152,8 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         claim = machine.visible.get(("ResourceClaim", *m.key.split("/", 1)))
         if claim and any(r.get("resource") == "podgroups" for r in reading.reserved_for(claim)):
             return "podgroup-consumers"
-        if claim and m.area == "claim.idle" and m.expected is True and not _visible(machine, "Pod"):
-            return "empty-pod-list-unseen"
+        if claim and m.area == "claim.idle" and m.expected is True and not machine.pods_listed:
+            return "empty-pod-list-unseen"  # the watcher's Pod LISTs were all empty
     if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
         return "live-idle-stale"
     if m.area in ("device.status", "device.remaining", "device.holders"):

@@ -64,6 +64,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.timeline = Timeline()
         self.handovers: list[str] = []
         self.claims_first: set[str] = set()  # steps that listed claims before slices
+        self.pods_listed = False  # the current watcher was handed a Pod LIST with pods in it
         self.system: System | None = None
 
     def run(self, coroutine: Any) -> Any:
@@ -108,6 +109,7 @@ class MirrorMachine(RuleBasedStateMachine):
         for key in [k for k in self.visible if k[0] == kind]:
             del self.visible[key]
         self.visible.update({c.Cluster.key(o): o for o in current})
+        self.pods_listed |= kind == "Pod" and bool(current)
         self.run(self.system.relist(kind, [self.served(o) for o in current], at=self.now()))
 
     # --- set-up -----------------------------------------------------------------------------
@@ -276,6 +278,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.disconnected_at, self.backlog = None, []
         lists = {kind: [self.served(o) for o in self.cluster.of_kind(kind)] for kind in WATCHED}
         self.visible = dict(self.cluster.objects)
+        self.pods_listed = bool(lists["Pod"])
         self.handovers.append(self.now())
         if order.index("ResourceClaim") < order.index("ResourceSlice"):
             self.claims_first.add(self.now())

@@ -93,9 +93,13 @@ class System:
     @classmethod
     async def start(
         cls, cluster: str, *, redis_url: str | None = None, history: Any = None,
-        prefix: str = "oracle", at: str,
+        prefix: str | None = None, at: str,
     ) -> System:  # fmt: skip
-        system = cls(cluster, redis_url=redis_url, history=history, prefix=prefix)
+        """`prefix`: the Redis key prefix (default: one of the cluster's own, so that clusters
+        of earlier runs on the same redis-server stay out of its answers)."""
+        system = cls(
+            cluster, redis_url=redis_url, history=history, prefix=prefix or f"oracle-{cluster}"
+        )
         await system._started(at)
         return system
 
@@ -201,6 +205,18 @@ class System:
         return {
             d: await self.run(self.watcher.memory, q.DEVICE_HISTORY, device=d, **window)
             for d in devices
+        }
+
+    async def claim_history(
+        self, claims: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], Answer]:
+        """claimHistory of each (namespace, name)."""
+        await asyncio.wait_for(self.history.writer.drained(), 30)
+        return {
+            (ns, name): await self.run(
+                self.watcher.memory, q.CLAIM_HISTORY, namespace=ns, name=name
+            )
+            for ns, name in claims
         }
 
     async def who_held(

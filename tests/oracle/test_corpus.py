@@ -199,7 +199,10 @@ async def test_the_corpus_listed_and_watched_into_the_mirror(files, tmp_path, ve
                 device_name(k) for k, d in truth.devices.items() if d.holders and not d.published
             ]
             answers = await store_answers(schema, memory, store.name, held, hidden)
-            context = SimpleNamespace(visible={(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o for o in served}, handovers=[])  # fmt: skip
+            visible = {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o for o in served}  # fmt: skip
+            # the watcher's only Pod LIST was the first half of the file's objects
+            listed = any(o.get("kind") == "Pod" for o in files[later[store.name][0]][: len(files[later[store.name][0]]) // 2])  # fmt: skip
+            context = SimpleNamespace(visible=visible, handovers=[], pods_listed=listed)
             found = mismatches(truth, answers, "memory")
             unknown, _ = known.explain(found, truth=truth, machine=context)
             unexplained += [f"{later[store.name][0]}: {m}" for m in unknown]
