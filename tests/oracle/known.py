@@ -142,7 +142,9 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         return "pool-status-not-served"
     if m.area == "whoHolds" and _unpublished(truth, _device_key(m.key)) and m.actual == []:
         return "held-but-unpublished"
-    if m.area == "claim.slices" and any(s is None for *_, s in m.expected) and "is gone" in errors:
+    # the resolver's "slice … is gone" LookupError, masked by the error policy as ours
+    dangling = "is gone" in errors or "internal error" in errors
+    if m.area == "claim.slices" and any(s is None for *_, s in m.expected) and dangling:
         return "held-but-unpublished"
     if m.area == "device.taints":
         key = _device_key(m.key)

@@ -332,8 +332,8 @@ def simulated_cluster(name: str, objects: Iterable[Raw]) -> Any:
     is written in to the v1 storage shape, stored as given (no validation, as a cluster's
     own history may hold what today's validation refuses). Kinds the simulator does not serve
     are left out; returns the store."""
+    from dra_mirror.service.model.kinds import BY_PLURAL as RESOURCES
     from dra_mirror.service.sim import convert
-    from dra_mirror.service.sim.resources import RESOURCES
     from dra_mirror.service.sim.store import ClusterStore
 
     plurals = {r.kind: r.plural for r in RESOURCES.values()}

@@ -17,11 +17,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from dra_mirror.service.model.kinds import BY_PLURAL as RESOURCES
 from dra_mirror.service.model.metadata import MalformedObject
 from dra_mirror.service.model.records import key_of
 from dra_mirror.service.sim import convert
 from dra_mirror.service.sim.errors import ApiError
-from dra_mirror.service.sim.resources import RESOURCES
 from dra_mirror.service.sim.store import ClusterStore
 from tests.oracle import corpus, known
 from tests.oracle.compare import device_name, mismatches
