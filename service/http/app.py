@@ -40,17 +40,16 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from strawberry.asgi import GraphQL
 
 from dra_mirror.schema import build_schema
-from dra_mirror.schema.context import Context, make_context, utc_now
+from dra_mirror.schema.context import utc_now
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.http import exports as export
+from dra_mirror.service.http.graphql import MirrorGraphQL
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
@@ -80,33 +79,6 @@ class Readiness(Protocol):
 
 
 ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
-
-
-class MirrorGraphQL(GraphQL):
-    """strawberry's ASGI view with our per-request context and orjson encoding."""
-
-    def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
-        super().__init__(schema, graphql_ide="graphiql" if graphiql else None)
-        self.state = state
-
-    async def get_context(self, request: Any, response: Any) -> Context:
-        return make_context(
-            self.state.store,
-            scope=self.state.scope_for(request),
-            settings=self.state.settings.graphql,
-            history=self.state.history,
-            now=self.state.now,
-            request=request,
-            response=response,
-        )
-
-    def encode_json(self, data: object) -> bytes:
-        return orjson.dumps(data)
-
-    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
-        # One GraphQL operation (a batch runs several): its latency by operation name.
-        execution = super().execute_single(*args, **kwargs)
-        return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
 
 
 class AppState:
