@@ -26,6 +26,7 @@ from strawberry.tools import merge_types
 from dra_mirror.service.settings import GraphQLSettings
 
 from .query import Query as CoreQuery
+from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
@@ -57,7 +58,7 @@ def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
     settings = settings or GraphQLSettings()
     from .live import Subscription  # live events over WebSocket (graphql-transport-ws)
 
-    return strawberry.Schema(
+    schema = strawberry.Schema(
         query=root_query(),
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
@@ -66,6 +67,8 @@ def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
             lambda: ValidationCache(maxsize=settings.validation_cache_size),
         ],
     )
+    direct_resolvers(schema)  # method fields without arguments skip strawberry's pipeline
+    return schema
 
 
 def print_sdl(schema: strawberry.Schema | None = None) -> str:
