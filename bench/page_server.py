@@ -17,7 +17,9 @@ What it answers (one cluster; the scale scenarios have one):
   `/version`) and every page of every collection at `limit=--limit` (500, the mirror's page
   size), keyed by path and `continue` token;
 * `watch=true` on any collection: an idle chunked stream that ends after `timeoutSeconds`
-  (or when the client closes), as an API server with nothing to report would;
+  (or when the client closes), as an API server with nothing to report would — except, with
+  `--churn`, the first watch of resourceclaims: `GET /churn?rate=R&seconds=S` starts claim
+  churn on it (`bench/churn_stream.py`) and answers `{"t0": …, "events": …, "base": …}`;
 * anything else: 404 with a Kubernetes `Status` body.
 
 Recordings are cached under `--cache` (default `$TMPDIR/dra-mirror-pages`) by scenario and
@@ -36,9 +38,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
+import orjson
+
+if TYPE_CHECKING:
+    from churn_stream import ClaimChurn
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = (
@@ -139,9 +146,12 @@ def load_recording(scenario: str, limit: int, cache: Path) -> Recording:
 class PageServer:
     """Answers GETs from a `Recording` over HTTP/1.1 keep-alive connections."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, churn: ClaimChurn | None = None) -> None:
         self.bodies = recording.bodies
         self.requests = 0
+        self.churn = churn
+        self.churn_watch = asyncio.get_running_loop().create_future()  # the claims watch's writer
+        self.churn_taken = False
 
     def answer(self, target: str) -> tuple[bytes, bytes] | None:
         """(status line, body) for a plain GET, or None for a watch."""
@@ -165,6 +175,9 @@ class PageServer:
                 request_line, _, headers = head.decode("latin-1").partition("\r\n")
                 _method, target, _version = request_line.split(" ", 2)
                 self.requests += 1
+                if target.startswith("/churn?"):
+                    await self._start_churn(writer, target)
+                    continue
                 answer = self.answer(target)
                 if answer is None:
                     await self._idle_watch(reader, writer, target)
@@ -181,6 +194,34 @@ class PageServer:
         finally:
             writer.close()
 
+    async def _start_churn(self, writer: asyncio.StreamWriter, target: str) -> None:
+        from churn_stream import BASE_VERSION
+
+        query = dict(parse_qsl(urlsplit(target).query))
+        rate, seconds = float(query["rate"]), float(query["seconds"])
+        async with asyncio.timeout(30):
+            watch = await self.churn_watch  # the claims watch's (writer, started future)
+        stream_writer, started = watch
+        t0: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+
+        async def write(data: bytes) -> None:
+            stream_writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await stream_writer.drain()
+
+        assert self.churn is not None
+        task = asyncio.create_task(
+            self.churn.stream(write, rate=rate, seconds=seconds, started=t0.set_result)
+        )
+        started.set_result(task)
+        body = orjson.dumps({"t0": await t0, "events": int(rate * seconds), "base": BASE_VERSION})
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(body)).encode()
+            + b"\r\n\r\n"
+            + body
+        )
+        await writer.drain()
+
     async def _idle_watch(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, target: str
     ) -> None:
@@ -191,6 +232,19 @@ class PageServer:
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         await writer.drain()
+        if (
+            self.churn is not None
+            and not self.churn_taken
+            and target.split("?")[0].endswith("/resourceclaims")
+        ):
+            self.churn_taken = True
+            started: asyncio.Future[asyncio.Task[None]] = asyncio.get_running_loop().create_future()
+            self.churn_watch.set_result((writer, started))
+            with contextlib.suppress(ConnectionError):
+                await (await started)  # the churn streams on this watch, then it ends
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+            return
         try:
             async with asyncio.timeout(timeout):
                 await reader.read()  # returns at EOF: the client went away
@@ -204,10 +258,13 @@ class PageServer:
                 await writer.drain()
 
 
-async def serve(recording: Recording, kubeconfig: Path, port: int) -> None:
+async def serve(recording: Recording, kubeconfig: Path, port: int, churn: bool) -> None:
+    from churn_stream import ClaimChurn
+
     from dra_mirror.service.sim.kubeconfig import write_kubeconfig
 
-    server = PageServer(recording)
+    pages = (body for key, body in recording.bodies.items() if "/resourceclaims?" in key)
+    server = PageServer(recording, ClaimChurn.from_pages(pages) if churn else None)
     listener = await asyncio.start_server(server.connection, "127.0.0.1", port, backlog=256)
     bound = listener.sockets[0].getsockname()[1]
     write_kubeconfig(kubeconfig, {recording.cluster: bound})
@@ -224,6 +281,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500, help="LIST page size recorded")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig-out", required=True)
+    parser.add_argument("--churn", action="store_true", help="serve claim churn on GET /churn")
     parser.add_argument(
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "dra-mirror-pages"
     )
@@ -247,7 +305,7 @@ def main() -> None:
 
     gc.freeze()
     try:
-        asyncio.run(serve(recording, Path(args.kubeconfig_out), args.port))
+        asyncio.run(serve(recording, Path(args.kubeconfig_out), args.port, args.churn))
     except KeyboardInterrupt:
         pass
 
