@@ -10,11 +10,13 @@ memory: it costs next to nothing), in its own process. Runs alternate, each in a
 * floor: a process that fetches every page of the six collections (all six at once, as the
   watchers do; aiohttp, one connection each) and decodes each page with msgspec into minimal
   typed Structs (an item's name, namespace, uid and resourceVersion) kept in a list — nothing
-  more. Timed from spawn to its "done" line; interpreter start and imports included;
+  more. Timed from spawn to its exit (it prints its totals last); interpreter start and
+  imports included;
 * serve: `dra-mirror serve --kubeconfig …` (embedded defaults: state in memory, no history
   unless `--history`), timed from spawn to the log line of every cluster saying "synced"
   (then /readyz is checked). Peak RSS is the child's VmHWM read from /proc at that moment,
   and again `--settle` seconds later (after the diagnostics' preparation that follows a sync).
+  `--loop uvloop` runs the same command on uvloop (the command line runs asyncio's own loop).
 
 Prints each run, the medians, the ratio of the medians and the load average around each run
 (the machine is shared: a busy one shows in `load`).
@@ -142,9 +144,22 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_serve(kubeconfig: Path, clusters: int, *, history: Path | None, settle: float) -> dict:
+# `dra-mirror serve` on uvloop instead of asyncio's own loop (what a one-line change to the
+# command line's runner would give; `--loop uvloop`).
+_ON_UVLOOP = (
+    "import asyncio, sys, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
+    "from dra_mirror.service.cli.main import main; sys.argv[0] = 'dra-mirror'; main()"
+)
+
+
+def run_serve(
+    kubeconfig: Path, clusters: int, *, history: Path | None, settle: float, loop: str = "asyncio"
+) -> dict:
     port = _free_port()
-    command = [str(REPO / ".venv/bin/dra-mirror"), "serve", "--kubeconfig", str(kubeconfig)]
+    program = [str(REPO / ".venv/bin/dra-mirror")]
+    if loop == "uvloop":
+        program = [sys.executable, "-c", _ON_UVLOOP]
+    command = [*program, "serve", "--kubeconfig", str(kubeconfig)]
     command += ["--port", str(port)]
     env = dict(os.environ, DRA_MIRROR_LOG_LEVEL="INFO")
     if history is not None:
@@ -222,6 +237,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--history", action="store_true", help="serve with a SQLite history")
     parser.add_argument("--settle", type=float, default=3.0)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--part", choices=("floor",), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -244,7 +260,9 @@ def main() -> None:
             for run in range(args.runs):
                 before = _load()
                 floors.append(run_floor(url, args.limit))
-                serves.append(run_serve(kubeconfig, 1, history=history, settle=args.settle))
+                serves.append(
+                    run_serve(kubeconfig, 1, history=history, settle=args.settle, loop=args.loop)
+                )
                 floor, serve = floors[-1], serves[-1]
                 print(
                     f"run {run + 1}: floor {floor['seconds']:.2f}s ({floor['rss_mib']:.0f} MiB)  "
