@@ -136,7 +136,9 @@ async def test_watch_410_relists(tmp_path: Path) -> None:
         async with watching(
             east, "ResourceClaim", settings=replace(FAST, watch_timeout=1)
         ) as watch:
-            await eventually(lambda: watch.of(Listed))
+            # the watch after the list is open (faults set before it would expire it at once,
+            # which is the back-off case of the next test, not a routine 410)
+            await eventually(lambda: watch.of(Listed) and watch.of(Connected))
             # the current stream ends after its next event; the watch after it gets 410
             sim.served["east"].apply_faults({"dropWatchAfterEvents": 1, "expireWatches": 1})
             store.create("resourceclaims", claim("late"))
