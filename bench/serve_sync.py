@@ -19,7 +19,9 @@ memory: it costs next to nothing), in its own process. Runs alternate, each in a
   `--loop uvloop` runs the same command on uvloop (the command line runs asyncio's own loop).
 
 Prints each run, the medians, the ratio of the medians and the load average around each run
-(the machine is shared: a busy one shows in `load`).
+(the machine is shared: a busy one shows in `load`), and the CPU seconds each process used
+(user + system, from start to done or synced): on a loaded machine the wall-clock times
+stretch with the time the process waits for a core, its CPU seconds much less.
 """
 
 from __future__ import annotations
@@ -104,8 +106,10 @@ def floor_client(url: str, limit: int) -> None:
     start = time.perf_counter()
     asyncio.run(everything())
     inside = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(totals | {"rss_mib": rss, "kept": len(kept), "inside": inside}), flush=True)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    result = totals | {"rss_mib": rss, "kept": len(kept), "inside": inside, "cpu": cpu}
+    print(json.dumps(result), flush=True)
 
 
 # --- the parent ----------------------------------------------------------------------------
@@ -116,6 +120,12 @@ def _hwm_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _load() -> float:
@@ -184,6 +194,7 @@ def run_serve(
                 if seen == clusters:
                     marks["synced"] = time.perf_counter()
                     marks["hwm"] = _hwm_mib(child.pid)
+                    marks["cpu"] = _cpu_seconds(child.pid)
                     synced.set()
             elif "Application startup complete" in line:
                 marks.setdefault("http", time.perf_counter())
@@ -206,6 +217,7 @@ def run_serve(
             child.wait()
     return {
         "seconds": marks["synced"] - started,
+        "cpu": marks["cpu"],
         "rss_mib": marks["hwm"],
         "settled_rss_mib": settled,
         "ready": ready,
@@ -265,11 +277,12 @@ def main() -> None:
                 )
                 floor, serve = floors[-1], serves[-1]
                 print(
-                    f"run {run + 1}: floor {floor['seconds']:.2f}s ({floor['rss_mib']:.0f} MiB)  "
-                    f"serve {serve['seconds']:.2f}s (peak RSS {serve['rss_mib']:.0f} MiB at "
-                    f"sync, {serve['settled_rss_mib']:.0f} MiB {args.settle:.0f}s later; ready "
-                    f"{serve['ready']})  ratio {serve['seconds'] / floor['seconds']:.2f}x  "
-                    f"load {before:.1f}->{_load():.1f}"
+                    f"run {run + 1}: floor {floor['seconds']:.2f}s, {floor['cpu']:.2f} CPU s "
+                    f"({floor['rss_mib']:.0f} MiB)  serve {serve['seconds']:.2f}s, "
+                    f"{serve['cpu']:.2f} CPU s (peak RSS {serve['rss_mib']:.0f} MiB at sync, "
+                    f"{serve['settled_rss_mib']:.0f} MiB {args.settle:.0f}s later; ready "
+                    f"{serve['ready']})  ratio {serve['seconds'] / floor['seconds']:.2f}x wall, "
+                    f"{serve['cpu'] / floor['cpu']:.2f}x CPU  load {before:.1f}->{_load():.1f}"
                 )
         finally:
             server.terminate()
@@ -283,8 +296,10 @@ def main() -> None:
         f"{_median(serves, 'rss_mib'):.0f} MiB, settled {_median(serves, 'settled_rss_mib'):.0f} "
         f"MiB"
     )
+    floor_cpu, serve_cpu = _median(floors, "cpu"), _median(serves, "cpu")
     print(
         f"ratio serve/floor: {serve_s / floor_s:.2f}x (per run {', '.join(f'{r:.2f}' for r in ratios)})"
+        f"; CPU seconds {serve_cpu:.2f} / {floor_cpu:.2f} = {serve_cpu / floor_cpu:.2f}x"
         "  targets: <= 1.5x, peak RSS <= 450 MiB"
     )
 
