@@ -18,7 +18,9 @@ each `--rounds` times, with the median of the rounds' p50s and its ratio to the 
   16 clients (target p50 ≤ 5 ms), the query sent as text and as a persisted query (its
   SHA-256 only, registered once);
 * one node's page: node → devices → allocations → claims → pods, one client (target p50
-  ≤ 8 ms).
+  ≤ 8 ms);
+* the server process's CPU seconds per request in each case (from /proc): on a loaded machine
+  latencies stretch with the time the server waits for a core, its CPU per request much less.
 
 `--loop asyncio` (default) serves on asyncio's own event loop, as `dra-mirror serve` does;
 `--loop uvloop` on uvloop (uvicorn's choice when it owns the loop).
@@ -169,11 +171,21 @@ async def run_load(port: int, requests: list[tuple[str, dict]], clients: int) ->
     return timings
 
 
-def line(name: str, timings: list[float], target: str = "", seconds: float | None = None) -> str:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat, in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def line(
+    name: str, timings: list[float], target: str = "", seconds: float | None = None, cpu: float = 0
+) -> str:
     rate = f"{len(timings) / seconds:6.0f} req/s" if seconds else " " * 11
+    server = f"server {cpu / len(timings) * 1000:.3f} ms CPU/req" if cpu else ""
     return (
         f"{name:<44} n={len(timings):>5}  p50 {statistics.median(timings):7.2f} ms"
-        f"  p99 {percentile(timings, 0.99):7.2f} ms  {rate}  {target}"
+        f"  p99 {percentile(timings, 0.99):7.2f} ms  {rate}  {server}  {target}"
     )
 
 
@@ -204,13 +216,18 @@ def main() -> None:
     n, clients = args.requests, args.clients
     p50s: dict[str, list[float]] = {}
 
+    cpu_per_request: dict[str, list[float]] = {}
+    last_cpu = [0.0]
+
     def show(name: str, timings: list[float], target: str = "", seconds: float | None = None):
         p50s.setdefault(name, []).append(statistics.median(timings))
-        print(line(name, timings, target, seconds))
+        cpu_per_request.setdefault(name, []).append(last_cpu[0] / len(timings))
+        print(line(name, timings, target, seconds, last_cpu[0]))
 
     async def timed(requests: list[tuple[str, dict]], clients: int) -> tuple[list[float], float]:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), cpu_seconds(server.pid)  # type: ignore[arg-type]
         timings = await run_load(port, requests, clients)
+        last_cpu[0] = cpu_seconds(server.pid) - cpu  # type: ignore[arg-type]
         return timings, time.perf_counter() - began
 
     async def bench() -> None:
@@ -253,14 +270,17 @@ def main() -> None:
     finally:
         server.terminate()
         server.join(10)
-    print(f"median of {args.rounds} rounds' p50 (ratio to the floor with as many clients):")
+    print(
+        f"median of {args.rounds} rounds' p50 (ratio to the floor with as many clients), and the "
+        "server's CPU per request:"
+    )
     floor1 = statistics.median(p50s["floor: GET /healthz, 1 client"])
     floor16 = statistics.median(p50s[f"floor: GET /healthz, {clients} clients"])
     for name, values in p50s.items():
         floor = floor16 if f"{clients} clients" in name else floor1
-        print(
-            f"  {name:<44} p50 {statistics.median(values):6.2f} ms  {statistics.median(values) / floor:5.1f}x"
-        )
+        cpu = statistics.median(cpu_per_request[name]) * 1000
+        p50 = statistics.median(values)
+        print(f"  {name:<44} p50 {p50:6.2f} ms  {p50 / floor:5.1f}x  server {cpu:.3f} ms CPU/req")
 
 
 if __name__ == "__main__":
