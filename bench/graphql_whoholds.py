@@ -209,7 +209,8 @@ def main() -> None:
     port, count, loaded, uuids, nodes = ports.get(timeout=600)
     print(
         f"scenario {args.scenario}: {count} objects loaded in {loaded:.1f} s; "
-        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes; {args.loop} event loop"
+        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes; {args.loop} event loop; "
+        f"server pid {server.pid}"
     )
     base = f"http://127.0.0.1:{port}"
     rng = random.Random(1)
