@@ -9,8 +9,9 @@ Promises:
   cluster-scoped kinds to "" (round-trip data sets one; the API server ignores it), puts a
   namespaced manifest without a namespace in "default" (as kubectl does) and refuses an object
   without a name;
-* the strings that repeat across objects (namespaces, names that other objects point at, uids,
-  label and annotation keys and short values, finalizers, quantities) are interned
+* the strings that repeat across objects (namespaces, names that other objects point at, the
+  uids of pods and nodes, label and annotation keys and short values, finalizers, quantities)
+  are interned
   (`sys.intern`): equal strings are one object, which a 100,000-object cluster notices in
   memory; values and equality are unchanged;
 * `qualify` gives an unqualified attribute/capacity key the driver's domain, as the API server's
@@ -23,10 +24,13 @@ from sys import intern
 from typing import Any
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.records import NAMESPACED_KINDS, Meta, ObjectKey, OwnerRef
+from dra_mirror.service.model.records import NAMESPACED_KINDS, NODE, POD, Meta, ObjectKey, OwnerRef
 
 # Values up to this long are shared between records (sys.intern); longer ones are text.
 _SHORT = 64
+# Kinds whose uid other objects repeat (claims name their pods in ownerReferences and
+# reservedFor, slices their nodes): only those uids are worth interning.
+_REFERENCED_UIDS = frozenset({POD, NODE})
 
 
 class MalformedObject(ValueError):
@@ -85,7 +89,7 @@ def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
         cluster=cluster,
         name=intern(name),
         namespace=namespace,
-        uid=intern(metadata.uid),
+        uid=intern(metadata.uid) if kind in _REFERENCED_UIDS else metadata.uid,
         resource_version=metadata.resource_version,
         generation=metadata.generation,
         created_at=metadata.creation_timestamp,
