@@ -27,6 +27,7 @@ from .diagnostics import Query as DiagnosticsQuery
 from .guard import DocumentRegistry, guarded_schema_options
 from .history import Query as HistoryQuery
 from .query import Query as CoreQuery
+from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
@@ -42,7 +43,7 @@ def build_schema(
 
     # The guards (schema.guard): limits, the execution budget, the error policy.
     guards = guarded_schema_options(settings, registry=registry)
-    return guards["schema_class"](
+    schema = guards["schema_class"](
         query=merge_types("Query", ROOT_QUERIES),
         subscription=Subscription,
         config=StrawberryConfig(
@@ -56,6 +57,8 @@ def build_schema(
         ],
         execution_context_class=guards["execution_context_class"],
     )
+    direct_resolvers(schema)  # method fields without arguments skip strawberry's pipeline
+    return schema
 
 
 def print_sdl(schema: strawberry.Schema | None = None) -> str:

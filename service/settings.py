@@ -122,6 +122,18 @@ class GraphQLSettings:
     refuse_unregistered: bool = False
     """Execute only documents registered as persisted queries (by hash)."""
 
+    document_cache_bytes: int = 4 * 1024 * 1024
+    """Bytes of query text whose parsed and validated documents `/graphql` keeps (least recently
+    used first out): a repeated query costs no parsing or validation."""
+
+    cached_document_max_bytes: int = 64 * 1024
+    """Longest query text (bytes) the document cache and the persisted queries keep; a longer
+    one is parsed and validated for its own request only."""
+
+    persisted_queries_bytes: int = 4 * 1024 * 1024
+    """Bytes of query text registered as persisted queries (by SHA-256; least recently used
+    first out): clients send the hash instead of the text."""
+
     def __post_init__(self) -> None:
         _positive("graphql max_page_size", self.max_page_size)
         _positive("graphql default_page_size", self.default_page_size)

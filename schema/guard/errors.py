@@ -78,6 +78,9 @@ class MaskedErrors(SchemaExtension):
     """Replaces what clients see of our failures, and redacts every message (after
     `GuardedSchema.process_errors` logged the original)."""
 
+    # The /graphql short path (service.http.graphql) masks its answers with `masked` too.
+    checked_by_short_path = True
+
     def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
@@ -87,13 +90,18 @@ class MaskedErrors(SchemaExtension):
 
     @staticmethod
     def _masked(error: GraphQLError) -> GraphQLError:
-        error = unwrap(error)
-        if is_client_error(error):
-            message = redact(error.message)
-            extensions = error.extensions
-        else:
-            message, extensions = "internal error (see the mirror's log)", {"code": "INTERNAL"}
-        if message == error.message and extensions is error.extensions:
-            return error
-        return GraphQLError(message, nodes=error.nodes, path=error.path,
-                            extensions=extensions)  # fmt: skip
+        return masked(error)
+
+
+def masked(error: GraphQLError) -> GraphQLError:
+    """What a client sees of an error: our failures replaced, every message redacted."""
+    error = unwrap(error)
+    if is_client_error(error):
+        message = redact(error.message)
+        extensions = error.extensions
+    else:
+        message, extensions = "internal error (see the mirror's log)", {"code": "INTERNAL"}
+    if message == error.message and extensions is error.extensions:
+        return error
+    return GraphQLError(message, nodes=error.nodes, path=error.path,
+                        extensions=extensions)  # fmt: skip

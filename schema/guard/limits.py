@@ -47,54 +47,87 @@ def _operation(document: Any, name: str | None) -> OperationDefinitionNode | Non
     return next((o for o in operations if o.name and o.name.value == name), None)
 
 
+def document_refusal(
+    query: str, settings: GraphQLSettings, registry: DocumentRegistry | None = None
+) -> GraphQLError | None:
+    """Why a document's text may not run (size; unregistered when only registered documents
+    may), or None. Checked before parsing."""
+    s = settings
+    size = len(query.encode("utf-8")) if len(query) * 4 > s.max_document_bytes else 0
+    if size > s.max_document_bytes:
+        return _refuse(
+            f"document too large: {size} bytes (at most {s.max_document_bytes})",
+            "DOCUMENT_TOO_LARGE",
+        )
+    if s.refuse_unregistered:
+        digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        if registry is None or not registry.is_registered(digest):
+            return _refuse(
+                "this server executes only registered documents; register it "
+                f"(sha256 {digest}) or send a persisted query",
+                "PERSISTED_QUERY_NOT_FOUND",
+            )
+    return None
+
+
+def shape_refusal(
+    schema: Any,
+    document: Any,
+    operation_name: str | None,
+    variables: dict[str, Any] | None,
+    settings: GraphQLSettings,
+) -> GraphQLError | None:
+    """Why a validated operation may not run (too deep, too many aliases, too costly), or
+    None. `schema` is the graphql-core schema."""
+    s = settings
+    operation = _operation(document, operation_name)
+    if operation is None:
+        return None
+    shape = measure(schema, document, operation, variables,
+                    max_page=s.max_page_size, default_page=s.default_page_size)  # fmt: skip
+    if shape.depth > s.max_depth:
+        return _refuse(f"query too deep: {shape.depth} levels (at most "
+                       f"{s.max_depth})", "TOO_DEEP")  # fmt: skip
+    if shape.aliases > s.max_aliases:
+        return _refuse(f"too many aliases: {shape.aliases} (at most "
+                       f"{s.max_aliases})", "TOO_MANY_ALIASES")  # fmt: skip
+    if shape.cost > s.max_cost:
+        return _refuse(
+            f"query too costly: an estimated {shape.cost:,.0f} (at most "
+            f"{s.max_cost:,}); use smaller pages or fewer nested lists",
+            "TOO_COSTLY",
+        )
+    return None
+
+
 def limit_extensions(
     settings: GraphQLSettings, *, registry: DocumentRegistry | None = None
 ) -> list[type[SchemaExtension]]:
     s = settings
 
     class DocumentLimits(SchemaExtension):
+        # The /graphql short path (service.http.graphql) makes these same checks itself.
+        checked_by_short_path = True
+
         def on_operation(self) -> Iterator[None]:
             context = self.execution_context
-            query = context.query
-            if query is not None:
-                size = len(query.encode("utf-8")) if len(query) * 4 > s.max_document_bytes else 0
-                if size > s.max_document_bytes:
-                    raise _refuse(
-                        f"document too large: {size} bytes (at most {s.max_document_bytes})",
-                        "DOCUMENT_TOO_LARGE",
-                    )
-                if s.refuse_unregistered:
-                    digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
-                    if registry is None or not registry.is_registered(digest):
-                        raise _refuse(
-                            "this server executes only registered documents; register it "
-                            f"(sha256 {digest}) or send a persisted query",
-                            "PERSISTED_QUERY_NOT_FOUND",
-                        )
+            if context.query is not None:
+                refusal = document_refusal(context.query, s, registry)
+                if refusal is not None:
+                    raise refusal
             context.parse_options["max_tokens"] = s.max_tokens
             yield
 
         def on_execute(self) -> Iterator[None]:
             context = self.execution_context
             document = context.graphql_document
-            operation = _operation(document, context.operation_name) if document else None
-            if document is not None and operation is not None:
-                shape = measure(
-                    context.schema._schema, document, operation, context.variables,
-                    max_page=s.max_page_size, default_page=s.default_page_size,
+            if document is not None:
+                refusal = shape_refusal(
+                    context.schema._schema, document, context.operation_name,
+                    context.variables, s,
                 )  # fmt: skip
-                if shape.depth > s.max_depth:
-                    raise _refuse(f"query too deep: {shape.depth} levels (at most "
-                                  f"{s.max_depth})", "TOO_DEEP")  # fmt: skip
-                if shape.aliases > s.max_aliases:
-                    raise _refuse(f"too many aliases: {shape.aliases} (at most "
-                                  f"{s.max_aliases})", "TOO_MANY_ALIASES")  # fmt: skip
-                if shape.cost > s.max_cost:
-                    raise _refuse(
-                        f"query too costly: an estimated {shape.cost:,.0f} (at most "
-                        f"{s.max_cost:,}); use smaller pages or fewer nested lists",
-                        "TOO_COSTLY",
-                    )
+                if refusal is not None:
+                    raise refusal
             yield
 
     found: list[type[SchemaExtension]] = [DocumentLimits]

@@ -71,6 +71,7 @@ from dra_mirror.service.clusters.transport import ClusterApi
 from dra_mirror.service.model.decode import decode_list, decode_watch_line
 from dra_mirror.service.model.index import Event
 from dra_mirror.service.model.records import Record
+from dra_mirror.service.model.sharing import SharedValues
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class KindWatcher:
         self.api_version = "v1"
         self.path = ""
         self._log = {"cluster": self.cluster, "kind": kind}
+        self.shared = SharedValues()  # equal values of this kind's records as one object
 
     async def _resolve_path(self) -> None:
         if is_dra(self.kind):
@@ -329,7 +331,7 @@ class KindWatcher:
                 params["continue"] = token
             body = await self.api.get(self.path, params, time_limit=self.settings.list_time_limit)
             try:
-                page = decode_list(self.kind, body, cluster=self.cluster)
+                page = decode_list(self.kind, body, cluster=self.cluster, shared=self.shared)
             except (ValueError, msgspec.DecodeError) as error:
                 raise BadResponse(
                     f"{self.path}: list body: {error}", cluster=self.cluster
@@ -376,7 +378,7 @@ class KindWatcher:
         async for line in lines:
             stall.last_heard = clock()  # StallWatch.heard, inlined: this runs once per line
             try:
-                item = decode_watch_line(kind, line, cluster=cluster)
+                item = decode_watch_line(kind, line, cluster=cluster, shared=self.shared)
             except (ValueError, msgspec.DecodeError) as error:
                 raise BadResponse(f"{self.path}: watch line: {error}", cluster=cluster) from error
             if item.type == "ERROR":

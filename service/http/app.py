@@ -41,25 +41,23 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
-from strawberry.asgi import GraphQL
 
 from dra_mirror.schema import build_schema
-from dra_mirror.schema.context import Context, make_context, utc_now
+from dra_mirror.schema.context import utc_now
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.http import exports as export
 from dra_mirror.service.http.access import AccessGate
 from dra_mirror.service.http.access import scope_for as subject_scope
-from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.graphql import MirrorGraphQL
 from dra_mirror.service.http.guard import RequestGuard
-from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.metrics import Metrics
+from dra_mirror.service.http.persisted import PersistedQueries
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -69,7 +67,7 @@ from dra_mirror.service.stores.protocols import (
     StateStore,
     StoreUnavailable,
 )
-from dra_mirror.service.web.routes import graphiql_response, web_routes
+from dra_mirror.service.web.routes import web_routes
 
 if TYPE_CHECKING:
     from dra_mirror.service.reactor.reactor import Reactors
@@ -89,49 +87,6 @@ class Readiness(Protocol):
 
 
 ReactorsArg = Readiness | Callable[[], Awaitable[Readiness]] | None
-
-
-class MirrorGraphQL(GraphQLOverHttp, GraphQL):
-    """strawberry's ASGI view with our per-request context and orjson encoding, speaking
-    GraphQL over HTTP (`service.http.graphql_http`)."""
-
-    websocket_adapter_class = TextFrames  # live events as text frames, as browsers need
-
-    def __init__(self, schema: Any, *, state: AppState, graphiql: bool) -> None:
-        limits = state.settings.graphql
-        super().__init__(
-            schema,
-            graphql_ide="graphiql" if graphiql else None,
-            max_subscriptions_per_connection=limits.max_subscriptions_per_connection,
-        )
-        self.state = state
-        self.max_batch = limits.max_batch
-
-    @property
-    def access(self) -> Any:  # type: ignore[override]
-        return self.state.access
-
-    async def get_context(self, request: Any, response: Any) -> Context:
-        return make_context(
-            self.state.store,
-            scope=self.state.scope_for(request),
-            settings=self.state.settings.graphql,
-            history=self.state.history,
-            now=self.state.now,
-            request=request,
-            response=response,
-        )
-
-    def encode_json(self, data: object) -> bytes:
-        return orjson.dumps(data)
-
-    async def render_graphql_ide(self, request: Any) -> Response:
-        return graphiql_response(request)  # GraphiQL from the package's files, not a CDN
-
-    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
-        # One GraphQL operation (a batch runs several): its latency by operation name.
-        execution = super().execute_single(*args, **kwargs)
-        return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
 
 
 class AppState:
@@ -384,8 +339,17 @@ def create_app(
     everything to everyone (tests, `--insecure-no-auth`)."""
     state = AppState(settings, store, history, scope_for or subject_scope, now)
     state.metrics = Metrics(state, dra=dra_metrics)
+    # One registry of persisted documents: the view resolves hashes against it, and the
+    # guards' registered-only rule (DRA_MIRROR_GRAPHQL_REFUSE_UNREGISTERED) reads it.
+    registry = PersistedQueries(
+        max_bytes=settings.graphql.persisted_queries_bytes,
+        max_document_bytes=settings.graphql.cached_document_max_bytes,
+    )
     view = MirrorGraphQL(
-        build_schema(settings.graphql), state=state, graphiql=settings.http.graphiql
+        build_schema(settings.graphql, registry=registry),
+        state=state,
+        graphiql=settings.http.graphiql,
+        registry=registry,
     )
 
     async def healthz(_request: Request) -> Response:

@@ -37,6 +37,7 @@ from dra_mirror.service.model.records import (
     SliceRecord,
     TemplateRecord,
 )
+from dra_mirror.service.model.sharing import SharedValues
 from dra_mirror.service.model.slices import device_class_record, slice_record
 from dra_mirror.service.model.workloads import node_record, pod_record
 
@@ -62,9 +63,15 @@ _CONVERTERS: dict[str, Callable[..., Record]] = {
 }
 
 
-def record_of(kind: str, wire: Any, *, cluster: str) -> Record:
-    """The record of a decoded wire Struct; MalformedObject if its content is wrong."""
+def record_of(kind: str, wire: Any, *, cluster: str, shared: SharedValues | None = None) -> Record:
+    """The record of a decoded wire Struct; MalformedObject if its content is wrong. Slices and
+    claims converted with the same `shared` share their equal values (`SharedValues`)."""
     try:
+        if shared is not None:
+            if kind == RESOURCE_SLICE:
+                return slice_record(wire, cluster=cluster, shared=shared)
+            if kind == RESOURCE_CLAIM:
+                return claim_record(wire, cluster=cluster, shared=shared)
         return _CONVERTERS[kind](wire, cluster=cluster)
     except MalformedObject:
         raise

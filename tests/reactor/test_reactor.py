@@ -379,9 +379,9 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
 async def test_sync_gc_raises_then_restores_thresholds_and_freezes() -> None:
     before = gc.get_threshold()
     frozen = gc.get_freeze_count()
-    tuning = SyncGc(threshold=before[0] * 10)
+    tuning = SyncGc(threshold=before[0] * 10, older=before[1] * 10)
     try:
-        assert gc.get_threshold() == (before[0] * 10, *before[1:])
+        assert gc.get_threshold() == (before[0] * 10, before[1] * 10, *before[2:])
         tuning.done(freeze=False)
         assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
         tuning.done()  # once only
