@@ -9,8 +9,9 @@ previous one); figures exclude interpreter start and imports, which are printed 
 * floor: fetch every page (`limit=500`) of the six watched collections through the same
   kubernetes_asyncio transport (`ClusterApi.get`), all six at once as the reactor does, and
   decode each page with the same JSON library (msgspec, untyped) — nothing more;
-* sync:  `run_reactors` with a `MemoryStore` sink until the cluster has synced once (lists
-  decoded into records, the index and its reverse maps built, the store filled).
+* sync:  `run_reactors` into a `MemoryStore`, as `serve` runs it, until the cluster has synced
+  once (lists decoded into records, folded into the one index the store serves: reverse maps,
+  device statuses, idle marks; each batch's live events published on the store's bus).
 
 Prints seconds, objects/s and peak RSS of each, and the ratio sync/floor (target ≤ 2.5x,
 < 1.5 GiB RSS). The first floor run warms the simulator's page cache and is not counted.
@@ -91,7 +92,9 @@ async def _sync(kubeconfig: str) -> dict:
     connections = await connect(kubeconfig, None)
     store = MemoryStore()
     start = time.perf_counter()
-    reactors = await run_reactors(connections, sinks=[store], status_sink=store)
+    reactors = await run_reactors(
+        connections, sinks=[store], status_sink=store, open_index=store.open_index
+    )
     await reactors.wait_synced()
     seconds = time.perf_counter() - start
     [reactor] = list(reactors)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.protocols import StateReader
 
@@ -29,7 +30,7 @@ class Context:
     reader: ScopedReader
     loaders: Loaders
     settings: GraphQLSettings = field(default_factory=GraphQLSettings)
-    history: Any = None  # the history reader when a database is configured (schema.history)
+    history: HistoryQueries | None = None  # when a database is configured (schema.history)
     now: Callable[[], datetime] = utc_now
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
@@ -44,7 +45,7 @@ def make_context(
     *,
     scope: Scope | None = None,
     settings: GraphQLSettings | None = None,
-    history: Any = None,
+    history: HistoryQueries | None = None,
     now: Callable[[], datetime] = utc_now,
     request: Any = None,
     response: Any = None,

@@ -150,7 +150,7 @@ async def _mirrored(
     kubeconfig: str, contexts: tuple[str, ...], sync_wait: float, question: Callable[[Ask], Any]
 ) -> Any:
     """Watch the kubeconfig's clusters into memory until each synced, ask, stop watching."""
-    from dra_mirror.service.http.app import watch_clusters
+    from dra_mirror.service.runtime.watching import watch_clusters
     from dra_mirror.service.stores.memory import MemoryStore
 
     store = MemoryStore()

@@ -194,20 +194,6 @@ def watch(ctx: click.Context, **flags: Any) -> None:
     run(_serve(settings, watch=True))
 
 
-def open_state_store(settings: Settings) -> Any:
-    """The state store the settings ask for: in memory, or Redis when a URL is given."""
-    if settings.store.redis_url:
-        if importlib.util.find_spec("dra_mirror.service.stores.redis") is None:
-            raise click.UsageError("--redis-url: this build has no Redis state store yet")
-        redis_module = importlib.import_module("dra_mirror.service.stores.redis")
-        return redis_module.RedisStore.from_url(
-            settings.store.redis_url, prefix=settings.store.redis_prefix
-        )
-    from dra_mirror.service.stores.bus import LiveMemoryStore  # in memory, with live events
-
-    return LiveMemoryStore()
-
-
 def slack_settings() -> Any:
     """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
     from dra_mirror.service.slack import SlackSettings
@@ -221,11 +207,9 @@ def slack_settings() -> Any:
 async def _serve(settings: Settings, *, watch: bool = True) -> None:
     import uvicorn
 
-    from dra_mirror.service.http.app import mirror_app
+    from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(
-        settings, store=open_state_store(settings), watch=watch, slack=slack_settings()
-    )
+    app = mirror_app(settings, watch=watch, slack=slack_settings())
     config = uvicorn.Config(
         app,
         host=settings.http.host,

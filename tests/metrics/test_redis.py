@@ -10,7 +10,8 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from dra_mirror.service.http.app import create_app, mirror_app
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, Settings, StoreSettings
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.stores.memory import MemoryStore
