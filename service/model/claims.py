@@ -19,6 +19,8 @@ Rules (DESIGN.md "Derived states", dra-api.md §5, §6, §10):
 
 from __future__ import annotations
 
+from typing import Any
+
 from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import (
     cel_expressions,
@@ -95,7 +97,7 @@ def _request(wire: api.DeviceRequest) -> Request:
 
 def _claim_spec(
     spec: api.ResourceClaimSpec | None,
-) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict, ...]]:
+) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict[str, Any], ...]]:
     devices = (spec.devices if spec else None) or api.DeviceClaim()
     requests = tuple(_request(r) for r in devices.requests or ())
     constraints = tuple(
@@ -131,7 +133,9 @@ def _allocation(wire: api.AllocationResult) -> Allocation:
     )
 
 
-def claim_state(meta: Meta, allocation: Allocation | None, reserved_for: tuple) -> str:
+def claim_state(
+    meta: Meta, allocation: Allocation | None, reserved_for: tuple[Consumer, ...]
+) -> str:
     if meta.deleted_at:
         return DELETING
     if reserved_for:
