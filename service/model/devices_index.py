@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.inventory import counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
-from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, SliceRecord
+from dra_mirror.service.model.records import (
+    FREE,
+    HELD,
+    SHARED,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    SliceRecord,
+)
 from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
     NAME_DEVICES,
@@ -79,35 +87,50 @@ class DeviceTracker:
 
     def settle(self, touched: Touched) -> dict[DeviceKey, str | None]:
         """Re-derive the statuses a batch may have changed (see the module docstring); returns
-        the status each changed device had before (None: it had none)."""
-        by_pool: dict[PoolKey, set[DeviceKey]] = {pk: set() for pk in touched.pools}
-        for key in touched.devices:
-            by_pool.setdefault(PoolKey(key.driver, key.pool), set()).add(key)
+        the status each changed device had before (None: it had none).
+
+        A device that consumes no shared counters is free, held or shared by its own holds
+        alone (inventory.device_status): it is settled on its own. A device that does consume
+        counters — or did, before the batch — moves what its siblings have left, so its
+        pool is settled whole, with the pool's counters weighed once."""
         before: dict[DeviceKey, str | None] = {}
         statuses = self.statuses
         holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
-        for pk, keys in by_pool.items():
-            valid = self._pools.get(pk, EMPTY_POOL)
-            free = None
-            if valid.counter_sets:
-                keys.update(valid.devices)  # what one device holds, its siblings lack
-                free = self.counters_free(pk.driver, pk.pool)
-            for key in keys:
-                entry = valid.devices.get(key)
-                old = statuses.get(key)
-                if entry is None:
-                    new = None
-                else:
-                    holds = holds_of(key)
-                    new = device_status(
-                        entry, list(holds.values()) if holds else [], counters_free=free
-                    )
-                if new == old:
-                    continue
+        devices = self.devices
+        entries_before = touched.entries
+        pools = set(touched.pools)
+        for key in touched.devices:
+            entry = devices.get(key)
+            if entry is not None and entry.device.consumes_counters:
+                pools.add(PoolKey(key.driver, key.pool))
+                continue
+            previous = entries_before.get(key)
+            if previous is not None and previous.device.consumes_counters:
+                pools.add(PoolKey(key.driver, key.pool))
+            old = statuses.get(key)
+            if entry is None:
+                new = None
+            elif holds_of(key):
+                new = SHARED if entry.device.shareable else HELD
+            else:
+                new = FREE
+            if new != old:
                 before[key] = old
                 if new is None:
                     del statuses[key]
                 else:
+                    statuses[key] = new
+        for pk in pools:
+            valid = self._pools.get(pk, EMPTY_POOL)
+            free = self.counters_free(pk.driver, pk.pool) if valid.counter_sets else None
+            for key, entry in valid.devices.items():
+                holds = holds_of(key)
+                new = device_status(
+                    entry, list(holds.values()) if holds else [], counters_free=free
+                )
+                old = statuses.get(key)
+                if new != old:
+                    before.setdefault(key, old)
                     statuses[key] = new
         return before
 
