@@ -32,7 +32,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import msgspec
 from sqlalchemy import delete, select
@@ -57,10 +56,6 @@ from dra_mirror.service.history.times import US_PER_SECOND
 __all__ = ["HistorySink", "HistoryWriter", "WriterOptions", "WriterStats"]
 
 log = logging.getLogger(__name__)
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import socket
 
+from dra_mirror.service.history.options import WriterOptions
 from dra_mirror.service.history.outbox import Outbox
 from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
 from dra_mirror.service.history.runtime import History
-from dra_mirror.service.history.writer import WriterOptions
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.lease import LeaseSettings
 from dra_mirror.service.stores.memory import MemoryStore
