@@ -28,8 +28,12 @@ class Links:
         if targets is None:
             self._maps[relation][key] = targets = {}
         targets[value] = payload
-        if self.delta is not None:
-            self.delta.link((relation, key, value), payload)
+        delta = self.delta
+        if delta is not None:  # delta.link, inlined: this runs for every link of a sync
+            entry = (relation, key, value)
+            if delta.unlinked:
+                delta.unlinked.discard(entry)
+            delta.linked[entry] = payload
 
     def remove(self, relation: Relation, key: Hashable, value: Hashable) -> None:
         by_key = self._maps[relation]
