@@ -61,7 +61,10 @@ async def test_redis_watcher_reports_what_the_memory_mirror_does(
             )
             store = RedisStore.from_url(redis_url, prefix=prefix)
             async with mirrored(store, redis_settings) as redis:
-                pass
+                # The composition root watches a Redis store under leases, whatever wraps it.
+                keys = store.keys("east")
+                assert await store.redis.get(keys.lease) is not None
+                assert await store.redis.get(keys.fence) is not None
             # An app that watches nothing reads the series from Redis itself.
             reader = RedisStore.from_url(redis_url, prefix=prefix)
             async with client(create_app(Settings(), store=reader)) as http:
