@@ -58,9 +58,10 @@ def serve(port_queue: Any, scenario: str, loop: str) -> None:
     """The server process: build the state, then serve it until terminated."""
     import uvicorn
 
-    from dra_mirror.service.http.app import create_app, freeze_heap
-    from dra_mirror.service.model.changes import Changes
+    from dra_mirror.service.http.app import create_app
+    from dra_mirror.service.model.index import MODIFIED, Event
     from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.runtime.mirror import freeze_heap
     from dra_mirror.service.settings import Settings
     from dra_mirror.service.sim.scenario import build_world, load_scenario
     from dra_mirror.service.stores.memory import MemoryStore
@@ -90,7 +91,9 @@ def serve(port_queue: Any, scenario: str, loop: str) -> None:
                 for raw in cluster.list(plural)
             ]
             count += len(records)
-            await store.apply(Changes(cluster=name, at="2026-01-01T00:00:00Z", upserts=records))
+            events = [Event(MODIFIED, r) for r in records]
+            index = store.open_index(name)  # the index the store serves, as a reactor folds it
+            await store.apply(index.apply(events, at="2026-01-01T00:00:00Z"))
             await store.set_status(ClusterStatus(name=name, connected=True, synced=True))
             entries = await store.list_devices(cluster=name)
             holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [e.key for e in entries])

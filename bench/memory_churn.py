@@ -10,7 +10,7 @@ state and idleness; `bench/churn_stream.py`). Each run is a fresh child process:
 
 * floor: a client that only reads the watch stream (aiohttp, lines split as the transport
   splits them) and decodes each event with msgspec into a minimal typed Struct;
-* churn: `run_reactors` into a `LiveMemoryStore` (as `dra-mirror serve` runs the embedded
+* churn: `run_reactors` into a `MemoryStore` (as `dra-mirror serve` runs the embedded
   store), synced first (the sync is not measured; its heap is frozen as the app does), then
   the same stream: transport, `decode_watch_line`, the reactor's batches, its index, the
   store, the live bus. A subscriber in the same process (as a GraphQL subscription would be)
@@ -104,12 +104,15 @@ async def _floor(url: str, rate: float, seconds: float) -> dict:
 
 async def _churn(url: str, kubeconfig: str, rate: float, seconds: float, profile: str | None):
     from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.model.live import ClaimEvent
     from dra_mirror.service.reactor.reactor import run_reactors
-    from dra_mirror.service.stores.bus import ClaimEvent, LiveMemoryStore
+    from dra_mirror.service.stores.memory import MemoryStore
 
     connections = await connect(kubeconfig, None)
-    store = LiveMemoryStore()
-    reactors = await run_reactors(connections, sinks=[store.apply], status_sink=store.set_status)
+    store = MemoryStore()
+    reactors = await run_reactors(
+        connections, sinks=[store], status_sink=store, open_index=store.open_index
+    )
     await reactors.wait_synced()
     await asyncio.sleep(0.5)  # the reactors' GC tuning ends and freezes the heap
     gc.freeze()  # as the app does once synced

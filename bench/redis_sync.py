@@ -9,8 +9,8 @@ fresh redis-server on loopback (no persistence) started by this script.
   pipelines of 1,000 — the same bytes, without indexes;
 * sync:  what the watcher does after its lists: the reactor's `ClusterIndex.resync` per kind
   (timed separately: it is the model, not the store) and `RedisStore.apply` of each Changes
-  (the writer's own index, records, reverse maps, devices, statuses, idle marks; one
-  MULTI/EXEC per batch).
+  (records, and the reverse maps, devices, statuses and idle marks the Changes carries, written
+  as they are — the store keeps no index; one MULTI/EXEC per batch).
 
 Both run with the garbage collector's threshold raised as the watchers raise it during an
 initial sync (service.reactor.heap.SyncGc). Prints seconds and objects/s of each, the ratio

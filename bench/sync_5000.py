@@ -10,9 +10,10 @@ and imports (`bench/serve_sync.py` measures the whole `dra-mirror serve` process
 
 * floor: fetch every page of the six collections (all six at once, aiohttp) and decode each
   with msgspec into minimal typed Structs — nothing more (`serve_sync.floor_client`);
-* sync: `run_reactors` into the embedded store (`LiveMemoryStore`, as `serve` runs it) until
-  the cluster has synced: pages through the real transport (kubernetes_asyncio), `decode_list`
-  into records, the reactor's index, the store.
+* sync: `run_reactors` into the embedded store (a `MemoryStore`, as `serve` runs it: the one
+  index the reactor folds into and the store serves) until the cluster has synced: pages
+  through the real transport (kubernetes_asyncio), `decode_list` into records, the index,
+  each batch's live events published on the store's bus.
 
 Also printed: CPU seconds of both (`time.process_time`: a loaded machine stretches wall-clock
 times with waiting, much less the CPU seconds), and for the sync the time spent inside `decode_list`, inside the reactor's index, inside
@@ -91,7 +92,7 @@ async def _sync(kubeconfig: str, profile: str | None) -> dict:
     from dra_mirror.service.model import index as index_module
     from dra_mirror.service.model.records import KINDS
     from dra_mirror.service.reactor.reactor import run_reactors
-    from dra_mirror.service.stores.bus import LiveMemoryStore
+    from dra_mirror.service.stores.memory import MemoryStore
 
     imported = time.perf_counter()
     timer = _Timer()
@@ -99,8 +100,8 @@ async def _sync(kubeconfig: str, profile: str | None) -> dict:
     cls = index_module.ClusterIndex
     cls.apply = timer.wrap("index", cls.apply)  # resync goes through apply
     connections = await connect(kubeconfig, None)
-    store = LiveMemoryStore()
-    apply = timer.wrap_async("store", store.apply)
+    store = MemoryStore()
+    store.apply = timer.wrap_async("store", store.apply)  # type: ignore[method-assign]
     clock = _GcClock()
     profiler = None
     if profile:
@@ -109,7 +110,9 @@ async def _sync(kubeconfig: str, profile: str | None) -> dict:
         profiler = cProfile.Profile()
         profiler.enable()
     start, cpu = time.perf_counter(), time.process_time()
-    reactors = await run_reactors(connections, sinks=[apply], status_sink=store.set_status)
+    reactors = await run_reactors(
+        connections, sinks=[store], status_sink=store, open_index=store.open_index
+    )
     await reactors.wait_synced()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if profiler is not None:

@@ -84,17 +84,18 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
     from starlette.routing import Route
 
     from dra_mirror.service.history.runtime import History
-    from dra_mirror.service.http.app import create_app, freeze_heap
-    from dra_mirror.service.model.changes import Changes
+    from dra_mirror.service.http.app import create_app
+    from dra_mirror.service.model.index import MODIFIED, Event
     from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.runtime.mirror import freeze_heap
     from dra_mirror.service.settings import Settings
     from dra_mirror.service.sim.scenario import build_world, load_scenario
-    from dra_mirror.service.stores.bus import LiveMemoryStore
+    from dra_mirror.service.stores.memory import MemoryStore
     from dra_mirror.service.stores.protocols import ClusterStatus
 
     started = time.perf_counter()
     world = build_world(load_scenario(scenario))
-    store = LiveMemoryStore()
+    store = MemoryStore()
 
     async def load() -> int:
         count = 0
@@ -105,7 +106,9 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
                 for raw in cluster.list(plural)
             ]
             count += len(records)
-            await store.apply(Changes(cluster=name, at="2026-01-01T00:00:00Z", upserts=records))
+            index = store.open_index(name)  # the index the store serves, as a reactor folds it
+            events = [Event(MODIFIED, r) for r in records]
+            await store.apply(index.apply(events, at="2026-01-01T00:00:00Z"))
             await store.set_status(
                 ClusterStatus(name=name, connected=True, synced=True, api_version="v1")
             )

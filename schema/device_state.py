@@ -1,9 +1,9 @@
 """Derived device state for the graph: status and remaining capacity, through the loaders.
 
 The decisions are the model's (`service.model.inventory`: free / held / shared / blocked and
-what capacity a shared device has left). A store whose index keeps them answers statuses in one
-batched call; for other stores this module gathers the inputs per request,
-batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
+what capacity a shared device has left). The stores keep statuses as the model derived them and
+answer them in one batched call; a status a store lacks (None) is derived here from inputs
+gathered per request, batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
 counter sets (from the pool's slices at its valid generation) and what the held siblings in
 the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per request.
 """
@@ -54,12 +54,12 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
 
 async def status(loaders: Loaders, entry: DeviceEntry) -> str:
     """free | held | shared | blocked, as `service.model.inventory.device_status` decides.
-    A store that keeps statuses derived in its index (the memory store) answers them in one
-    batched call; otherwise they are derived here from the holders and the pool's counters."""
-    if loaders.reader.has_device_status:
-        known = await loaders.device_status.load(entry.key)
-        if known is not None:
-            return known
+    The store answers it as the model derived it; a status it lacks is derived here from
+    every holder (those outside the request's scope too: held is held, whoever holds it) and
+    the pool's counters."""
+    known = await loaders.device_status.load(entry.key)
+    if known is not None:
+        return known
     from .withheld import all_holders
 
     holds = await all_holders(loaders, entry.key)  # held is held, whoever holds it
@@ -72,10 +72,8 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
     not one DataLoader future each (tens of thousands of futures cost seconds). The answers
     prime the per-device loaders, so a page built from the same devices reads them for free."""
     keys = [entry.key for entry in entries]
-    found: list[str | None] = [None] * len(entries)
-    if loaders.reader.has_device_status:
-        found = await loaders.reader.device_status(keys)
-        loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
+    found = await loaders.reader.device_status(keys)
+    loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
     missing = [i for i, s in enumerate(found) if s is None]
     if missing:
         from .withheld import every_holder

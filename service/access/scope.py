@@ -131,6 +131,10 @@ class AccessScope:
     def allows_cluster(self, cluster: str) -> bool:
         return self.allows(cluster, "")
 
+    def may_hide(self) -> bool:
+        """Whether `allows` can say no (the reads of the graph filter only then)."""
+        return not (self.is_admin or ANY in self.grants.get(ANY, frozenset()))
+
     def all_namespaces(self, cluster: str) -> bool:
         """Does the scope see every namespace of `cluster` (so aggregates over the whole
         cluster may be shown as they are)?"""

@@ -25,11 +25,10 @@ from typing import Any
 
 import uvicorn
 
-from dra_mirror.service.http.app import mirror_app
+from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.sim.scenario import build_world, load_scenario
-from dra_mirror.service.stores.bus import LiveMemoryStore
 from dra_mirror.service.stores.memory import MemoryStore
 
 DEMO_HOST = "127.0.0.1"
@@ -105,7 +104,7 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
-    store = LiveMemoryStore()  # in memory, with live events for the subscriptions
+    store = MemoryStore()  # in memory, live events on its in-process bus
     demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
     demo.app = mirror_app(
         settings,

@@ -62,7 +62,7 @@ async def _mirrored(
     question: Callable[[Ask], Awaitable[T]],
 ) -> T:
     """Watch the kubeconfig's clusters into memory until each synced, ask, stop watching."""
-    from dra_mirror.service.http.app import watch_clusters
+    from dra_mirror.service.runtime.watching import watch_clusters
     from dra_mirror.service.stores.memory import MemoryStore
 
     store = MemoryStore()

@@ -101,17 +101,6 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
     run(_serve(settings, watch=True, access=access))
 
 
-def open_state_store(settings: Settings) -> Any:
-    """The state store the settings ask for: in memory, or Redis when a URL is given."""
-    if settings.store.redis_url:
-        from dra_mirror.service.stores.redis import RedisStore
-
-        return RedisStore.from_url(settings.store.redis_url, prefix=settings.store.redis_prefix)
-    from dra_mirror.service.stores.bus import LiveMemoryStore  # in memory, with live events
-
-    return LiveMemoryStore()
-
-
 def slack_settings() -> Any:
     """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
     from dra_mirror.service.slack import SlackSettings
@@ -125,15 +114,9 @@ def slack_settings() -> Any:
 async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) -> None:
     import uvicorn
 
-    from dra_mirror.service.http.app import mirror_app
+    from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(
-        settings,
-        store=open_state_store(settings),
-        watch=watch,
-        slack=slack_settings(),
-        access=access,
-    )
+    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access)
     config = uvicorn.Config(
         app,
         host=settings.http.host,

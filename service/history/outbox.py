@@ -111,6 +111,8 @@ def entry_order(entry_id: str) -> tuple[int, int]:
 
 class Outbox(Protocol):
     name: str
+    durable: bool
+    """Entries outlive the process (a Redis stream): shutdown need not wait for SQL."""
 
     async def append(self, payload: bytes) -> str: ...
 
@@ -124,6 +126,14 @@ class Outbox(Protocol):
         """Entries appended and not yet acknowledged."""
         ...
 
+    async def release(self) -> None:
+        """Give up what this process holds of the outbox (a drain lease) at shutdown."""
+        ...
+
+    async def close(self) -> None:
+        """Release the outbox's connections."""
+        ...
+
 
 class MemoryOutbox:
     """The in-process outbox: an ordered map of unacknowledged entries.
@@ -132,6 +142,8 @@ class MemoryOutbox:
     unacknowledged — backpressure on the reactor instead of unbounded memory during a long
     SQL outage. Entries are lost with the process; the next start records a gap instead.
     """
+
+    durable = False
 
     def __init__(self, *, max_entries: int | None = None, name: str | None = None) -> None:
         self.name = name or f"memory-{uuid.uuid4()}"
@@ -187,3 +199,9 @@ class MemoryOutbox:
 
     async def backlog(self) -> int:
         return len(self._entries)
+
+    async def release(self) -> None:
+        """Nothing to hand over: the entries die with the process."""
+
+    async def close(self) -> None:
+        """Nothing to close."""

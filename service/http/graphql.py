@@ -41,7 +41,7 @@ from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
 from dra_mirror.schema.context import Context, make_context
 from dra_mirror.schema.guard.errors import masked
 from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
-from dra_mirror.schema.reader import Scope as AccessScope
+from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
 from dra_mirror.service.http.graphql_http import GraphQLOverHttp
 from dra_mirror.service.http.live_frames import TextFrames
@@ -62,9 +62,12 @@ class ViewState(Protocol):
     """What the view reads of the app's shared state."""
 
     settings: Settings
-    store: StateReader
+
+    @property
+    def store(self) -> StateReader: ...
+
     history: Any
-    scope_for: Callable[[Any], AccessScope]
+    scope_for: Callable[[Any], ReadScope]
     now: Callable[[], datetime]
     metrics: Any
     access: Any  # the app's AccessControl (service.access), once the lifespan opened it

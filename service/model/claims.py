@@ -21,6 +21,7 @@ Rules (DESIGN.md "Derived states", dra-api.md §5, §6, §10):
 from __future__ import annotations
 
 from sys import intern
+from typing import Any
 
 from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import (
@@ -101,7 +102,7 @@ def _request(wire: api.DeviceRequest) -> Request:
 
 def _claim_spec(
     spec: api.ResourceClaimSpec | None,
-) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict, ...]]:
+) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict[str, Any], ...]]:
     devices = (spec.devices if spec else None) or api.DeviceClaim()
     requests = tuple(map(_request, devices.requests)) if devices.requests else ()
     constraints = (
@@ -145,7 +146,9 @@ def _allocation(wire: api.AllocationResult, shared: SharedValues | None) -> Allo
     )
 
 
-def claim_state(meta: Meta, allocation: Allocation | None, reserved_for: tuple) -> str:
+def claim_state(
+    meta: Meta, allocation: Allocation | None, reserved_for: tuple[Consumer, ...]
+) -> str:
     if meta.deleted_at:
         return DELETING
     if reserved_for:

@@ -5,7 +5,9 @@ Two kinds of module, one layer: the front ends never phrase a question of their 
 Answered from a state store (the GraphQL resolvers call these over the request's scoped reader):
 
 * `diagnosis` — one cluster's state read from a state store and the pure diagnostics run over
-  it (`explainClaim`, `lint`, `findDevices`);
+  it (`explainClaim`, `lint`, `findDevices`), over `cluster_state` (the read: the store's
+  batched calls, or its in-process index in place) and `ledgers` (each cluster's allocation
+  ledger, kept in step);
 * `holders`   — `whoHolds`: the devices a text names (uuid, node/device, driver/pool/device,
   bare name) and the claims and pods holding them.
 

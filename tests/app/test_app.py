@@ -94,7 +94,7 @@ async def test_lifespan_owns_resources_and_closes_the_store():
     app = create_app(
         Settings(),
         store=store,
-        reactors=start_watchers,
+        start_reactors=start_watchers,
         resources=[resource("sim"), resource("bus")],
     )
     async with client(app) as http:

@@ -37,7 +37,7 @@ def test_environment_then_flags():
 
 
 def test_history_housekeeping_reaches_the_writer():
-    from dra_mirror.service.http.app import writer_options
+    from dra_mirror.service.runtime.stores import writer_options
 
     defaults = writer_options(Settings.from_env(environ={}))
     assert (defaults.retention_days, defaults.warm_days) == (None, 35.0)  # versions kept

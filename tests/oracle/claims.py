@@ -101,10 +101,21 @@ def claim_truth(claim: Raw, pods: list[Raw]) -> ClaimTruth:
         state=state_word(kubectl),
         devices=tuple(sorted(_result(r) for r in reading.results(claim))),
         consumers=tuple(reading.meta(p)["name"] for p in consumers),
-        # DESIGN.md "Idle holder": allocated, and no consumer pod is Running.
+        # DESIGN.md "Idle holder": allocated, and no consumer pod is Running. A consumer that
+        # is neither a pod nor a PodGroup is something the mirror cannot see run: in use.
         idle=reading.allocation(claim) is not None
-        and not any(reading.pod_phase(p) == "Running" for p in consumers),
+        and not any(reading.pod_phase(p) == "Running" for p in consumers)
+        and not _unseen_consumers(claim),
     )
+
+
+def _unseen_consumers(claim: Raw) -> bool:
+    """Whether the claim is reserved for a consumer of another kind than pods and PodGroups."""
+    for ref in reading.reserved_for(claim):
+        kind = (ref.get("apiGroup") or "", ref.get("resource"))
+        if kind not in (("", "pods"), ("scheduling.k8s.io", "podgroups")):
+            return True
+    return False
 
 
 def pod_devices(pod: Raw, claims: dict[tuple[str, str], Raw]) -> tuple[DeviceId, ...]:

@@ -33,7 +33,7 @@ from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.metadata import MalformedObject
 from dra_mirror.service.model.records import KINDS
 from dra_mirror.service.settings import GraphQLSettings
-from dra_mirror.service.stores.bus import LiveMemoryStore
+from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
 from tests.oracle import documents as q
 
@@ -64,16 +64,28 @@ def instant(at: str) -> datetime:
 
 
 class _Watcher:
-    """One watching process: its index and its stores."""
+    """One watching process per store, as deployed: an embedded one (the in-memory store IS
+    its reactor's index) and, with a Redis URL, one writing Redis from its own reactor's index
+    (whose Changes carry the reverse-map deltas a store outside the process needs). Both are
+    fed the same events; history is written from the embedded one."""
 
     def __init__(self, cluster: str, redis_url: str | None, prefix: str) -> None:
-        self.index = ClusterIndex(cluster)
-        self.memory = LiveMemoryStore()
+        self.memory = MemoryStore()
+        self.index: ClusterIndex = self.memory.open_index(cluster)  # the store serves it
         self.redis: Any = None
+        self.redis_index: ClusterIndex | None = None
         if redis_url:
             from dra_mirror.service.stores.redis import RedisStore
 
             self.redis = RedisStore.from_url(redis_url, prefix=prefix)
+            self.redis_index = ClusterIndex(cluster)
+
+    def pairs(self) -> list[tuple[ClusterIndex, Any]]:
+        """(index, store) per watching process."""
+        found: list[tuple[ClusterIndex, Any]] = [(self.index, self.memory)]
+        if self.redis_index is not None:
+            found.append((self.redis_index, self.redis))
+        return found
 
     def stores(self) -> list[Any]:
         return [s for s in (self.memory, self.redis) if s is not None]
@@ -118,13 +130,15 @@ class System:
             self.malformed.append(str(error))
             return None
 
-    async def _deliver(self, changes: Any) -> None:
-        if not changes:
-            return
-        for store in self.watcher.stores():
+    async def _deliver(self, fold: Any) -> None:
+        """`fold(index)`: the Changes of one batch in one watching process's index."""
+        for number, (index, store) in enumerate(self.watcher.pairs()):
+            changes = fold(index)
+            if not changes:
+                continue
             await store.apply(changes)
-        if self.history is not None:
-            await self.history.sink(changes)
+            if number == 0 and self.history is not None:
+                await self.history.sink(changes)
         await self._settle()
 
     async def apply(self, events: Iterable[tuple[str, Raw]], *, at: str) -> None:
@@ -137,7 +151,7 @@ class System:
             if record is not None:
                 folded.append(Event(type_, record))
         self.now = instant(at)
-        await self._deliver(self.watcher.index.apply(folded, at=at))
+        await self._deliver(lambda index: index.apply(folded, at=at))
 
     async def relist(self, kind: str, objects: Iterable[Raw], *, at: str) -> None:
         """A complete LIST of `kind` (the first one, or after 410 Gone): it replaces the state."""
@@ -145,7 +159,7 @@ class System:
             return
         records = [r for r in (self._record(kind, raw) for raw in objects) if r is not None]
         self.now = instant(at)
-        await self._deliver(self.watcher.index.resync(kind, records, at=at))
+        await self._deliver(lambda index: index.resync(kind, records, at=at))
 
     async def synced(self, at: str) -> None:
         """Every kind was listed: the watcher says so (the Redis store then sweeps what an
@@ -168,6 +182,10 @@ class System:
         await self._close_watcher()
         self.watcher = _Watcher(self.cluster, self.redis_url, self.prefix)
         await self._started(at)
+        if self.watcher.redis_index is not None:  # the new holder starts from what Redis holds
+            seed = await self.watcher.redis.held(self.cluster)
+            if seed.records:
+                self.watcher.redis_index.seed(seed, at=at)
         for kind in order:
             await self.relist(kind, lists.get(kind, []), at=at)
         await self.synced(at)
@@ -373,14 +391,14 @@ async def watched(
 
     fast = WatchSettings(watch_timeout=2, watch_timeout_jitter=0.0, stream_grace=2.0,
                          list_time_limit=10.0, backoff_base=0.01, backoff_cap=0.05)  # fmt: skip
-    memory = LiveMemoryStore()
+    memory = MemoryStore()
     specs = [ClusterSpec(store, versions=versions) for store in stores]
     kubeconfig = directory / "kubeconfig"
     async with Simulator(specs, kubeconfig_path=kubeconfig, bookmark_interval=0.2) as sim:
         connections = await connect(str(kubeconfig), None)
         try:
             reactors = await run_reactors(
-                connections, sinks=[memory.apply], status_sink=memory.set_status,
+                connections, sinks=[memory], status_sink=memory, open_index=memory.open_index,
                 settings=ReactorSettings(watch=fast, status_interval=0.05), tune_gc=False,
             )  # fmt: skip
             async with reactors:

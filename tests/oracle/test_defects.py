@@ -111,7 +111,6 @@ async def test_a_claim_whose_podgroup_runs_no_pod_is_idle(scenario):
     assert await scenario.mismatches("claim.idle") == []
 
 
-@xfail("empty-pod-list-unseen")
 async def test_a_claim_whose_pods_are_gone_is_idle_in_a_cluster_without_pods(tmp_path):
     # Through the real watcher: the simulator serves the claim and no pod at all.
     gone = o.claim("train", results=[o.result("gpu", GPU, "n1", "gpu-0")], reserved=[("p", "uid-p")])  # fmt: skip

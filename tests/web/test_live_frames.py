@@ -15,13 +15,13 @@ import websockets
 
 from dra_mirror.service.http.app import create_app
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.stores.bus import LiveMemoryStore
+from dra_mirror.service.stores.memory import MemoryStore
 
 
 async def test_subscription_messages_are_text_frames() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    app = create_app(Settings(), store=LiveMemoryStore())
+    app = create_app(Settings(), store=MemoryStore())
     server = uvicorn.Server(uvicorn.Config(app, log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
