@@ -66,6 +66,13 @@ class MemoryStore:
     # --- StateWriter ----------------------------------------------------------------------------
 
     async def apply(self, changes: Changes) -> None:
+        if changes.cluster not in self._indexes:
+            # The state lives in the index the writer folded into: one this store did not
+            # open is served by no one (run the reactors with open_index=store.open_index).
+            raise LookupError(
+                f"cluster {changes.cluster}: its reactor folds into an index this store did "
+                "not open, so nothing would serve it (open it with MemoryStore.open_index)"
+            )
         self.live.publish(changes.events)
 
     async def cluster_started(self, cluster: str, at: str) -> None:

@@ -26,7 +26,12 @@ async def test_claims_deleted_during_a_reset_do_not_survive_as_ghosts(tmp_path: 
     store = MemoryStore()
     async with served_by(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
+            connections,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
+            open_index=store.open_index,
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]
@@ -74,7 +79,12 @@ async def test_a_stalled_watch_is_counted_in_the_status_and_watched_again(
     settings = replace(SETTINGS, watch=watch)
     async with served_by(tmp_path, spec, bookmark_interval=0.2) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
+            connections,
+            sinks=[store],
+            status_sink=store,
+            settings=settings,
+            tune_gc=False,
+            open_index=store.open_index,
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]
