@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from dra_mirror.service.model import changes as ch
-from dra_mirror.service.model.inventory import counters_free, device_status
+from dra_mirror.service.model.inventory import consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
     FREE,
@@ -70,7 +70,7 @@ class DeviceTracker:
         held = (
             entry.device
             for key, entry in valid.devices.items()
-            if links.get(DEVICE_ALLOCATIONS, key)
+            if consumes(links.get(DEVICE_ALLOCATIONS, key).values())
         )
         return counters_free(valid.counter_sets, held)
 
@@ -108,9 +108,10 @@ class DeviceTracker:
             if previous is not None and previous.device.consumes_counters:
                 pools.add(PoolKey(key.driver, key.pool))
             old = statuses.get(key)
+            holds = holds_of(key)
             if entry is None:
                 new = None
-            elif holds_of(key):
+            elif holds and consumes(holds.values()):
                 new = SHARED if entry.device.shareable else HELD
             else:
                 new = FREE

@@ -32,8 +32,6 @@ DEFECTS = {
         Defect("published-not-served", "Device.published (API.md) is not in the graph"),
         Defect("pool-status-not-served", "pool status as KEP-5677 counts it is not in the graph"),
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
-        Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
-        Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
         Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
@@ -54,13 +52,6 @@ def _device_key(text: str) -> tuple[str, str, str]:
 
 def _visible(machine: Any, kind: str) -> list[dict]:
     return [o for (k, _, _), o in machine.visible.items() if k == kind]
-
-
-def _holds(machine: Any, key: tuple[str, str, str]) -> list[dict]:
-    return [
-        r for claim in _visible(machine, "ResourceClaim") for r in reading.results(claim)
-        if (r.get("driver"), r.get("pool"), r.get("device")) == key
-    ]  # fmt: skip
 
 
 def _unpublished(truth: Any, key: tuple[str, str, str]) -> bool:
@@ -155,19 +146,6 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
             return "podgroup-consumers"
     if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
         return "live-idle-stale"
-    if m.area in ("device.status", "device.remaining", "device.holders"):
-        key = _device_key(m.key)
-        holds = _holds(machine, key)
-        if m.area == "device.remaining" and any(
-            "/" not in name for r in holds for name in r.get("consumedCapacity") or {}
-        ):
-            return "capacity-names-unqualified"
-        if any(r.get("adminAccess") for r in holds):
-            return "admin-access-consumes"
-        if m.area == "device.status" and (m.expected, m.actual) == ("free", "blocked"):
-            siblings = [k for k in truth.devices if k[:2] == key[:2] and k != key]
-            if any(h.admin_access for k in siblings for h in truth.devices[k].holders):
-                return "admin-access-consumes"  # an admin-held partition took the counters
     return None
 
 

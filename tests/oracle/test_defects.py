@@ -71,8 +71,8 @@ async def test_device_taints_include_the_rules_that_select_the_device(scenario):
     assert await scenario.mismatches("device.taints") == []
 
 
-@xfail("capacity-names-unqualified")
-async def test_remaining_capacity_of_a_shared_h200(scenario):
+async def test_remaining_capacity_of_a_shared_h200(each_store):
+    scenario = each_store
     shared = o.device("gpu-0", capacity={"memory": "143771Mi"}, shareable=True)
     claims = [
         o.claim("a", results=[o.result("gpu", GPU, "n1", "gpu-0", share_id="1", consumed={"memory": "40Gi"})]),
@@ -82,14 +82,12 @@ async def test_remaining_capacity_of_a_shared_h200(scenario):
     assert await scenario.mismatches("device.remaining") == []
 
 
-@xfail("admin-access-consumes")
-async def test_an_admin_access_claim_leaves_the_device_free(scenario):
+async def test_an_admin_access_claim_leaves_the_device_free(each_store):
     watcher = o.claim("monitor", results=[o.result("gpu", GPU, "n1", "gpu-0", admin=True)], admin=True)  # fmt: skip
-    await scenario.show(SLICE, watcher)
-    assert await scenario.mismatches("device.status", "counts") == []
+    await each_store.show(SLICE, watcher)
+    assert await each_store.mismatches("device.status", "device.holders", "counts") == []
 
 
-@xfail("admin-access-consumes")
 async def test_an_admin_access_partition_blocks_no_sibling(scenario):
     devices = [o.device("gpu-0", consumes={"cs": {"mem": "2"}}), o.device("mig-0", consumes={"cs": {"mem": "2"}})]  # fmt: skip
     watcher = o.claim("monitor", results=[o.result("gpu", GPU, "n1", "mig-0", admin=True)], admin=True)  # fmt: skip
