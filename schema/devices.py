@@ -205,12 +205,23 @@ class Device:
         left = await device_state.remaining_capacity(info.context.loaders, self.entry)
         return capacity_list(left, self.entry.device)
 
-    @strawberry.field(name="slice")
-    async def slice_(self, info: Info) -> ResourceSlice:
+    @strawberry.field(
+        description="Whether a slice of its pool's valid generation publishes it; false: it is "
+        "known only from the allocation results that hold it (the driver withdrew it, its node "
+        "went, or the claim was seen before the slices)."
+    )
+    def published(self) -> bool:
+        return self.entry.published
+
+    @strawberry.field(
+        name="slice",
+        description="The slice that publishes it (null: none does now — see `published`).",
+    )
+    async def slice_(self, info: Info) -> ResourceSlice | None:
+        if self.entry.slice is None:
+            return None
         record = await info.context.loaders.records.load(self.entry.slice)
-        if record is None:
-            raise LookupError(f"slice {self.entry.slice.ref()} of {self.entry.key.ref()} is gone")
-        return ResourceSlice(record=record)
+        return ResourceSlice(record=record) if isinstance(record, SliceRecord) else None
 
     @strawberry.field
     async def node(self, info: Info) -> NodeT | None:

@@ -332,14 +332,19 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
 
 
 class DeviceEntry(Struct, frozen=True, gc=False):
-    """A device of the valid generation of its pool, with where it lives."""
+    """A device of the valid generation of its pool, with where it lives — or, `published`
+    False, a device an allocation result names and no slice publishes (the driver withdrew
+    it, its node went, or the claim was listed before the slices): known by what the holding
+    allocations say (its name, its node from their nodeSelector, shareable when they carry a
+    shareID) and the uuid it had when it was last published."""
 
     key: DeviceKey
     device: Device
-    slice: ObjectKey
+    slice: ObjectKey | None  # None: no slice publishes it
     node: str | None  # the node a node-local device is on; None for network-attached devices
     pool_generation: int = 0
     pool_complete: bool = True
+    published: bool = True
 
 
 class AllocationRef(Struct, frozen=True, gc=False):

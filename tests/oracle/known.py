@@ -28,8 +28,6 @@ class Defect:
 DEFECTS = {
     d.name: d
     for d in (
-        Defect("held-but-unpublished", "a device held by a claim but published by no slice: whoHolds by driver/pool/device answers nothing, and following the allocation to its `slice` fails the claim's whole allocation"),
-        Defect("published-not-served", "Device.published (API.md) is not in the graph"),
         Defect("pool-status-not-served", "pool status as KEP-5677 counts it is not in the graph"),
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
@@ -52,11 +50,6 @@ def _device_key(text: str) -> tuple[str, str, str]:
 
 def _visible(machine: Any, kind: str) -> list[dict]:
     return [o for (k, _, _), o in machine.visible.items() if k == kind]
-
-
-def _unpublished(truth: Any, key: tuple[str, str, str]) -> bool:
-    device = truth.devices.get(key)
-    return device is not None and not device.published
 
 
 def _rule_taints(machine: Any, key: tuple[str, str, str]) -> set[tuple[str, str, str]]:
@@ -126,16 +119,8 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         if isinstance(m.actual, list) and all(isinstance(a, str) for a in m.actual)
         else ""
     )
-    if m.area == "device.published" and "Cannot query field 'published'" in errors:
-        return "published-not-served"
     if m.area == "pools" and "Cannot query field 'resourcePools'" in errors:
         return "pool-status-not-served"
-    if m.area == "whoHolds" and _unpublished(truth, _device_key(m.key)) and m.actual == []:
-        return "held-but-unpublished"
-    # the resolver's "slice … is gone" LookupError, masked by the error policy as ours
-    dangling = "is gone" in errors or "internal error" in errors
-    if m.area == "claim.slices" and any(s is None for *_, s in m.expected) and dangling:
-        return "held-but-unpublished"
     if m.area == "device.taints":
         key = _device_key(m.key)
         if set(m.expected) - _rule_taints(machine, key) == set(m.actual):

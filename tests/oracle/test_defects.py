@@ -20,20 +20,17 @@ SLICE = o.slice_("n1-gpu", GPU, "n1", [H200], node_name="n1")
 HELD = o.claim("train", results=[o.result("gpu", GPU, "n1", "gpu-0")], node_name="n1")
 
 
-@xfail("held-but-unpublished")
 async def test_who_holds_a_device_no_slice_publishes(scenario):
     await scenario.show(HELD)  # the claim was listed before the slices, or outlived them
     assert await scenario.mismatches("whoHolds") == []
 
 
-@xfail("held-but-unpublished")
 async def test_who_holds_a_device_no_slice_publishes_over_redis(redis_scenario):
     await redis_scenario.show(SLICE, HELD)
     await redis_scenario.show(gone=(SLICE,))  # the driver restarted and withdrew its slices
     assert await redis_scenario.mismatches("whoHolds") == []
 
 
-@xfail("held-but-unpublished")
 async def test_a_missing_slice_does_not_erase_the_allocation(scenario):
     other = o.slice_("n2-gpu", GPU, "n2", [o.device("gpu-0")], node_name="n2")
     both = o.claim("train", results=[o.result("gpu", GPU, "n1", "gpu-0"), o.result("gpu", GPU, "n2", "gpu-0")])  # fmt: skip
@@ -41,7 +38,6 @@ async def test_a_missing_slice_does_not_erase_the_allocation(scenario):
     assert await scenario.mismatches("claim.slices") == []
 
 
-@xfail("published-not-served")
 async def test_devices_say_whether_a_slice_publishes_them(scenario):
     await scenario.show(SLICE, o.claim("gone", results=[o.result("gpu", GPU, "n9", "gpu-3")]))
     assert await scenario.mismatches("device.published") == []
