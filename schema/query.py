@@ -32,6 +32,7 @@ from .nodes import Cluster, Node
 from .paging import Connection, paginate
 from .pods import Pod
 from .pods import uses_devices as pod_uses_devices
+from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
 from .whoholds import who_holds
 
@@ -108,6 +109,15 @@ class Query:
             if (node is None or r.node_name == node) and (driver is None or r.driver == driver)
         ]
         return [ResourceSlice(record=r) for r in sorted(found, key=_identity)]
+
+    @strawberry.field(
+        description="Pool status per driver and pool, as KEP-5677's ResourcePoolStatusRequest "
+        "counts it, over every cluster (or one)."
+    )
+    async def resource_pools(
+        self, info: Info, cluster: str | None = None, driver: str | None = None
+    ) -> list[ResourcePoolStatus]:
+        return await resource_pools(info, cluster, driver)
 
     @strawberry.field(
         description="Devices of valid pool generations, filtered, paged. `published: false` "

@@ -28,7 +28,6 @@ class Defect:
 DEFECTS = {
     d.name: d
     for d in (
-        Defect("pool-status-not-served", "pool status as KEP-5677 counts it is not in the graph"),
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
@@ -103,13 +102,13 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
     """The known defect that explains `m`, or None."""
     if m.area.startswith("history."):
         return _history(m, machine)
-    errors = (
-        " ".join(m.actual)
-        if isinstance(m.actual, list) and all(isinstance(a, str) for a in m.actual)
-        else ""
-    )
-    if m.area == "pools" and "Cannot query field 'resourcePools'" in errors:
-        return "pool-status-not-served"
+    if m.area in ("pool.unavailableDevices", "pool.availableDevices"):
+        driver, pool = m.key.split("/", 1)
+        rules = [
+            (r["spec"].get("deviceSelector") or {}) for r in _visible(machine, "DeviceTaintRule")
+        ]
+        if any(r.get("driver") in (None, driver) and r.get("pool") in (None, pool) for r in rules):
+            return "taint-rules-not-mirrored"
     if m.area == "device.taints":
         key = _device_key(m.key)
         if set(m.expected) - _rule_taints(machine, key) == set(m.actual):

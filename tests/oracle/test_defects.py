@@ -43,7 +43,6 @@ async def test_devices_say_whether_a_slice_publishes_them(scenario):
     assert await scenario.mismatches("device.published") == []
 
 
-@xfail("pool-status-not-served")
 async def test_pool_status_counts_as_kep_5677(scenario):
     nic = o.device("eth0", capacity={"bandwidth": "10G"}, shareable=True)
     tainted = o.device("gpu-1", taints=[("gpu.nvidia.com/xid", "79", "NoExecute")])
