@@ -355,11 +355,17 @@ def _name_filters(device: str) -> list:
 def _device_filter(table, identities: list[DeviceIdentity]):
     """Rows of these devices: by uuid where one is known, and by (cluster, driver, pool,
     device) the rows that carry no uuid (an allocation recorded before any slice published its
-    device, when the allocation result alone named it)."""
-    uuids = sorted({d.uuid for d in identities if d.uuid})
-    clauses = []
-    if uuids:
-        clauses.append(table.uuid.in_(uuids))
+    device, when the allocation result alone named it). A uuid is followed within the cluster
+    it was found in: the same GPU in another cluster (moved, or mirrored twice) is that
+    cluster's device."""
+    uuids: dict[str, set[str]] = {}
+    for d in identities:
+        if d.uuid:
+            uuids.setdefault(d.cluster, set()).add(d.uuid)
+    clauses = [
+        and_(table.cluster == cluster, table.uuid.in_(sorted(found)))
+        for cluster, found in sorted(uuids.items())
+    ]
     for d in identities:
         by_key = and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
                       table.device == d.device)  # fmt: skip

@@ -31,7 +31,6 @@ DEFECTS = {
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
-        Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
         Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
 }  # fmt: skip

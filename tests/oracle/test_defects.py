@@ -149,7 +149,6 @@ async def test_a_takeover_keeps_the_holdings_of_a_quiet_cluster(history_scenario
     assert [(s["since"], s["until"]) for s in spans] == [(at(1).replace(".000", ""), None)]
 
 
-@xfail("history-uuid-ignores-cluster")
 async def test_who_held_by_uuid_stays_in_the_cluster_asked(history_scenario, history):
     # The same GPU, moved from cluster `east` to this one: east's holding is not this one's.
     east = await System.start("east-" + history_scenario.system.cluster, history=history, at=at(0))
