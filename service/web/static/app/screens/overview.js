@@ -13,6 +13,8 @@ const TOTALS = `query OverviewTotals($cluster: String!) {
   devices(cluster: $cluster, first: 0) { totalCount }
   claims: resourceClaims(cluster: $cluster, first: 0) { totalCount }
   pending: resourceClaims(cluster: $cluster, state: PENDING, first: 0) { totalCount }
+  unpublished: devices(cluster: $cluster, published: false, first: 0) { totalCount }
+  pools: resourcePools(cluster: $cluster) { unavailableDevices }
 }`;
 const DEVICES_BY_STATUS = `query DevicesByStatus($cluster: String!, $status: DeviceStatus!) {
   devices(cluster: $cluster, status: $status, first: 0) { totalCount }
@@ -79,7 +81,8 @@ function ClusterCard({ cluster, refresh, onTotals }) {
 
 function ClusterFigures({ cluster, totals, refresh }) {
   const { name, status } = cluster;
-  const counts = { devices: totals.devices.totalCount, claims: totals.claims.totalCount, pendingClaims: totals.pending.totalCount };
+  const counts = { devices: totals.devices.totalCount, claims: totals.claims.totalCount, pendingClaims: totals.pending.totalCount,
+    unpublished: totals.unpublished.totalCount, tainted: totals.pools.reduce((sum, p) => sum + (p.unavailableDevices || 0), 0) };
   const [loaded, setLoaded] = useState({});
   const noteLoaded = (what, value) => setLoaded((previous) => ({ ...previous, [what]: value }));
   const idle = useQuery(IDLE_HOLDERS, { cluster: name }, refresh);
@@ -111,8 +114,8 @@ function ClusterFigures({ cluster, totals, refresh }) {
           <tr><th>held</th><td><${StatusCount} cluster=${name} status="HELD" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th>shared</th><td><${StatusCount} cluster=${name} status="SHARED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th title="free themselves, but sibling partitions use their counters">blocked</th><td><${StatusCount} cluster=${name} status="BLOCKED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
-          <tr><th>tainted</th><td><${Gap} needs="a tainted-device count (Device.taints exists, no filter or count)" /></td></tr>
-          <tr><th title="held by an allocation result, published by no slice now">held, not published</th><td><${Gap} needs="Device.published / devices(published: false)" /></td></tr>
+          <tr><th title="a NoSchedule or NoExecute taint from their slice: not available to claims that do not tolerate it (pools of complete generations)">tainted</th><td><span data-count="devices-tainted">${number(counts.tainted)}</span></td></tr>
+          <tr><th title="held by an allocation result, published by no slice now">held, not published</th><td><span data-count="devices-unpublished">${number(counts.unpublished)}</span></td></tr>
         </tbody></table>
       </div>
       <div class="figure-group">
