@@ -252,3 +252,22 @@ async def test_statuses_derived_through_the_protocol_alone_agree(world_store):
     assert answers[0] == answers[1]
     assert answers[1][("east", world.GPU, "n1", "gpu-0")] == "BLOCKED"
     assert sorted(answers[1].values()).count("FREE") == 1
+
+
+async def test_resource_pools_answer_every_cluster_at_once(gql):
+    data = await gql(
+        "{ resourcePools { cluster driver poolName generation resourceSliceCount"
+        " totalDevices validationError } }"
+    )
+    pools = {(p["cluster"], p["driver"], p["poolName"]): p for p in data["resourcePools"]}
+    named = {(c, s["spec"]["driver"], s["spec"]["pool"]["name"]) for c, s in world.objects("ResourceSlice")}  # fmt: skip
+    assert set(pools) == named and {c for c, _, _ in named} == {"east", "west"}
+    incomplete = pools[("east", world.GPU, "n2")]  # 1 of its 2 slices present
+    assert incomplete["totalDevices"] is None
+    assert incomplete["validationError"].startswith("PoolIncomplete:")
+    for (cluster, driver, pool), found in pools.items():
+        if found["validationError"] is None:
+            devices = [k for k in world.valid_devices() if k[:3] == (cluster, driver, pool)]
+            assert found["totalDevices"] == len(devices), (cluster, driver, pool)
+    west = await gql('{ resourcePools(cluster: "west") { cluster } }')
+    assert {p["cluster"] for p in west["resourcePools"]} == {"west"}
