@@ -170,7 +170,7 @@ def run_serve(
     program = [str(REPO / ".venv/bin/dra-mirror")]
     if loop == "uvloop":
         program = [sys.executable, "-c", _ON_UVLOOP]
-    command = [*program, "serve", "--kubeconfig", str(kubeconfig)]
+    command = [*program, "serve", "--kubeconfig", str(kubeconfig), "--insecure-no-auth"]
     command += ["--port", str(port)]
     env = dict(os.environ, DRA_MIRROR_LOG_LEVEL="INFO")
     if history is not None:
@@ -200,11 +200,15 @@ def run_serve(
             elif "Application startup complete" in line:
                 marks.setdefault("http", time.perf_counter())
 
-    reader = threading.Thread(target=read_log, daemon=True)
+    def read_until_exit() -> None:
+        read_log()
+        synced.set()  # the child closed its stderr (it exited): stop waiting
+
+    reader = threading.Thread(target=read_until_exit, daemon=True)
     reader.start()
     try:
-        if not synced.wait(600):
-            raise SystemExit("serve did not sync in 600 s:\n" + "".join(log[-20:]))
+        if not synced.wait(600) or "synced" not in marks:
+            raise SystemExit("serve did not sync:\n" + "".join(log[-20:]))
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as answer:
             ready = answer.status == 200
         time.sleep(settle)
