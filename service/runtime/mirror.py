@@ -87,6 +87,7 @@ def mirror_app(
             writer=mirror.metrics.timed_store(state_store),
             sinks=sinks,
             lease=lease_settings(settings),
+            transitions=mirror.history is not None,  # history is what reads them
         )
         watched.after_sync = _after_sync(watched, state_store)
         return watched

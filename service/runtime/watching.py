@@ -10,6 +10,10 @@ and then each extra sink (the history outbox), in that order. How depends on the
   fenced with the lease's token, and each new holder's index is seeded with what Redis holds
   (`watch_leased`, `lease` is its `LeaseSettings`).
 
+`transitions=False` (no sink records history) lets the in-memory store's indexes derive no
+transitions: they are history's alone, and an initial sync of 5,000 nodes would build ~160,000
+of them (with each device's attributes as JSON) only to drop them.
+
 `writer` is the store as the reactors write it (e.g. timed by the app's metrics); it must be
 that same store. The result, `WatchedClusters`, is the app's `Watchers`; `stop()` stops the
 reactors, then closes the connections.
@@ -18,6 +22,7 @@ reactors, then closes the connections.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping, Sequence
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
@@ -73,6 +78,7 @@ async def watch_clusters(
     writer: StateSink | None = None,
     sinks: Sequence[ChangeSink] = (),
     lease: LeaseSettings | None = None,
+    transitions: bool = True,
 ) -> WatchedClusters:
     """See the module docstring."""
     connections = await connect(kubeconfig, list(contexts) or None)
@@ -88,7 +94,7 @@ async def watch_clusters(
                 connections,
                 sinks=[state, *sinks],
                 status_sink=state,
-                open_index=store.open_index,
+                open_index=functools.partial(store.open_index, transitions=transitions),
             )
     except BaseException:
         await close_all(connections)
