@@ -16,7 +16,8 @@ memory: it costs next to nothing), in its own process. Runs alternate, each in a
   unless `--history`), timed from spawn to the log line of every cluster saying "synced"
   (then /readyz is checked). Peak RSS is the child's VmHWM read from /proc at that moment,
   and again `--settle` seconds later (after the diagnostics' preparation that follows a sync).
-  `--loop uvloop` runs the same command on uvloop (the command line runs asyncio's own loop).
+  `dra-mirror serve` runs on uvloop's event loop when uvloop is installed; `--loop uvloop` sets
+  uvloop's policy before the command starts (the same loop, for a serve without that choice).
 
 Prints each run, the medians, the ratio of the medians and the load average around each run
 (the machine is shared: a busy one shows in `load`), and the CPU seconds each process used
@@ -155,8 +156,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-# `dra-mirror serve` on uvloop instead of asyncio's own loop (what a one-line change to the
-# command line's runner would give; `--loop uvloop`).
+# `dra-mirror serve` with uvloop's policy set before it starts (`--loop uvloop`).
 _ON_UVLOOP = (
     "import asyncio, sys, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
     "from dra_mirror.service.cli.main import main; sys.argv[0] = 'dra-mirror'; main()"
