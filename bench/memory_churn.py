@@ -2,6 +2,10 @@
 
     prlimit --as=6000000000 .venv/bin/python bench/memory_churn.py [--scenario scale-5000]
         [--rate 10000] [--seconds 10] [--profile /tmp/churn.prof] [--transitions]
+        [--loop asyncio]
+
+Both the floor and the churn run on the event loop `dra-mirror serve` runs (uvloop's when it
+is installed; `--loop asyncio`: asyncio's own).
 
 The API server is `bench/page_server.py --churn` in its own process: the scenario's pages for
 the initial sync, then, on request, MODIFIED claim events on the claims WATCH stream at
@@ -178,6 +182,15 @@ def _show(name: str, r: dict) -> None:
     )
 
 
+def _run(coro, loop: str):
+    """Run `coro` on the event loop `dra-mirror serve` runs (uvloop's when it is installed), or
+    on asyncio's own (`--loop asyncio`)."""
+    from dra_mirror.service.cli.running import loop_factory
+
+    with asyncio.Runner(loop_factory=loop_factory() if loop == "serve" else None) as runner:
+        return runner.run(coro)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
@@ -188,21 +201,27 @@ def main() -> None:
     parser.add_argument(
         "--transitions", action="store_true", help="derive transitions (as with history)"
     )
+    parser.add_argument(
+        "--loop",
+        choices=("serve", "asyncio"),
+        default="serve",
+        help="the event loop serve runs (uvloop when installed; the default) or asyncio's own",
+    )
     parser.add_argument("--part", choices=("floor", "churn"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part == "floor":
-        print(json.dumps(asyncio.run(_floor(args.url, args.rate, args.seconds))))
+        print(json.dumps(_run(_floor(args.url, args.rate, args.seconds), args.loop)))
         return
     if args.part == "churn":
         result = _churn(
             args.url, args.kubeconfig, args.rate, args.seconds, args.profile, args.transitions
         )
-        print(json.dumps(asyncio.run(result)))
+        print(json.dumps(_run(result, args.loop)))
         return
 
-    common = ["--rate", str(args.rate), "--seconds", str(args.seconds)]
+    common = ["--rate", str(args.rate), "--seconds", str(args.seconds), "--loop", args.loop]
     results: dict[str, list[dict]] = {"floor": [], "churn": []}
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"

@@ -4,6 +4,8 @@
     ... --nodes 10000                 a generated scale scenario
     ... --profile /tmp/sync.prof      cProfile of one sync (pstats file; slows it ~2x)
     ... --transitions                 the indexes also derive transitions (as when history runs)
+    ... --loop asyncio                asyncio's own event loop (default: serve's, uvloop's when
+                                      it is installed)
 
 The API server is `bench/page_server.py` (pages encoded once, answered from memory), in its
 own process. Each measurement runs in a fresh child process; figures exclude interpreter start
@@ -156,6 +158,15 @@ def _child(args: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _run(coro, loop: str):
+    """Run `coro` on the event loop `dra-mirror serve` runs (uvloop's when it is installed), or
+    on asyncio's own (`--loop asyncio`)."""
+    from dra_mirror.service.cli.running import loop_factory
+
+    with asyncio.Runner(loop_factory=loop_factory() if loop == "serve" else None) as runner:
+        return runner.run(coro)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
@@ -166,11 +177,17 @@ def main() -> None:
     parser.add_argument(
         "--transitions", action="store_true", help="derive transitions (as with history)"
     )
+    parser.add_argument(
+        "--loop",
+        choices=("serve", "asyncio"),
+        default="serve",
+        help="the event loop serve runs (uvloop when installed; the default) or asyncio's own",
+    )
     parser.add_argument("--part", choices=("sync",), help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        print(json.dumps(asyncio.run(_sync(args.kubeconfig, args.profile, args.transitions))))
+        print(json.dumps(_run(_sync(args.kubeconfig, args.profile, args.transitions), args.loop)))
         return
 
     from serve_sync import run_floor, start_server
@@ -185,6 +202,7 @@ def main() -> None:
                 load = os.getloadavg()[0]
                 floors.append(run_floor(url, args.limit, in_process=True))
                 extra = ["--transitions"] if args.transitions else []
+                extra += ["--loop", args.loop]
                 syncs.append(_child(["--part", "sync", "--kubeconfig", str(kubeconfig), *extra]))
                 syncs[-1]["load"] = load
             if args.profile:
