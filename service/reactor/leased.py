@@ -186,10 +186,16 @@ def watch_leased(
     writer: StateSink | None = None,
     sinks: Sequence[ChangeSink] = (),
     lease_settings: LeaseSettings | None = None,
+    reactor_settings: ReactorSettings | None = None,
 ) -> LeasedReactors:
     """`writer`: the store as the reactors write it (the store itself by default)."""
     group = LeasedReactors(
-        connections, store=store, writer=writer, sinks=sinks, lease_settings=lease_settings
+        connections,
+        store=store,
+        writer=writer,
+        sinks=sinks,
+        lease_settings=lease_settings,
+        reactor_settings=reactor_settings,
     )
     group.start()
     return group

@@ -42,7 +42,11 @@ from dra_mirror.service.runtime.stores import (
     open_history,
     open_state_store,
 )
-from dra_mirror.service.runtime.watching import WatchedClusters, watch_clusters
+from dra_mirror.service.runtime.watching import (
+    WatchedClusters,
+    reactor_settings,
+    watch_clusters,
+)
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -85,6 +89,7 @@ def mirror_app(
             writer=mirror.metrics.timed_store(state_store),
             sinks=sinks,
             lease=lease_settings(settings),
+            settings=reactor_settings(settings),
         )
         watched.after_sync = _after_sync(watched, state_store)
         return watched
