@@ -18,8 +18,8 @@ is skipped, order is kept); any other exception is a bug: it is logged and the b
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served; resource.k8s.io version; last event and sync; error; events, relists,
-malformed objects per kind) and pushes it to its `StatusSink` on every state change, and at
-most about once a second for counters alone. `service.reactor.reactor` runs one per cluster.
+resourceVersion resets, malformed objects and stalled streams per kind) and pushes it to its
+`StatusSink` on every state change, and at most about once a second for counters alone. `service.reactor.reactor` runs one per cluster.
 """
 
 from __future__ import annotations
@@ -371,6 +371,7 @@ class Reactor:
             return
         self._status_due = False
         self._status_pushed_at = now
+        self.status.resets = self.resets.generation
         snapshot = msgspec.structs.replace(
             self.status, malformed=dict(self.status.malformed), stalls=dict(self.status.stalls)
         )
