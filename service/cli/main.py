@@ -98,7 +98,7 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
         raise click.UsageError("watch writes the shared state: give --redis-url")
     access = access_config(settings)
     preflight.check(settings, watch=True)
-    run(_serve(settings, watch=True, access=access))
+    run(_serve(settings, watch=True, access=access, role="watcher"))
 
 
 def slack_settings() -> Any:
@@ -111,12 +111,14 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
-async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) -> None:
+async def _serve(
+    settings: Settings, *, watch: bool = True, access: Any = None, role: str = "api"
+) -> None:
     import uvicorn
 
     from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access)
+    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access, role=role)
     config = uvicorn.Config(
         app,
         host=settings.http.host,

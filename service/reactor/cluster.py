@@ -205,6 +205,12 @@ class Reactor:
                 self.index.seed(seed, at=self._at())
                 log.info("index seeded with %d objects the store held", len(seed.records),
                          extra=self._log)  # fmt: skip
+                if set(self.kinds) <= seed.listed:
+                    # An earlier holder synced every kind: what the store serves is whole, if
+                    # not current (not connected until the watches open; the relists follow).
+                    self.status.synced = True
+                    self._status_pushed_at = float("-inf")
+                    self._status_due = True
         try:
             while True:
                 message = await self.feed.take(self._status_wait())

@@ -139,6 +139,11 @@ class LeasedReactors:
         """The reactors of the clusters whose leases this replica holds now."""
         return self._reactors
 
+    @property
+    def clusters(self) -> list[str]:
+        """Every cluster this replica may watch (whether it holds its lease now or not)."""
+        return sorted(self.connections)
+
     def holding(self) -> list[str]:
         return sorted(self._reactors)
 

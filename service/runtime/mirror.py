@@ -1,7 +1,10 @@
 """The whole mirror as one Starlette app: what `serve`, `watch` and `demo` run.
 
 `mirror_app(settings, store=None, kubeconfig=None, resources=(), watch=True, slack=None,
-access=None)`:
+access=None, role=API)`:
+
+* `role` is what `/readyz` answers for (service.http.readiness): `API` — `serve`, whatever
+  the shape — the state it serves; `WATCHER` — `watch` — the clusters whose leases it holds;
 
 * `access` is the checked access configuration (`service.access.config.AccessConfig`): the
   app opens its authenticators first in its lifespan (Kubernetes reviews through the same
@@ -34,6 +37,7 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.app import AppState, create_app
+from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.questions import diagnosis
 from dra_mirror.service.runtime.stores import (
@@ -64,6 +68,7 @@ def mirror_app(
     watch: bool = True,
     slack: SlackSettings | None = None,
     access: AccessConfig | None = None,
+    role: str = API,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
@@ -103,6 +108,7 @@ def mirror_app(
         slack=slack,
         open_access=open_access if access is not None else None,
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
+        role=role,
     )
     return app
 

@@ -45,6 +45,10 @@ class WatchedClusters:
         self.after_sync: asyncio.Task[None] | None = None
 
     @property
+    def clusters(self) -> list[str]:
+        return self.reactors.clusters
+
+    @property
     def ready(self) -> bool:
         return self.reactors.ready
 
