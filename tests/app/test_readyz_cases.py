@@ -23,6 +23,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from dra_mirror.service.http.readiness import WATCHER
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import (
     ClusterSettings,
@@ -196,3 +197,39 @@ async def test_a_503_storm_follows_the_cluster_down_rule(tmp_path: Path, rule: s
                     "clusters": {"east": "synced"}, "access": ACCESS})  # fmt: skip
 
             await eventually(back, within=40)
+
+
+async def test_a_watcher_answers_for_the_clusters_it_holds(tmp_path: Path, redis_url: str) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    prefix = f"readyz-watcher-{os.getpid()}-{tmp_path.name}"
+    settings = Settings(
+        clusters=ClusterSettings(kubeconfig=str(kubeconfig)),
+        store=StoreSettings(redis_url=redis_url, redis_prefix=prefix, lease_ttl=4),
+    )
+    spec = ClusterSpec(
+        small_world("east"),
+        faults={"errors": {"code": 503, "count": 10**6, "path": "resourceclaims"}},
+    )
+    async with (
+        cleaned(redis_url, prefix),
+        Simulator([spec], kubeconfig_path=kubeconfig) as sim,
+    ):
+        holder_app = mirror_app(settings, role=WATCHER)
+        async with client(holder_app) as holder:
+            taken = holder_app.state.mirror.reactors
+            await eventually(lambda: "east" in taken.by_name, within=20)
+            await eventually(lambda: taken.by_name["east"].status.error is not None, within=20)
+            # it holds the cluster and has not listed the claims: not ready, and why
+            code, body = await ready(holder)
+            assert code == 503 and body["clusters"] == {"east": "syncing"}, body
+            [reason] = body["reasons"]
+            assert reason.startswith("east: not synced yet; error: "), reason
+            standby_app = mirror_app(settings, role=WATCHER)
+            async with client(standby_app) as standby:
+                # a standby holds no lease: nothing it answers for is wrong
+                assert standby_app.state.mirror.reactors.by_name == {}
+                code, body = await ready(standby)
+                assert (code, body["clusters"], body["reasons"]) == (200, {}, [])
+                sim.served["east"].apply_faults({"errors": None})
+                await eventually(lambda: _is_ready(holder), within=40)
+                assert (await ready(holder))[1]["clusters"] == {"east": "synced"}
