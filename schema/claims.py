@@ -70,16 +70,19 @@ async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
 
 
 async def device_for(info: Info, key: DeviceKey) -> Device:
-    """The device of an allocation result. A device its driver no longer publishes (slice
-    gone, pool regenerated) still answers with its key so the holder stays visible."""
+    """The device of an allocation result: the allocation result alone names it (driver, pool,
+    device). A device no slice publishes answers with what its holders say (the model's
+    unpublished entry); one the store does not know at all (a claim read after its holds
+    changed) answers with its key, unpublished, so the holder stays visible."""
     entry = await info.context.loaders.devices.load(key)
     if entry is None:
         entry = DeviceEntry(
             key=key,
             device=DeviceRecord(name=key.device),
-            slice=ObjectKey(key.cluster, "ResourceSlice", "", ""),
+            slice=None,
             node=None,
             pool_complete=False,
+            published=False,
         )
     return Device(entry=entry)
 
@@ -120,12 +123,13 @@ class Allocation:
     async def device(self, info: Info) -> Device:
         return await device_for(info, self.device_key)
 
-    @strawberry.field
-    async def claim(self, info: Info) -> ResourceClaim:
+    @strawberry.field(
+        description="The holding claim (null: deleted since the device's holds were read, "
+        "or outside your access)."
+    )
+    async def claim(self, info: Info) -> ResourceClaim | None:
         record = await info.context.loaders.records.load(self.claim_key)
-        if not isinstance(record, ClaimRecord):
-            raise LookupError(f"claim {self.claim_key.ref()} is gone")
-        return ResourceClaim(record=record)
+        return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
 
 
 @strawberry.type

@@ -47,7 +47,11 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
         loaders.devices.load_many(sibling_keys),
         every_holder(loaders).load_many(sibling_keys),
     )
-    held = [s.device for s, h in zip(siblings, holds, strict=True) if s is not None and h]
+    held = [
+        s.device
+        for s, h in zip(siblings, holds, strict=True)
+        if s is not None and inventory.consumes(h)
+    ]
     counter_sets = list(facts.counter_sets.values()) if facts is not None else []
     return inventory.counters_free(counter_sets, held)
 

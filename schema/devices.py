@@ -25,6 +25,7 @@ from dra_mirror.service.model.records import (
     SliceRecord,
 )
 from dra_mirror.service.model.records import Capacity as CapacityRecord
+from dra_mirror.service.model.records import Device as DeviceRecord
 from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
@@ -67,41 +68,53 @@ class CapacityRequestPolicy:
 
 @strawberry.type(description="A capacity of a device, as the Kubernetes quantity string.")
 class Capacity:
-    name: str
+    name: str = strawberry.field(
+        description="As the slice writes it (`memory`, or `example.com/bandwidth`)."
+    )
+    qualified_name: str = strawberry.field(
+        description="With its domain: a name written without one is in the driver's domain."
+    )
     value: str
     number: float | None = strawberry.field(description="The quantity parsed (bytes, units).")
     request_policy: CapacityRequestPolicy | None = None
 
 
-def capacity_list(capacity: Mapping[str, CapacityRecord | str]) -> list[Capacity]:
-    """Capacities sorted by name; accepts records (with policy) or plain quantity strings."""
+def _policy(raw: dict | None) -> CapacityRequestPolicy | None:
+    if not raw:
+        return None
+    valid_range = raw.get("validRange")
+    return CapacityRequestPolicy(
+        default=raw.get("default"),
+        valid_values=list(raw["validValues"]) if raw.get("validValues") else None,
+        valid_range=CapacityRange(
+            min=valid_range.get("min"), max=valid_range.get("max"), step=valid_range.get("step")
+        )
+        if valid_range
+        else None,
+    )
+
+
+def capacity_list(
+    capacity: Mapping[str, CapacityRecord | str], device: DeviceRecord | None = None
+) -> list[Capacity]:
+    """Capacities (keyed by qualified name) sorted by name as written; accepts records (with
+    policy) or plain quantity strings. `device` says how its slice spells each name."""
     items: list[Capacity] = []
-    for name in sorted(capacity):
-        value = capacity[name]
-        if isinstance(value, str):
-            items.append(Capacity(name=name, value=value, number=_number(value)))
-            continue
-        policy = None
-        raw = value.request_policy
-        if raw:
-            valid_range = raw.get("validRange")
-            policy = CapacityRequestPolicy(
-                default=raw.get("default"),
-                valid_values=list(raw["validValues"]) if raw.get("validValues") else None,
-                valid_range=CapacityRange(
-                    min=valid_range.get("min"),
-                    max=valid_range.get("max"),
-                    step=valid_range.get("step"),
-                )
-                if valid_range
-                else None,
-            )
+    for qualified in capacity:
+        value = capacity[qualified]
+        name = device.written(qualified) if device is not None else qualified
+        text = value if isinstance(value, str) else value.value
+        policy = None if isinstance(value, str) else _policy(value.request_policy)
         items.append(
             Capacity(
-                name=name, value=value.value, number=_number(value.value), request_policy=policy
+                name=name,
+                qualified_name=qualified,
+                value=text,
+                number=_number(text),
+                request_policy=policy,
             )
         )
-    return items
+    return sorted(items, key=lambda c: c.name)
 
 
 @strawberry.type
@@ -128,13 +141,21 @@ class Device:
     def uuid(self) -> str | None:
         return self.entry.device.uuid
 
-    @strawberry.field(description="Attribute values by fully qualified name.")
+    @strawberry.field(
+        description="Attribute values by name as the slice writes it (`productName`, "
+        "`resource.kubernetes.io/pcieRoot`); a name without a domain is in the driver's."
+    )
     def attributes(self) -> JSON:
+        device = self.entry.device
+        return JSON({device.written(name): a.value for name, a in device.attributes.items()})
+
+    @strawberry.field(description="Attribute values by fully qualified name.")
+    def qualified_attributes(self) -> JSON:
         return JSON({name: attr.value for name, attr in self.entry.device.attributes.items()})
 
     @strawberry.field
     def capacity(self) -> list[Capacity]:
-        return capacity_list(self.entry.device.capacity)
+        return capacity_list(self.entry.device.capacity, self.entry.device)
 
     @strawberry.field(description="allowMultipleAllocations: several claims may share it.")
     def shareable(self) -> bool:
@@ -182,14 +203,25 @@ class Device:
     @strawberry.field(description="Capacity left after every share's consumedCapacity.")
     async def remaining_capacity(self, info: Info) -> list[Capacity]:
         left = await device_state.remaining_capacity(info.context.loaders, self.entry)
-        return capacity_list(left)
+        return capacity_list(left, self.entry.device)
 
-    @strawberry.field(name="slice")
-    async def slice_(self, info: Info) -> ResourceSlice:
+    @strawberry.field(
+        description="Whether a slice of its pool's valid generation publishes it; false: it is "
+        "known only from the allocation results that hold it (the driver withdrew it, its node "
+        "went, or the claim was seen before the slices)."
+    )
+    def published(self) -> bool:
+        return self.entry.published
+
+    @strawberry.field(
+        name="slice",
+        description="The slice that publishes it (null: none does now — see `published`).",
+    )
+    async def slice_(self, info: Info) -> ResourceSlice | None:
+        if self.entry.slice is None:
+            return None
         record = await info.context.loaders.records.load(self.entry.slice)
-        if record is None:
-            raise LookupError(f"slice {self.entry.slice.ref()} of {self.entry.key.ref()} is gone")
-        return ResourceSlice(record=record)
+        return ResourceSlice(record=record) if isinstance(record, SliceRecord) else None
 
     @strawberry.field
     async def node(self, info: Info) -> NodeT | None:

@@ -32,6 +32,7 @@ from .nodes import Cluster, Node
 from .paging import Connection, paginate
 from .pods import Pod
 from .pods import uses_devices as pod_uses_devices
+from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
 from .whoholds import who_holds
 
@@ -47,15 +48,21 @@ async def _cluster_names(info: Info, cluster: str | None) -> list[str]:
 
 
 async def _device_candidates(
-    info: Info, cluster: str | None, node: str | None, driver: str | None
+    info: Info, cluster: str | None, node: str | None, driver: str | None, published: bool | None
 ) -> list[DeviceEntry]:
     reader, loaders = info.context.reader, info.context.loaders
     if node is None:
-        return await reader.list_devices(cluster=cluster, driver=driver)
+        return await reader.list_devices(cluster=cluster, driver=driver, published=published)
     names = await _cluster_names(info, cluster)
     found = await loaders.relation(Relation.NODE_DEVICES).load_many([(c, node) for c in names])
-    entries = await loaders.devices.load_many([k for keys in found for k in keys])
-    return [e for e in entries if e is not None and (driver is None or e.key.driver == driver)]
+    entries = await loaders.devices.load_many(sorted(k for keys in found for k in keys))
+    return [
+        e
+        for e in entries
+        if e is not None
+        and (driver is None or e.key.driver == driver)
+        and (published is None or e.published == published)
+    ]
 
 
 @strawberry.type
@@ -103,7 +110,19 @@ class Query:
         ]
         return [ResourceSlice(record=r) for r in sorted(found, key=_identity)]
 
-    @strawberry.field(description="Devices of valid pool generations, filtered, paged.")
+    @strawberry.field(
+        description="Pool status per driver and pool, as KEP-5677's ResourcePoolStatusRequest "
+        "counts it, over every cluster (or one)."
+    )
+    async def resource_pools(
+        self, info: Info, cluster: str | None = None, driver: str | None = None
+    ) -> list[ResourcePoolStatus]:
+        return await resource_pools(info, cluster, driver)
+
+    @strawberry.field(
+        description="Devices of valid pool generations, filtered, paged. `published: false` "
+        "lists instead the devices claims hold that no slice publishes; null lists both."
+    )
     async def devices(
         self,
         info: Info,
@@ -114,9 +133,10 @@ class Query:
         status: DeviceStatus | None = None,
         first: int | None = None,
         after: str | None = None,
+        published: bool | None = True,
     ) -> Connection[Device]:
         loaders = info.context.loaders
-        entries = await _device_candidates(info, cluster, node, driver)
+        entries = await _device_candidates(info, cluster, node, driver, published)
         if class_name is not None:
             names = {e.key.cluster for e in entries}
             found = await loaders.records.load_many(

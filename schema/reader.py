@@ -126,9 +126,15 @@ class ScopedReader:
         return [e if e is not None and _allows_key(self.scope, e.key) else None for e in entries]
 
     async def list_devices(
-        self, *, cluster: str | None = None, driver: str | None = None
+        self,
+        *,
+        cluster: str | None = None,
+        driver: str | None = None,
+        published: bool | None = True,
     ) -> builtins.list[DeviceEntry]:
-        entries = await self._call(self.store.list_devices, cluster=cluster, driver=driver)
+        entries = await self._call(
+            self.store.list_devices, cluster=cluster, driver=driver, published=published
+        )
         return [e for e in entries if _allows_key(self.scope, e.key)]
 
     async def lookup(

@@ -27,6 +27,7 @@ from typing import Any
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
+from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
 
@@ -167,16 +168,24 @@ def consumed_amount(capacity: Capacity, requested: str | None) -> Fraction | Non
     return amount
 
 
+def requested_capacity(entry: DeviceEntry, alt: Alternative) -> dict[str, str]:
+    """The request's `capacity.requests`, keyed as the device's capacities are: a name without
+    a domain is in the device's driver's domain (QualifiedName)."""
+    driver = entry.key.driver
+    return {qualify(name, driver): amount for name, amount in alt.capacity.items()}
+
+
 def share_consumption(entry: DeviceEntry, alt: Alternative) -> dict[str, Fraction] | None:
     """Every capacity one share would consume (consumedCapacity lists all of them); None when
     the request names a capacity the device lacks or the policy rejects an amount."""
     capacities = entry.device.capacity
-    if any(name not in capacities for name in alt.capacity):
+    requested = requested_capacity(entry, alt)
+    if any(name not in capacities for name in requested):
         return None
     consumed: dict[str, Fraction] = {}
     for name, capacity in capacities.items():
         try:
-            amount = consumed_amount(capacity, alt.capacity.get(name))
+            amount = consumed_amount(capacity, requested.get(name))
         except (ValueError, KeyError, TypeError):
             return None  # a quantity or policy the API server would have rejected
         if amount is None:
@@ -253,7 +262,7 @@ def fit(
     else:
         if entry.key in ledger.exclusive or entry.key in ledger.shares:
             return HELD, None
-        for name, requested in alt.capacity.items():
+        for name, requested in requested_capacity(entry, alt).items():
             capacity = device.capacity.get(name)
             if capacity is None or _amount(requested) > _total(capacity):
                 return POLICY, None

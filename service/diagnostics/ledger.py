@@ -6,7 +6,8 @@ from three kinds of use, all kept here per cluster:
 * **exclusive holders** — a device without `allowMultipleAllocations` belongs to at most one
   claim (admin-access results do not count: they observe, they do not hold);
 * **shares** — a shareable device carries one share per allocation result (`shareID`), each with
-  the capacity it consumed; what is left is the capacity minus every share;
+  the capacity it consumed (consumedCapacity names, qualified with the driver's domain as the
+  device's capacities are); what is left is the capacity minus every share;
 * **counters** — a partitionable device (MIG) consumes counters of a counter set published in
   `sharedCounters` of a slice of the same pool; a device fits while its consumption fits what its
   siblings left. A device consumes its counters once, however many shares it has.
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import NamedTuple
 
+from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import (
     Allocation,
@@ -132,7 +134,10 @@ class Ledger:
                 dk,
                 result.request,
                 result.share_id,
-                _quantities(consumed) if consumed else {},
+                # keyed as the device's capacities are: qualified with the driver's domain
+                {qualify(k, dk.driver): v for k, v in _quantities(consumed).items()}
+                if consumed
+                else {},
                 result.admin_access,
             )
             holds.append(hold)

@@ -305,9 +305,12 @@ def _allocation(
                 pool=entry.key.pool,
                 device=entry.key.device,
                 share_id=share_id() if shared else None,
+                # consumedCapacity names each capacity as the device's slice writes it.
                 consumed_capacity=(
                     {
-                        name: format_quantity(amount, like=entry.device.capacity[name].value)
+                        entry.device.written(name): format_quantity(
+                            amount, like=entry.device.capacity[name].value
+                        )
                         for name, amount in consumed.items()
                     }
                     if shared and consumed is not None

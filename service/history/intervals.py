@@ -11,6 +11,9 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   does nothing. claim_deleted closes everything still open for the claim.
 * device_changed closes the device's interval and opens one with the new data (or rewrites
   the data of an interval that started at that same instant).
+* a device appearing (or changing) with a uuid names the device of the allocations that held
+  it without one (folded before any slice published it): rows of this batch get the uuid
+  here, open rows already written are listed in `Plan.identified` for the recorder to fill.
 
 A `Decider` walks transitions in order over the intervals open before the batch (read once by
 `service.history.recording.BatchRecorder`, keyed by `KEYS`) and fills a `Plan`: rows to
@@ -78,6 +81,8 @@ class Plan:
     )
     data_updates: list[dict[str, Any]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
+    # (cluster, driver, pool, device) -> the uuid a slice now publishes for it
+    identified: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     waits_from: int | None = None  # earliest wait start or end written (peak cache)
 
     def wait_touched(self, at: int) -> None:
@@ -98,6 +103,8 @@ class Decider:
         for table in MULTI_TABLES:
             for key in opened[table]:
                 self.by_claim[(key[0], key[1])].add((table, key))
+        # allocation rows of this batch written without a uuid, by device key
+        self.unnamed: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
 
         self._handlers: dict[str, Callable[[Transition, int], None]] = {
             t.ALLOCATED: lambda tr, at: self._open(AllocationInterval, tr, at, _allocation_row(tr)),
@@ -119,7 +126,7 @@ class Decider:
                 IdleInterval, _key(IdleInterval, tr), at, "ended"
             ),
             t.CLAIM_DELETED: self._claim_deleted,
-            t.DEVICE_APPEARED: lambda tr, at: self._open(DeviceInterval, tr, at, _device_row(tr)),
+            t.DEVICE_APPEARED: self._appear_device,
             t.DEVICE_CHANGED: self._change_device,
             t.DEVICE_DISAPPEARED: lambda tr, at: self._close(
                 DeviceInterval, _key(DeviceInterval, tr), at, "disappeared"
@@ -151,6 +158,8 @@ class Decider:
             self.plan.wait_touched(at)
         self.opened[table][key] = OpenInterval(start_us=at, new_row=row)
         self.plan.inserts[table].append(row)
+        if table is AllocationInterval and row["uuid"] is None:
+            self.unnamed[(tr.cluster, tr.driver, tr.pool, tr.device)].append(row)
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].add((table, key))
 
@@ -169,7 +178,21 @@ class Decider:
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].discard((table, key))
 
+    def _identify(self, tr: Transition) -> None:
+        """The device now has a uuid: name it in the allocations that held it without one."""
+        if not tr.uuid:
+            return
+        device = (tr.cluster, tr.driver, tr.pool, tr.device)
+        for row in self.unnamed.pop(device, ()):
+            row["uuid"] = tr.uuid
+        self.plan.identified[device] = tr.uuid
+
+    def _appear_device(self, tr: Transition, at: int) -> None:
+        self._identify(tr)
+        self._open(DeviceInterval, tr, at, _device_row(tr))
+
     def _change_device(self, tr: Transition, at: int) -> None:
+        self._identify(tr)
         key = _key(DeviceInterval, tr)
         current = self.opened[DeviceInterval].get(key)
         row = _device_row(tr)

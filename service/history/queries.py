@@ -155,14 +155,20 @@ class HistoryQueries:
                     )
                 ).all()
         timelines: dict[Any, DeviceTimeline] = {}
+        by_key: dict[tuple[str, str, str, str], Any] = {}  # device key -> its timeline's key
         for ident in identities:
-            key = ident.uuid or (ident.cluster, ident.driver, ident.pool, ident.device)
+            device_key = (ident.cluster, ident.driver, ident.pool, ident.device)
+            key = ident.uuid or device_key
+            by_key.setdefault(device_key, key)
             timelines.setdefault(key, DeviceTimeline(ident.uuid, [], [], [])).identities.append(
                 ident
             )
         for span in spans:
-            key = span.uuid or (span.cluster, span.driver, span.pool, span.device)
-            if key not in timelines:  # an allocation of a renamed key: it belongs to its uuid
+            device_key = (span.cluster, span.driver, span.pool, span.device)
+            # a span without a uuid (held before any slice published the device) belongs to
+            # the device its key names; one of a renamed key to its uuid
+            key = span.uuid or by_key.get(device_key, device_key)
+            if key not in timelines:
                 key = next(iter(timelines))
             timelines[key].allocations.append(span)
         for row in inventory:
@@ -347,14 +353,21 @@ def _name_filters(device: str) -> list:
 
 
 def _device_filter(table, identities: list[DeviceIdentity]):
-    uuids = sorted({d.uuid for d in identities if d.uuid})
-    keyed = [d for d in identities if not d.uuid]
-    clauses = []
-    if uuids:
-        clauses.append(table.uuid.in_(uuids))
-    for d in keyed:
-        clauses.append(
-            and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
-                 table.device == d.device)
-        )  # fmt: skip
+    """Rows of these devices: by uuid where one is known, and by (cluster, driver, pool,
+    device) the rows that carry no uuid (an allocation recorded before any slice published its
+    device, when the allocation result alone named it). A uuid is followed within the cluster
+    it was found in: the same GPU in another cluster (moved, or mirrored twice) is that
+    cluster's device."""
+    uuids: dict[str, set[str]] = {}
+    for d in identities:
+        if d.uuid:
+            uuids.setdefault(d.cluster, set()).add(d.uuid)
+    clauses = [
+        and_(table.cluster == cluster, table.uuid.in_(sorted(found)))
+        for cluster, found in sorted(uuids.items())
+    ]
+    for d in identities:
+        by_key = and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
+                      table.device == d.device)  # fmt: skip
+        clauses.append(and_(by_key, table.uuid.is_(None)) if d.uuid else by_key)
     return or_(*clauses)

@@ -31,6 +31,7 @@ from dra_mirror.service.history import peaks, pgcopy
 from dra_mirror.service.history.intervals import KEYS, Decider, Opened, OpenInterval, Plan
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
+    AllocationInterval,
     Base,
     ClusterMark,
     DeviceInterval,
@@ -192,6 +193,8 @@ class BatchRecorder:
                     .values(end_us=bindparam("end"), end_reason=bindparam("reason"))
                 )
                 await conn.execute(stmt, rows)
+        if plan.identified:
+            await self._fill_uuids(plan.identified)
         if plan.data_updates:
             stmt = (
                 update(DeviceInterval)
@@ -215,6 +218,34 @@ class BatchRecorder:
             + sum(len(rows) for rows in plan.closes.values())
             + len(plan.data_updates)
         )
+
+    async def _fill_uuids(self, identified: dict[tuple[str, str, str, str], str]) -> None:
+        """Give open allocations recorded without a uuid the one their device now has: one
+        SELECT of the open rows without a uuid (few: those held before their slice), one
+        UPDATE per device among them."""
+        a = AllocationInterval
+        clusters = sorted({device[0] for device in identified})
+        query = (
+            select(a.cluster, a.driver, a.pool, a.device)
+            .distinct()
+            .where(a.uuid.is_(None), a.end_us.is_(None), a.cluster.in_(clusters))
+        )
+        rows = [
+            {"c": c, "d": d, "p": p, "n": n, "u": identified[(c, d, p, n)]}
+            for c, d, p, n in await self.conn.execute(query)
+            if (c, d, p, n) in identified
+        ]
+        if not rows:
+            return
+        stmt = (
+            update(a)
+            .where(a.cluster == bindparam("c"), a.driver == bindparam("d"))
+            .where(a.pool == bindparam("p"), a.device == bindparam("n"))
+            .where(a.uuid.is_(None), a.end_us.is_(None))
+            .values(uuid=bindparam("u"))
+        )
+        await self.conn.execute(stmt, rows)
+        self.rows += len(rows)
 
     # --- gaps --------------------------------------------------------------------------
 

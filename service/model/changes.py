@@ -23,7 +23,7 @@ from msgspec import Struct, field
 
 from dra_mirror.service.model.delta import IndexDelta
 from dra_mirror.service.model.live import LiveEvent
-from dra_mirror.service.model.records import ObjectKey, Record, key_of
+from dra_mirror.service.model.records import DeviceKey, ObjectKey, Record, key_of
 
 # Transition types. Times (`at`) are RFC 3339 UTC observation times given to the model.
 CLAIM_CREATED = "claim_created"
@@ -119,8 +119,11 @@ class Seed(Struct):
     (`ClusterIndex.seed`): the records an earlier writer left, the idle marks it wrote (a
     claim idle since before a takeover keeps that time), and the kinds whose complete LIST
     those records reflect (every kind once the earlier writer reported the cluster synced; a
-    kind with records at least, since a kind's first LIST is written as one batch)."""
+    kind with records at least, since a kind's first LIST is written as one batch), and the
+    uuids of the held devices no slice published any more."""
 
     records: list[Record] = field(default_factory=list)
     idle_since: dict[ObjectKey, str] = field(default_factory=dict)
     listed: frozenset[str] = frozenset()
+    # The uuids of held devices no slice publishes (their slices went before the takeover).
+    uuids: dict[DeviceKey, str] = field(default_factory=dict)

@@ -196,8 +196,10 @@ class ClaimTracker:
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
                 held.add(device)
                 self._hold_transition(ch.ALLOCATED, device, new_holds[hold], new, key, batch)
-            elif old_holds[hold][0] != ref:
-                links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
+            else:
+                held.add(device)  # the allocation's node may have moved (unpublished devices)
+                if old_holds[hold][0] != ref:
+                    links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
 
     def _diff_consumers(
         self,

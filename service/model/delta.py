@@ -10,6 +10,8 @@ store kept outside this process (Redis) writes it without an index of its own:
   full list of each from-key the batch touched, as the index answers it (sorted; holds in
   (claim, request, shareID) order), so a store may keep one value per from-key;
 * `devices` — devices of a valid pool generation whose entry changed (None: no longer valid);
+* `unpublished` — devices held but published by no slice whose entry changed (None: published
+  again, or no longer held);
 * `statuses` — devices whose status (free / held / shared / blocked) changed (None: gone);
 * `idle` — claims that became idle (since when) or stopped being idle (None).
 
@@ -38,11 +40,19 @@ class IndexDelta(Struct):
     unlinked: set[LinkEntry] = field(default_factory=set)
     lists: dict[tuple[Relation, Hashable], list[Any]] = field(default_factory=dict)
     devices: dict[DeviceKey, DeviceEntry | None] = field(default_factory=dict)
+    unpublished: dict[DeviceKey, DeviceEntry | None] = field(default_factory=dict)
     statuses: dict[DeviceKey, str | None] = field(default_factory=dict)
     idle: dict[ObjectKey, str | None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.linked or self.unlinked or self.devices or self.statuses or self.idle)
+        return bool(
+            self.linked
+            or self.unlinked
+            or self.devices
+            or self.unpublished
+            or self.statuses
+            or self.idle
+        )
 
     def link(self, entry: LinkEntry, payload: Any) -> None:
         self.unlinked.discard(entry)

@@ -8,6 +8,15 @@ event, recomputes that one pool (O(pool size)) and diffs its devices: reverse ma
 itself (attributes, capacity, counters, taints) or its node changed; a pool becoming complete
 or incomplete updates the entries silently.
 
+A device an allocation result names and no slice publishes (the driver withdrew its slices, a
+node went, claims were listed before slices) is held all the same: holds are keyed by the
+allocation result alone. Such a device gets an unpublished entry (`DeviceEntry.published`
+False: its name, its node from a holding claim's allocation, shareable when a hold carries a
+shareID, the uuid it had when last published) while it is held and unpublished, linked by
+name, node and uuid like a published one (not by slice or pool: it has neither), so whoHolds,
+Pod.devices and Node.devices find it. It is refreshed for every device whose holds or
+publication a batch changed, before the batch settles (`refresh_unpublished`).
+
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
 shares counters (a MIG partition's allocation blocks its siblings) or its counter sets
@@ -17,17 +26,20 @@ reported (IndexDelta.statuses, live events). Reading a status is then a dict loo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from dra_mirror.service.model import changes as ch
-from dra_mirror.service.model.inventory import counters_free, device_status
+from dra_mirror.service.model.inventory import consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
     FREE,
     HELD,
     SHARED,
+    AllocationRef,
+    ClaimRecord,
+    Device,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
@@ -56,7 +68,11 @@ class DeviceTracker:
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
         self._pools: dict[PoolKey, ValidPool] = {}
         self.devices: dict[DeviceKey, DeviceEntry] = {}
+        self.unpublished: dict[DeviceKey, DeviceEntry] = {}  # held, published by no slice
         self.statuses: dict[DeviceKey, str] = {}  # as of the last settled batch
+        # The uuid of a device that stopped being published (or that a seed says it had),
+        # until the batch settles: its unpublished entry keeps it.
+        self._last_uuid: dict[DeviceKey, str] = {}
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -70,7 +86,7 @@ class DeviceTracker:
         held = (
             entry.device
             for key, entry in valid.devices.items()
-            if links.get(DEVICE_ALLOCATIONS, key)
+            if consumes(links.get(DEVICE_ALLOCATIONS, key).values())
         )
         return counters_free(valid.counter_sets, held)
 
@@ -108,9 +124,10 @@ class DeviceTracker:
             if previous is not None and previous.device.consumes_counters:
                 pools.add(PoolKey(key.driver, key.pool))
             old = statuses.get(key)
+            holds = holds_of(key)
             if entry is None:
                 new = None
-            elif holds_of(key):
+            elif holds and consumes(holds.values()):
                 new = SHARED if entry.device.shareable else HELD
             else:
                 new = FREE
@@ -133,6 +150,74 @@ class DeviceTracker:
                     before.setdefault(key, old)
                     statuses[key] = new
         return before
+
+    # --- held, not published ----------------------------------------------------------------
+
+    def remember_uuids(self, uuids: dict[DeviceKey, str]) -> None:
+        """The uuids of unpublished devices an earlier writer knew (a seed)."""
+        self._last_uuid.update(uuids)
+
+    def refresh_unpublished(self, touched: Touched) -> None:
+        """Give every device the batch touched that is held and not published its entry, and
+        drop the entries of those published again or no longer held (delta.unpublished)."""
+        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        unpublished = self.unpublished
+        for key in touched.devices:
+            old = unpublished.get(key)
+            holds = holds_of(key)
+            published = self.devices.get(key)
+            if published is not None or not holds:
+                if old is not None:
+                    del unpublished[key]
+                    self._unlink_unpublished(old, keep=published)
+                    touched.delta.unpublished[key] = None
+                continue
+            new = self._unpublished_entry(key, holds.values(), old)
+            if new != old:
+                if old is not None:
+                    self._unlink_unpublished(old)
+                unpublished[key] = new
+                self._link_unpublished(new)
+                touched.delta.unpublished[key] = new
+        self._last_uuid.clear()
+
+    def _unpublished_entry(
+        self, key: DeviceKey, holds: Iterable[AllocationRef], old: DeviceEntry | None
+    ) -> DeviceEntry:
+        refs = sorted(holds, key=lambda r: (r.claim, r.request, r.share_id or ""))
+        node = None
+        for ref in refs:
+            claim = self._index.get(ref.claim)
+            if isinstance(claim, ClaimRecord) and claim.allocation is not None:
+                node = claim.allocation.node_name
+                if node:
+                    break
+        uuid = self._last_uuid.get(key) or (old.device.uuid if old is not None else None)
+        # DeviceRequestAllocationResult.shareID: set when the device "supports multiple
+        # simultaneous allocations".
+        shareable = any(r.share_id for r in refs)
+        return DeviceEntry(
+            key=key,
+            device=Device(name=key.device, shareable=shareable, uuid=uuid),
+            slice=None,
+            node=node,
+            pool_complete=False,
+            published=False,
+        )
+
+    def _link_unpublished(self, entry: DeviceEntry) -> None:
+        links = self._index.links
+        for relation, from_key in _unpublished_links(entry):
+            links.add(relation, from_key, entry.key)
+
+    def _unlink_unpublished(self, entry: DeviceEntry, *, keep: DeviceEntry | None = None) -> None:
+        """Drop the links of an unpublished entry, but those the device's published entry
+        (`keep`: a slice publishes it again) holds too."""
+        links = self._index.links
+        kept = set(_device_links(keep)) if keep is not None else set()
+        for relation, from_key in _unpublished_links(entry):
+            if (relation, from_key) not in kept:
+                links.remove(relation, from_key, entry.key)
 
     # --- slices ---------------------------------------------------------------------------------
 
@@ -174,6 +259,8 @@ class DeviceTracker:
             if dk not in after.devices:
                 self._unlink(entry)
                 del self.devices[dk]
+                if entry.device.uuid:
+                    self._last_uuid[dk] = entry.device.uuid
                 touched.device(dk, entry, None)
                 self._transition(ch.DEVICE_DISAPPEARED, entry, batch)
         for dk, entry in after.devices.items():
@@ -235,8 +322,18 @@ def _linked_by(entry: DeviceEntry) -> tuple[object, ...]:
     return (entry.slice, entry.node, entry.device.uuid)
 
 
+def _unpublished_links(entry: DeviceEntry) -> Iterator[tuple[Relation, Hashable]]:
+    key = entry.key
+    yield NAME_DEVICES, key.device
+    if entry.node:
+        yield NODE_DEVICES, (key.cluster, entry.node)
+    if entry.device.uuid:
+        yield UUID_DEVICES, entry.device.uuid
+
+
 def _device_links(entry: DeviceEntry) -> Iterator[tuple[Relation, Hashable]]:
     key = entry.key
+    assert entry.slice is not None
     yield SLICE_DEVICES, entry.slice
     yield POOL_DEVICES, (key.cluster, key.driver, key.pool)
     yield NAME_DEVICES, key.device

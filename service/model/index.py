@@ -123,11 +123,17 @@ class ClusterIndex:
         return len(self._objects[kind])
 
     def device(self, key: DeviceKey) -> DeviceEntry | None:
-        return self._devices.devices.get(key)
+        """The device's entry: published, or held and published by no slice."""
+        found = self._devices.devices.get(key)
+        return found if found is not None else self._devices.unpublished.get(key)
 
     def devices(self) -> Iterable[DeviceEntry]:
         """Every device of the valid generation of its pool."""
         return self._devices.devices.values()
+
+    def unpublished_devices(self) -> Iterable[DeviceEntry]:
+        """Every device held by a claim and published by no slice (`DeviceEntry.published`)."""
+        return self._devices.unpublished.values()
 
     def lookup(self, relation: Relation, key: Hashable) -> list[Any]:
         """The values a relation maps `key` to, sorted (holds: see `holds`)."""
@@ -202,6 +208,7 @@ class ClusterIndex:
         listed = POD if POD in seed.listed else None
         self._fold((Event(MODIFIED, r) for r in seed.records), batch, listed)
         self._claims.seed_idle(seed.idle_since)
+        self._devices.remember_uuids(seed.uuids)
         self._settle(batch, "", None, live=False)
         if seed.records:
             self._unannounced = set(_ANNOUNCED_KINDS)
@@ -234,6 +241,7 @@ class ClusterIndex:
     def _settle(
         self, batch: Batch, resource_version: str, listed: str | None, *, live: bool = True
     ) -> ch.Changes:
+        self._devices.refresh_unpublished(self.touched)  # its links belong to this batch
         touched, self.touched = self.touched, Touched()
         self.links.delta = self.touched.delta if self._link_deltas else None
         delta = touched.delta

@@ -8,10 +8,16 @@ Rules (DESIGN.md "Derived states", "Identity"; dra-api.md §4, §6):
 * a device held by claims is `shared` when it allows multiple allocations
   (`allowMultipleAllocations`, each hold carrying a shareID and consumedCapacity), otherwise
   `held` (exclusive);
+* an admin-access hold consumes nothing: claims with adminAccess "ignore all ordinary claims to
+  the device with respect to access modes and any resource allocations" (resource/v1
+  DeviceRequest.adminAccess), and kube-scheduler does not count their results as allocated. A
+  device only admin-access claims hold is free (or blocked) as if unheld; they stay its holders;
 * counters are a pool resource: the counter sets of a pool's valid generation minus what every
   allocated device of that pool consumes (a device held several times consumes once);
 * remaining capacity of a device: each capacity's value minus the consumedCapacity of every
-  hold; an exclusive hold consumes everything. Results keep the format of the capacity value.
+  consuming hold; an exclusive hold consumes everything. consumedCapacity names a capacity as
+  the claim's writer spelled it: an unqualified name is in the driver's domain (QualifiedName),
+  so both sides compare qualified. Results keep the format of the capacity value.
 
 All functions are pure and take records, so the index, the stores, the schema and the
 simulator compute the same answers.
@@ -22,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
+from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import format_quantity, parse_quantity
 from dra_mirror.service.model.records import (
     BLOCKED,
@@ -77,6 +84,16 @@ def counters_fit(device: Device, free: CountersFree | None) -> bool:
     return True
 
 
+def consuming(holds: Iterable[AllocationRef]) -> list[AllocationRef]:
+    """The holds that take the device: every hold but admin-access ones."""
+    return [h for h in holds if not h.admin_access]
+
+
+def consumes(holds: Iterable[AllocationRef]) -> bool:
+    """Whether any of the holds takes the device (is not admin access)."""
+    return any(not h.admin_access for h in holds)
+
+
 def device_status(
     entry: DeviceEntry | Device,
     holds: Sequence[AllocationRef],
@@ -85,28 +102,37 @@ def device_status(
 ) -> str:
     """free | held | shared | blocked. `counters_free` is the pool's (see `counters_free()`)."""
     device = entry.device if isinstance(entry, DeviceEntry) else entry
-    if holds:
+    if consumes(holds):
         return SHARED if device.shareable else HELD
     if not counters_fit(device, counters_free):
         return BLOCKED
     return FREE
 
 
-def remaining_capacity(
-    entry: DeviceEntry | Device, holds: Sequence[AllocationRef]
-) -> dict[str, str]:
-    """Per capacity name, what is left after every hold (an exclusive hold takes it all)."""
-    device = entry.device if isinstance(entry, DeviceEntry) else entry
+def consumed_by(holds: Iterable[AllocationRef], driver: str) -> dict[str, Fraction]:
+    """What the consuming holds take of each capacity, by qualified name."""
+    used: dict[str, Fraction] = {}
+    for hold in holds:
+        if hold.admin_access:
+            continue
+        for name, amount in hold.consumed_capacity.items():
+            key = qualify(name, driver)
+            used[key] = used.get(key, Fraction(0)) + _amount(amount)
+    return used
+
+
+def remaining_capacity(entry: DeviceEntry, holds: Sequence[AllocationRef]) -> dict[str, str]:
+    """Per capacity (qualified name), what is left after every consuming hold (an exclusive
+    hold takes it all)."""
+    device = entry.device
+    taking = consuming(holds)
+    used = consumed_by(taking, entry.key.driver) if device.shareable else {}
     remaining: dict[str, str] = {}
     for name, capacity in device.capacity.items():
         total = _amount(capacity.value)
-        if holds and not device.shareable:
+        if taking and not device.shareable:
             left = Fraction(0)
         else:
-            used = sum(
-                (_amount(h.consumed_capacity[name]) for h in holds if name in h.consumed_capacity),
-                Fraction(0),
-            )
-            left = max(total - used, Fraction(0))
+            left = max(total - used.get(name, Fraction(0)), Fraction(0))
         remaining[name] = format_quantity(left, like=capacity.value)
     return remaining

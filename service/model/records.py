@@ -5,8 +5,12 @@ into these records; everything downstream (index, stores, schema, history, diagn
 simulator's allocator) reads only these. They promise:
 
 * no managedFields and no fields the mirror does not serve or record;
-* attribute and capacity keys are fully qualified (`gpu.nvidia.com/uuid`): an unqualified key
-  belongs to the driver's own domain, as the API server's CEL environment treats it;
+* attribute and capacity keys of a device are fully qualified (`gpu.nvidia.com/uuid`): an
+  unqualified key belongs to the driver's own domain, as the API server's CEL environment treats
+  it; `Device.unqualified` remembers which keys the slice wrote without their domain, so a
+  device is shown as the object writes it (`Device.written`). Names a claim writes
+  (`capacity.requests`, `consumedCapacity`) stay as written: their driver is the device's, so
+  they are qualified where they meet one (`service.model.metadata.qualify`);
 * quantities stay the Kubernetes string (`"143771Mi"`); parse with `service.model.quantity`;
 * records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly;
 * records are immutable trees without reference cycles, so they are declared `gc=False`: the
@@ -165,6 +169,13 @@ class Device(Struct, frozen=True, gc=False):
     all_nodes: bool = False
     node_selector: dict[str, Any] | None = None
     binding_conditions: tuple[str, ...] = ()
+    # The qualified attribute and capacity keys the slice wrote without their domain.
+    unqualified: frozenset[str] = frozenset()
+
+    def written(self, name: str) -> str:
+        """A qualified attribute or capacity key as the slice wrote it (`memory`, or
+        `resource.kubernetes.io/pcieRoot`)."""
+        return name.rsplit("/", 1)[1] if name in self.unqualified else name
 
 
 class Pool(Struct, frozen=True, gc=False):
@@ -321,14 +332,19 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
 
 
 class DeviceEntry(Struct, frozen=True, gc=False):
-    """A device of the valid generation of its pool, with where it lives."""
+    """A device of the valid generation of its pool, with where it lives — or, `published`
+    False, a device an allocation result names and no slice publishes (the driver withdrew
+    it, its node went, or the claim was listed before the slices): known by what the holding
+    allocations say (its name, its node from their nodeSelector, shareable when they carry a
+    shareID) and the uuid it had when it was last published."""
 
     key: DeviceKey
     device: Device
-    slice: ObjectKey
+    slice: ObjectKey | None  # None: no slice publishes it
     node: str | None  # the node a node-local device is on; None for network-attached devices
     pool_generation: int = 0
     pool_complete: bool = True
+    published: bool = True
 
 
 class AllocationRef(Struct, frozen=True, gc=False):

@@ -29,8 +29,9 @@ _LIST_FORMS = ("ints", "bools", "strings", "versions")
 
 
 class SharedValues:
-    """One object per distinct attribute value, plain capacity, qualified key and node-local
-    node selector, for the objects converted with it."""
+    """One object per distinct attribute value, plain capacity, qualified key, set of keys
+    written without their domain and node-local node selector, for the objects converted
+    with it."""
 
     def __init__(self, *, limit: int = 65_536) -> None:
         self.limit = limit
@@ -38,6 +39,7 @@ class SharedValues:
         self.capacities: dict[str, Capacity] = {}
         self.keys: dict[tuple[str, str], str] = {}
         self.selectors: dict[str, dict[str, Any]] = {}
+        self.name_sets: dict[frozenset[str], frozenset[str]] = {}
 
     def _room(self, table: dict[Any, Any]) -> dict[Any, Any]:
         if len(table) >= self.limit:
@@ -49,6 +51,14 @@ class SharedValues:
         found = self.keys.get((driver, key))
         if found is None:
             found = self._room(self.keys)[(driver, key)] = intern(qualify(key, driver))
+        return found
+
+    def names(self, names: frozenset[str]) -> frozenset[str]:
+        """`names`, or an equal set already seen (the devices of one driver write the same
+        keys without their domain)."""
+        found = self.name_sets.get(names)
+        if found is None:
+            found = self._room(self.name_sets)[names] = names
         return found
 
     def attribute(self, value: api.DeviceAttribute) -> Attribute:

@@ -5,8 +5,9 @@ Rules (dra-api.md §1, §4):
 * v1beta1/v1alpha3 wrap a device's fields in `basic`; v1/v1beta2 do not. Both give one `Device`.
 * v1alpha3 capacities are bare quantities (`memory: 9728Mi`); later ones `{value: …}`.
 * v1beta1 `nodeName: ""` and `allNodes: false` mean unset (non-pointer fields); v1 omits them.
-* Attribute and capacity keys are qualified with the driver's domain; `Device.uuid` is the
-  string value of `<driver>/uuid` where the driver publishes it (NVIDIA: GPU-…/MIG-…).
+* Attribute and capacity keys are qualified with the driver's domain, and the keys written
+  without it are remembered (`Device.unqualified`) to show them as written; `Device.uuid` is
+  the string value of `<driver>/uuid` where the driver publishes it (NVIDIA: GPU-…/MIG-…).
 * An attribute value has exactly one member set; the first set member wins (round-trip test
   data sets all of them), a value with none is malformed.
 * Equal scalar attribute values and plain capacities of the slices decoded together are one
@@ -55,9 +56,11 @@ def _counters(counters: dict[str, api.Counter] | None) -> dict[str, str]:
 def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device:
     fields: api.DeviceFields = wire.basic if wire.basic is not None else wire
     key, attribute, capacity = shared.key, shared.attribute, shared.capacity
-    attributes = {
-        key(name, driver): attribute(value) for name, value in (fields.attributes or {}).items()
-    }
+    written = fields.attributes or {}
+    attributes = {key(name, driver): attribute(value) for name, value in written.items()}
+    capacities = fields.capacity or {}
+    unqualified = [key(n, driver) for n in written if "/" not in n]
+    unqualified += [key(n, driver) for n in capacities if "/" not in n]
     uuid = attributes.get(key("uuid", driver))
     consumes = fields.consumes_counters
     taints = fields.taints
@@ -65,7 +68,7 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
     return Device(
         intern(wire.name),
         attributes,
-        {key(name, driver): capacity(value) for name, value in (fields.capacity or {}).items()},
+        {key(name, driver): capacity(value) for name, value in capacities.items()},
         bool(fields.allow_multiple_allocations),
         tuple(CounterConsumption(intern(c.counter_set), _counters(c.counters)) for c in consumes)
         if consumes
@@ -76,6 +79,7 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
         bool(fields.all_nodes),
         fields.node_selector or None,
         tuple(conditions) if conditions else (),
+        shared.names(frozenset(unqualified)) if unqualified else frozenset(),
     )
 
 

@@ -350,7 +350,7 @@ def device_entries(slices: Iterable[SliceRecord]) -> dict[str | None, list[Devic
     # Within a node, devices in the drivers' order (gpu-0 … gpu-7), whatever the slice names;
     # the sort is stable, so a slice keeps its own device order.
     order = {record_key(sl): _slice_order(sl) for sl in slices}
-    entries.sort(key=lambda entry: order[entry.slice])
+    entries.sort(key=lambda entry: order[entry.slice] if entry.slice is not None else ())
     by_node: dict[str | None, list[DeviceEntry]] = {}
     for entry in entries:
         by_node.setdefault(entry.node, []).append(entry)

@@ -20,7 +20,7 @@ It implements `service.stores.protocols.StateStore` and promises:
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
 from typing import Any
 
 from msgspec.structs import replace
@@ -120,11 +120,19 @@ class MemoryStore:
         return out
 
     async def list_devices(
-        self, *, cluster: str | None = None, driver: str | None = None
+        self,
+        *,
+        cluster: str | None = None,
+        driver: str | None = None,
+        published: bool | None = True,
     ) -> builtins.list[DeviceEntry]:
         out: list[DeviceEntry] = []
         for index in self._sorted_indexes(cluster):
-            entries = index.devices()
+            entries: Iterable[DeviceEntry]
+            if published is None:
+                entries = [*index.devices(), *index.unpublished_devices()]
+            else:
+                entries = index.devices() if published else index.unpublished_devices()
             if driver is not None:
                 entries = [e for e in entries if e.key.driver == driver]
             out.extend(sorted(entries, key=lambda e: e.key))

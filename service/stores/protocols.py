@@ -98,11 +98,20 @@ class StateReader(Protocol):
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
     ) -> list[Record]: ...
 
-    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]: ...
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
+        """Each device's entry: published, or held and published by no slice (None: neither)."""
+        ...
 
     async def list_devices(
-        self, *, cluster: str | None = None, driver: str | None = None
-    ) -> builtins.list[DeviceEntry]: ...
+        self,
+        *,
+        cluster: str | None = None,
+        driver: str | None = None,
+        published: bool | None = True,
+    ) -> builtins.list[DeviceEntry]:
+        """Devices sorted by key: those slices publish (`published` True), those held and
+        published by no slice (False), or both (None)."""
+        ...
 
     async def lookup(
         self, relation: Relation, keys: Sequence[Hashable]

@@ -130,16 +130,18 @@ class RedisStore:
 
     async def held(self, cluster: str) -> Seed:
         """What the store holds of `cluster`, to seed a new writer's index: every record, the
-        idle marks, and the kinds those records are complete for (every kind once the cluster
-        was reported synced; else the kinds with records, each first written as one batch)."""
+        idle marks, the kinds those records are complete for (every kind once the cluster
+        was reported synced; else the kinds with records, each first written as one batch),
+        and the uuids of held devices no slice publishes."""
         keys = self.keys(cluster)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.sadd(clusters_key(self.prefix), cluster)
             pipe.get(keys.status)
             pipe.hgetall(keys.idle)
+            pipe.hvals(keys.unpublished)
             for kind in KINDS:
                 pipe.hvals(keys.objects(kind))
-            _, status, idle, *values = await self._call(pipe.execute())
+            _, status, idle, unpublished, *values = await self._call(pipe.execute())
         self._registered.add(cluster)
         records = [record_decoder.decode(raw) for found in values for raw in found]
         synced = status is not None and status_decoder.decode(status).synced
@@ -148,7 +150,9 @@ class RedisStore:
         for field, since in idle.items():
             namespace, name = split_object_field(field)
             marks[ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)] = since.decode()
-        return Seed(records, marks, listed)
+        held = (entry_decoder.decode(raw) for raw in unpublished)
+        uuids = {e.key: e.device.uuid for e in held if e.device.uuid}
+        return Seed(records, marks, listed, uuids)
 
     # --- StateWriter --------------------------------------------------------------------------
 
@@ -280,33 +284,50 @@ class RedisStore:
         return out
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
+        """Published entries first, else the entry of a device held and published by no
+        slice: two HGETs per key, one round trip."""
         keys = [DeviceKey(*_as_key(k)) for k in keys]
         if not keys:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
             for key in keys:
-                pipe.hget(self.keys(key.cluster).devices, device_field(key))
+                field = device_field(key)
+                cluster_keys = self.keys(key.cluster)
+                pipe.hget(cluster_keys.devices, field)
+                pipe.hget(cluster_keys.unpublished, field)
             found = await self._call(pipe.execute())
-        return [entry_decoder.decode(raw) if raw is not None else None for raw in found]
+        pairs = zip(found[::2], found[1::2], strict=True)
+        return [
+            entry_decoder.decode(raw) if raw is not None else None
+            for raw in (published if published is not None else held for published, held in pairs)
+        ]
 
     async def list_devices(
-        self, *, cluster: str | None = None, driver: str | None = None
+        self,
+        *,
+        cluster: str | None = None,
+        driver: str | None = None,
+        published: bool | None = True,
     ) -> builtins.list[DeviceEntry]:
         names = [cluster] if cluster is not None else await self._cluster_names()
+        wanted = (True, False) if published is None else (published,)
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in names:
-                pipe.hgetall(self.keys(name).devices)
+                keys = self.keys(name)
+                for which in wanted:
+                    pipe.hgetall(keys.devices if which else keys.unpublished)
             found = await self._call(pipe.execute())
         prefix = driver_prefix(driver) if driver is not None else b""
-        out: list[DeviceEntry] = []
-        for name, fields in zip(names, found, strict=True):
-            chosen = sorted(
+        chosen: list[tuple[DeviceKey, bytes]] = []
+        for position, fields in enumerate(found):
+            name = names[position // len(wanted)]
+            chosen.extend(
                 (decode_device_key(name, field), raw)
                 for field, raw in fields.items()
                 if field.startswith(prefix)
             )
-            out.extend(entry_decoder.decode(raw) for _, raw in chosen)
-        return out
+        chosen.sort(key=lambda pair: pair[0])
+        return [entry_decoder.decode(raw) for _, raw in chosen]
 
     async def lookup(
         self, relation: Relation | str, keys: Sequence[Hashable]

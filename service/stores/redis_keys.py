@@ -8,6 +8,8 @@ shards by cluster. The layout (docs/redis.md has the full table):
     PREFIX:{c}:status                             STRING msgpack ClusterStatus
     PREFIX:{c}:obj:<Kind>                         HASH  "namespace/name" -> msgpack record
     PREFIX:{c}:devices                            HASH  device field -> msgpack DeviceEntry
+    PREFIX:{c}:unpublished                        HASH  device field -> msgpack DeviceEntry of a
+                                                        device held and published by no slice
     PREFIX:{c}:device_status                      HASH  device field -> free|held|shared|blocked
     PREFIX:{c}:idle                               HASH  "namespace/name" -> idle since (claims)
     PREFIX:{c}:link:<relation>:<from>             SET   class_claims, name_devices (large fan-out):
@@ -84,6 +86,7 @@ class Keys:
         self.base = base
         self.status = base + "status"
         self.devices = base + "devices"
+        self.unpublished = base + "unpublished"
         self.device_status = base + "device_status"
         self.idle = base + "idle"
         self.lease = base + "lease"

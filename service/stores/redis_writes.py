@@ -2,7 +2,8 @@
 
 The Redis store derives nothing and keeps no index: each `Changes` carries its records, what
 the model derived of them (`Changes.delta`: reverse-map entries, the whole list of every
-touched from-key of a bounded relation, valid devices, device statuses, idle marks) and its
+touched from-key of a bounded relation, valid devices, held devices no slice publishes,
+device statuses, idle marks) and its
 live events; `Ops.of(changes)` turns that into Redis commands. Promises:
 
 * a batch's records, reverse maps, devices, device statuses, idle marks and its live events
@@ -121,6 +122,9 @@ class Ops:
         for relation, (sets, dels) in by_relation.items():
             self._hash(keys.links(relation), sets, dels)
         self._entries(keys.devices, ((device_field(k), e) for k, e in delta.devices.items()))
+        self._entries(
+            keys.unpublished, ((device_field(k), e) for k, e in delta.unpublished.items())
+        )
         self._entries(keys.idle, ((object_field(k).encode(), s) for k, s in delta.idle.items()))
         self._entries(keys.device_status, ((device_field(k), s) for k, s in delta.statuses.items()))
         if changes.events:

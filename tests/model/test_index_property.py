@@ -23,7 +23,7 @@ from dra_mirror.service.model import inventory
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
 from dra_mirror.service.model.live import ClaimEvent, DeviceState
 from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
-from dra_mirror.service.model.relations import FAN_OUT
+from dra_mirror.service.model.relations import FAN_OUT, Relation
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_
 
 POOLS = ("n0", "n1", "net")
@@ -144,10 +144,22 @@ def _step(data: st.DataObject, final: dict[Any, Record]) -> Event:
 
 
 def state(index: ClusterIndex) -> dict[str, Any]:
+    """What the index answers from. A device held and published by no slice keeps the uuid it
+    had when last published, which a fresh index (no past) cannot know: compared without it."""
     devices = {entry.key: entry for entry in index.devices()}
+    unpublished = {
+        e.key: replace(e, device=replace(e.device, uuid=None)) for e in index.unpublished_devices()
+    }
+    links = {r: {k: dict(v) for k, v in index.links.mapping(r).items()} for r in RELATIONS}
+    links[Relation.UUID_DEVICES] = {
+        uuid: kept
+        for uuid, found in links[Relation.UUID_DEVICES].items()
+        if (kept := {k: p for k, p in found.items() if k not in unpublished})
+    }
     return {
         "records": {kind: {key_of(r): r for r in index.records(kind)} for kind in KINDS},
-        "links": {r: {k: dict(v) for k, v in index.links.mapping(r).items()} for r in RELATIONS},
+        "links": links,
+        "unpublished": unpublished,
         "devices": devices,
         "statuses": {key: index.device_status(key) for key in devices},
         "idle": set(index.idle_claims()),
@@ -298,6 +310,7 @@ class Replica:
         self.links: dict[tuple, Any] = {}
         self.lists: dict[tuple, list] = {}
         self.devices: dict[Any, Any] = {}
+        self.unpublished: dict[Any, Any] = {}
         self.statuses: dict[Any, str] = {}
         self.idle: dict[Any, str] = {}
         self.live_claims: dict[Any, tuple] = {}  # claim -> (record, idle since), from events
@@ -319,6 +332,7 @@ class Replica:
             else:
                 self.lists.pop(relation_key, None)
         for target, changed in ((self.devices, delta.devices), (self.statuses, delta.statuses),
+                                (self.unpublished, delta.unpublished),
                                 (self.idle, delta.idle)):  # fmt: skip
             for key, value in changed.items():
                 if value is None:
@@ -355,6 +369,7 @@ class Replica:
             for k in index.links.mapping(r)
         }
         assert self.devices == folded["devices"]
+        assert self.unpublished == {e.key: e for e in index.unpublished_devices()}
         assert self.statuses == folded["statuses"]
         assert self.idle == {k: index.idle_since(k) for k in index.idle_claims()}
         assert self.live_claims == {

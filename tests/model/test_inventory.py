@@ -12,9 +12,12 @@ from dra_mirror.service.model.records import (
     SHARED,
     AllocationRef,
     CounterSet,
+    Device,
+    DeviceEntry,
+    DeviceKey,
     ObjectKey,
 )
-from tests.model.builders import device
+from tests.model.builders import DRIVER, device
 
 CLAIM = ObjectKey("east", "ResourceClaim", "ns", "c1")
 OTHER = ObjectKey("east", "ResourceClaim", "ns", "c2")
@@ -25,12 +28,27 @@ MIG_3G_B = device("gpu-0-mig-3g-b", consumes={"gpu-0": {"memory": "40Gi", "slice
 MIG_1G = device("gpu-0-mig-1g", consumes={"gpu-0": {"memory": "10Gi", "slices": "1"}})
 
 
-def hold(claim: ObjectKey = CLAIM, **consumed: str) -> AllocationRef:
+def hold(claim: ObjectKey = CLAIM, *, admin: bool = False, **consumed: str) -> AllocationRef:
     return AllocationRef(
         claim=claim,
         request="r",
         share_id="s" if consumed else None,
         consumed_capacity={f"gpu.nvidia.com/{k}": v for k, v in consumed.items()},
+        admin_access=admin,
+    )
+
+
+def short(claim: ObjectKey = CLAIM, **consumed: str) -> AllocationRef:
+    """A share whose consumedCapacity names capacities without their domain."""
+    return AllocationRef(claim=claim, request="r", share_id="s", consumed_capacity=consumed)
+
+
+def entry(d: Device) -> DeviceEntry:
+    return DeviceEntry(
+        key=DeviceKey("east", DRIVER, "n1", d.name),
+        device=d,
+        slice=ObjectKey("east", "ResourceSlice", "", "s"),
+        node="n1",
     )
 
 
@@ -51,6 +69,11 @@ def hold(claim: ObjectKey = CLAIM, **consumed: str) -> AllocationRef:
         (MIG_3G, (WHOLE,), (), BLOCKED),
         (WHOLE, (WHOLE,), (hold(),), HELD),  # held beats blocked
         (MIG_1G, (), (), FREE),
+        # Admin access observes: it neither holds nor shares the device.
+        (device("g"), (), (hold(admin=True),), FREE),
+        (device("g", shareable=True), (), (hold(admin=True), hold(memory="1Gi")), SHARED),
+        (device("g"), (), (hold(admin=True), hold(OTHER)), HELD),
+        (WHOLE, (MIG_3G,), (hold(admin=True),), BLOCKED),
     ],
 )
 def test_device_status(target, allocated, holds, status) -> None:
@@ -89,7 +112,21 @@ def test_counters_free_subtracts_each_allocated_device() -> None:
             (hold(memory="2Gi"),),
             {"gpu.nvidia.com/memory": "0"},
         ),
+        # consumedCapacity as the scheduler writes the device's own spelling: `memory` of
+        # gpu.nvidia.com is gpu.nvidia.com/memory (QualifiedName).
+        (
+            device("g", memory="143771Mi", shareable=True),
+            (short(memory="40Gi"), short(OTHER, memory="20Gi")),
+            {"gpu.nvidia.com/memory": "82331Mi"},
+        ),
+        # Admin access takes no capacity, exclusive or shared.
+        (device("g", memory="80Gi"), (hold(admin=True),), {"gpu.nvidia.com/memory": "80Gi"}),
+        (
+            device("g", memory="80Gi", shareable=True),
+            (hold(admin=True, memory="80Gi"), hold(OTHER, memory="10Gi")),
+            {"gpu.nvidia.com/memory": "70Gi"},
+        ),
     ],
 )
 def test_remaining_capacity(target, holds, remaining) -> None:
-    assert remaining_capacity(target, list(holds)) == remaining
+    assert remaining_capacity(entry(target), list(holds)) == remaining

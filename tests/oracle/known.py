@@ -28,16 +28,9 @@ class Defect:
 DEFECTS = {
     d.name: d
     for d in (
-        Defect("held-but-unpublished", "a device held by a claim but published by no slice: whoHolds by driver/pool/device answers nothing, and following the allocation to its `slice` fails the claim's whole allocation"),
-        Defect("published-not-served", "Device.published (API.md) is not in the graph"),
-        Defect("pool-status-not-served", "pool status as KEP-5677 counts it is not in the graph"),
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
-        Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
-        Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
-        Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
-        Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
         Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
 }  # fmt: skip
@@ -56,18 +49,6 @@ def _visible(machine: Any, kind: str) -> list[dict]:
     return [o for (k, _, _), o in machine.visible.items() if k == kind]
 
 
-def _holds(machine: Any, key: tuple[str, str, str]) -> list[dict]:
-    return [
-        r for claim in _visible(machine, "ResourceClaim") for r in reading.results(claim)
-        if (r.get("driver"), r.get("pool"), r.get("device")) == key
-    ]  # fmt: skip
-
-
-def _unpublished(truth: Any, key: tuple[str, str, str]) -> bool:
-    device = truth.devices.get(key)
-    return device is not None and not device.published
-
-
 def _rule_taints(machine: Any, key: tuple[str, str, str]) -> set[tuple[str, str, str]]:
     found = set()
     for rule in _visible(machine, "DeviceTaintRule"):
@@ -84,12 +65,6 @@ def _spans_handover(machine: Any, since: str, until: str | None) -> bool:
     return any(since < h and (until is None or h < until) for h in machine.handovers)
 
 
-def _before_slice(machine: Any, interval: Any) -> bool:
-    """The holding may have been folded before the slice of its device: the device was not
-    published when it began, or it began at a step that listed claims before slices."""
-    return not interval.published_at_start or interval.since in machine.claims_first
-
-
 def _history(m: Mismatch, machine: Any) -> str | None:
     if m.area == "history.intervals":
         intervals = [
@@ -97,8 +72,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             for i in machine.timeline.intervals()
             if "/".join((i.holding.driver, i.holding.pool, i.holding.device)) == m.key
         ]
-        if any(_before_slice(machine, i) for i in intervals):
-            return "history-identity-before-slice"
         if any(_spans_handover(machine, i.since, i.until) for i in intervals):
             return "handover-false-gap"
         return None
@@ -119,8 +92,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             i for i in machine.timeline.intervals()
             if (i.holding.driver, i.holding.pool, i.holding.device) == key and i.since <= instant and (i.until is None or instant < i.until)
         ]  # fmt: skip
-        if any(_before_slice(machine, i) for i in intervals):
-            return "history-identity-before-slice"
         if any(_spans_handover(machine, instant, i.until) for i in intervals):
             return "handover-false-gap"
     return None
@@ -130,21 +101,13 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
     """The known defect that explains `m`, or None."""
     if m.area.startswith("history."):
         return _history(m, machine)
-    errors = (
-        " ".join(m.actual)
-        if isinstance(m.actual, list) and all(isinstance(a, str) for a in m.actual)
-        else ""
-    )
-    if m.area == "device.published" and "Cannot query field 'published'" in errors:
-        return "published-not-served"
-    if m.area == "pools" and "Cannot query field 'resourcePools'" in errors:
-        return "pool-status-not-served"
-    if m.area == "whoHolds" and _unpublished(truth, _device_key(m.key)) and m.actual == []:
-        return "held-but-unpublished"
-    # the resolver's "slice … is gone" LookupError, masked by the error policy as ours
-    dangling = "is gone" in errors or "internal error" in errors
-    if m.area == "claim.slices" and any(s is None for *_, s in m.expected) and dangling:
-        return "held-but-unpublished"
+    if m.area in ("pool.unavailableDevices", "pool.availableDevices"):
+        driver, pool = m.key.split("/", 1)
+        rules = [
+            (r["spec"].get("deviceSelector") or {}) for r in _visible(machine, "DeviceTaintRule")
+        ]
+        if any(r.get("driver") in (None, driver) and r.get("pool") in (None, pool) for r in rules):
+            return "taint-rules-not-mirrored"
     if m.area == "device.taints":
         key = _device_key(m.key)
         if set(m.expected) - _rule_taints(machine, key) == set(m.actual):
@@ -155,19 +118,6 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
             return "podgroup-consumers"
     if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
         return "live-idle-stale"
-    if m.area in ("device.status", "device.remaining", "device.holders"):
-        key = _device_key(m.key)
-        holds = _holds(machine, key)
-        if m.area == "device.remaining" and any(
-            "/" not in name for r in holds for name in r.get("consumedCapacity") or {}
-        ):
-            return "capacity-names-unqualified"
-        if any(r.get("adminAccess") for r in holds):
-            return "admin-access-consumes"
-        if m.area == "device.status" and (m.expected, m.actual) == ("free", "blocked"):
-            siblings = [k for k in truth.devices if k[:2] == key[:2] and k != key]
-            if any(h.admin_access for k in siblings for h in truth.devices[k].holders):
-                return "admin-access-consumes"  # an admin-held partition took the counters
     return None
 
 

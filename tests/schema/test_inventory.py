@@ -7,8 +7,10 @@ from . import world
 from .conftest import LOADED_AT
 
 DEVICE_FIELDS = """
-  cluster driver pool name uuid attributes shareable status nodeName taints consumesCounters
-  capacity { name value number requestPolicy { default validValues validRange { min max step } } }
+  cluster driver pool name uuid attributes qualifiedAttributes shareable status nodeName taints
+  consumesCounters
+  capacity { name qualifiedName value number
+             requestPolicy { default validValues validRange { min max step } } }
   remainingCapacity { name value }
   allocations { request shareID consumedCapacity adminAccess claim { namespace name } device { name } }
   slice { name } node { name } classes { name } pods { namespace name }
@@ -78,12 +80,15 @@ async def test_every_valid_device_with_its_fields(gql):
         raw = valid[key(d)]
         domain = d["driver"]
         assert d["uuid"] == raw["attributes"].get("uuid", {}).get("string")
-        assert d["attributes"] == {
+        # As the slice writes them, and qualified with the driver's domain beside them.
+        assert d["attributes"] == {k: next(iter(v.values())) for k, v in raw["attributes"].items()}
+        assert d["qualifiedAttributes"] == {
             f"{domain}/{k}": next(iter(v.values())) for k, v in raw["attributes"].items()
         }
         assert d["nodeName"] == raw["_node"] and d["node"] == {"name": raw["_node"]}
         assert d["shareable"] == raw.get("allowMultipleAllocations", False)
-        assert [c["name"] for c in d["capacity"]] == sorted(
+        assert [c["name"] for c in d["capacity"]] == sorted(raw["capacity"])
+        assert [c["qualifiedName"] for c in d["capacity"]] == sorted(
             f"{domain}/{k}" for k in raw["capacity"]
         )
         holders = sorted((ns, name, share) for ns, name, share in held.get(key(d), []))
@@ -121,7 +126,8 @@ async def test_shared_device_capacity_and_pods(gql):
     bandwidth = f"{world.NIC}/bandwidth"
     assert eth1["capacity"] == [
         {
-            "name": bandwidth,
+            "name": "bandwidth",
+            "qualifiedName": bandwidth,
             "value": "10G",
             "number": 10e9,
             "requestPolicy": {
@@ -132,7 +138,7 @@ async def test_shared_device_capacity_and_pods(gql):
         }
     ]
     # 10G minus the shares' consumedCapacity (1G + 2G)
-    assert eth1["remainingCapacity"] == [{"name": bandwidth, "value": "7G"}]
+    assert eth1["remainingCapacity"] == [{"name": "bandwidth", "value": "7G"}]
     assert sorted(a["consumedCapacity"][bandwidth] for a in eth1["allocations"]) == ["1G", "2G"]
     expected_pods = sorted(
         ("team-a", p)
@@ -246,3 +252,22 @@ async def test_statuses_derived_through_the_protocol_alone_agree(world_store):
     assert answers[0] == answers[1]
     assert answers[1][("east", world.GPU, "n1", "gpu-0")] == "BLOCKED"
     assert sorted(answers[1].values()).count("FREE") == 1
+
+
+async def test_resource_pools_answer_every_cluster_at_once(gql):
+    data = await gql(
+        "{ resourcePools { cluster driver poolName generation resourceSliceCount"
+        " totalDevices validationError } }"
+    )
+    pools = {(p["cluster"], p["driver"], p["poolName"]): p for p in data["resourcePools"]}
+    named = {(c, s["spec"]["driver"], s["spec"]["pool"]["name"]) for c, s in world.objects("ResourceSlice")}  # fmt: skip
+    assert set(pools) == named and {c for c, _, _ in named} == {"east", "west"}
+    incomplete = pools[("east", world.GPU, "n2")]  # 1 of its 2 slices present
+    assert incomplete["totalDevices"] is None
+    assert incomplete["validationError"].startswith("PoolIncomplete:")
+    for (cluster, driver, pool), found in pools.items():
+        if found["validationError"] is None:
+            devices = [k for k in world.valid_devices() if k[:3] == (cluster, driver, pool)]
+            assert found["totalDevices"] == len(devices), (cluster, driver, pool)
+    west = await gql('{ resourcePools(cluster: "west") { cluster } }')
+    assert {p["cluster"] for p in west["resourcePools"]} == {"west"}

@@ -258,16 +258,22 @@ async def test_deletes_and_resync_update_every_index(store: StateStore, world) -
     assert await store.lookup(Relation.NODE_PODS, [(EAST, "n1")]) == [[]]
     assert await store.lookup(Relation.CLAIM_REFERRERS, [ck("manual")]) == [[]]
     assert await store.idle_since([ck("manual")]) == ["2026-11-02T00:00:00Z"]
-    # A relist of slices without n1-gpu: its devices and their links vanish.
+    # A relist of slices without n1-gpu: its devices and their links vanish, but the one a
+    # claim holds, which stays a device known from the allocation (and the uuid it had).
     changes = east.resync(
         "ResourceSlice", [SLICE_N2, SLICE_FABRIC, SLICE_FABRIC_OLD], at="2026-11-02T00:00:01Z"
     )
     assert [key_of(r) for r in changes.deletes] == [key_of(SLICE_N1)]
     await store.apply(changes)
-    assert await store.devices([dk(EAST, "n1", "gpu-0")]) == [None]
-    assert await store.lookup(Relation.UUID_DEVICES, ["GPU-A"]) == [[]]
+    [held] = await store.devices([dk(EAST, "n1", "gpu-0")])
+    assert held is not None and not held.published and held.slice is None
+    assert (held.device.uuid, held.node) == ("GPU-A", "n1")
+    assert await store.lookup(Relation.UUID_DEVICES, ["GPU-A"]) == [[dk(EAST, "n1", "gpu-0")]]
     assert await store.lookup(Relation.NODE_SLICES, [(EAST, "n1")]) == [[]]
-    assert await store.lookup(Relation.NAME_DEVICES, ["gpu-1"]) == [[]]
+    published = await store.list_devices(cluster=EAST)
+    assert [e.key.pool for e in published if e.key.pool == "n1"] == []
+    unpublished = await store.list_devices(cluster=EAST, published=False)
+    assert [e.key for e in unpublished] == [dk(EAST, "n1", "gpu-0"), dk(EAST, "n1", "gpu-1")]
     # The claim still holds the (now unpublished) device: the hold is the claim's fact.
     assert [
         a.claim
@@ -276,6 +282,8 @@ async def test_deletes_and_resync_update_every_index(store: StateStore, world) -
     # The claim is deleted: its holds, class links and idleness go.
     await feed(store, east, [Event("DELETED", MANUAL)], "2026-11-02T00:00:02Z")
     assert await store.lookup(Relation.DEVICE_ALLOCATIONS, [dk(EAST, "n1", "gpu-0")]) == [[]]
+    assert await store.devices([dk(EAST, "n1", "gpu-0")]) == [None]
+    assert await store.lookup(Relation.UUID_DEVICES, ["GPU-A"]) == [[]]
     assert (
         ck("manual")
         not in (await store.lookup(Relation.CLASS_CLAIMS, [(EAST, "gpu.nvidia.com")]))[0]

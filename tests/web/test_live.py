@@ -17,7 +17,8 @@ async def two_free_h100s(site: Site) -> tuple[str, list[str]]:
     devices = (await site.graphql(FREE_H100))["devices"]["nodes"]
     by_node: dict[str, list[str]] = {}
     for d in devices:
-        if d["attributes"].get("gpu.nvidia.com/productName") == "NVIDIA H100 80GB HBM3":
+        # attributes are keyed as the slice writes them (productName, in the driver's domain)
+        if d["attributes"].get("productName") == "NVIDIA H100 80GB HBM3":
             by_node.setdefault(d["nodeName"], []).append(d["name"])
     node, names = next((n, names) for n, names in sorted(by_node.items()) if len(names) >= 2)
     return node, names[:2]

@@ -61,8 +61,15 @@ async def test_overview_shows_each_cluster_as_the_graph_counts_it(page: Any, sit
     # east holds an idle claim while another waits: the cleanup candidate is loud there
     east = "section.cluster-card[data-cluster=east]"
     assert "cleanup candidates while" in await page.inner_text(east)
-    # tainted and unpublished devices are marked as not served, never given a number
-    assert await page.locator(f"{east} [data-gap]").count() >= 2
+    # tainted devices (as pool status counts them) and held devices no slice publishes
+    figures = await site.graphql(
+        """{ resourcePools(cluster: "east") { unavailableDevices }
+        devices(cluster: "east", published: false, first: 0) { totalCount } }"""
+    )
+    tainted = sum(p["unavailableDevices"] or 0 for p in figures["resourcePools"])
+    assert await page.inner_text(f"{east} [data-count=devices-tainted]") == str(tainted)
+    unpublished = str(figures["devices"]["totalCount"])
+    assert await page.inner_text(f"{east} [data-count=devices-unpublished]") == unpublished
 
 
 async def test_device_classes_show_matched_devices(page: Any, site: Site) -> None:

@@ -113,7 +113,9 @@ export function DevicePage({ params }) {
         ["node", html`<${NodeName} cluster=${cluster} node=${device.nodeName} />`],
         ["uuid", html`<span class="mono">${device.uuid || "—"}</span>`],
         ["status", html`<${DeviceStatus} status=${device.status} />${device.shareable ? html` <${Badge} kind="share">Shareable<//>` : null}`],
-        ["slice", html`<span class="mono small">${device.slice.name}</span> (generation ${device.slice.pool.generation}${device.slice.pool.complete ? ", complete" : ", incomplete"})`],
+        ["slice", device.slice
+          ? html`<span class="mono small">${device.slice.name}</span> (generation ${device.slice.pool.generation}${device.slice.pool.complete ? ", complete" : ", incomplete"})`
+          : html`<span class="muted" data-published="false">published by no slice now: known from the allocation that holds it</span>`],
         ["capacity", capacityText(device)],
         device.taints && device.taints.length ? ["taints", html`<pre class="json">${JSON.stringify(device.taints, null, 2)}</pre>`] : null,
       ]} />

@@ -14,6 +14,11 @@ const TOTALS = `query OverviewTotals($cluster: String!) {
   claims: resourceClaims(cluster: $cluster, first: 0) { totalCount }
   pending: resourceClaims(cluster: $cluster, state: PENDING, first: 0) { totalCount }
 }`;
+// After the totals (pool status reads every slice and claim of the cluster).
+const UNAVAILABLE = `query OverviewUnavailable($cluster: String!) {
+  unpublished: devices(cluster: $cluster, published: false, first: 0) { totalCount }
+  pools: resourcePools(cluster: $cluster) { unavailableDevices }
+}`;
 const DEVICES_BY_STATUS = `query DevicesByStatus($cluster: String!, $status: DeviceStatus!) {
   devices(cluster: $cluster, status: $status, first: 0) { totalCount }
 }`;
@@ -80,13 +85,16 @@ function ClusterCard({ cluster, refresh, onTotals }) {
 function ClusterFigures({ cluster, totals, refresh }) {
   const { name, status } = cluster;
   const counts = { devices: totals.devices.totalCount, claims: totals.claims.totalCount, pendingClaims: totals.pending.totalCount };
+  const unavailable = useQuery(UNAVAILABLE, { cluster: name }, refresh);
+  const tainted = unavailable.data ? unavailable.data.pools.reduce((sum, p) => sum + (p.unavailableDevices || 0), 0) : null;
+  const unpublished = unavailable.data ? unavailable.data.unpublished.totalCount : null;
   const [loaded, setLoaded] = useState({});
   const noteLoaded = (what, value) => setLoaded((previous) => ({ ...previous, [what]: value }));
   const idle = useQuery(IDLE_HOLDERS, { cluster: name }, refresh);
   const pending = usePendingAges(name, refresh);
   const findings = useQuery(FINDINGS, { cluster: name }, refresh);
   const idleCount = idle.data ? idle.data.resourceClaims.totalCount : null;
-  const complete = ["FREE", "HELD", "SHARED", "BLOCKED"].every((s) => s in loaded) && idle.data && pending && findings.data;
+  const complete = ["FREE", "HELD", "SHARED", "BLOCKED"].every((s) => s in loaded) && idle.data && pending && findings.data && unavailable.data;
   const withoutDriver = findings.data ? findings.data.lint.filter((f) => f.rule === "gpu-node-without-driver") : [];
   const others = findings.data ? findings.data.lint.filter((f) => f.rule !== "gpu-node-without-driver") : [];
   const waiting = counts.pendingClaims > 0;
@@ -111,8 +119,8 @@ function ClusterFigures({ cluster, totals, refresh }) {
           <tr><th>held</th><td><${StatusCount} cluster=${name} status="HELD" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th>shared</th><td><${StatusCount} cluster=${name} status="SHARED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
           <tr><th title="free themselves, but sibling partitions use their counters">blocked</th><td><${StatusCount} cluster=${name} status="BLOCKED" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
-          <tr><th>tainted</th><td><${Gap} needs="a tainted-device count (Device.taints exists, no filter or count)" /></td></tr>
-          <tr><th title="held by an allocation result, published by no slice now">held, not published</th><td><${Gap} needs="Device.published / devices(published: false)" /></td></tr>
+          <tr><th title="a NoSchedule or NoExecute taint from their slice: not available to claims that do not tolerate it (pools of complete generations)">tainted</th><td>${tainted === null ? html`<span class="muted">…</span>` : html`<span data-count="devices-tainted">${number(tainted)}</span>`}</td></tr>
+          <tr><th title="held by an allocation result, published by no slice now">held, not published</th><td>${unpublished === null ? html`<span class="muted">…</span>` : html`<span data-count="devices-unpublished">${number(unpublished)}</span>`}</td></tr>
         </tbody></table>
       </div>
       <div class="figure-group">

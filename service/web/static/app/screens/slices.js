@@ -13,7 +13,7 @@ export const PAGE_SIZE = 100;
 export const NODE_PAGE_SIZE = 500;
 
 export const DEVICE_FIELDS = `fragment SliceDevice on Device {
-  cluster driver pool name uuid nodeName status shareable attributes consumesCounters taints
+  cluster driver pool name uuid nodeName status shareable published attributes consumesCounters taints
   capacity { name value requestPolicy { default validValues validRange { min max step } } }
   remainingCapacity { name value }
   slice { name nodeName allNodes pool { name generation resourceSliceCount complete } }

@@ -1,0 +1,75 @@
+"""`resourcePools`: pool status as KEP-5677's ResourcePoolStatusRequest counts it, for every
+cluster at once and live (the model's `service.model.pool_status` rules, read through the
+scoped reader: a pool outside the caller's access is not counted)."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.types import Info
+
+from dra_mirror.service.model.pool_status import PoolStatus, pool_statuses
+from dra_mirror.service.model.records import (
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
+    ClaimRecord,
+    SliceRecord,
+)
+
+
+@strawberry.type(
+    description="One resource pool of a driver as KEP-5677 counts it (1.37 accounting): only "
+    "slices of the highest generation; a shared device counts once; admin-access results "
+    "consume nothing; a NoSchedule/NoExecute taint makes a device unavailable. When the pool "
+    "is incomplete every count is null and `validationError` says why."
+)
+class ResourcePoolStatus:
+    cluster: str
+    driver: str
+    pool_name: str
+    generation: int
+    resource_slice_count: int | None = strawberry.field(
+        description="Slices of the generation present (null: incomplete)."
+    )
+    node_name: str | None = strawberry.field(description="Set when every slice names one node.")
+    total_devices: int | None
+    allocated_devices: int | None = strawberry.field(
+        description="Distinct devices of the pool in allocation results (admin access excluded)."
+    )
+    available_devices: int | None = strawberry.field(
+        description="max(0, total - allocated - unavailable)."
+    )
+    unavailable_devices: int | None = strawberry.field(
+        description="Devices with a NoSchedule or NoExecute taint, allocated or not."
+    )
+    validation_error: str | None
+
+    @classmethod
+    def of(cls, status: PoolStatus) -> ResourcePoolStatus:
+        return cls(
+            cluster=status.cluster,
+            driver=status.driver,
+            pool_name=status.pool,
+            generation=status.generation,
+            resource_slice_count=status.resource_slice_count,
+            node_name=status.node_name,
+            total_devices=status.total,
+            allocated_devices=status.allocated,
+            available_devices=status.available,
+            unavailable_devices=status.unavailable,
+            validation_error=status.validation_error,
+        )
+
+
+async def resource_pools(
+    info: Info, cluster: str | None, driver: str | None
+) -> list[ResourcePoolStatus]:
+    reader = info.context.reader
+    slices = [
+        r
+        for r in await reader.list(RESOURCE_SLICE, cluster=cluster)
+        if isinstance(r, SliceRecord) and (driver is None or r.driver == driver)
+    ]
+    claims = [
+        r for r in await reader.list(RESOURCE_CLAIM, cluster=cluster) if isinstance(r, ClaimRecord)
+    ]
+    return [ResourcePoolStatus.of(s) for s in pool_statuses(slices, claims)]
