@@ -1,0 +1,606 @@
+"""What-if: where the pods and claims of manifests would be allocated in one cluster, or why
+they would wait, and behind whom.
+
+`plan_cluster(expansion, inputs)` takes what `expansion.expand` says the controllers would
+create and places it the way kube-scheduler would, pod after pod in manifest order, over the
+cluster's mirrored state (`PlanInputs`):
+
+* the nodes a pod may use: its `nodeName`, or the schedulable nodes its nodeSelector and
+  required node affinity admit (`cluster.eligible_nodes`, the one node filter);
+* a claim already allocated pins the pod to its node; a claim shared by several pods
+  (`resourceClaimName`) is allocated with the first of them and then followed by the others;
+* on the first node (by name) where every claim the pod still needs can be allocated
+  (`placement.allocate`, the shared allocator: selectors, exclusivity, shareable capacity,
+  partition counters, device taints and tolerations) and its CPU and memory fit beside the pods
+  already bound there, the pod is placed, and what it took is held for the pods after it;
+* otherwise the pod would wait: the claim that blocks it is diagnosed by `explain.explain_claim`
+  (no devices left and who holds them, no device matches, class missing, …), holders the
+  asker may not see are counted but not named, and the idle holders whose release would let
+  the pod in are named (`freed_by`: the manual's cleanup candidates).
+
+Claims and templates that no pod of the manifests uses are planned alone (as soon as a pod
+uses them, with no node constraint).
+
+Nothing is written anywhere: what a plan takes is committed to the cluster's allocation
+`Ledger` only while `plan_cluster` runs and released before it returns, even when it raises
+(`Tentative`); there is no `await` in between, so no other reader sees it.
+
+Promises: pure; deterministic for the same inputs; the ledger is left as it was found.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import msgspec
+
+from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
+from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
+from dra_mirror.service.diagnostics.explain import ALLOCATABLE, Holder, explain_claim
+from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.diagnostics.verdicts import ALL_HELD, NOT_ENOUGH, RequestVerdict
+from dra_mirror.service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.model.records import (
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    TEMPLATE,
+    Allocation,
+    AllocationResult,
+    ClaimRecord,
+    DeviceClassRecord,
+    DeviceEntry,
+    Meta,
+    NodeRecord,
+    ObjectKey,
+    PodRecord,
+    TemplateRecord,
+)
+
+PLACEABLE = "placeable"
+CLAIM_MISSING = "claim-missing"
+TEMPLATE_MISSING = "template-missing"
+CLAIM_DELETING = "claim-deleting"
+NO_NODES = "no-nodes"
+CLAIMS_APART = "claims-apart"
+INVALID = "invalid"
+SHARING_OFF = "sharing-off"
+NODE_NAME_PINNED = "node-name-pinned"
+NODE_RESOURCES = "node-resources"
+_REPLICATED = ("Deployment", "ReplicaSet", "Job", "CronJob")
+
+
+@dataclass
+class PlanInputs:
+    """One cluster's mirrored state, as the planner reads it. `claims`, `pods_on` and the
+    ledger cover the whole cluster (what is taken is taken, whoever took it); `visible(ns)`
+    says whether the asker may see a namespace's objects, and `templates` holds the templates
+    the asker may see."""
+
+    cluster: str
+    classes: Mapping[str, DeviceClassRecord]
+    devices: Sequence[DeviceEntry]
+    ledger: Ledger
+    claims: Mapping[ObjectKey, ClaimRecord]
+    nodes: Sequence[NodeRecord]
+    pods: Sequence[PodRecord]  # every pod (whether a holder's pods run)
+    pods_on: Callable[[str], Sequence[PodRecord]]  # the pods bound to a node
+    templates: Mapping[tuple[str, str], TemplateRecord]
+    visible: Callable[[str], bool]
+
+
+@dataclass
+class ClaimOutcome:
+    """Where one claim of a planned pod (or a claim planned alone) would be allocated."""
+
+    claim: PlannedClaim
+    node: str | None = None
+    results: tuple[AllocationResult, ...] = ()
+    allocated_before: bool = False  # an existing claim, allocated already
+    network: bool = False  # allocated, network-attached devices only (any node)
+
+
+@dataclass
+class ItemPlan:
+    """One pod (or a claim planned alone) and its fate: placed, or why it would wait."""
+
+    kind: str  # Pod | ResourceClaim | ResourceClaimTemplate
+    workload: str
+    namespace: str
+    name: str
+    replica: int
+    verdict: str
+    message: str
+    node: str | None = None
+    claims: list[ClaimOutcome] = field(default_factory=list)
+    blocking_claim: str | None = None
+    requests: list[RequestVerdict] = field(default_factory=list)
+    holders: list[Holder] = field(default_factory=list)  # those the asker may see
+    holders_hidden: int = 0
+    freed_by: list[ObjectKey] = field(default_factory=list)  # idle holders to release
+    freed_hidden: int = 0
+
+    @property
+    def placeable(self) -> bool:
+        return self.verdict == PLACEABLE
+
+
+@dataclass
+class ClusterPlan:
+    cluster: str
+    items: list[ItemPlan] = field(default_factory=list)
+
+    @property
+    def placeable(self) -> bool:
+        return all(item.placeable for item in self.items)
+
+
+class Tentative:
+    """Holds committed to a ledger for the length of a plan, undone in reverse order."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._undo: list[tuple[ObjectKey, Allocation | None]] = []
+
+    def commit(self, key: ObjectKey, allocation: Allocation) -> None:
+        self.ledger.commit(key, allocation)
+        self._undo.append((key, None))
+
+    def release(self, key: ObjectKey, allocation: Allocation) -> None:
+        self.ledger.release(key)
+        self._undo.append((key, allocation))
+
+    def mark(self) -> int:
+        return len(self._undo)
+
+    def undo(self, to: int = 0) -> None:
+        while len(self._undo) > to:
+            key, allocation = self._undo.pop()
+            if allocation is None:
+                self.ledger.release(key)
+            else:
+                self.ledger.commit(key, allocation)
+
+
+def plan_cluster(expansion: Expansion, inputs: PlanInputs) -> ClusterPlan:
+    """The plan of everything `expansion` creates, in one cluster (see the module docstring)."""
+    planner = _Planner(inputs)
+    try:
+        return planner.run(expansion)
+    finally:
+        planner.tentative.undo()
+
+
+class _Planner:
+    def __init__(self, inputs: PlanInputs) -> None:
+        self.inputs = inputs
+        self.tentative = Tentative(inputs.ledger)
+        self.nodes = {n.meta.name: n for n in inputs.nodes}
+        self.planned: dict[tuple[str, str], ClaimRecord] = {}  # manifest claims, as allocated
+        self.usage: dict[str, dict[str, Fraction]] = {}  # node -> CPU/memory planned pods take
+        self._shares = itertools.count(1)
+        self._free: dict[tuple[str, ...] | None, list[DeviceEntry]] = {}
+        self.planned_keys: set[ObjectKey] = set()  # claims this plan allocated
+        self.promised: set[ObjectKey] = set()  # idle holders an earlier pod's release counts on
+
+    # --- the items --------------------------------------------------------------------------
+
+    def run(self, expansion: Expansion) -> ClusterPlan:
+        plan = ClusterPlan(self.inputs.cluster)
+        manifest_claims = self._manifest_claims(expansion)
+        for pod in expansion.pods:
+            plan.items.append(self._pod(pod, manifest_claims, expansion))
+        for namespace, name in expansion.unused_claims:
+            claim = PlannedClaim(name, name, shared=True)
+            alone = PlannedPod(f"ResourceClaim {namespace}/{name}", "ResourceClaim", namespace,
+                               name, 0, {}, (claim,))  # fmt: skip
+            plan.items.append(self._pod(alone, manifest_claims, expansion, kind="ResourceClaim"))
+        for namespace, name in expansion.unused_templates:
+            claim = PlannedClaim("claim", f"{name}-{'?' * 5}", template=name)
+            alone = PlannedPod(f"ResourceClaimTemplate {namespace}/{name}",
+                               "ResourceClaimTemplate", namespace, name, 0, {}, (claim,))  # fmt: skip
+            plan.items.append(
+                self._pod(alone, manifest_claims, expansion, kind="ResourceClaimTemplate")
+            )
+        return plan
+
+    def _manifest_claims(self, expansion: Expansion) -> dict[tuple[str, str], ClaimRecord | str]:
+        found: dict[tuple[str, str], ClaimRecord | str] = {}
+        for (namespace, name), raw in expansion.claims.items():
+            body = {k: v for k, v in raw.items() if k != "status"}  # apply never writes status
+            meta = {**(body.get("metadata") or {}), "namespace": namespace}
+            try:
+                found[(namespace, name)] = normalize(
+                    RESOURCE_CLAIM, {**body, "metadata": meta}, cluster=self.inputs.cluster
+                )
+            except MalformedObject as error:
+                found[(namespace, name)] = error.reason
+        return found
+
+    def _pod(
+        self,
+        pod: PlannedPod,
+        manifest_claims: Mapping[tuple[str, str], ClaimRecord | str],
+        expansion: Expansion,
+        *,
+        kind: str = POD,
+    ) -> ItemPlan:
+        item = ItemPlan(kind, pod.workload, pod.namespace, pod.name, pod.replica, "", "")
+        record = (
+            self._pod_record(pod)
+            if kind == POD
+            else PodRecord(
+                meta=Meta(cluster=self.inputs.cluster, name=pod.name, namespace=pod.namespace)
+            )
+        )
+        if isinstance(record, str):
+            item.verdict, item.message = INVALID, f"the pod cannot be read: {record}"
+            return item
+        claims: list[tuple[PlannedClaim, ClaimRecord]] = []
+        for planned in pod.claims:
+            found = self._claim(pod, planned, manifest_claims, expansion)
+            if isinstance(found, tuple):
+                item.verdict, item.message = found
+                item.blocking_claim = planned.name
+                return item
+            claims.append((planned, found))
+        if record.node_name and any(c.allocation is None for _, c in claims):
+            item.verdict = NODE_NAME_PINNED
+            item.message = (
+                f"nodeName {record.node_name} bypasses the scheduler, which is what allocates "
+                "claims: its claims would never be allocated (use a nodeSelector on "
+                "kubernetes.io/hostname)"
+            )
+            return item
+        nodes = self._eligible(record)
+        if not nodes:
+            item.verdict = NO_NODES
+            item.message = (
+                "no schedulable node satisfies the pod's nodeName, nodeSelector and node affinity"
+            )
+            return item
+        placed = self._place(record, claims, nodes)
+        if isinstance(placed, tuple):
+            item.node, item.claims = placed
+            item.verdict = PLACEABLE
+            item.message = _placed_message(item)
+            return item
+        self._wait(item, record, claims, nodes, placed)
+        return item
+
+    def _pod_record(self, pod: PlannedPod) -> PodRecord | str:
+        raw = {"metadata": {"name": pod.name, "namespace": pod.namespace}, "spec": pod.spec}
+        try:
+            return normalize(POD, raw, cluster=self.inputs.cluster)
+        except MalformedObject as error:
+            return error.reason
+
+    def _claim(
+        self,
+        pod: PlannedPod,
+        planned: PlannedClaim,
+        manifest_claims: Mapping[tuple[str, str], ClaimRecord | str],
+        expansion: Expansion,
+    ) -> ClaimRecord | tuple[str, str]:
+        """The claim record a pod's entry resolves to, or (verdict, message)."""
+        cluster, namespace = self.inputs.cluster, pod.namespace
+        if planned.template is None:
+            key = (namespace, planned.name)
+            if key in self.planned:
+                return self.planned[key]
+            manifest = manifest_claims.get(key)
+            if isinstance(manifest, str):
+                return INVALID, f"claim {planned.name} cannot be read: {manifest}"
+            if manifest is not None:
+                return manifest
+            existing = self.inputs.claims.get(
+                ObjectKey(cluster, RESOURCE_CLAIM, namespace, planned.name)
+            )
+            if existing is None or not self.inputs.visible(namespace):
+                return CLAIM_MISSING, (
+                    f"resourceclaim {namespace}/{planned.name} not found: the pod would wait "
+                    "until it exists"
+                )
+            if existing.meta.deleted_at is not None:
+                return CLAIM_DELETING, f"resourceclaim {namespace}/{planned.name} is being deleted"
+            return existing
+        template = self._template(namespace, planned.template, expansion)
+        if isinstance(template, str):
+            return TEMPLATE_MISSING, template
+        # Every replica's claim has the same name until Kubernetes picks its random part:
+        # the record is told apart by the replica (this is the name its holds go by).
+        name = (
+            planned.name
+            if pod.kind not in _REPLICATED
+            else f"{planned.name} (replica {pod.replica})"
+        )
+        return ClaimRecord(
+            meta=Meta(cluster=cluster, name=name, namespace=namespace),
+            requests=template.requests,
+            constraints=template.constraints,
+            config=template.config,
+            origin=TEMPLATE,
+            template_name=planned.template,
+        )
+
+    def _template(self, namespace: str, name: str, expansion: Expansion) -> TemplateRecord | str:
+        raw = expansion.templates.get((namespace, name))
+        if raw is not None:
+            meta = {**(raw.get("metadata") or {}), "namespace": namespace}
+            try:
+                return normalize(
+                    RESOURCE_CLAIM_TEMPLATE, {**raw, "metadata": meta}, cluster=self.inputs.cluster
+                )
+            except MalformedObject as error:
+                return f"resourceclaimtemplate {namespace}/{name} cannot be read: {error.reason}"
+        found = self.inputs.templates.get((namespace, name))
+        if found is None:
+            return (
+                f"resourceclaimtemplate {namespace}/{name} not found in the manifests or the "
+                "cluster: the pod would wait until it exists"
+            )
+        return found
+
+    def _eligible(self, pod: PodRecord) -> list[str]:
+        if pod.node_name:
+            node = self.nodes.get(pod.node_name)
+            return [pod.node_name] if node is not None else []
+        if not pod.node_selector and pod.required_node_affinity is None:
+            return sorted(n for n, r in self.nodes.items() if not r.unschedulable)
+        return eligible_nodes(pod.node_selector, self.nodes.values(), pod.required_node_affinity)
+
+    # --- placing one pod --------------------------------------------------------------------
+
+    def _candidates(self, nodes: list[str]) -> list[DeviceEntry]:
+        """The devices usable on `nodes` (and network-attached ones) not held exclusively: the
+        only ones a non-admin request can be given (the allocator checks each again)."""
+        key = None if len(nodes) == len(self.nodes) else tuple(nodes)
+        found = self._free.get(key)
+        if found is None:
+            allowed = None if key is None else set(nodes)
+            exclusive = self.inputs.ledger.exclusive
+            found = [
+                e
+                for e in self.inputs.devices
+                if (e.node is None or allowed is None or e.node in allowed)
+                and (e.device.shareable or e.key not in exclusive)
+            ]
+            self._free[key] = found
+        return found
+
+    def _place(
+        self, pod: PodRecord, claims: list[tuple[PlannedClaim, ClaimRecord]], nodes: list[str]
+    ) -> tuple[str | None, list[ClaimOutcome]] | dict[str, Any]:
+        """(node, outcomes) with the holds committed, or what was seen on the way."""
+        pinned = {c.allocation.node_name for _, c in claims if c.allocation is not None}
+        pinned.discard(None)
+        order = sorted(pinned & set(nodes)) if pinned else None
+        needed = [(p, c) for p, c in claims if c.allocation is None]
+        admin = any(r.admin_access for _, c in needed for r in c.requests)
+        devices = self.inputs.devices if admin else self._candidates(nodes)
+        by_node: dict[str | None, list[DeviceEntry]] = {}
+        for entry in devices:
+            by_node.setdefault(entry.node, []).append(entry)
+        if order is None:
+            if not needed or by_node.get(None):
+                order = nodes
+            else:
+                allowed = set(nodes)
+                order = sorted(n for n in by_node if n is not None and n in allowed)
+        wanted = pod_requests(pod)
+        seen: dict[str, Any] = {"room": [], "tried": 0}
+        for node in order:
+            if wanted and (why := self._no_room(node, wanted)) is not None:
+                seen["room"].append((node, why))
+                continue
+            seen["tried"] += 1
+            mark = self.tentative.mark()
+            outcomes = self._allocate_all(
+                needed, node, by_node.get(node, []) + by_node.get(None, [])
+            )
+            if outcomes is None:
+                self.tentative.undo(mark)
+                continue
+            done = {id(c): o for (_, c), o in zip(needed, outcomes, strict=True)}
+            result = []
+            for planned, claim in claims:
+                if id(claim) in done:
+                    result.append(done[id(claim)])
+                    self._remember(planned, claim, done[id(claim)])
+                else:
+                    assert claim.allocation is not None
+                    result.append(ClaimOutcome(planned, claim.allocation.node_name,
+                                               claim.allocation.results, allocated_before=True))  # fmt: skip
+            if wanted:
+                used = self.usage.setdefault(node, {})
+                for resource, amount in wanted.items():
+                    used[resource] = used.get(resource, Fraction(0)) + amount
+            return node, result
+        return seen
+
+    def _allocate_all(
+        self, needed: list[tuple[PlannedClaim, ClaimRecord]], node: str, devices: list[DeviceEntry]
+    ) -> list[ClaimOutcome] | None:
+        outcomes = []
+        for planned, claim in needed:
+            found = allocate(claim, classes=self.inputs.classes, devices=devices,
+                             ledger=self.inputs.ledger, node=node, share_id=self._share_id)  # fmt: skip
+            if not isinstance(found, Allocation):
+                return None
+            self.tentative.commit(_key(claim), found)
+            self.planned_keys.add(_key(claim))
+            outcomes.append(ClaimOutcome(planned, found.node_name, found.results,
+                                         network=found.node_name is None))  # fmt: skip
+        return outcomes
+
+    def _remember(self, planned: PlannedClaim, claim: ClaimRecord, outcome: ClaimOutcome) -> None:
+        """A shared claim allocated with one pod: the pods after it find it allocated."""
+        if planned.template is None:
+            allocation = Allocation(results=outcome.results, node_name=outcome.node)
+            self.planned[(claim.meta.namespace, claim.meta.name)] = _with(claim, allocation)
+
+    def _share_id(self) -> str:
+        return f"plan-{next(self._shares)}"
+
+    def _no_room(self, node: str, wanted: Mapping[str, Fraction]) -> tuple[str, str, str] | None:
+        record = self.nodes.get(node)
+        if record is None:
+            return None
+        used: dict[str, Fraction] = dict(self.usage.get(node, {}))
+        for other in self.inputs.pods_on(node):
+            if other.phase in ("Succeeded", "Failed"):
+                continue
+            for resource, amount in pod_requests(other).items():
+                used[resource] = used.get(resource, Fraction(0)) + amount
+        return shortfall(wanted, record, used)
+
+    # --- why it would wait ------------------------------------------------------------------
+
+    def _wait(
+        self,
+        item: ItemPlan,
+        pod: PodRecord,
+        claims: list[tuple[PlannedClaim, ClaimRecord]],
+        nodes: list[str],
+        seen: dict[str, Any],
+    ) -> None:
+        needed = [(p, c) for p, c in claims if c.allocation is None]
+        allowed = set(nodes)
+        devices = [e for e in self.inputs.devices if e.node is None or e.node in allowed]
+        for planned, claim in needed:
+            diagnosis = explain_claim(
+                claim, classes=self.inputs.classes, devices=devices, ledger=self.inputs.ledger,
+                claims=self.inputs.claims, pods=self.inputs.pods, nodes=self.inputs.nodes,
+                eligible_nodes=nodes,
+            )  # fmt: skip
+            if diagnosis.verdict == ALLOCATABLE:
+                continue  # this claim alone fits: another one (or the node's room) blocks
+            item.blocking_claim = planned.name
+            item.verdict, item.requests = diagnosis.verdict, diagnosis.requests
+            visible = [h for h in diagnosis.holders if self.inputs.visible(h.claim.namespace)]
+            item.holders = visible
+            item.holders_hidden = diagnosis.holders_total - len(visible)
+            item.message = diagnosis.message
+            ours = {h.claim for h in visible if h.claim in self.planned_keys}
+            for holder in visible:
+                if holder.claim in ours:
+                    holder.idle = False  # a pod of this plan, placed before this one
+            if item.verdict in (ALL_HELD, SHARING_OFF) and (item.holders_hidden or ours):
+                item.verdict = ALL_HELD
+                item.message = _held_message(
+                    diagnosis.requests, visible, item.holders_hidden, ours
+                ) + _without_driver(diagnosis.nodes_without_driver)
+            for v in item.requests:
+                v.held_by = [k for k in v.held_by if self.inputs.visible(k.namespace)]
+            if item.verdict in (ALL_HELD, NOT_ENOUGH, SHARING_OFF):
+                self._freed_by(item, pod, claims, nodes, diagnosis.holders)
+            return
+        if seen["room"] and not seen["tried"]:
+            node, (resource, requested, allocatable) = seen["room"][0]
+            item.verdict = NODE_RESOURCES
+            item.message = (
+                f"devices are free on {len(seen['room'])} node(s), but the pod does not fit on "
+                f"any of them: {node} lacks {resource} ({requested} requested with the pods "
+                f"already there, {allocatable} allocatable)"
+            )
+            return
+        item.verdict = CLAIMS_APART
+        pinned = sorted(
+            {c.allocation.node_name for _, c in claims if c.allocation and c.allocation.node_name}
+        )
+        if len(pinned) > 1 or (pinned and pinned[0] not in allowed):
+            item.message = (
+                f"its claims are allocated on {', '.join(pinned)}: no node the pod may use has "
+                "them all"
+            )
+        else:
+            item.message = (
+                "each of the pod's claims could be allocated alone, but no node the pod may use "
+                "can give them all at once"
+            )
+
+    def _freed_by(
+        self,
+        item: ItemPlan,
+        pod: PodRecord,
+        claims: list[tuple[PlannedClaim, ClaimRecord]],
+        nodes: list[str],
+        holders: list[Holder],
+    ) -> None:
+        """The idle holders whose release would let the pod be placed, if releasing them all
+        would (the manual's cleanup candidates, named for this pod)."""
+        idle = [h.claim for h in holders if h.idle and h.claim not in self.promised]
+        releasable = [(k, c.allocation) for k in idle
+                      if (c := self.inputs.claims.get(k)) is not None and c.allocation is not None]  # fmt: skip
+        if not releasable:
+            return
+        mark = self.tentative.mark()
+        saved = ({n: dict(u) for n, u in self.usage.items()}, dict(self.planned), self._free)
+        self._free = {}
+        try:
+            for key, allocation in releasable:
+                assert allocation is not None
+                self.tentative.release(key, allocation)
+            placed = self._place(pod, claims, nodes)
+        finally:
+            self.tentative.undo(mark)
+            self.usage, self.planned, self._free = saved
+        if isinstance(placed, tuple):
+            self.promised.update(k for k, _ in releasable)
+            shown = [k for k, _ in releasable if self.inputs.visible(k.namespace)]
+            item.freed_by = shown
+            item.freed_hidden = len(releasable) - len(shown)
+            names = ", ".join(f"{k.namespace}/{k.name}" for k in shown[:10]) or "none you may see"
+            hidden = f" (and {item.freed_hidden} outside your scope)" if item.freed_hidden else ""
+            item.message += f"; it would fit if these idle claims were released: {names}{hidden}"
+
+
+def _key(claim: ClaimRecord) -> ObjectKey:
+    meta = claim.meta
+    return ObjectKey(meta.cluster, RESOURCE_CLAIM, meta.namespace, meta.name)
+
+
+def _with(claim: ClaimRecord, allocation: Allocation) -> ClaimRecord:
+    return msgspec.structs.replace(claim, allocation=allocation)
+
+
+def _held_message(
+    requests: list[RequestVerdict], visible: list[Holder], hidden: int, ours: set[ObjectKey]
+) -> str:
+    """all-held in the manual's words, naming only the holders the asker may see."""
+    request = next(
+        (v.request for v in requests if v.held_by), requests[0].request if requests else ""
+    )
+    names = [
+        f"{h.claim.namespace}/{h.claim.name}"
+        + (" (this plan)" if h.claim in ours else " (idle)" if h.idle else "")
+        for h in visible[:10]
+    ]
+    if len(visible) > 10:
+        names.append(f"{len(visible) - 10} more")
+    if hidden:
+        names.append(f"{hidden} claim(s) outside your scope")
+    idle = sum(1 for h in visible if h.idle)
+    idle_note = f"; {idle} of them idle" if idle else ""
+    return (
+        f"request {request}: no devices left: every matching device is held by "
+        f"{', '.join(names)}{idle_note}"
+    )
+
+
+def _without_driver(nodes: list[str]) -> str:
+    if not nodes:
+        return ""
+    shown = ", ".join(nodes[:10]) + (f" and {len(nodes) - 10} more" if len(nodes) > 10 else "")
+    return f" (GPU nodes where the class's driver publishes no devices: {shown})"
+
+
+def _placed_message(item: ItemPlan) -> str:
+    taken = [f"{r.driver}/{r.pool}/{r.device}" for outcome in item.claims for r in outcome.results]
+    where = f"on node {item.node}" if item.node else "on any node (network-attached devices)"
+    return f"would be placed {where}: " + (", ".join(taken) or "no devices needed")
