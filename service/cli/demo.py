@@ -25,6 +25,7 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
@@ -98,7 +99,9 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
             await asyncio.gather(movement, return_exceptions=True)
 
 
-def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
+def demo_app(
+    settings: Settings, *, workdir: Path, scenario: str = "demo", alerts: AlertsConfig | None = None
+) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
     in a SQLite file in `workdir` unless a database is configured)."""
     if not settings.history.database_url:
@@ -111,16 +114,21 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
         store=store,
         kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
+        alerts=alerts,
     )
     return demo
 
 
 async def run_demo(
-    settings: Settings, *, scenario: str = "demo", announce: Callable[[str], None] = print
+    settings: Settings,
+    *,
+    scenario: str = "demo",
+    announce: Callable[[str], None] = print,
+    alerts: AlertsConfig | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
-        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
+        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario, alerts=alerts)
         config = uvicorn.Config(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine

@@ -111,12 +111,28 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
+def alerts_config() -> Any:
+    """The alerts' configuration file (DRA_MIRROR_ALERTS_CONFIG), checked; None when unset."""
+    from dra_mirror.service.alerts.config import AlertsConfigError, from_env
+
+    try:
+        return from_env()
+    except AlertsConfigError as error:
+        raise preflight.ConfigurationProblem(f"alerts: {error}") from None
+
+
 async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) -> None:
     import uvicorn
 
     from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access)
+    app = mirror_app(
+        settings,
+        watch=watch,
+        slack=slack_settings(),
+        access=access,
+        alerts=alerts_config() if watch else None,
+    )
     config = uvicorn.Config(
         app,
         host=settings.http.host,
@@ -147,7 +163,10 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     preflight.check(settings, watch=False)
     from dra_mirror.service.cli.demo import run_demo
 
-    run(run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text)))
+    alerts = alerts_config()
+    run(
+        run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text), alerts=alerts)
+    )
 
 
 for command in (

@@ -14,6 +14,9 @@ access=None)`:
 * with `watch=True`, the clusters of the kubeconfig (`kubeconfig()`, asked inside the
   lifespan: the demo's simulator writes it at start; else `clusters.kubeconfig`) are watched
   into the store (`watching.watch_clusters`), every batch timed into `/metrics`;
+* with `alerts` (`service.alerts.config`), the alert engine runs beside the reactors over
+  their own indexes (with leased watchers: the clusters whose lease this replica holds), woken
+  by every batch, its series in `/metrics`;
 * once every cluster synced: the heap built so far is moved out of the garbage collector's
   sight (`freeze_heap`), and for an in-process store the diagnostics' allocation ledgers are
   built (`diagnosis.prepare`) rather than by the first `explainClaim`.
@@ -32,6 +35,10 @@ from starlette.applications import Starlette
 
 from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
+from dra_mirror.service.alerts.config import AlertsConfig
+from dra_mirror.service.alerts.engine import AlertEngine
+from dra_mirror.service.alerts.metrics import AlertsCollector
+from dra_mirror.service.alerts.slack import SlackNotifier
 from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.app import AppState, create_app
 from dra_mirror.service.http.watchers import Watchers
@@ -60,6 +67,7 @@ def mirror_app(
     watch: bool = True,
     slack: SlackSettings | None = None,
     access: AccessConfig | None = None,
+    alerts: AlertsConfig | None = None,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
@@ -78,6 +86,11 @@ def mirror_app(
         sinks: list[ChangeSink] = []
         if mirror.history is not None:
             sinks.append(mirror.metrics.timed_sink(mirror.history.sink))
+        engine = None
+        if alerts is not None:  # beside the reactors: the clusters this process watches
+            engine = alerting(alerts, lambda: {n: r.index for n, r in watched.by_name.items()})
+            mirror.metrics.registry.register(AlertsCollector(engine))
+            sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
             path,
             settings.clusters.contexts,
@@ -87,6 +100,9 @@ def mirror_app(
             lease=lease_settings(settings),
         )
         watched.after_sync = _after_sync(watched, state_store)
+        if engine is not None:
+            engine.start()
+            watched.also_stop.append(engine.stop)
         return watched
 
     app = create_app(
@@ -100,6 +116,12 @@ def mirror_app(
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
     )
     return app
+
+
+def alerting(config: AlertsConfig, sources: Any) -> AlertEngine:
+    """The alert engine over `sources` (cluster -> index), posting to Slack when configured."""
+    notifier = SlackNotifier(config.slack, web_url=config.web_url) if config.slack else None
+    return AlertEngine(config, sources=sources, notifier=notifier)
 
 
 def freeze_heap() -> None:
