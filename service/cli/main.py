@@ -7,7 +7,7 @@
 
 The other commands live in their own modules and are registered here: `sim` (simulator),
 `migrate` (database), `schema` (sdl), `who-holds|free|waiting|idle` (client), `explain` and
-`lint` (diagnostics), `plan` (plan). Settings are built at the edge (`service.cli.options`) and passed down;
+`lint` (diagnostics), `plan` (plan), `mcp` (MCP tools on stdio). Settings are built at the edge (`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from dra_mirror.service.cli import client, diagnostics, plan, preflight
+from dra_mirror.service.cli import client, diagnostics, mcp, plan, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
@@ -180,6 +180,7 @@ for command in (
     diagnostics.explain,
     diagnostics.lint,
     plan.plan,
+    mcp.mcp,
 ):
     main.add_command(command)
 
