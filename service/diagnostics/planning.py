@@ -185,6 +185,7 @@ class _Planner:
         self.usage: dict[str, dict[str, Fraction]] = {}  # node -> CPU/memory planned pods take
         self._shares = itertools.count(1)
         self._free: dict[tuple[str, ...] | None, list[DeviceEntry]] = {}
+        self._nodes_for: dict[bytes, list[str]] = {}
         self.planned_keys: set[ObjectKey] = set()  # claims this plan allocated
         self.promised: set[ObjectKey] = set()  # idle holders an earlier pod's release counts on
 
@@ -347,6 +348,14 @@ class _Planner:
         return found
 
     def _eligible(self, pod: PodRecord) -> list[str]:
+        """The nodes the pod may use (the replicas of a workload share the answer)."""
+        key = msgspec.json.encode((pod.node_name, pod.node_selector, pod.required_node_affinity))
+        found = self._nodes_for.get(key)
+        if found is None:
+            found = self._nodes_for[key] = self._eligible_now(pod)
+        return found
+
+    def _eligible_now(self, pod: PodRecord) -> list[str]:
         if pod.node_name:
             node = self.nodes.get(pod.node_name)
             return [pod.node_name] if node is not None else []
@@ -358,18 +367,18 @@ class _Planner:
 
     def _candidates(self, nodes: list[str]) -> list[DeviceEntry]:
         """The devices usable on `nodes` (and network-attached ones) not held exclusively: the
-        only ones a non-admin request can be given (the allocator checks each again)."""
+        only ones a non-admin request can be given (the allocator checks each again). Kept for
+        the plan: holds taken since only make the allocator refuse more of them."""
         key = None if len(nodes) == len(self.nodes) else tuple(nodes)
         found = self._free.get(key)
         if found is None:
-            allowed = None if key is None else set(nodes)
             exclusive = self.inputs.ledger.exclusive
-            found = [
-                e
-                for e in self.inputs.devices
-                if (e.node is None or allowed is None or e.node in allowed)
-                and (e.device.shareable or e.key not in exclusive)
-            ]
+            # One pass over every device of the cluster (40,000 on a 5,000-node one): the
+            # common test first, the rare ones (shareable, another node) after.
+            found = [e for e in self.inputs.devices if e.key not in exclusive or e.device.shareable]
+            if key is not None:
+                allowed = set(nodes)
+                found = [e for e in found if e.node is None or e.node in allowed]
             self._free[key] = found
         return found
 
