@@ -55,6 +55,23 @@ EXAMPLE_QUERIES = (
 )
 
 
+def demo_alerts(port: int) -> AlertsConfig:
+    """The demo's alerts when DRA_MIRROR_ALERTS_CONFIG names none: every rule, at once, as
+    Prometheus series only (no Slack), with links to the demo's own screens."""
+    from dra_mirror.service.alerts.config import parse
+
+    rules = {
+        "pending-behind-idle": {"minutes": 0},
+        "idle-holder": {"minutes": 0},
+        "gpu-node-without-slices": {"minutes": 0},
+        "pool-incomplete": {"minutes": 0},
+        "tainted-while-held": {"minutes": 0},
+    }
+    return parse(
+        {"interval": 5, "webUrl": f"http://{DEMO_HOST}:{port}", "rules": rules}, where="demo"
+    )
+
+
 def banner(url: str) -> str:
     screens = url.removesuffix("/graphql") + "/ui/"
     lines = [

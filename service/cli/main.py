@@ -161,9 +161,9 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
     preflight.check(settings, watch=False)
-    from dra_mirror.service.cli.demo import run_demo
+    from dra_mirror.service.cli.demo import demo_alerts, run_demo
 
-    alerts = alerts_config()
+    alerts = alerts_config() or demo_alerts(settings.http.port)
     run(
         run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text), alerts=alerts)
     )

@@ -9,6 +9,7 @@ results). A `QuestionError` becomes a tool error whose text is the graph's messa
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -44,6 +45,13 @@ Hours = Annotated[float, Field(gt=0, le=2160, description="How far back to look,
 def build_server(ask_for: AskFor) -> MCPServer:
     server = MCPServer("dra-mirror", instructions=INSTRUCTIONS, log_level="WARNING")
 
+    def register(
+        fn: Callable[..., Awaitable[dict[str, Any]]],
+    ) -> Callable[..., Awaitable[dict[str, Any]]]:
+        # The docstring, dedented, is the description a model reads.
+        server.add_tool(fn, description=inspect.cleandoc(fn.__doc__ or ""), annotations=READ_ONLY)
+        return fn
+
     async def run(
         ctx: Context, question: Callable[[Ask], Awaitable[dict[str, Any]]]
     ) -> dict[str, Any]:
@@ -52,7 +60,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         except QuestionError as error:
             raise ToolError(str(error)) from None
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def who_holds(
         ctx: Context,
         device: Annotated[
@@ -70,7 +78,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         device on every node: `devicesNamed` says how many; narrow with node/device or uuid."""
         return await run(ctx, lambda ask: tools.who_holds(ask, device, cluster, limit))
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def free_devices(
         ctx: Context,
         selector: Annotated[
@@ -92,7 +100,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
             ctx, lambda ask: tools.free_devices(ask, selector, device_class, cluster, limit)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def why_pending(
         ctx: Context,
         namespace: Annotated[str, Field(description="The claim's namespace.")],
@@ -104,7 +112,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         is healthy; per request the counts behind the verdict."""
         return await run(ctx, lambda ask: tools.why_pending(ask, namespace, claim, cluster))
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def plan(
         ctx: Context,
         manifests: Annotated[
@@ -121,7 +129,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         release would make room), plus common mistakes (lint). Applies and writes nothing."""
         return await run(ctx, lambda ask: tools.plan(ask, manifests, cluster))
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def device_history(
         ctx: Context,
         device: Annotated[str, Field(description="A GPU uuid, or driver/pool/device.")],
@@ -132,7 +140,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         mirror's history (needs a history database)."""
         return await run(ctx, lambda ask: tools.device_history(ask, device, hours, cluster))
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def claim_history(
         ctx: Context,
         namespace: Annotated[str, Field(description="The claim's namespace.")],
@@ -143,7 +151,7 @@ def build_server(ask_for: AskFor) -> MCPServer:
         node), consumer pods, idle spells; one entry per claim of that name (by uid)."""
         return await run(ctx, lambda ask: tools.claim_history(ask, namespace, claim, cluster))
 
-    @server.tool(annotations=READ_ONLY)
+    @register
     async def contention(
         ctx: Context,
         hours: Hours = 24,
