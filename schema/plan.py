@@ -15,7 +15,6 @@ import enum
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from dra_mirror.service.diagnostics.planning import ClaimOutcome, ItemPlan
@@ -23,6 +22,7 @@ from dra_mirror.service.questions import diagnosis
 from dra_mirror.service.questions.plan import ClusterAnswer, plan_manifests
 
 from .diagnostics_types import ClaimHolder, LintFinding, ObjectRef, RequestDiagnosis
+from .scalars import JSON
 
 
 @strawberry.enum(description="A planned pod's fate: placeable, or why it would wait.")
@@ -102,7 +102,7 @@ class PlannedClaim:
                 pool=r.pool,
                 device=r.device,
                 share_id=r.share_id,
-                consumed_capacity=dict(r.consumed_capacity) or None,
+                consumed_capacity=JSON(dict(r.consumed_capacity)) if r.consumed_capacity else None,
             )
             for r in self.o.results
         ]

@@ -386,9 +386,10 @@ class _Planner:
         self, pod: PodRecord, claims: list[tuple[PlannedClaim, ClaimRecord]], nodes: list[str]
     ) -> tuple[str | None, list[ClaimOutcome]] | dict[str, Any]:
         """(node, outcomes) with the holds committed, or what was seen on the way."""
-        pinned = {c.allocation.node_name for _, c in claims if c.allocation is not None}
-        pinned.discard(None)
-        order = sorted(pinned & set(nodes)) if pinned else None
+        pinned = {
+            c.allocation.node_name for _, c in claims if c.allocation and c.allocation.node_name
+        }
+        order: list[str] | None = sorted(pinned & set(nodes)) if pinned else None
         needed = [(p, c) for p, c in claims if c.allocation is None]
         admin = any(r.admin_access for _, c in needed for r in c.requests)
         devices = self.inputs.devices if admin else self._candidates(nodes)

@@ -32,7 +32,7 @@ INSTRUCTIONS = (
     "answer is limited to what the caller's access scope may see. Nothing here changes a cluster."
 )
 READ_ONLY = ToolAnnotations(
-    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
 Cluster = Annotated[

@@ -87,8 +87,11 @@ def mirror_app(
         if mirror.history is not None:
             sinks.append(mirror.metrics.timed_sink(mirror.history.sink))
         engine = None
+        watching: list[WatchedClusters] = []  # set below; the engine reads it when it runs
         if alerts is not None:  # beside the reactors: the clusters this process watches
-            engine = alerting(alerts, lambda: {n: r.index for n, r in watched.by_name.items()})
+            engine = alerting(
+                alerts, lambda: {n: r.index for w in watching for n, r in w.by_name.items()}
+            )
             mirror.metrics.registry.register(AlertsCollector(engine))
             sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
@@ -99,6 +102,7 @@ def mirror_app(
             sinks=sinks,
             lease=lease_settings(settings),
         )
+        watching.append(watched)
         watched.after_sync = _after_sync(watched, state_store)
         if engine is not None:
             engine.start()
