@@ -15,5 +15,5 @@ def test_every_rule_has_an_alert_gated_by_its_value() -> None:
     for rule in RULES:
         expr = f'expr: dra_mirror_alerts{{rule="{rule}"}} == 1'
         assert expr in text, rule
-        after = text[text.index(expr):]
+        after = text[text.index(expr) :]
         assert f"labels: {{severity: {SEVERITY[rule]}}}" in after.split("- alert:")[0]
