@@ -89,9 +89,7 @@ def mirror_app(
         engine = None
         watching: list[WatchedClusters] = []  # set below; the engine reads it when it runs
         if alerts is not None:  # beside the reactors: the clusters this process watches
-            engine = alerting(
-                alerts, lambda: {n: r.index for w in watching for n, r in w.by_name.items()}
-            )
+            engine = alerting(alerts, lambda: synced_indexes(watching))
             mirror.metrics.registry.register(AlertsCollector(engine))
             sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
@@ -120,6 +118,20 @@ def mirror_app(
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
     )
     return app
+
+
+def synced_indexes(watching: Sequence[WatchedClusters]) -> dict[str, Any]:
+    """The index of every cluster watched here that has synced (every kind listed once).
+
+    A cluster still listing is left out: between its claims and its pods, every allocated
+    claim looks idle, and rules over such a half-read cluster would fire and resolve alerts
+    for conditions that never held."""
+    return {
+        name: reactor.index
+        for watched in watching
+        for name, reactor in watched.by_name.items()
+        if reactor.synced.is_set()
+    }
 
 
 def alerting(config: AlertsConfig, sources: Any) -> AlertEngine:
