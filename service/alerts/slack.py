@@ -49,11 +49,16 @@ def screen_link(web_url: str | None, alert: Alert) -> str | None:
             "pool": d["pool"],
             "device": d["device"],
         }
+        if d.get("node"):  # the screen reads the published device (taints, slice) by its node
+            query["node"] = d["node"]
         return base + "device?" + urlencode(query)
     if c.rule == GPU_NODE_WITHOUT_SLICES:
         return base + "slices?" + urlencode({"cluster": c.cluster, "node": d["node"]})
     if c.rule == POOL_INCOMPLETE:
-        return base + "slices?" + urlencode({"cluster": c.cluster, "driver": d["driver"]})
+        query = {"cluster": c.cluster, "driver": d["driver"]}
+        if d.get("node"):
+            query["node"] = d["node"]
+        return base + "slices?" + urlencode(query)
     return (
         base
         + "claim?"

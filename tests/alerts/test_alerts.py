@@ -15,9 +15,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from dra_mirror.service.alerts.config import AlertsConfigError, SlackTarget, parse
-from dra_mirror.service.alerts.engine import AlertEngine
+from dra_mirror.service.alerts.engine import Alert, AlertEngine
 from dra_mirror.service.alerts.metrics import AlertsCollector
-from dra_mirror.service.alerts.slack import SlackNotifier
+from dra_mirror.service.alerts.rules import Condition
+from dra_mirror.service.alerts.slack import SlackNotifier, screen_link
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import RESOURCE_SLICE
 from tests.feeding import feed
@@ -221,3 +222,23 @@ async def test_clusters_no_longer_watched_here_are_dropped_silently(fake_slack: 
 def test_configuration_mistakes_are_named(doc: dict, message: str) -> None:
     with pytest.raises(AlertsConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse(doc, environ={})
+
+
+def test_links_open_the_subjects_screen_with_what_it_reads() -> None:
+    def link(rule: str, name: str, **details: str) -> str | None:
+        condition = Condition(rule, "east", "", name, "s", details=details)
+        return screen_link("https://mirror.example/", Alert(condition, fired_at=LOADED))
+
+    # The device screen finds a published device (its taints, its slice) by its node.
+    assert link("tainted-while-held", "gpu.nvidia.com/east-h200-1/gpu-0", driver="gpu.nvidia.com",
+                pool="east-h200-1", device="gpu-0", node="east-h200-1") == (
+        "https://mirror.example/ui/device?cluster=east&driver=gpu.nvidia.com&pool=east-h200-1"
+        "&device=gpu-0&node=east-h200-1"
+    )  # fmt: skip
+    assert link("pool-incomplete", "gpu.nvidia.com/east-h200-1", driver="gpu.nvidia.com",
+                pool="east-h200-1", node="east-h200-1") == (
+        "https://mirror.example/ui/slices?cluster=east&driver=gpu.nvidia.com&node=east-h200-1"
+    )  # fmt: skip
+    assert link("gpu-node-without-slices", "east-legacy-0", node="east-legacy-0") == (
+        "https://mirror.example/ui/slices?cluster=east&node=east-legacy-0"
+    )
