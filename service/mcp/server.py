@@ -75,7 +75,9 @@ def build_server(ask_for: AskFor) -> MCPServer:
     ) -> dict[str, Any]:
         """Which ResourceClaims hold a device now, the pods using them, since when, and whether
         the holder is idle (allocated, no pod Running). A bare name like 'gpu-0' may name a
-        device on every node: `devicesNamed` says how many; narrow with node/device or uuid."""
+        device on every node: `devicesNamed` says how many; narrow with node/device or uuid.
+        Only holders in namespaces your access scope covers are listed: an empty answer means no
+        holder you may see, not a free device (free_devices tells what is free)."""
         return await run(ctx, lambda ask: tools.who_holds(ask, device, cluster, limit))
 
     @register
@@ -95,7 +97,9 @@ def build_server(ask_for: AskFor) -> MCPServer:
         limit: Limit = 20,
     ) -> dict[str, Any]:
         """Devices free now (not held, counters not used by sibling partitions) that match a CEL
-        selector and/or a DeviceClass, with their node and attributes; `total` counts them all."""
+        selector and/or a DeviceClass, with their node and attributes; `total` counts them all.
+        A DeviceClass is each cluster's own: only clusters that have it are searched, each with
+        its selectors (`selector` is then per cluster when they differ)."""
         return await run(
             ctx, lambda ask: tools.free_devices(ask, selector, device_class, cluster, limit)
         )

@@ -44,7 +44,8 @@ CONTENTION = """query Contention($from: DateTime!, $to: DateTime!, $groupBy: Con
     cluster group deviceHoursAvailable deviceHoursAllocated deviceHoursIdle utilization
     claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds } }"""
 
-CLUSTERS = "query Clusters { clusters { name } }"
+CLASSES = """query Classes($cluster: String) {
+  deviceClasses(cluster: $cluster) { cluster name selectors } }"""
 
 
 def _limit(limit: int) -> int:
@@ -82,26 +83,45 @@ async def free_devices(
     cluster: str | None = None,
     limit: int = 20,
 ) -> dict[str, Any]:
-    expression = selector or "true"
-    if device_class:
-        data = await ask("query Classes { deviceClasses { name selectors } }", {})
-        found = [c for c in data["deviceClasses"] if c["name"] == device_class]
-        if not found:
-            raise QuestionError(f"no DeviceClass {device_class} in any cluster you may see")
-        parts = [f"({s})" for s in found[0]["selectors"]] + ([f"({selector})"] if selector else [])
+    limit = _limit(limit)
+    if not device_class:
+        expression = selector or "true"
+        found = await ask(FREE, {"selector": expression, "cluster": cluster, "first": limit})
+        return _free_answer(expression, [found["findDevices"]], limit)
+    # A DeviceClass is a cluster's own object: each cluster that has it is searched with its
+    # own selectors, and a cluster without it contributes nothing.
+    data = await ask(CLASSES, {"cluster": cluster})
+    classes = sorted(
+        (c for c in data["deviceClasses"] if c["name"] == device_class), key=lambda c: c["cluster"]
+    )
+    if not classes:
+        raise QuestionError(
+            f"no DeviceClass {device_class} in {cluster or 'any cluster you may see'}"
+        )
+    searches, expressions = [], []
+    for c in classes:
+        parts = [f"({s})" for s in c["selectors"]] + ([f"({selector})"] if selector else [])
         expression = " && ".join(parts) or "true"
-    data = await ask(FREE, {"selector": expression, "cluster": cluster, "first": _limit(limit)})
-    found = data["findDevices"]
+        expressions.append(expression)
+        found = await ask(FREE, {"selector": expression, "cluster": c["cluster"], "first": limit})
+        searches.append(found["findDevices"])
+    answer = _free_answer(expressions[0], searches, limit)
+    if len(set(expressions)) > 1:
+        answer["selector"] = {c["cluster"]: e for c, e in zip(classes, expressions, strict=True)}
+    return answer
+
+
+def _free_answer(expression: str, searches: list[dict[str, Any]], limit: int) -> dict[str, Any]:
     return {
         "selector": expression,
-        "total": found["totalCount"],
-        "evaluationErrors": found["evaluationErrorCount"],
+        "total": sum(f["totalCount"] for f in searches),
+        "evaluationErrors": sum(f["evaluationErrorCount"] for f in searches),
         "devices": [
             {"cluster": d["cluster"], "node": (d["node"] or {}).get("name"),
              "device": f"{d['driver']}/{d['pool']}/{d['name']}", "uuid": d["uuid"],
              "attributes": d["attributes"]}
-            for d in found["nodes"]
-        ],
+            for f in searches for d in f["nodes"]
+        ][:limit],
     }  # fmt: skip
 
 

@@ -111,3 +111,14 @@ async def test_bad_input_is_a_tool_error_and_no_token_is_refused(mirror) -> None
             f"{url}mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
         )
     assert response.status_code == 401
+
+
+async def test_free_devices_of_a_class_use_each_clusters_own_class(mirror) -> None:
+    url, _ = mirror
+    mig = "mig-1g-18gb.gpu.nvidia.com"  # a DeviceClass of east only; west has such MIG devices
+    async with client(url, ADMIN) as session:
+        every = await call(session, "free_devices", device_class=mig)
+        assert not every.is_error and every.structured_content["total"] > 0
+        assert {d["cluster"] for d in every.structured_content["devices"]} == {"east"}
+        west = await call(session, "free_devices", device_class=mig, cluster="west")
+        assert west.is_error and f"no DeviceClass {mig} in west" in west.content[0].text
