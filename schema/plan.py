@@ -17,7 +17,7 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
 
-from dra_mirror.service.diagnostics.planning import ClaimOutcome, ItemPlan
+from dra_mirror.service.diagnostics.plan_results import ClaimOutcome, ItemPlan
 from dra_mirror.service.questions import diagnosis
 from dra_mirror.service.questions.plan import ClusterAnswer, plan_manifests
 

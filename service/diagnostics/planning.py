@@ -19,7 +19,8 @@ cluster's mirrored state (`PlanInputs`):
   the pod in are named (`freed_by`: the manual's cleanup candidates).
 
 Claims and templates that no pod of the manifests uses are planned alone (as soon as a pod
-uses them, with no node constraint).
+uses them, with no node constraint). What a plan answers is in `plan_results`; the claims and
+templates a pod resolves to come from `plan_claims`.
 
 Nothing is written anywhere: what a plan takes is committed to the cluster's allocation
 `Ledger` only while `plan_cluster` runs and released before it returns, even when it raises
@@ -31,8 +32,7 @@ Promises: pure; deterministic for the same inputs; the ledger is left as it was 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -41,130 +41,36 @@ import msgspec
 from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
 from dra_mirror.service.diagnostics.explain import ALLOCATABLE, Holder, explain_claim
-from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
-from dra_mirror.service.diagnostics.verdicts import ALL_HELD, NOT_ENOUGH, RequestVerdict
-from dra_mirror.service.model.normalize import MalformedObject, normalize
+from dra_mirror.service.diagnostics.plan_claims import PlanObjects
+from dra_mirror.service.diagnostics.plan_results import (
+    CLAIMS_APART,
+    INVALID,
+    NO_NODES,
+    NODE_NAME_PINNED,
+    NODE_RESOURCES,
+    PLACEABLE,
+    SHARING_OFF,
+    ClaimOutcome,
+    ClusterPlan,
+    ItemPlan,
+    PlanInputs,
+    Tentative,
+    held_message,
+    placed_message,
+    without_driver,
+)
+from dra_mirror.service.diagnostics.verdicts import ALL_HELD, NOT_ENOUGH
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
-    RESOURCE_CLAIM_TEMPLATE,
-    TEMPLATE,
     Allocation,
-    AllocationResult,
     ClaimRecord,
-    DeviceClassRecord,
     DeviceEntry,
     Meta,
-    NodeRecord,
     ObjectKey,
     PodRecord,
-    TemplateRecord,
 )
-
-PLACEABLE = "placeable"
-CLAIM_MISSING = "claim-missing"
-TEMPLATE_MISSING = "template-missing"
-CLAIM_DELETING = "claim-deleting"
-NO_NODES = "no-nodes"
-CLAIMS_APART = "claims-apart"
-INVALID = "invalid"
-SHARING_OFF = "sharing-off"
-NODE_NAME_PINNED = "node-name-pinned"
-NODE_RESOURCES = "node-resources"
-_REPLICATED = ("Deployment", "ReplicaSet", "Job", "CronJob")
-
-
-@dataclass
-class PlanInputs:
-    """One cluster's mirrored state, as the planner reads it. `claims`, `pods_on` and the
-    ledger cover the whole cluster (what is taken is taken, whoever took it); `visible(ns)`
-    says whether the asker may see a namespace's objects, and `templates` holds the templates
-    the asker may see."""
-
-    cluster: str
-    classes: Mapping[str, DeviceClassRecord]
-    devices: Sequence[DeviceEntry]
-    ledger: Ledger
-    claims: Mapping[ObjectKey, ClaimRecord]
-    nodes: Sequence[NodeRecord]
-    pods: Sequence[PodRecord]  # every pod (whether a holder's pods run)
-    pods_on: Callable[[str], Sequence[PodRecord]]  # the pods bound to a node
-    templates: Mapping[tuple[str, str], TemplateRecord]
-    visible: Callable[[str], bool]
-
-
-@dataclass
-class ClaimOutcome:
-    """Where one claim of a planned pod (or a claim planned alone) would be allocated."""
-
-    claim: PlannedClaim
-    node: str | None = None
-    results: tuple[AllocationResult, ...] = ()
-    allocated_before: bool = False  # an existing claim, allocated already
-    network: bool = False  # allocated, network-attached devices only (any node)
-
-
-@dataclass
-class ItemPlan:
-    """One pod (or a claim planned alone) and its fate: placed, or why it would wait."""
-
-    kind: str  # Pod | ResourceClaim | ResourceClaimTemplate
-    workload: str
-    namespace: str
-    name: str
-    replica: int
-    verdict: str
-    message: str
-    node: str | None = None
-    claims: list[ClaimOutcome] = field(default_factory=list)
-    blocking_claim: str | None = None
-    requests: list[RequestVerdict] = field(default_factory=list)
-    holders: list[Holder] = field(default_factory=list)  # those the asker may see
-    holders_hidden: int = 0
-    freed_by: list[ObjectKey] = field(default_factory=list)  # idle holders to release
-    freed_hidden: int = 0
-
-    @property
-    def placeable(self) -> bool:
-        return self.verdict == PLACEABLE
-
-
-@dataclass
-class ClusterPlan:
-    cluster: str
-    items: list[ItemPlan] = field(default_factory=list)
-
-    @property
-    def placeable(self) -> bool:
-        return all(item.placeable for item in self.items)
-
-
-class Tentative:
-    """Holds committed to a ledger for the length of a plan, undone in reverse order."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
-        self._undo: list[tuple[ObjectKey, Allocation | None]] = []
-
-    def commit(self, key: ObjectKey, allocation: Allocation) -> None:
-        self.ledger.commit(key, allocation)
-        self._undo.append((key, None))
-
-    def release(self, key: ObjectKey, allocation: Allocation) -> None:
-        self.ledger.release(key)
-        self._undo.append((key, allocation))
-
-    def mark(self) -> int:
-        return len(self._undo)
-
-    def undo(self, to: int = 0) -> None:
-        while len(self._undo) > to:
-            key, allocation = self._undo.pop()
-            if allocation is None:
-                self.ledger.release(key)
-            else:
-                self.ledger.commit(key, allocation)
 
 
 def plan_cluster(expansion: Expansion, inputs: PlanInputs) -> ClusterPlan:
@@ -180,6 +86,7 @@ class _Planner:
     def __init__(self, inputs: PlanInputs) -> None:
         self.inputs = inputs
         self.tentative = Tentative(inputs.ledger)
+        self.objects = PlanObjects(inputs)
         self.nodes = {n.meta.name: n for n in inputs.nodes}
         self.planned: dict[tuple[str, str], ClaimRecord] = {}  # manifest claims, as allocated
         self.usage: dict[str, dict[str, Fraction]] = {}  # node -> CPU/memory planned pods take
@@ -193,7 +100,7 @@ class _Planner:
 
     def run(self, expansion: Expansion) -> ClusterPlan:
         plan = ClusterPlan(self.inputs.cluster)
-        manifest_claims = self._manifest_claims(expansion)
+        manifest_claims = self.objects.manifest_claims(expansion)
         for pod in expansion.pods:
             plan.items.append(self._pod(pod, manifest_claims, expansion))
         for namespace, name in expansion.unused_claims:
@@ -210,19 +117,6 @@ class _Planner:
             )
         return plan
 
-    def _manifest_claims(self, expansion: Expansion) -> dict[tuple[str, str], ClaimRecord | str]:
-        found: dict[tuple[str, str], ClaimRecord | str] = {}
-        for (namespace, name), raw in expansion.claims.items():
-            body = {k: v for k, v in raw.items() if k != "status"}  # apply never writes status
-            meta = {**(body.get("metadata") or {}), "namespace": namespace}
-            try:
-                found[(namespace, name)] = normalize(
-                    RESOURCE_CLAIM, {**body, "metadata": meta}, cluster=self.inputs.cluster
-                )
-            except MalformedObject as error:
-                found[(namespace, name)] = error.reason
-        return found
-
     def _pod(
         self,
         pod: PlannedPod,
@@ -233,7 +127,7 @@ class _Planner:
     ) -> ItemPlan:
         item = ItemPlan(kind, pod.workload, pod.namespace, pod.name, pod.replica, "", "")
         record = (
-            self._pod_record(pod)
+            self.objects.pod_record(pod)
             if kind == POD
             else PodRecord(
                 meta=Meta(cluster=self.inputs.cluster, name=pod.name, namespace=pod.namespace)
@@ -244,7 +138,7 @@ class _Planner:
             return item
         claims: list[tuple[PlannedClaim, ClaimRecord]] = []
         for planned in pod.claims:
-            found = self._claim(pod, planned, manifest_claims, expansion)
+            found = self.objects.claim(self.planned, pod, planned, manifest_claims, expansion)
             if isinstance(found, tuple):
                 item.verdict, item.message = found
                 item.blocking_claim = planned.name
@@ -269,83 +163,10 @@ class _Planner:
         if isinstance(placed, tuple):
             item.node, item.claims = placed
             item.verdict = PLACEABLE
-            item.message = _placed_message(item)
+            item.message = placed_message(item)
             return item
         self._wait(item, record, claims, nodes, placed)
         return item
-
-    def _pod_record(self, pod: PlannedPod) -> PodRecord | str:
-        raw = {"metadata": {"name": pod.name, "namespace": pod.namespace}, "spec": pod.spec}
-        try:
-            return normalize(POD, raw, cluster=self.inputs.cluster)
-        except MalformedObject as error:
-            return error.reason
-
-    def _claim(
-        self,
-        pod: PlannedPod,
-        planned: PlannedClaim,
-        manifest_claims: Mapping[tuple[str, str], ClaimRecord | str],
-        expansion: Expansion,
-    ) -> ClaimRecord | tuple[str, str]:
-        """The claim record a pod's entry resolves to, or (verdict, message)."""
-        cluster, namespace = self.inputs.cluster, pod.namespace
-        if planned.template is None:
-            key = (namespace, planned.name)
-            if key in self.planned:
-                return self.planned[key]
-            manifest = manifest_claims.get(key)
-            if isinstance(manifest, str):
-                return INVALID, f"claim {planned.name} cannot be read: {manifest}"
-            if manifest is not None:
-                return manifest
-            existing = self.inputs.claims.get(
-                ObjectKey(cluster, RESOURCE_CLAIM, namespace, planned.name)
-            )
-            if existing is None or not self.inputs.visible(namespace):
-                return CLAIM_MISSING, (
-                    f"resourceclaim {namespace}/{planned.name} not found: the pod would wait "
-                    "until it exists"
-                )
-            if existing.meta.deleted_at is not None:
-                return CLAIM_DELETING, f"resourceclaim {namespace}/{planned.name} is being deleted"
-            return existing
-        template = self._template(namespace, planned.template, expansion)
-        if isinstance(template, str):
-            return TEMPLATE_MISSING, template
-        # Every replica's claim has the same name until Kubernetes picks its random part:
-        # the record is told apart by the replica (this is the name its holds go by).
-        name = (
-            planned.name
-            if pod.kind not in _REPLICATED
-            else f"{planned.name} (replica {pod.replica})"
-        )
-        return ClaimRecord(
-            meta=Meta(cluster=cluster, name=name, namespace=namespace),
-            requests=template.requests,
-            constraints=template.constraints,
-            config=template.config,
-            origin=TEMPLATE,
-            template_name=planned.template,
-        )
-
-    def _template(self, namespace: str, name: str, expansion: Expansion) -> TemplateRecord | str:
-        raw = expansion.templates.get((namespace, name))
-        if raw is not None:
-            meta = {**(raw.get("metadata") or {}), "namespace": namespace}
-            try:
-                return normalize(
-                    RESOURCE_CLAIM_TEMPLATE, {**raw, "metadata": meta}, cluster=self.inputs.cluster
-                )
-            except MalformedObject as error:
-                return f"resourceclaimtemplate {namespace}/{name} cannot be read: {error.reason}"
-        found = self.inputs.templates.get((namespace, name))
-        if found is None:
-            return (
-                f"resourceclaimtemplate {namespace}/{name} not found in the manifests or the "
-                "cluster: the pod would wait until it exists"
-            )
-        return found
 
     def _eligible(self, pod: PodRecord) -> list[str]:
         """The nodes the pod may use (the replicas of a workload share the answer)."""
@@ -502,9 +323,9 @@ class _Planner:
                     holder.idle = False  # a pod of this plan, placed before this one
             if item.verdict in (ALL_HELD, SHARING_OFF) and (item.holders_hidden or ours):
                 item.verdict = ALL_HELD
-                item.message = _held_message(
+                item.message = held_message(
                     diagnosis.requests, visible, item.holders_hidden, ours
-                ) + _without_driver(diagnosis.nodes_without_driver)
+                ) + without_driver(diagnosis.nodes_without_driver)
             for v in item.requests:
                 v.held_by = [k for k in v.held_by if self.inputs.visible(k.namespace)]
             if item.verdict in (ALL_HELD, NOT_ENOUGH, SHARING_OFF):
@@ -577,40 +398,3 @@ def _key(claim: ClaimRecord) -> ObjectKey:
 
 def _with(claim: ClaimRecord, allocation: Allocation) -> ClaimRecord:
     return msgspec.structs.replace(claim, allocation=allocation)
-
-
-def _held_message(
-    requests: list[RequestVerdict], visible: list[Holder], hidden: int, ours: set[ObjectKey]
-) -> str:
-    """all-held in the manual's words, naming only the holders the asker may see."""
-    request = next(
-        (v.request for v in requests if v.held_by), requests[0].request if requests else ""
-    )
-    names = [
-        f"{h.claim.namespace}/{h.claim.name}"
-        + (" (this plan)" if h.claim in ours else " (idle)" if h.idle else "")
-        for h in visible[:10]
-    ]
-    if len(visible) > 10:
-        names.append(f"{len(visible) - 10} more")
-    if hidden:
-        names.append(f"{hidden} claim(s) outside your scope")
-    idle = sum(1 for h in visible if h.idle)
-    idle_note = f"; {idle} of them idle" if idle else ""
-    return (
-        f"request {request}: no devices left: every matching device is held by "
-        f"{', '.join(names)}{idle_note}"
-    )
-
-
-def _without_driver(nodes: list[str]) -> str:
-    if not nodes:
-        return ""
-    shown = ", ".join(nodes[:10]) + (f" and {len(nodes) - 10} more" if len(nodes) > 10 else "")
-    return f" (GPU nodes where the class's driver publishes no devices: {shown})"
-
-
-def _placed_message(item: ItemPlan) -> str:
-    taken = [f"{r.driver}/{r.pool}/{r.device}" for outcome in item.claims for r in outcome.results]
-    where = f"on node {item.node}" if item.node else "on any node (network-attached devices)"
-    return f"would be placed {where}: " + (", ".join(taken) or "no devices needed")

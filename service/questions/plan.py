@@ -29,7 +29,8 @@ from typing import Any
 
 from dra_mirror.service.diagnostics.expansion import Expansion, expand
 from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding, lint_manifests
-from dra_mirror.service.diagnostics.planning import ClusterPlan, PlanInputs, plan_cluster
+from dra_mirror.service.diagnostics.plan_results import ClusterPlan, PlanInputs
+from dra_mirror.service.diagnostics.planning import plan_cluster
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM_TEMPLATE,
     ObjectKey,
