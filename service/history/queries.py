@@ -160,11 +160,15 @@ class HistoryQueries:
             timelines.setdefault(key, DeviceTimeline(ident.uuid, [], [], [])).identities.append(
                 ident
             )
+        by_key: dict[Any, Any] = {
+            (i.cluster, i.driver, i.pool, i.device): i.uuid for i in identities if i.uuid
+        }
         for span in spans:
-            key = span.uuid or (span.cluster, span.driver, span.pool, span.device)
-            if key not in timelines:  # an allocation of a renamed key: it belongs to its uuid
-                key = next(iter(timelines))
-            timelines[key].allocations.append(span)
+            named = (span.cluster, span.driver, span.pool, span.device)
+            slot: Any = span.uuid or by_key.get(named) or named
+            if slot not in timelines:  # an allocation of a renamed key: it belongs to its uuid
+                slot = next(iter(timelines))
+            timelines[slot].allocations.append(span)
         for row in inventory:
             key = row.uuid or (row.cluster, row.driver, row.pool, row.device)
             timelines.setdefault(key, DeviceTimeline(row.uuid, [], [], [])).inventory.append(
@@ -347,14 +351,14 @@ def _name_filters(device: str) -> list:
 
 
 def _device_filter(table, identities: list[DeviceIdentity]):
+    """Rows of these devices: by uuid, and by key where a row has no uuid (an allocation seen
+    before its device was: the reactor lists the kinds concurrently, claims may come first)."""
     uuids = sorted({d.uuid for d in identities if d.uuid})
-    keyed = [d for d in identities if not d.uuid]
     clauses = []
     if uuids:
         clauses.append(table.uuid.in_(uuids))
-    for d in keyed:
-        clauses.append(
-            and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
-                 table.device == d.device)
-        )  # fmt: skip
+    for d in identities:
+        key = and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
+                   table.device == d.device)  # fmt: skip
+        clauses.append(key if not d.uuid else and_(table.uuid.is_(None), key))
     return or_(*clauses)
