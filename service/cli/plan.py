@@ -64,10 +64,11 @@ def render_plan(plan: Mapping[str, Any]) -> str:
                         f" since {holder['idleSince']}" if holder["idleSince"] else ""
                     )
                     pods = ", ".join(_ref(p) for p in holder["pods"]) or "no pod"
-                    lines.append(
-                        f"       held by {_ref(holder['claim'])}  "
-                        f"{state if holder['idle'] else 'in use'}  ({pods})"
-                    )
+                    if " " in holder["claim"]["name"]:  # "<claim> (replica N)": not a real name
+                        state, pods = "this plan", "an earlier pod of these manifests"
+                    elif not holder["idle"]:
+                        state = "in use"
+                    lines.append(f"       held by {_ref(holder['claim'])}  {state}  ({pods})")
                 if item["holdersHidden"]:
                     lines.append(f"       and {item['holdersHidden']} holder(s) outside your scope")
         if c["findings"]:

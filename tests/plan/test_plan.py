@@ -12,6 +12,7 @@ from dra_mirror import schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope, ScopedReader
 from dra_mirror.service.access.scope import AccessScope
+from dra_mirror.service.cli.plan import render_plan
 from dra_mirror.service.questions.cluster_state import read_cluster
 from dra_mirror.service.questions.ledgers import ledgers_for
 from dra_mirror.service.questions.plan import PLAN_DOCUMENT, plan_manifests
@@ -188,3 +189,19 @@ async def test_through_the_graph(demo: World) -> None:
 async def test_counts(demo: World, replicas: int) -> None:
     answer = await plan_manifests(everything(demo), deployment("x", replicas), cluster="east")
     assert answer.pods == replicas and len(answer.clusters[0].plan.items) == replicas
+
+
+async def test_the_command_lines_text_says_which_holders_are_this_plans(demo: World) -> None:
+    graph = schema.build_schema()
+    result = await graph.execute(
+        PLAN_DOCUMENT, variable_values={"manifests": deployment("t", 3), "cluster": "east"},
+        context_value=make_context(demo.store),
+    )  # fmt: skip
+    assert result.errors is None, result.errors
+    held = [line.strip() for line in render_plan(result.data["plan"]).splitlines()
+            if line.strip().startswith("held by")]  # fmt: skip
+    ours = [line for line in held if "(replica " in line]
+    assert len(ours) == 2 and all(
+        line.endswith("this plan  (an earlier pod of these manifests)") for line in ours
+    )
+    assert "held by research/notebook-gpu  idle  (no pod)" in held
