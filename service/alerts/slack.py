@@ -131,5 +131,6 @@ class SlackNotifier:
         await self.client.chat_postMessage(
             channel=channel,
             thread_ts=ts,
-            text=f"Resolved: {TITLES[c.rule].lower()} — the condition ended.",
+            text=f"Resolved: {c.details.get('claim') or c.name} in {c.cluster} — "
+            f"{TITLES[c.rule].lower()}: no longer so.",
         )

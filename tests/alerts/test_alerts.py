@@ -4,15 +4,10 @@ Slack Web API on loopback (chat.postMessage, chat.update) and exported as Promet
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from dra_mirror.service.alerts.config import AlertsConfigError, SlackTarget, parse
 from dra_mirror.service.alerts.engine import Alert, AlertEngine
@@ -21,36 +16,11 @@ from dra_mirror.service.alerts.rules import Condition
 from dra_mirror.service.alerts.slack import SlackNotifier, screen_link
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import RESOURCE_SLICE
+from tests.alerts.conftest import FakeSlack
 from tests.feeding import feed
 from tests.plan.conftest import World, demo_world
-from tests.slack.conftest import served
 
 LOADED = datetime(2026, 11, 30, tzinfo=UTC)  # the world is folded at this time (idle marks)
-
-
-class FakeSlack:
-    def __init__(self) -> None:
-        self.url = ""
-        self.calls: list[tuple[str, dict]] = []
-        self.fail = False
-
-    async def method(self, request: Request) -> JSONResponse:
-        name = request.path_params["method"]
-        body = await request.json()
-        if self.fail:
-            return JSONResponse({"ok": False, "error": "ratelimited"})
-        self.calls.append((name, body))
-        return JSONResponse({"ok": True, "channel": "C0ALERTS", "ts": f"{len(self.calls)}.0001"})
-
-
-@pytest.fixture
-async def fake_slack() -> AsyncIterator[FakeSlack]:
-    fake = FakeSlack()
-    async with served(
-        Starlette(routes=[Route("/api/{method}", fake.method, methods=["POST"])])
-    ) as url:
-        fake.url = url
-        yield fake
 
 
 class Clock:
