@@ -169,6 +169,11 @@ async def plan(ask: Ask, manifests: str, cluster: str | None = None) -> dict[str
                     f"{h['claim']['namespace']}/{h['claim']['name']}" for h in i["holders"][:10]
                 ]
                 entry["releaseToFit"] = [f"{k['namespace']}/{k['name']}" for k in i["freedBy"]]
+                # claims of namespaces outside the caller's scope: counted, never named
+                entry["holdersHidden"] = i["holdersHidden"]
+                entry["releaseHidden"] = i["freedHidden"]
+                if len(i["holders"]) > 10:
+                    entry["holdersShown"] = f"10 of {len(i['holders'])}"
             items.append(entry)
         clusters.append({"cluster": c["cluster"], "placeable": c["placeable"], "summary": c["summary"],
                          "items": items, "lint": [f"{f['rule']}: {f['message']}" for f in c["findings"]]})  # fmt: skip

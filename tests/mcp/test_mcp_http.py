@@ -95,6 +95,9 @@ async def test_answers_follow_the_tokens_scope(mirror) -> None:
         assert [c["cluster"] for c in clusters] == ["east"]
         waiting = clusters[0]["items"][2]
         assert waiting["releaseToFit"] == [] and "research/" not in waiting["message"]
+        # what the scope hides is counted: holders in research, and the idle one to release
+        assert waiting["holdersHidden"] > 0 and waiting["releaseHidden"] == 1
+        assert not any(h.startswith("research/") for h in waiting["holders"])
 
 
 async def test_bad_input_is_a_tool_error_and_no_token_is_refused(mirror) -> None:
