@@ -73,7 +73,12 @@ class AlertsConfig:
 def from_env(environ: Mapping[str, str] | None = None) -> AlertsConfig | None:
     """The configuration named by DRA_MIRROR_ALERTS_CONFIG (None: unset, alerts off)."""
     environ = os.environ if environ is None else environ
-    path = environ.get(ENV)
+    return load(environ.get(ENV), environ=environ)
+
+
+def load(path: str | None, *, environ: Mapping[str, str] | None = None) -> AlertsConfig | None:
+    """The configuration in the file at `path` (the `alerts.config` setting; None: off)."""
+    environ = os.environ if environ is None else environ
     if not path:
         return None
     try:

@@ -111,12 +111,12 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
-def alerts_config() -> Any:
+def alerts_config(settings: Settings) -> Any:
     """The alerts' configuration file (DRA_MIRROR_ALERTS_CONFIG), checked; None when unset."""
-    from dra_mirror.service.alerts.config import AlertsConfigError, from_env
+    from dra_mirror.service.alerts.config import AlertsConfigError, load
 
     try:
-        return from_env()
+        return load(settings.alerts.config)
     except AlertsConfigError as error:
         raise preflight.ConfigurationProblem(f"alerts: {error}") from None
 
@@ -131,7 +131,7 @@ async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) 
         watch=watch,
         slack=slack_settings(),
         access=access,
-        alerts=alerts_config() if watch else None,
+        alerts=alerts_config(settings) if watch else None,
     )
     config = uvicorn.Config(
         app,
@@ -163,7 +163,7 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     preflight.check(settings, watch=False)
     from dra_mirror.service.cli.demo import demo_alerts, run_demo
 
-    alerts = alerts_config() or demo_alerts(settings.http.port)
+    alerts = alerts_config(settings) or demo_alerts(settings.http.port)
     run(
         run_demo(settings, scenario=scenario, announce=lambda text: click.echo(text), alerts=alerts)
     )
