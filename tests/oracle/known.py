@@ -36,7 +36,6 @@ DEFECTS = {
         Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
         Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
-        Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
         Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
         Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
@@ -84,12 +83,6 @@ def _spans_handover(machine: Any, since: str, until: str | None) -> bool:
     return any(since < h and (until is None or h < until) for h in machine.handovers)
 
 
-def _before_slice(machine: Any, interval: Any) -> bool:
-    """The holding may have been folded before the slice of its device: the device was not
-    published when it began, or it began at a step that listed claims before slices."""
-    return not interval.published_at_start or interval.since in machine.claims_first
-
-
 def _history(m: Mismatch, machine: Any) -> str | None:
     if m.area == "history.intervals":
         intervals = [
@@ -97,8 +90,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             for i in machine.timeline.intervals()
             if "/".join((i.holding.driver, i.holding.pool, i.holding.device)) == m.key
         ]
-        if any(_before_slice(machine, i) for i in intervals):
-            return "history-identity-before-slice"
         if any(_spans_handover(machine, i.since, i.until) for i in intervals):
             return "handover-false-gap"
         return None
@@ -119,8 +110,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
             i for i in machine.timeline.intervals()
             if (i.holding.driver, i.holding.pool, i.holding.device) == key and i.since <= instant and (i.until is None or instant < i.until)
         ]  # fmt: skip
-        if any(_before_slice(machine, i) for i in intervals):
-            return "history-identity-before-slice"
         if any(_spans_handover(machine, instant, i.until) for i in intervals):
             return "handover-false-gap"
     return None

@@ -135,7 +135,6 @@ async def test_a_pod_starting_ends_its_claims_idleness_for_subscribers(scenario)
     assert await scenario.mismatches("live.claim") == []
 
 
-@xfail("history-identity-before-slice")
 async def test_history_knows_the_uuid_of_a_device_held_before_its_slice(history_scenario):
     await history_scenario.show(HELD)
     await history_scenario.show(SLICE)
