@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import httpx
 import httpx2
 import pytest
+from asgi_lifespan import LifespanManager
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -18,6 +19,7 @@ from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.static import StaticTokens, token_hash
 from dra_mirror.service.http.app import create_app
 from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
 from tests.plan.conftest import World, demo_world
 from tests.plan.test_plan import deployment
 from tests.slack.conftest import served
@@ -125,3 +127,16 @@ async def test_free_devices_of_a_class_use_each_clusters_own_class(mirror) -> No
         assert {d["cluster"] for d in every.structured_content["devices"]} == {"east"}
         west = await call(session, "free_devices", device_class=mig, cluster="west")
         assert west.is_error and f"no DeviceClass {mig} in west" in west.content[0].text
+
+
+async def test_mcp_answers_after_the_apps_lifespan_ran_again() -> None:
+    app = create_app(Settings(), store=MemoryStore())
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"accept": "application/json, text/event-stream"}
+    for _ in range(2):  # an app started, stopped, started again (tests, embedding servers)
+        async with LifespanManager(app) as manager:
+            transport = httpx.ASGITransport(app=manager.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+                response = await http.post("/mcp", json=listing, headers=headers)
+        assert response.status_code == 200, response.text
+        assert {t["name"] for t in response.json()["result"]["tools"]} >= {"who_holds", "plan"}
