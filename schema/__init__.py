@@ -2,7 +2,7 @@
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
 (`schema.query`, the contract in API.md) merged with the history (`schema.history`) and
-diagnostics (`schema.diagnostics`) entry points, the live `Subscription` (`schema.live`), and
+diagnostics (`schema.diagnostics`) and plan (`schema.plan`) entry points, the live `Subscription` (`schema.live`), and
 the parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
 instead of 4 to 6 ms).
 
@@ -26,13 +26,14 @@ from dra_mirror.service.settings import GraphQLSettings
 from .diagnostics import Query as DiagnosticsQuery
 from .guard import DocumentRegistry, guarded_schema_options
 from .history import Query as HistoryQuery
+from .plan import Query as PlanQuery
 from .query import Query as CoreQuery
 from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
-ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery)
+ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery, PlanQuery)
 
 
 def build_schema(

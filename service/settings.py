@@ -261,6 +261,13 @@ class LogSettings:
         _require(ok, "log level", self.level, f"must be one of {', '.join(levels)}")
 
 
+@dataclass(frozen=True)
+class AlertsSettings:
+    config: str | None = None
+    """The alerts' configuration file (`service.alerts.config`); unset: no alerts (the demo
+    turns every rule on)."""
+
+
 READINESS_RULES = ("serve-stale", "not-ready")
 
 
@@ -290,6 +297,7 @@ class Settings:
     access: AccessSettings = field(default_factory=AccessSettings)
     log: LogSettings = field(default_factory=LogSettings)
     readiness: ReadinessSettings = field(default_factory=ReadinessSettings)
+    alerts: AlertsSettings = field(default_factory=AlertsSettings)
 
     @classmethod
     def from_env(
@@ -328,6 +336,7 @@ _GROUP_TYPES: dict[str, type] = {
     "access": AccessSettings,
     "log": LogSettings,
     "readiness": ReadinessSettings,
+    "alerts": AlertsSettings,
 }
 
 

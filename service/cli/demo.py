@@ -25,6 +25,7 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.server import DeadlineServer
 from dra_mirror.service.runtime.mirror import mirror_app
@@ -54,6 +55,23 @@ EXAMPLE_QUERIES = (
         " consumers { name phase } } } } }",
     ),
 )
+
+
+def demo_alerts(port: int) -> AlertsConfig:
+    """The demo's alerts when DRA_MIRROR_ALERTS_CONFIG names none: every rule, at once, as
+    Prometheus series only (no Slack), with links to the demo's own screens."""
+    from dra_mirror.service.alerts.config import parse
+
+    rules = {
+        "pending-behind-idle": {"minutes": 0},
+        "idle-holder": {"minutes": 0},
+        "gpu-node-without-slices": {"minutes": 0},
+        "pool-incomplete": {"minutes": 0},
+        "tainted-while-held": {"minutes": 0},
+    }
+    return parse(
+        {"interval": 5, "webUrl": f"http://{DEMO_HOST}:{port}", "rules": rules}, where="demo"
+    )
 
 
 def banner(url: str) -> str:
@@ -100,7 +118,9 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
             await asyncio.gather(movement, return_exceptions=True)
 
 
-def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
+def demo_app(
+    settings: Settings, *, workdir: Path, scenario: str = "demo", alerts: AlertsConfig | None = None
+) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
     in a SQLite file in `workdir` unless a database is configured)."""
     if not settings.history.database_url:
@@ -113,6 +133,7 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
         store=store,
         kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
+        alerts=alerts,
     )
     return demo
 
@@ -122,11 +143,12 @@ async def run_demo(
     *,
     scenario: str = "demo",
     announce: Callable[[str], None] = print,
+    alerts: AlertsConfig | None = None,
     deadline: ShutdownDeadline | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
-        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
+        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario, alerts=alerts)
         config = uvicorn.Config(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine

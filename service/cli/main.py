@@ -7,7 +7,7 @@
 
 The other commands live in their own modules and are registered here: `sim` (simulator),
 `migrate` (database), `schema` (sdl), `who-holds|free|waiting|idle` (client), `explain` and
-`lint` (diagnostics). Settings are built at the edge (`service.cli.options`) and passed down;
+`lint` (diagnostics), `plan` (plan), `mcp` (MCP tools on stdio). Settings are built at the edge (`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from dra_mirror.service.cli import client, diagnostics, preflight
+from dra_mirror.service.cli import client, diagnostics, mcp, plan, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
@@ -115,6 +115,16 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
+def alerts_config(settings: Settings) -> Any:
+    """The alerts' configuration file (DRA_MIRROR_ALERTS_CONFIG), checked; None when unset."""
+    from dra_mirror.service.alerts.config import AlertsConfigError, load
+
+    try:
+        return load(settings.alerts.config)
+    except AlertsConfigError as error:
+        raise preflight.ConfigurationProblem(f"alerts: {error}") from None
+
+
 async def _serve(
     settings: Settings,
     *,
@@ -128,7 +138,14 @@ async def _serve(
     from dra_mirror.service.cli.server import DeadlineServer
     from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access, role=role)
+    app = mirror_app(
+        settings,
+        watch=watch,
+        slack=slack_settings(),
+        access=access,
+        role=role,
+        alerts=alerts_config(settings) if watch else None,
+    )
     config = uvicorn.Config(
         app,
         host=settings.http.host,
@@ -158,11 +175,12 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
     preflight.check(settings, watch=False)
-    from dra_mirror.service.cli.demo import run_demo
+    from dra_mirror.service.cli.demo import demo_alerts, run_demo
 
+    alerts = alerts_config(settings) or demo_alerts(settings.http.port)
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
-    run(run_demo(settings, scenario=scenario, announce=click.echo, deadline=deadline),
-        deadline=deadline)  # fmt: skip
+    run(run_demo(settings, scenario=scenario, announce=click.echo, alerts=alerts,
+                 deadline=deadline), deadline=deadline)  # fmt: skip
 
 
 for command in (
@@ -175,6 +193,8 @@ for command in (
     client.idle,
     diagnostics.explain,
     diagnostics.lint,
+    plan.plan,
+    mcp.mcp,
 ):
     main.add_command(command)
 

@@ -29,7 +29,8 @@ queries against one registry shared with the guards' registered-only rule). The 
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`. Slack
 slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given). The
 Devices screens (`/ui/`) and GraphiQL's page are `service.web`'s (files of the package).
-`/metrics` is Prometheus text (`service.http.metrics`; the DRA series unless
+`/mcp` serves the questions as Model Context Protocol tools (`service.mcp`, streamable HTTP,
+behind the same access gate and per-request context as `/graphql`). `/metrics` is Prometheus text (`service.http.metrics`; the DRA series unless
 `dra_metrics=False`).
 
 Access: before anything else the lifespan opens the access control (`access`, or
@@ -75,6 +76,7 @@ from dra_mirror.service.http.readiness import (
     readiness,
 )
 from dra_mirror.service.http.watchers import Watchers
+from dra_mirror.service.mcp.http import McpEndpoint
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
@@ -189,6 +191,9 @@ def create_app(
         registry=registry,
     )
 
+    # MCP tools for agents at /mcp: the same context (and access scope) as /graphql.
+    mcp = McpEndpoint(lambda r: view.get_context(r, None), view.schema)
+
     async def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")
 
@@ -215,6 +220,7 @@ def create_app(
             log.log(logging.WARNING if control.insecure else logging.INFO, "%s", control.describe())
             for resource in resources:
                 await stack.enter_async_context(resource)
+            await stack.enter_async_context(mcp.running())
             stack.push_async_callback(_closing, store.close, "state store")
             if open_history is not None:
                 state.history = await open_history()
@@ -233,6 +239,7 @@ def create_app(
         routes=[
             Route("/graphql", view, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),
+            Route("/mcp", mcp.asgi, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", state.metrics.endpoint, methods=["GET"]),

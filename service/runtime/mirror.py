@@ -17,6 +17,9 @@ access=None, role=API)`:
 * with `watch=True`, the clusters of the kubeconfig (`kubeconfig()`, asked inside the
   lifespan: the demo's simulator writes it at start; else `clusters.kubeconfig`) are watched
   into the store (`watching.watch_clusters`), every batch timed into `/metrics`;
+* with `alerts` (`service.alerts.config`), the alert engine runs beside the reactors over
+  their own indexes (with leased watchers: the clusters whose lease this replica holds), woken
+  by every batch, its series in `/metrics`;
 * once every cluster synced: the heap built so far is moved out of the garbage collector's
   sight (`freeze_heap`), and for an in-process store the diagnostics' allocation ledgers are
   built (`diagnosis.prepare`) rather than by the first `explainClaim`.
@@ -35,6 +38,10 @@ from starlette.applications import Starlette
 
 from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
+from dra_mirror.service.alerts.config import AlertsConfig
+from dra_mirror.service.alerts.engine import AlertEngine
+from dra_mirror.service.alerts.metrics import AlertsCollector
+from dra_mirror.service.alerts.slack import SlackNotifier
 from dra_mirror.service.http.app import AppState, create_app
 from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.watchers import Watchers
@@ -70,6 +77,7 @@ def mirror_app(
     watch: bool = True,
     slack: SlackSettings | None = None,
     access: AccessConfig | None = None,
+    alerts: AlertsConfig | None = None,
     role: str = API,
 ) -> Starlette:
     """See the module docstring."""
@@ -89,6 +97,12 @@ def mirror_app(
         sinks: list[ChangeSink] = []
         if mirror.history is not None:
             sinks.append(mirror.metrics.timed_sink(mirror.history.sink))
+        engine = None
+        watching: list[WatchedClusters] = []  # set below; the engine reads it when it runs
+        if alerts is not None:  # beside the reactors: the clusters this process watches
+            engine = alerting(alerts, lambda: synced_indexes(watching))
+            mirror.metrics.registry.register(AlertsCollector(engine))
+            sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
             path,
             settings.clusters.contexts,
@@ -99,7 +113,11 @@ def mirror_app(
             transitions=mirror.history is not None,  # history is what reads them
             settings=reactor_settings(settings),
         )
+        watching.append(watched)
         watched.after_sync = _after_sync(watched, state_store)
+        if engine is not None:
+            engine.start()
+            watched.also_stop.append(engine.stop)
         return watched
 
     app = create_app(
@@ -114,6 +132,26 @@ def mirror_app(
         role=role,
     )
     return app
+
+
+def synced_indexes(watching: Sequence[WatchedClusters]) -> dict[str, Any]:
+    """The index of every cluster watched here that has synced (every kind listed once).
+
+    A cluster still listing is left out: between its claims and its pods, every allocated
+    claim looks idle, and rules over such a half-read cluster would fire and resolve alerts
+    for conditions that never held."""
+    return {
+        name: reactor.index
+        for watched in watching
+        for name, reactor in watched.by_name.items()
+        if reactor.synced.is_set()
+    }
+
+
+def alerting(config: AlertsConfig, sources: Any) -> AlertEngine:
+    """The alert engine over `sources` (cluster -> index), posting to Slack when configured."""
+    notifier = SlackNotifier(config.slack, web_url=config.web_url) if config.slack else None
+    return AlertEngine(config, sources=sources, notifier=notifier)
 
 
 def freeze_heap() -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
 from dra_mirror.service.clusters.watching import WatchSettings
@@ -49,6 +49,8 @@ class WatchedClusters:
         self.reactors = reactors
         self.connections = connections
         self.after_sync: asyncio.Task[None] | None = None
+        # what runs beside the reactors (the alert engine), stopped first
+        self.also_stop: list[Callable[[], Awaitable[None]]] = []
 
     @property
     def clusters(self) -> list[str]:
@@ -69,6 +71,8 @@ class WatchedClusters:
         await self.reactors.wait_synced()
 
     async def stop(self) -> None:
+        for stop in self.also_stop:
+            await stop()
         if self.after_sync is not None:
             self.after_sync.cancel()
             await asyncio.gather(self.after_sync, return_exceptions=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_mirror.service.diagnostics.expansion import claim_generate_name
 from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER, POD_CLAIM_NAME_ANNOTATION
 from dra_mirror.service.sim.store import ClusterStore
 
@@ -32,21 +33,13 @@ __all__ = [
 ]
 
 MAX_RESERVED_FOR = 256  # ResourceClaimReservedForMaxSize
-MAX_GENERATE_BASE = 57  # leaves room for 5 random characters within a 63-character name
 
 
 def generate_name(pod_name: str, pod_claim_name: str) -> str:
     """The claim `generateName` kube-controller-manager uses (resourceclaim controller):
-    `<pod>-<claim>-`, or both parts cut proportionally (and no trailing dash) when too long."""
-    base = f"{pod_name}-{pod_claim_name}-"
-    if len(base) > MAX_GENERATE_BASE:
-        total = len(base)
-        base = (
-            pod_name[: len(pod_name) * MAX_GENERATE_BASE // total]
-            + "-"
-            + pod_claim_name[: len(pod_claim_name) * MAX_GENERATE_BASE // total]
-        )
-    return base
+    `<pod>-<claim>-`, or both parts cut proportionally (and no trailing dash) when too long.
+    The rule is `service.diagnostics.expansion`'s, which `plan` names claims by too."""
+    return claim_generate_name(pod_name, pod_claim_name)
 
 
 def pod_owner_reference(pod: dict) -> dict:

@@ -32,6 +32,7 @@ HELP = [
     ("waiting [class] [cluster]", "claims waiting for devices, longest first"),
     ("idle [cluster]", "claims holding devices with no running pod"),
     ("explain <namespace/claim> [cluster]", "why a claim is pending, or whether it is healthy"),
+    ("plan <manifest YAML | Slack file link>", "where it would land if applied now, or why not"),
     ("help", "this list"),
 ]
 

@@ -2,7 +2,7 @@
 
     who-holds <uuid | node/device | driver/pool/device | device> [cluster]
     free [class] [cluster]          waiting [class] [cluster]          idle [cluster]
-    explain <namespace/claim> [cluster]          help
+    explain <namespace/claim> [cluster]          plan <manifest YAML | Slack file>          help
 
 `answer(ask, text)` parses the text, asks the graph (`service.questions`) and renders the
 reply (`service.slack.blocks`). Promises: it never raises for anything a person can type —
@@ -26,6 +26,7 @@ from dra_mirror.service.questions.explain import ask_explain
 from dra_mirror.service.questions.holdings import ask_who_holds
 
 from . import blocks
+from .plan import FileSource, answer_plan
 
 ALIASES = {"whoholds": "who-holds", "who": "who-holds", "holds": "who-holds", "pending": "waiting"}
 
@@ -37,14 +38,17 @@ async def answer(
     command: str = "/gpu",
     now: datetime | None = None,
     history: bool = True,
+    files: FileSource | None = None,
 ) -> blocks.Message:
     """The reply to `text`; `now` is the clock of "2h ago", `history` whether to ask the
-    history fields (holding since) at all."""
+    history fields (holding since) at all, `files` where `plan` reads attached manifests."""
     words = text.split()
     if not words or words[0].lower() in {"help", "-h", "--help", "?"}:
         return blocks.render_help(command)
     name = ALIASES.get(words[0].lower(), words[0].lower())
     args = words[1:]
+    if name == "plan":  # the manifest is the rest of the text, newlines kept
+        return await answer_plan(ask, text.strip()[len(words[0]) :], files=files)
     try:
         if name == "who-holds":
             if not args or len(args) > 2:

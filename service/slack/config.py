@@ -8,6 +8,7 @@ app; tests build their own. Environment names follow `service.settings`
     DRA_MIRROR_SLACK_SIGNING_SECRET_FILE   or a file holding it (a mounted Kubernetes Secret)
     DRA_MIRROR_SLACK_ANSWER_WITHIN         seconds to answer in the HTTP reply (default 2.0)
     DRA_MIRROR_SLACK_RESPONSE_URLS         comma-separated prefixes a response_url must start with
+    DRA_MIRROR_SLACK_BOT_TOKEN[_FILE]      the bot token `/gpu plan` reads attached files with
 
 Promises: the secret is held in a `SigningSecret` whose `repr`/`str` never show it, so logging the
 settings (or an exception holding them) cannot leak it; a missing or empty file is an error
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dra_mirror.service.settings import SettingsError
+
+from .plan import SlackBot
 
 ENV_PREFIX = "DRA_MIRROR_SLACK_"
 
@@ -69,6 +72,9 @@ class SlackSettings:
     response_urls: tuple[str, ...] = SLACK_HOOKS
     """Prefixes a `response_url` must start with to be posted to."""
 
+    bot: SlackBot | None = None
+    """The app's bot token and Web API address (`/gpu plan` reads attached files with it)."""
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SlackSettings | None:
         """The settings, or None when no secret is configured (Slack commands are off)."""
@@ -83,7 +89,7 @@ class SlackSettings:
             secret = read_secret_file(Path(secret_file))
         if not secret:
             return None
-        settings = cls(SigningSecret(secret))
+        settings = cls(SigningSecret(secret), bot=SlackBot.from_env(environ))
         within = environ.get(f"{ENV_PREFIX}ANSWER_WITHIN")
         if within:
             try:

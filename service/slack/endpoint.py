@@ -40,6 +40,7 @@ from . import blocks
 from .access import asker_scope
 from .commands import answer
 from .config import SlackSettings
+from .plan import SlackFiles
 
 if TYPE_CHECKING:
     from slack_sdk.signature import SignatureVerifier
@@ -132,7 +133,14 @@ class SlackCommands:
         command = form.get("command") or "/gpu"
         log.info("slack command %s %r from %s", command, text, form.get("user_id", "?"))
         task = asyncio.create_task(
-            safe_answer(ask, text, command, now=context.now(), history=context.history is not None)
+            safe_answer(
+                ask,
+                text,
+                command,
+                now=context.now(),
+                history=context.history is not None,
+                files=SlackFiles(self.settings.bot) if self.settings.bot is not None else None,
+            )
         )
         if self.settings.answer_within > 0:
             done, _ = await asyncio.wait({task}, timeout=self.settings.answer_within)

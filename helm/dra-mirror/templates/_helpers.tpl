@@ -95,6 +95,10 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
   value: "true"
 {{- end }}
+{{- with .Values.alerts.config }}
+- name: DRA_MIRROR_ALERTS_CONFIG
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 
 {{/* Writable places under a read-only root filesystem, and the kubeconfig Secret. */}}
