@@ -17,78 +17,50 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   observation written for that cluster and closes every interval left open then, with reason
   `unwatched` — the fresh index re-announces what is still held, opening new intervals.
 
+On PostgreSQL the growing tables are partitioned by month (`service.history.partitions`): a
+batch first makes sure the months it writes exist (`partitions.cover`); object versions are
+unique only with their observation time there, so a version already stored (a re-announcement
+after a restart) is looked up and skipped before the COPY; closes name the row by (id, start),
+the partitioned primary key. Allocations also record the classes a device was allocated for
+(`device_classes`, read by `contention` by CLASS).
+
 Two steps: `prepare(entries)` is pure (object version rows, instants, transitions in order), so
 the writer prepares the next batch while SQL works on the current one; `BatchRecorder` then reads
-the open intervals a batch touches once (one SELECT per table), decides in Python, and writes
+the open intervals a batch touches once (one SELECT per table), decides in Python
+(`service.history.decisions`), and writes
 with one executemany per table — on PostgreSQL through COPY and a staging table (`pgcopy`): the
 cost is a few statements per batch, not per row.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-import orjson
-from sqlalchemy import String, any_, bindparam, func, select, update
+from sqlalchemy import String, any_, bindparam, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dra_mirror.service.history import peaks, pgcopy
+from dra_mirror.service.history import partitions, peaks, pgcopy
+from dra_mirror.service.history.decisions import KEYS, Decider, Open, Plan
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
-    AllocationInterval,
+    PARTITIONED,
     ClusterMark,
-    ConsumerInterval,
+    DeviceClass,
     DeviceInterval,
     Gap,
-    IdleInterval,
     ObjectVersion,
     OutboxPosition,
-    WaitInterval,
 )
 from dra_mirror.service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
 from dra_mirror.service.history.times import to_us
-from dra_mirror.service.model import changes as t
 from dra_mirror.service.model.changes import Transition
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
-
-# identity columns of each interval table (after `cluster`)
-_KEYS: dict[type, tuple[str, ...]] = {
-    AllocationInterval: ("cluster", "claim_uid", "request", "driver", "pool", "device", "share_id"),
-    ConsumerInterval: ("cluster", "claim_uid", "pod_uid"),
-    WaitInterval: ("cluster", "claim_uid"),
-    IdleInterval: ("cluster", "claim_uid"),
-    DeviceInterval: ("cluster", "driver", "pool", "device"),
-}
-_MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals per claim
-
-
-@dataclass(slots=True)
-class _Open:
-    start_us: int
-    row_id: int | None = None  # committed row
-    new_row: dict[str, Any] | None = None  # row to insert in this batch
-
-
-@dataclass
-class _Plan:
-    """Everything one segment of a batch writes."""
-
-    inserts: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    data_updates: list[dict[str, Any]] = field(default_factory=list)
-    marks: dict[str, int] = field(default_factory=dict)
-    waits_from: int | None = None  # earliest wait start or end written (peak cache)
-
-    def wait_touched(self, at: int) -> None:
-        if self.waits_from is None or at < self.waits_from:
-            self.waits_from = at
 
 
 def _insert(conn: AsyncConnection, table: type):
@@ -109,6 +81,14 @@ class Segment:
     versions: list[tuple[Any, ...]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
     transitions: list[Transition] = field(default_factory=list)
+    first_us: int | None = None  # earliest instant written (a version or a transition)
+    last_us: int | None = None
+
+    def saw(self, us: int) -> None:
+        if self.first_us is None or us < self.first_us:
+            self.first_us = us
+        if self.last_us is None or us > self.last_us:
+            self.last_us = us
 
 
 Prepared = list[Segment | GapEntry | StartedEntry]
@@ -137,8 +117,20 @@ def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Pre
             )  # fmt: skip
         if observed > segment.marks.get(cluster, -1):
             segment.marks[cluster] = observed
+        segment.saw(observed)
+        for tr in entry.transitions:
+            segment.saw(to_us(tr.at))
         segment.transitions.extend(entry.transitions)
     return prepared
+
+
+def months_needed(prepared: Prepared) -> dict[str, set[partitions.Month]]:
+    """The months of the partitioned tables a prepared batch may write rows into."""
+    months: set[partitions.Month] = set()
+    for part in prepared:
+        if isinstance(part, Segment) and part.first_us is not None and part.last_us is not None:
+            months |= partitions.months_between(part.first_us, part.last_us)
+    return dict.fromkeys(PARTITIONED, months) if months else {}
 
 
 class BatchRecorder:
@@ -149,6 +141,7 @@ class BatchRecorder:
         self.rows = 0  # rows inserted or updated, for the writer's metrics
 
     async def record_prepared(self, prepared: Prepared) -> None:
+        await partitions.cover(self.conn.engine, self.conn, months_needed(prepared))
         for part in prepared:
             if isinstance(part, Segment):
                 await self._segment(part)
@@ -173,14 +166,16 @@ class BatchRecorder:
         # object versions first: the largest write, which needs no decision; while SQL takes
         # it in, the writer's read-ahead prepares the next batch
         await self._write_versions(segment.versions)
-        plan = _Plan(marks=segment.marks)
+        plan = Plan(marks=segment.marks)
         if segment.transitions:
             opened = await self._open_intervals(segment.transitions)
-            _Decider(plan, opened).apply(segment.transitions)
+            Decider(plan, opened).apply(segment.transitions)
         await self._write(plan)
 
     async def _write_versions(self, versions: list[tuple[Any, ...]]) -> None:
         conn = self.conn
+        if conn.dialect.name == "postgresql" and versions:
+            versions = await self._unseen(versions)
         if conn.dialect.name == "postgresql" and len(versions) >= pgcopy.MIN_ROWS:
             await pgcopy.copy_insert(conn, ObjectVersion.__tablename__, VERSION_COLUMNS, versions)
         elif versions:
@@ -188,12 +183,36 @@ class BatchRecorder:
             await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), rows)
         self.rows += len(versions)
 
+    async def _unseen(self, versions: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """PostgreSQL: the versions not stored yet, each once. Its unique key holds the
+        observation time (the partition key), so a version seen again later — every object
+        re-announced by a fresh watch — would not conflict: it is looked up (by cluster and
+        uid, in every partition's index) and left out here."""
+        first: dict[tuple[str, str, str, bool], tuple[Any, ...]] = {}
+        for version in versions:  # (cluster, kind, ns, name, uid, rv, observed, deleted, body)
+            first.setdefault((version[0], version[4], version[5], version[7]), version)
+        objects = sorted({(key[0], key[1]) for key in first})
+        for start in range(0, len(objects), CHUNK):
+            chunk = objects[start : start + CHUNK]
+            stored = await self.conn.execute(
+                text(
+                    "SELECT v.cluster, v.uid, v.resource_version, v.deleted "
+                    "FROM object_versions AS v "
+                    "JOIN unnest(CAST(:clusters AS text[]), CAST(:uids AS text[])) AS k(c, u) "
+                    "ON v.cluster = k.c AND v.uid = k.u"
+                ),
+                {"clusters": [c for c, _ in chunk], "uids": [u for _, u in chunk]},
+            )
+            for key in stored:
+                first.pop(tuple(key), None)
+        return list(first.values())
+
     async def _open_intervals(self, transitions: list[Transition]) -> dict[type, dict]:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})
         devices = sorted({tr.device for tr in transitions if tr.type.startswith("device_")})
         opened: dict[type, dict] = {table: {} for table in INTERVAL_TABLES}
         for table in INTERVAL_TABLES:
-            keys = _KEYS[table]
+            keys = KEYS[table]
             column, values = (
                 (DeviceInterval.device, devices)
                 if table is DeviceInterval
@@ -213,10 +232,10 @@ class BatchRecorder:
                     table.end_us.is_(None), wanted
                 )
                 for row in await self.conn.execute(query):
-                    opened[table][tuple(row[2:])] = _Open(start_us=row[1], row_id=row[0])
+                    opened[table][tuple(row[2:])] = Open(start_us=row[1], row_id=row[0])
         return opened
 
-    async def _write(self, plan: _Plan) -> None:
+    async def _write(self, plan: Plan) -> None:
         conn = self.conn
         if plan.waits_from is not None:
             await peaks.invalidate(conn, plan.waits_from, max(plan.marks.values()))
@@ -234,10 +253,14 @@ class BatchRecorder:
             elif rows:
                 stmt = (
                     update(table)
-                    .where(table.id == bindparam("row_id"))
+                    .where(table.id == bindparam("row_id"), table.start_us == bindparam("start"))
                     .values(end_us=bindparam("end"), end_reason=bindparam("reason"))
                 )
                 await conn.execute(stmt, rows)
+        if plan.device_classes:
+            rows = [{"cluster": c, "device": d, "class_name": k}
+                    for c, d, k in sorted(plan.device_classes)]  # fmt: skip
+            await conn.execute(_insert(conn, DeviceClass).on_conflict_do_nothing(), rows)
         if plan.data_updates:
             stmt = (
                 update(DeviceInterval)
@@ -286,154 +309,3 @@ class BatchRecorder:
                 .where(table.start_us <= last_seen)
                 .values(end_us=last_seen, end_reason="unwatched")
             )
-
-
-class _Decider:
-    """Walks transitions in order over the open intervals, filling a plan (no I/O)."""
-
-    def __init__(self, plan: _Plan, opened: dict[type, dict]) -> None:
-        self.plan = plan
-        self.opened = opened
-        # (cluster, claim uid) -> open intervals of the claim's tables keyed by more than the
-        # claim (allocations, consumers), for claim_deleted; waits and idle holds are keyed by
-        # the claim itself
-        self.by_claim: dict[tuple[str, str], set[tuple[type, tuple]]] = defaultdict(set)
-        for table in _MULTI_TABLES:
-            for key in opened[table]:
-                self.by_claim[(key[0], key[1])].add((table, key))
-
-        self._handlers: dict[str, Callable[[Transition, int], None]] = {
-            t.ALLOCATED: lambda tr, at: self._open(AllocationInterval, tr, at, _allocation_row(tr)),
-            t.RELEASED: lambda tr, at: self._close(
-                AllocationInterval, _key(AllocationInterval, tr), at, "released"
-            ),
-            t.CONSUMER_ADDED: lambda tr, at: self._open(
-                ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid)
-            ),
-            t.CONSUMER_REMOVED: lambda tr, at: self._close(
-                ConsumerInterval, _key(ConsumerInterval, tr), at, "removed"
-            ),
-            t.WAIT_STARTED: lambda tr, at: self._open(WaitInterval, tr, at, _wait_row(tr)),
-            t.WAIT_ENDED: lambda tr, at: self._close(
-                WaitInterval, _key(WaitInterval, tr), at, tr.reason or "allocated"
-            ),
-            t.IDLE_STARTED: lambda tr, at: self._open(IdleInterval, tr, at, _claim_row(tr)),
-            t.IDLE_ENDED: lambda tr, at: self._close(
-                IdleInterval, _key(IdleInterval, tr), at, "ended"
-            ),
-            t.CLAIM_DELETED: self._claim_deleted,
-            t.DEVICE_APPEARED: lambda tr, at: self._open(DeviceInterval, tr, at, _device_row(tr)),
-            t.DEVICE_CHANGED: self._change_device,
-            t.DEVICE_DISAPPEARED: lambda tr, at: self._close(
-                DeviceInterval, _key(DeviceInterval, tr), at, "disappeared"
-            ),
-        }
-
-    def apply(self, transitions: Iterable[Transition]) -> None:
-        handlers = self._handlers
-        for tr in transitions:
-            handler = handlers.get(tr.type)
-            if handler is not None:  # claim_created and the like open nothing by themselves
-                handler(tr, to_us(tr.at))
-
-    def _claim_deleted(self, tr: Transition, at: int) -> None:
-        claim = (tr.cluster, tr.claim_uid)
-        for table, key in list(self.by_claim.get(claim, ())):
-            self._close(table, key, at, "deleted")
-        for table in (WaitInterval, IdleInterval):
-            self._close(table, claim, at, "deleted")
-
-    def _open(self, table: type, tr: Transition, at: int, row: dict[str, Any]) -> None:
-        key = _key(table, tr)
-        if key in self.opened[table]:
-            return  # already open: a re-announcement or a replay keeps the first start
-        row["start_us"] = at
-        row["end_us"] = None
-        row["end_reason"] = None
-        if table is WaitInterval:
-            self.plan.wait_touched(at)
-        self.opened[table][key] = _Open(start_us=at, new_row=row)
-        self.plan.inserts[table].append(row)
-        if table in _MULTI_TABLES:
-            self.by_claim[(key[0], key[1])].add((table, key))
-
-    def _close(self, table: type, key: tuple, at: int, reason: str) -> None:
-        current = self.opened[table].get(key)
-        if current is None or at < current.start_us:
-            return  # nothing open, or a later interval is open: a replay
-        if table is WaitInterval:
-            self.plan.wait_touched(at)
-        if current.new_row is not None:
-            current.new_row["end_us"] = at
-            current.new_row["end_reason"] = reason
-        else:
-            self.plan.closes[table].append({"row_id": current.row_id, "end": at, "reason": reason})
-        del self.opened[table][key]
-        if table in _MULTI_TABLES:
-            self.by_claim[(key[0], key[1])].discard((table, key))
-
-    def _change_device(self, tr: Transition, at: int) -> None:
-        key = _key(DeviceInterval, tr)
-        current = self.opened[DeviceInterval].get(key)
-        row = _device_row(tr)
-        if current is not None and current.start_us == at:
-            if current.new_row is not None:
-                current.new_row.update(row)
-            else:
-                self.plan.data_updates.append(
-                    {"row_id": current.row_id, "new_data": row["data"], "new_uuid": row["uuid"],
-                     "new_node": row["node"]}
-                )  # fmt: skip
-            return
-        self._close(DeviceInterval, key, at, "changed")
-        self._open(DeviceInterval, tr, at, row)
-
-
-def _key(table: type, tr: Transition) -> tuple:
-    if table is AllocationInterval:
-        return (tr.cluster, tr.claim_uid, tr.request, tr.driver, tr.pool, tr.device,
-                tr.share_id or "")  # fmt: skip
-    if table is ConsumerInterval:
-        return (tr.cluster, tr.claim_uid, tr.pod_uid)
-    if table is DeviceInterval:
-        return (tr.cluster, tr.driver, tr.pool, tr.device)
-    return (tr.cluster, tr.claim_uid)
-
-
-def _claim_row(tr: Transition, **extra: Any) -> dict[str, Any]:
-    row = {"cluster": tr.cluster, "namespace": tr.namespace, "claim": tr.claim,
-           "claim_uid": tr.claim_uid}  # fmt: skip
-    row.update(extra)
-    return row
-
-
-def _wait_row(tr: Transition) -> dict[str, Any]:
-    return _claim_row(tr, class_name=tr.class_names[0] if tr.class_names else "",
-                      class_names=",".join(tr.class_names))  # fmt: skip
-
-
-def _allocation_row(tr: Transition) -> dict[str, Any]:
-    return _claim_row(
-        tr,
-        driver=tr.driver,
-        pool=tr.pool,
-        device=tr.device,
-        uuid=tr.uuid,
-        node=tr.node,
-        request=tr.request,
-        share_id=tr.share_id or "",
-        consumed_capacity=orjson.dumps(tr.consumed_capacity, option=orjson.OPT_SORT_KEYS).decode(),
-        class_name=tr.class_names[0] if tr.class_names else "",
-    )
-
-
-def _device_row(tr: Transition) -> dict[str, Any]:
-    return {
-        "cluster": tr.cluster,
-        "driver": tr.driver,
-        "pool": tr.pool,
-        "device": tr.device,
-        "uuid": tr.uuid,
-        "node": tr.node,
-        "data": orjson.dumps(tr.data, option=orjson.OPT_SORT_KEYS).decode(),
-    }

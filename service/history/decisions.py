@@ -1,0 +1,224 @@
+"""How a batch's transitions become row writes: the interval rules, decided in Python.
+
+`Decider(plan, opened).apply(transitions)` walks transitions in order over the intervals open
+before the batch (read by `recording.BatchRecorder`, one SELECT per table), and fills a `Plan`
+— rows to insert, closes by (id, start), device data rewrites, the classes a device was
+allocated for — without any I/O. The rules are those of `service.history.recording`: an
+opening transition opens an interval only if none is open for its identity (a re-announcement
+keeps the first start); a closing one closes only an interval that started at or before it;
+claim_deleted closes everything open for the claim; device_changed closes and reopens (or
+rewrites the data of an interval that started at that same instant).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from dra_mirror.service.history.models import (
+    AllocationInterval,
+    ConsumerInterval,
+    DeviceInterval,
+    IdleInterval,
+    WaitInterval,
+)
+from dra_mirror.service.history.times import to_us
+from dra_mirror.service.model import changes as t
+from dra_mirror.service.model.changes import Transition
+
+# identity columns of each interval table (after `cluster`)
+KEYS: dict[type, tuple[str, ...]] = {
+    AllocationInterval: ("cluster", "claim_uid", "request", "driver", "pool", "device", "share_id"),
+    ConsumerInterval: ("cluster", "claim_uid", "pod_uid"),
+    WaitInterval: ("cluster", "claim_uid"),
+    IdleInterval: ("cluster", "claim_uid"),
+    DeviceInterval: ("cluster", "driver", "pool", "device"),
+}
+MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals per claim
+
+
+@dataclass(slots=True)
+class Open:
+    start_us: int
+    row_id: int | None = None  # committed row
+    new_row: dict[str, Any] | None = None  # row to insert in this batch
+
+
+@dataclass
+class Plan:
+    """Everything one segment of a batch writes."""
+
+    inserts: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    data_updates: list[dict[str, Any]] = field(default_factory=list)
+    marks: dict[str, int] = field(default_factory=dict)
+    waits_from: int | None = None  # earliest wait start or end written (peak cache)
+    device_classes: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def wait_touched(self, at: int) -> None:
+        if self.waits_from is None or at < self.waits_from:
+            self.waits_from = at
+
+
+class Decider:
+    """Walks transitions in order over the open intervals, filling a plan (no I/O)."""
+
+    def __init__(self, plan: Plan, opened: dict[type, dict]) -> None:
+        self.plan = plan
+        self.opened = opened
+        # (cluster, claim uid) -> open intervals of the claim's tables keyed by more than the
+        # claim (allocations, consumers), for claim_deleted; waits and idle holds are keyed by
+        # the claim itself
+        self.by_claim: dict[tuple[str, str], set[tuple[type, tuple]]] = defaultdict(set)
+        for table in MULTI_TABLES:
+            for key in opened[table]:
+                self.by_claim[(key[0], key[1])].add((table, key))
+
+        self._handlers: dict[str, Callable[[Transition, int], None]] = {
+            t.ALLOCATED: self._allocated,
+            t.RELEASED: lambda tr, at: self._close(
+                AllocationInterval, _key(AllocationInterval, tr), at, "released"
+            ),
+            t.CONSUMER_ADDED: lambda tr, at: self._open(
+                ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid)
+            ),
+            t.CONSUMER_REMOVED: lambda tr, at: self._close(
+                ConsumerInterval, _key(ConsumerInterval, tr), at, "removed"
+            ),
+            t.WAIT_STARTED: lambda tr, at: self._open(WaitInterval, tr, at, _wait_row(tr)),
+            t.WAIT_ENDED: lambda tr, at: self._close(
+                WaitInterval, _key(WaitInterval, tr), at, tr.reason or "allocated"
+            ),
+            t.IDLE_STARTED: lambda tr, at: self._open(IdleInterval, tr, at, _claim_row(tr)),
+            t.IDLE_ENDED: lambda tr, at: self._close(
+                IdleInterval, _key(IdleInterval, tr), at, "ended"
+            ),
+            t.CLAIM_DELETED: self._claim_deleted,
+            t.DEVICE_APPEARED: lambda tr, at: self._open(DeviceInterval, tr, at, _device_row(tr)),
+            t.DEVICE_CHANGED: self._change_device,
+            t.DEVICE_DISAPPEARED: lambda tr, at: self._close(
+                DeviceInterval, _key(DeviceInterval, tr), at, "disappeared"
+            ),
+        }
+
+    def apply(self, transitions: Iterable[Transition]) -> None:
+        handlers = self._handlers
+        for tr in transitions:
+            handler = handlers.get(tr.type)
+            if handler is not None:  # claim_created and the like open nothing by themselves
+                handler(tr, to_us(tr.at))
+
+    def _allocated(self, tr: Transition, at: int) -> None:
+        row = _allocation_row(tr)
+        if row["class_name"]:  # even a re-announcement: the class map is kept as a set
+            device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
+            self.plan.device_classes.add((tr.cluster, device, row["class_name"]))
+        self._open(AllocationInterval, tr, at, row)
+
+    def _claim_deleted(self, tr: Transition, at: int) -> None:
+        claim = (tr.cluster, tr.claim_uid)
+        for table, key in list(self.by_claim.get(claim, ())):
+            self._close(table, key, at, "deleted")
+        for table in (WaitInterval, IdleInterval):
+            self._close(table, claim, at, "deleted")
+
+    def _open(self, table: type, tr: Transition, at: int, row: dict[str, Any]) -> None:
+        key = _key(table, tr)
+        if key in self.opened[table]:
+            return  # already open: a re-announcement or a replay keeps the first start
+        row["start_us"] = at
+        row["end_us"] = None
+        row["end_reason"] = None
+        if table is WaitInterval:
+            self.plan.wait_touched(at)
+        self.opened[table][key] = Open(start_us=at, new_row=row)
+        self.plan.inserts[table].append(row)
+        if table in MULTI_TABLES:
+            self.by_claim[(key[0], key[1])].add((table, key))
+
+    def _close(self, table: type, key: tuple, at: int, reason: str) -> None:
+        current = self.opened[table].get(key)
+        if current is None or at < current.start_us:
+            return  # nothing open, or a later interval is open: a replay
+        if table is WaitInterval:
+            self.plan.wait_touched(at)
+        if current.new_row is not None:
+            current.new_row["end_us"] = at
+            current.new_row["end_reason"] = reason
+        else:
+            self.plan.closes[table].append(
+                {"row_id": current.row_id, "start": current.start_us, "end": at, "reason": reason}
+            )
+        del self.opened[table][key]
+        if table in MULTI_TABLES:
+            self.by_claim[(key[0], key[1])].discard((table, key))
+
+    def _change_device(self, tr: Transition, at: int) -> None:
+        key = _key(DeviceInterval, tr)
+        current = self.opened[DeviceInterval].get(key)
+        row = _device_row(tr)
+        if current is not None and current.start_us == at:
+            if current.new_row is not None:
+                current.new_row.update(row)
+            else:
+                self.plan.data_updates.append(
+                    {"row_id": current.row_id, "new_data": row["data"], "new_uuid": row["uuid"],
+                     "new_node": row["node"]}
+                )  # fmt: skip
+            return
+        self._close(DeviceInterval, key, at, "changed")
+        self._open(DeviceInterval, tr, at, row)
+
+
+def _key(table: type, tr: Transition) -> tuple:
+    if table is AllocationInterval:
+        return (tr.cluster, tr.claim_uid, tr.request, tr.driver, tr.pool, tr.device,
+                tr.share_id or "")  # fmt: skip
+    if table is ConsumerInterval:
+        return (tr.cluster, tr.claim_uid, tr.pod_uid)
+    if table is DeviceInterval:
+        return (tr.cluster, tr.driver, tr.pool, tr.device)
+    return (tr.cluster, tr.claim_uid)
+
+
+def _claim_row(tr: Transition, **extra: Any) -> dict[str, Any]:
+    row = {"cluster": tr.cluster, "namespace": tr.namespace, "claim": tr.claim,
+           "claim_uid": tr.claim_uid}  # fmt: skip
+    row.update(extra)
+    return row
+
+
+def _wait_row(tr: Transition) -> dict[str, Any]:
+    return _claim_row(tr, class_name=tr.class_names[0] if tr.class_names else "",
+                      class_names=",".join(tr.class_names))  # fmt: skip
+
+
+def _allocation_row(tr: Transition) -> dict[str, Any]:
+    return _claim_row(
+        tr,
+        driver=tr.driver,
+        pool=tr.pool,
+        device=tr.device,
+        uuid=tr.uuid,
+        node=tr.node,
+        request=tr.request,
+        share_id=tr.share_id or "",
+        consumed_capacity=orjson.dumps(tr.consumed_capacity, option=orjson.OPT_SORT_KEYS).decode(),
+        class_name=tr.class_names[0] if tr.class_names else "",
+    )
+
+
+def _device_row(tr: Transition) -> dict[str, Any]:
+    return {
+        "cluster": tr.cluster,
+        "driver": tr.driver,
+        "pool": tr.pool,
+        "device": tr.device,
+        "uuid": tr.uuid,
+        "node": tr.node,
+        "data": orjson.dumps(tr.data, option=orjson.OPT_SORT_KEYS).decode(),
+    }
