@@ -21,10 +21,9 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
 percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the five
-statements run concurrently on their own connections, with `work_mem` raised so their sorts
-stay in memory, and without JIT or parallel workers: the statements already keep the server's
-cores busy, and on a small server (2 cores) workers on top of them only add overhead (30 days
-of a 500-node cluster: see bench/history_30d.py and docs/history.md).
+statements run concurrently on their own connections (`audit_sql.fetch_all`), and each reads
+only the partitions its window can reach: the floors of `service.history.pruning` bound the
+intervals' starts from below. Peak pending is `service.history.pending`'s.
 """
 
 from __future__ import annotations
@@ -32,23 +31,21 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from dra_mirror.service.history import peaks
+from dra_mirror.service.history import pending, pruning
+from dra_mirror.service.history.audit_sql import AuditSql, fetch_all, where_cluster
+from dra_mirror.service.history.pending import GROUPS, WAIT_GROUP, warm_peaks
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
-GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
+__all__ = ["GROUPS", "BadAuditRequest", "ContentionRow", "contention", "warm_peaks"]
+
 MAX_BUCKETS = 10_000
 
 _ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
                      "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
-# a pending claim has no node yet: under NODE its waits fall in the group ""
-_WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
-               "CLUSTER": "w.cluster"}  # fmt: skip
 
 
 class BadAuditRequest(ValueError):
@@ -78,75 +75,6 @@ def nearest_rank(sorted_values: list[int], fraction: float) -> int:
     return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
 
 
-class _Sql:
-    def __init__(self, postgres: bool) -> None:
-        self.postgres = postgres
-        self.greatest = "GREATEST" if postgres else "MAX"
-        self.least = "LEAST" if postgres else "MIN"
-
-    def text_key(self, expr: str) -> str:
-        """A grouping/sorting key: byte order on PostgreSQL ("C"), several times cheaper to
-        sort than the database's linguistic collation; SQLite compares bytes already."""
-        return f'({expr}) COLLATE "C"' if self.postgres else expr
-
-    def split(self, spans: str, count: int) -> str:
-        """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it."""
-        if count == 1:
-            return f"""
-            SELECT sp.cluster, sp.grp, 0 AS idx, SUM(sp.e - sp.s) AS us
-            FROM ({spans}) AS sp WHERE sp.e > sp.s GROUP BY sp.cluster, sp.grp
-            """
-        g, lst = self.greatest, self.least
-        if self.postgres:
-            # one row per bucket a span touches (usually one), no join against every bucket
-            return f"""
-            SELECT sp.cluster, sp.grp, b.idx,
-                   SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
-            FROM ({spans}) AS sp
-            CROSS JOIN LATERAL generate_series((sp.s - :f) / :b, (sp.e - 1 - :f) / :b) AS b(idx)
-            WHERE sp.e > sp.s
-            GROUP BY sp.cluster, sp.grp, b.idx
-            """
-        return f"""
-        WITH RECURSIVE
-        buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)
-        SELECT sp.cluster, sp.grp, b.idx,
-               SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
-        FROM ({spans}) AS sp
-        JOIN buckets AS b ON b.idx BETWEEN (sp.s - :f) / :b AND (sp.e - 1 - :f) / :b
-        WHERE sp.e > sp.s
-        GROUP BY sp.cluster, sp.grp, b.idx
-        """
-
-
-def _where_cluster(alias: str, cluster: str | None) -> str:
-    return f" AND {alias}.cluster = :cluster" if cluster is not None else ""
-
-
-async def _fetch_all(engine: AsyncEngine, queries: list[str], params: dict) -> list[list]:
-    """Run the audit's statements: on PostgreSQL concurrently, one connection each (the
-    server works on them in parallel, so no parallel workers within one) with room to sort in
-    memory; on SQLite one by one."""
-    if engine.dialect.name != "postgresql":
-        async with engine.connect() as conn:
-            return [list(await conn.execute(text(q), params)) for q in queries]
-
-    async def one(query: str) -> list:
-        async with engine.connect() as conn:
-            # SET LOCAL lasts until this read-only transaction ends with the connection
-            await conn.execute(text(f"SET LOCAL work_mem = '{AUDIT_WORK_MEM}'"))
-            # JIT compiling (triggered by the cost estimates, up to ~0.2 s) saves nothing on
-            # these aggregations; workers would compete with the other statements for cores
-            await conn.execute(text("SET LOCAL jit = off"))
-            await conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
-            return list(await conn.execute(text(query), params))
-
-    return list(await asyncio.gather(*(one(q) for q in queries)))
-
-
-AUDIT_WORK_MEM = "256MB"
-
-
 async def contention(
     engine: AsyncEngine,
     *,
@@ -166,11 +94,12 @@ async def contention(
     if count > MAX_BUCKETS:
         raise BadAuditRequest(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
     postgres = engine.dialect.name == "postgresql"
-    sql = _Sql(postgres)
+    sql = AuditSql(postgres)
     g, lst = sql.greatest, sql.least
     params = {"f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count}
     if cluster is not None:
         params["cluster"] = cluster
+    params.update(await pruning.floor_params(engine, ("allocations", "idle_holds"), start_us))
     rows: dict[tuple[str, str, int], ContentionRow] = {}
 
     def row(cluster_name: str, group: str, idx: int) -> ContentionRow:
@@ -180,12 +109,15 @@ async def contention(
             rows[key] = ContentionRow(cluster_name, group, lo, min(lo + size, end_us))
         return rows[key]
 
-    overlap = "{a}.start_us < :t AND ({a}.end_us IS NULL OR {a}.end_us > :f)"
+    def overlap(alias: str, table: str) -> str:
+        return (f"{alias}.start_us < :t AND ({alias}.end_us IS NULL OR {alias}.end_us > :f)"
+                + pruning.bounded(alias, table, params))  # fmt: skip
+
     alloc_group = sql.text_key(_ALLOCATION_GROUP[group_by])
     allocated = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
-        FROM allocations AS a WHERE {overlap.format(a="a")}{_where_cluster("a", cluster)}
+        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}
     """
     idle = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
@@ -193,18 +125,16 @@ async def contention(
                {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e
         FROM allocations AS a
         JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
-        WHERE {overlap.format(a="a")} AND {overlap.format(a="i")}{_where_cluster("a", cluster)}
+        WHERE {overlap("a", "allocations")} AND {overlap("i", "idle_holds")}
+              {where_cluster("a", cluster)}
     """
     queries = [sql.split(allocated, count), sql.split(idle, count)]
     if group_by != "NAMESPACE":
         if group_by == "CLASS":
             inventory_group = "k.class_name"
             # a device is its uuid where published (it survives renames), else its key
-            ident = "COALESCE({t}.uuid, {t}.driver || '/' || {t}.pool || '/' || {t}.device)"
-            join = f"""JOIN (SELECT DISTINCT cluster, {ident.format(t="allocations")} AS ident,
-                                   class_name
-                            FROM allocations WHERE class_name <> '') AS k
-                      ON k.cluster = d.cluster AND k.ident = {ident.format(t="d")}"""
+            join = """JOIN device_classes AS k ON k.cluster = d.cluster
+                      AND k.device = COALESCE(d.uuid, d.driver || '/' || d.pool || '/' || d.device)"""
         else:
             inventory_group = "COALESCE(d.node, '')" if group_by == "NODE" else "d.cluster"
             join = ""
@@ -212,15 +142,15 @@ async def contention(
             SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
                    {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e
             FROM device_inventory AS d {join}
-            WHERE {overlap.format(a="d")}{_where_cluster("d", cluster)}
+            WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
     queries.append(_waits_query(sql, group_by, cluster))
 
     results, pending_peaks = await asyncio.gather(
-        _fetch_all(engine, queries, params),
-        _peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size, count=count,
-               now_us=horizon_us),
+        fetch_all(engine, queries, params),
+        pending.pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
+                              count=count, now_us=horizon_us),
     )  # fmt: skip
     allocated_rows, idle_rows = results[0], results[1]
     for attribute, found in (("device_hours_allocated", allocated_rows),
@@ -242,15 +172,15 @@ async def contention(
     return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
 
 
-def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
+def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
     window = f"""
         FROM waits AS w
         WHERE w.start_us >= :f AND w.start_us < :t
-          AND COALESCE(w.end_us, :h) > w.start_us{_where_cluster("w", cluster)}
+          AND COALESCE(w.end_us, :h) > w.start_us{where_cluster("w", cluster)}
     """
     if not sql.postgres:  # SQLite has no percentile_disc: finished in Python
         return f"""
-            SELECT w.cluster AS cluster, {_WAIT_GROUP[group_by]} AS grp,
+            SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
                    (w.start_us - :f) / :b AS idx, w.claim_uid AS claim_uid,
                    COALESCE(w.end_us, :h) - w.start_us AS dur
             {window}
@@ -259,7 +189,7 @@ def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
     # (sorting integers is several times cheaper than sorting strings; a collision needs 2^64
     # luck), and the lowest wait id of each group, whose row names the group afterwards (by
     # primary key: LIMIT keeps the planner from flattening the lookup into a hash join over
-    # the whole table).
+    # the whole table; the window's bounds keep it to the window's partitions).
     return f"""
         SELECT n.cluster, n.grp, s.idx, s.waited, s.percentiles, s.longest
         FROM (
@@ -267,15 +197,16 @@ def _waits_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
                    percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d.dur) AS percentiles,
                    MAX(d.dur) AS longest
             FROM (
-                SELECT w.id, hashtextextended(w.cluster || '/' || {_WAIT_GROUP[group_by]}, 0) AS part,
+                SELECT w.id, hashtextextended(w.cluster || '/' || {WAIT_GROUP[group_by]}, 0) AS part,
                        (w.start_us - :f) / :b AS idx, hashtextextended(w.claim_uid, 0) AS claim,
                        COALESCE(w.end_us, :h) - w.start_us AS dur
                 {window}
             ) AS d
             GROUP BY d.part, d.idx
         ) AS s
-        CROSS JOIN LATERAL (SELECT w.cluster, {_WAIT_GROUP[group_by]} AS grp
-                            FROM waits AS w WHERE w.id = s.example LIMIT 1) AS n
+        CROSS JOIN LATERAL (SELECT w.cluster, {WAIT_GROUP[group_by]} AS grp
+                            FROM waits AS w WHERE w.id = s.example
+                              AND w.start_us >= :f AND w.start_us < :t LIMIT 1) AS n
     """
 
 
@@ -299,105 +230,3 @@ def _waits(found: list, postgres: bool, row) -> None:
         r.wait_p50 = nearest_rank(values, 0.5) / US_PER_SECOND
         r.wait_p95 = nearest_rank(values, 0.95) / US_PER_SECOND
         r.wait_max = values[-1] / US_PER_SECOND
-
-
-def _peak_query(sql: _Sql, group_by: str, cluster: str | None) -> str:
-    wait_group = sql.text_key(_WAIT_GROUP[group_by])
-    g = sql.greatest
-    where = f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f){_where_cluster('w', cluster)}"
-    # The running count needs the events sorted per group. On PostgreSQL the group is
-    # partitioned by a 64-bit hash of (cluster, group) — sorting integers is several times
-    # cheaper than sorting strings; two groups would need a 64-bit collision to mix.
-    part = (
-        "hashtextextended(w.cluster || '/' || " + _WAIT_GROUP[group_by] + ", 0)"
-        if sql.postgres
-        else f"w.cluster || '/' || {wait_group}"
-    )
-    # +1 when a wait starts (or at the window's start), -1 when it ends; at the same instant
-    # ends sort first ([start, end) intervals), so touching waits never count as overlapping.
-    return f"""
-        WITH events AS (
-            SELECT {part} AS part, w.cluster AS cluster, {wait_group} AS grp,
-                   {g}(w.start_us, :f) AS at, 1 AS d
-            FROM waits AS w WHERE {where}
-            UNION ALL
-            SELECT {part}, w.cluster, {wait_group}, w.end_us, -1 FROM waits AS w
-            WHERE {where} AND w.end_us IS NOT NULL AND w.end_us < :t
-        ),
-        running AS (
-            SELECT part, cluster, grp, at, d,
-                   SUM(d) OVER (PARTITION BY part ORDER BY at, d
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
-            FROM events
-        )
-        SELECT MIN(cluster), MIN(grp), (at - :f) / :b AS idx, MAX(pending), SUM(d)
-        FROM running GROUP BY part, (at - :f) / :b
-    """
-
-
-def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
-    """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
-    (a bucket without events keeps the count the previous one ended with)."""
-    per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
-    for c, grp, idx, peak, net in found:
-        per_group[(c, grp)][idx] = (int(peak), int(net))
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp), buckets in per_group.items():
-        carry = 0
-        for idx in range(count):
-            peak, net = buckets.get(idx, (0, 0))
-            best = max(carry, peak) if idx in buckets else carry
-            if best > 0:
-                values[(c, grp, idx)] = best
-            carry += net
-    return values
-
-
-def _hourly_compute(
-    engine: AsyncEngine, sql: _Sql, group_by: str
-) -> Callable[[int, int], Awaitable[peaks.HourlyPeaks]]:
-    """The hourly peaks of every cluster's groups over whole hours [a, b), from the waits."""
-
-    async def compute(a: int, b: int) -> peaks.HourlyPeaks:
-        hours = (b - a) // peaks.HOUR
-        hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
-        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
-        return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
-
-    return compute
-
-
-async def warm_peaks(engine: AsyncEngine, *, start_us: int, end_us: int, now_us: int) -> int:
-    """Fill the hourly peak cache of every grouping over [start_us, end_us) (complete hours):
-    the slow part of a first audit, done ahead of it. Returns the hours computed."""
-    sql = _Sql(engine.dialect.name == "postgresql")
-    computed = 0
-    for group_by in GROUPS:
-        computed += await peaks.warm(engine, group_by=group_by, start_us=start_us,
-                                     end_us=end_us, now_us=now_us,
-                                     compute=_hourly_compute(engine, sql, group_by))  # fmt: skip
-    return computed
-
-
-async def _peaks(
-    engine: AsyncEngine, sql: _Sql, params: dict, *, group_by: str, cluster: str | None,
-    size: int, count: int, now_us: int,
-) -> dict[tuple[str, str, int], int]:  # fmt: skip
-    """Peak pending per (cluster, group, bucket): from hourly peaks (cached, see
-    `service.history.peaks`) when the window and buckets are whole hours, else live."""
-    start, end = params["f"], params["t"]
-    if not peaks.cacheable(start, end, size):
-        (found,) = await _fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
-        return _peak_values(found, count)
-
-    compute = _hourly_compute(engine, sql, group_by)
-    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
-                                      now_us=now_us, compute=compute)  # fmt: skip
-    values: dict[tuple[str, str, int], int] = {}
-    for (c, grp, hour), peak in hourly.items():
-        if peak <= 0 or (cluster is not None and c != cluster):
-            continue
-        key = (c, grp, (hour - start) // size)
-        values[key] = max(values.get(key, 0), peak)
-    return values

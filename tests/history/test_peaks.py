@@ -7,7 +7,7 @@ import asyncio
 
 from sqlalchemy import func, select
 
-from dra_mirror.service.history import contention, peaks
+from dra_mirror.service.history import contention, peaks, pending
 from dra_mirror.service.history.models import PendingPeakHour
 from dra_mirror.service.history.outbox import MemoryOutbox
 from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
@@ -110,7 +110,7 @@ async def test_warming_fills_every_grouping_so_the_first_audit_only_reads(
     async def never(*args, **kwargs):
         raise AssertionError("an audit after warming computed peaks")
 
-    monkeypatch.setattr(contention, "_hourly_compute", lambda *args: never)
+    monkeypatch.setattr(pending, "_hourly_compute", lambda *args: never)
     for group_by in ("NAMESPACE", "CLASS"):
         found = await queries.contention(FROM, TO, group_by=group_by, bucket_us=HOUR_BUCKETS)
         assert _as_dicts(found) == expected_contention(group_by, 60)
