@@ -14,8 +14,10 @@ Promises:
   returns once its replica has been promoted and the cluster is ``ok`` again, with the time
   that took; ``restart(node)`` brings a killed node back (it rejoins as a replica of the
   node that replaced it).
-* Nodes persist nothing but their cluster configuration (``nodes-<port>.conf``): no RDB, no
-  AOF. ``cluster-node-timeout`` is one second, so a failover takes a few seconds.
+* Nodes save no snapshots and keep no AOF; each keeps its cluster configuration
+  (``nodes-<port>.conf``) and, as a replica, the copy its master sent it
+  (``dump-<port>.rdb``); a fresh ``start()`` removes both. ``cluster-node-timeout`` is one
+  second, so a failover takes a few seconds.
 * Every failure raises ``ServerError`` with the failing node's log tail.
 """
 
@@ -68,11 +70,19 @@ class ClusterNode:
         return self.workdir / f"nodes-{self.port}.conf"
 
     @property
+    def dump(self) -> Path:
+        """Where a replica keeps the copy a full sync sent it (one file per node: nodes
+        share the directory, and a node loads its file when it starts)."""
+        return self.workdir / f"dump-{self.port}.rdb"
+
+    @property
     def pidfile(self) -> Path:
         return self.workdir / f"redis-{self.port}.pid"
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if accepts_connections(self.port):
+            raise ServerError(f"port {self.port} is taken: cannot start a cluster node there")
         argv = [
             str(self.binary),
             "--bind", LOOPBACK,
@@ -86,6 +96,7 @@ class ClusterNode:
             # never synced cannot be promoted
             "--repl-diskless-sync-delay", "0",
             "--dir", str(self.workdir),
+            "--dbfilename", self.dump.name,
             "--daemonize", "yes",
             "--pidfile", str(self.pidfile),
             "--logfile", str(self.log),
@@ -165,6 +176,7 @@ class RedisCluster:
         try:
             for node in self.nodes:
                 node.config.unlink(missing_ok=True)
+                node.dump.unlink(missing_ok=True)
                 node.start()
             create = ["redis-cli", "--cluster", "create",
                       *(f"{LOOPBACK}:{port}" for port in self.ports),
