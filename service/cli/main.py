@@ -10,6 +10,7 @@ module, listed in `EXTRA_COMMANDS`, and they appear when that module exists):
     dra-mirror sim --scenario FILE|NAME [--kubeconfig-out PATH] [--host H] [--port-base N]
     dra-mirror sim --list-scenarios
     dra-mirror migrate [--database-url URL]
+    dra-mirror history partitions [--database-url URL] [--retention-days N] …
     dra-mirror schema [--write [--output PATH]]
     dra-mirror who-holds|free|waiting|idle … [--server URL] [--token T] [--json]
 
@@ -47,6 +48,7 @@ EXTRA_COMMANDS: tuple[tuple[str, str], ...] = (
     ("dra_mirror.service.cli.client", "idle"),
     ("dra_mirror.service.cli.diagnostics", "explain"),
     ("dra_mirror.service.cli.diagnostics", "lint"),
+    ("dra_mirror.service.cli.history", "history"),  # history partitions (maintenance)
 )
 
 
