@@ -201,6 +201,11 @@ async def _expire(
         old = [p for p in await listed(conn) if p.table in tables and p.end_us <= cutoff_us]
     for partition in old:
         async with engine.begin() as conn:
+            # the locks first: no late batch may write into the month between the check and
+            # the drop
+            await conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
+            await conn.execute(text(f"LOCK TABLE {partition.table}, {partition.name} "
+                                    "IN ACCESS EXCLUSIVE MODE"))  # fmt: skip
             if intervals and await conn.scalar(
                 text(f"SELECT EXISTS (SELECT 1 FROM {partition.name} "
                      "WHERE end_us IS NULL OR end_us > :cutoff)"),
@@ -208,7 +213,6 @@ async def _expire(
             ):  # fmt: skip
                 continue  # an interval still open (or ending after the cutoff) is kept whole
             rows = await conn.scalar(text(f"SELECT count(*) FROM {partition.name}"))
-            await conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
             await conn.execute(text(f"ALTER TABLE {partition.table} DETACH PARTITION "
                                     f"{partition.name}"))  # fmt: skip
             await conn.execute(text(f"DROP TABLE {partition.name}"))

@@ -186,23 +186,26 @@ class BatchRecorder:
     async def _unseen(self, versions: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         """PostgreSQL: the versions not stored yet, each once. Its unique key holds the
         observation time (the partition key), so a version seen again later — every object
-        re-announced by a fresh watch — would not conflict: it is looked up (by cluster and
-        uid, in every partition's index) and left out here."""
+        re-announced by a new watch — would not conflict: it is looked up by its whole
+        identity (one probe of each partition's unique index, finding nothing for a new
+        version) and left out here."""
         first: dict[tuple[str, str, str, bool], tuple[Any, ...]] = {}
         for version in versions:  # (cluster, kind, ns, name, uid, rv, observed, deleted, body)
             first.setdefault((version[0], version[4], version[5], version[7]), version)
-        objects = sorted({(key[0], key[1]) for key in first})
-        for start in range(0, len(objects), CHUNK):
-            chunk = objects[start : start + CHUNK]
+        keys = list(first)
+        for start in range(0, len(keys), CHUNK):
+            chunk = keys[start : start + CHUNK]
             stored = await self.conn.execute(
                 text(
                     "SELECT v.cluster, v.uid, v.resource_version, v.deleted "
-                    "FROM object_versions AS v "
-                    "JOIN unnest(CAST(:clusters AS text[]), CAST(:uids AS text[])) AS k(c, u) "
-                    "ON v.cluster = k.c AND v.uid = k.u"
+                    "FROM unnest(CAST(:clusters AS text[]), CAST(:uids AS text[]), "
+                    "CAST(:versions AS text[]), CAST(:deleted AS boolean[])) AS k(c, u, r, d) "
+                    "JOIN object_versions AS v ON v.cluster = k.c AND v.uid = k.u "
+                    "AND v.resource_version = k.r AND v.deleted = k.d"
                 ),
-                {"clusters": [c for c, _ in chunk], "uids": [u for _, u in chunk]},
-            )
+                {"clusters": [k[0] for k in chunk], "uids": [k[1] for k in chunk],
+                 "versions": [k[2] for k in chunk], "deleted": [k[3] for k in chunk]},
+            )  # fmt: skip
             for key in stored:
                 first.pop(tuple(key), None)
         return list(first.values())
@@ -258,9 +261,7 @@ class BatchRecorder:
                 )
                 await conn.execute(stmt, rows)
         if plan.device_classes:
-            rows = [{"cluster": c, "device": d, "class_name": k}
-                    for c, d, k in sorted(plan.device_classes)]  # fmt: skip
-            await conn.execute(_insert(conn, DeviceClass).on_conflict_do_nothing(), rows)
+            await self._device_classes(sorted(plan.device_classes))
         if plan.data_updates:
             stmt = (
                 update(DeviceInterval)
@@ -284,6 +285,24 @@ class BatchRecorder:
             + sum(len(rows) for rows in plan.closes.values())
             + len(plan.data_updates)
         )
+
+    async def _device_classes(self, found: list[tuple[str, str, str]]) -> None:
+        """Classes devices were allocated for: most are known already (ON CONFLICT); on
+        PostgreSQL one statement for the batch, not one per row."""
+        conn = self.conn
+        if conn.dialect.name == "postgresql":
+            await conn.execute(
+                text(
+                    "INSERT INTO device_classes (cluster, device, class_name) "
+                    "SELECT * FROM unnest(CAST(:clusters AS text[]), CAST(:devices AS text[]), "
+                    "CAST(:classes AS text[])) ON CONFLICT DO NOTHING"
+                ),
+                {"clusters": [f[0] for f in found], "devices": [f[1] for f in found],
+                 "classes": [f[2] for f in found]},
+            )  # fmt: skip
+            return
+        rows = [{"cluster": c, "device": d, "class_name": k} for c, d, k in found]
+        await conn.execute(_insert(conn, DeviceClass).on_conflict_do_nothing(), rows)
 
     # --- gaps --------------------------------------------------------------------------
 
