@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -85,9 +86,10 @@ async def listed(conn: AsyncConnection) -> list[Partition]:
     """Every partition of the partitioned history tables, with its bounds, oldest first."""
     rows = await conn.execute(
         text(
-            "SELECT p.relname, c.relname, pg_get_expr(c.relpartbound, c.oid) "
+            # text, not name: types asyncpg decodes without asking the server first
+            "SELECT p.relname::text, c.relname::text, pg_get_expr(c.relpartbound, c.oid) "
             "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = ANY(:tables)"
+            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = ANY(CAST(:tables AS text[]))"
         ),
         {"tables": list(PARTITIONED)},
     )
@@ -150,13 +152,27 @@ def months_between(start_us: int, end_us: int) -> set[Month]:
 async def cover(engine: AsyncEngine, conn: AsyncConnection, needed: dict[str, set[Month]]) -> None:
     """Before a batch writes through `conn`: create the months it needs that are missing, in a
     transaction of their own (committed before the batch; the batch's own transaction holds
-    no lock yet). One catalogue read when every month exists, the usual case. No lock timeout:
-    a batch must not be refused (and skipped) because an audit held the table a while."""
+    no lock yet). No lock timeout: a batch must not be refused (and skipped) because an audit
+    held the table a while.
+
+    The check costs one catalogue read, by partition name; none when every month needed is
+    the current one or later and this connection saw it before (`conn.info` lives as long as
+    the database connection): retention never drops those, its cutoff is in the past."""
     if conn.dialect.name != "postgresql" or not any(needed.values()):
         return
-    existing = await listed(conn)
-    if any(_missing(existing, table, months) for table, months in needed.items()):
+    wanted = {(table, month) for table, months in needed.items() for month in months}
+    known: set[tuple[str, Month]] = conn.info.setdefault("history_partitions", set())
+    if wanted <= known:
+        return
+    names = [month.name(table) for table, month in wanted]
+    present = set(await conn.scalars(
+        text("SELECT relname::text FROM pg_class WHERE relname = ANY(CAST(:names AS text[]))"),
+        {"names": names},
+    ))  # fmt: skip
+    if len(present) < len(wanted):
         await create(engine, needed, lock_timeout=None)
+    current = Month.of(int(time.time() * US_PER_SECOND))
+    known.update((table, month) for table, month in wanted if month >= current)
 
 
 @dataclass
