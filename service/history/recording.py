@@ -61,6 +61,7 @@ from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model.changes import Transition
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
+RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is looked for
 
 
 def _insert(conn: AsyncConnection, table: type):
@@ -83,6 +84,8 @@ class Segment:
     transitions: list[Transition] = field(default_factory=list)
     first_us: int | None = None  # earliest instant written (a version or a transition)
     last_us: int | None = None
+    # versions of entries that reconcile a complete LIST: stored possibly long before
+    listed: set[tuple[str, str, str, bool]] = field(default_factory=set)
 
     def saw(self, us: int) -> None:
         if self.first_us is None or us < self.first_us:
@@ -115,6 +118,8 @@ def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Pre
                 (cluster, v.kind, v.namespace, v.name, v.uid, v.resource_version, observed,
                  v.deleted, v.body.decode())
             )  # fmt: skip
+            if entry.listed:
+                segment.listed.add((cluster, v.uid, v.resource_version, v.deleted))
         if observed > segment.marks.get(cluster, -1):
             segment.marks[cluster] = observed
         segment.saw(observed)
@@ -165,17 +170,18 @@ class BatchRecorder:
     async def _segment(self, segment: Segment) -> None:
         # object versions first: the largest write, which needs no decision; while SQL takes
         # it in, the writer's read-ahead prepares the next batch
-        await self._write_versions(segment.versions)
+        await self._write_versions(segment)
         plan = Plan(marks=segment.marks)
         if segment.transitions:
             opened = await self._open_intervals(segment.transitions)
             Decider(plan, opened).apply(segment.transitions)
         await self._write(plan)
 
-    async def _write_versions(self, versions: list[tuple[Any, ...]]) -> None:
+    async def _write_versions(self, segment: Segment) -> None:
         conn = self.conn
+        versions = segment.versions
         if conn.dialect.name == "postgresql" and versions:
-            versions = await self._unseen(versions)
+            versions = await self._unseen(versions, segment)
         if conn.dialect.name == "postgresql" and len(versions) >= pgcopy.MIN_ROWS:
             await pgcopy.copy_insert(conn, ObjectVersion.__tablename__, VERSION_COLUMNS, versions)
         elif versions:
@@ -183,32 +189,50 @@ class BatchRecorder:
             await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), rows)
         self.rows += len(versions)
 
-    async def _unseen(self, versions: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    async def _unseen(self, versions: list[tuple[Any, ...]], segment: Segment) -> list[tuple]:
         """PostgreSQL: the versions not stored yet, each once. Its unique key holds the
-        observation time (the partition key), so a version seen again later — every object
-        re-announced by a new watch — would not conflict: it is looked up by its whole
-        identity (one probe of each partition's unique index, finding nothing for a new
-        version) and left out here."""
+        observation time (the partition key), so a version stored before under another
+        observation time does not conflict; it is looked up by its whole identity (one probe
+        of a partition's unique index, finding nothing for a new version) and left out here.
+        Where to look: for a batch reconciling a LIST (a new watch re-announces every object,
+        however long unchanged), every partition; otherwise a version can only be a view the
+        index re-emitted (a claim's template filled in when its pod arrives), so the last
+        `RECENT` before the batch are enough."""
         first: dict[tuple[str, str, str, bool], tuple[Any, ...]] = {}
         for version in versions:  # (cluster, kind, ns, name, uid, rv, observed, deleted, body)
             first.setdefault((version[0], version[4], version[5], version[7]), version)
-        keys = list(first)
-        for start in range(0, len(keys), CHUNK):
-            chunk = keys[start : start + CHUNK]
-            stored = await self.conn.execute(
-                text(
-                    "SELECT v.cluster, v.uid, v.resource_version, v.deleted "
-                    "FROM unnest(CAST(:clusters AS text[]), CAST(:uids AS text[]), "
-                    "CAST(:versions AS text[]), CAST(:deleted AS boolean[])) AS k(c, u, r, d) "
-                    "JOIN object_versions AS v ON v.cluster = k.c AND v.uid = k.u "
-                    "AND v.resource_version = k.r AND v.deleted = k.d"
-                ),
-                {"clusters": [k[0] for k in chunk], "uids": [k[1] for k in chunk],
-                 "versions": [k[2] for k in chunk], "deleted": [k[3] for k in chunk]},
-            )  # fmt: skip
-            for key in stored:
-                first.pop(tuple(key), None)
+        since = (segment.first_us or 0) - RECENT
+        until = segment.last_us or 0  # what is stored was observed at the latest then
+        anywhere = [key for key in first if key in segment.listed]
+        recent = [key for key in first if key not in segment.listed]
+        for keys, bound in ((anywhere, None), (recent, since)):
+            for start in range(0, len(keys), CHUNK):
+                for key in await self._stored(keys[start : start + CHUNK], bound, until):
+                    first.pop(key, None)
         return list(first.values())
+
+    async def _stored(
+        self, keys: list[tuple[str, str, str, bool]], since: int | None, until: int
+    ) -> list:
+        # constants, not parameters: the planner leaves out the partitions outside them
+        recent = f" AND v.observed_us <= {int(until)}"
+        if since is not None:
+            recent += f" AND v.observed_us >= {int(since)}"
+        # one index probe per key (LATERAL … LIMIT 1 keeps the planner from turning it into
+        # a scan of every recent version hashed against the keys)
+        stored = await self.conn.execute(
+            text(
+                "SELECT k.c, k.u, k.r, k.d "
+                "FROM unnest(CAST(:clusters AS text[]), CAST(:uids AS text[]), "
+                "CAST(:versions AS text[]), CAST(:deleted AS boolean[])) AS k(c, u, r, d) "
+                "CROSS JOIN LATERAL (SELECT 1 FROM object_versions AS v "
+                "WHERE v.cluster = k.c AND v.uid = k.u AND v.resource_version = k.r "
+                f"AND v.deleted = k.d{recent} LIMIT 1) AS found"
+            ),
+            {"clusters": [k[0] for k in keys], "uids": [k[1] for k in keys],
+             "versions": [k[2] for k in keys], "deleted": [k[3] for k in keys]},
+        )  # fmt: skip
+        return [tuple(row) for row in stored]
 
     async def _open_intervals(self, transitions: list[Transition]) -> dict[type, dict]:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})

@@ -104,9 +104,12 @@ async def test_a_batch_for_a_month_without_a_partition_creates_it(pg_engine, pg_
 async def test_a_version_seen_again_later_is_stored_once(engine, pipeline):
     await _load(pipeline, {CLUSTER: 0}, closed=False)
     assert await _count(engine, ObjectVersion) == 5
-    again = claim_record("A", 170, 1)  # version 1001 of claim A, re-announced by a new watch
+    again = claim_record("A", 170, 1)  # version 1001 of claim A again
+    # the same day, as a view the index re-emits (a claim's template filled in)
     await pipeline.sink(Changes(CLUSTER, at(170), upserts=[again]))
-    await pipeline.sink(Changes(CLUSTER, at(60 * 24 * 70), upserts=[again]))  # in May
+    # in May, in the LIST of a new watch (which re-announces every object)
+    listed = Changes(CLUSTER, at(60 * 24 * 70), upserts=[again], listed_kind="ResourceClaim")
+    await pipeline.sink(listed)
     await pipeline.drained()
     assert await _count(engine, ObjectVersion) == 5
 
