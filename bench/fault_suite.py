@@ -14,6 +14,9 @@ the world moving (churn) during each fault:
     gone       the next 4 watches of each cluster answer 410 Gone (relists)
     errors     alpha: the next 20 requests 503; beta: 10 claim requests 500
     stalls     alpha's next 3 watch streams go silent for 15 s
+               (each of these first ends the watch streams already open — faults apply to
+               the streams that start after them — and what a stage left unconsumed is
+               cleared before the next one)
     restart    alpha's API server restarts, resourceVersions reset (etcd restore)
     postgres   PostgreSQL stopped for 60 s (--postgres-seconds)
     watcher    the watcher SIGKILLed (mid-batch, under churn), restarted 5 s later
@@ -71,24 +74,31 @@ async def churn(stack: MirrorStack, seconds: float) -> None:
 
 async def drops(stack, s):
     stack.faults("alpha", {"dropWatchAfterEvents": 3})
+    await stack.drop_watches("alpha")  # the running streams too
     await churn(stack, s)
-    stack.faults("alpha", {"dropWatchAfterEvents": None})
 
 
 async def gone(stack, s):
+    # streams that end after 5 events come back for more, and meet the 410s
     for cluster in stack.clusters:
-        stack.faults(cluster, {"expireWatches": 4})
+        stack.faults(cluster, {"expireWatches": 4, "dropWatchAfterEvents": 5})
+        await stack.drop_watches(cluster)
     await churn(stack, s)
 
 
 async def errors(stack, s):
-    stack.faults("alpha", {"errors": {"code": 503, "count": 20, "retryAfter": 1}})
-    stack.faults("beta", {"errors": {"code": 500, "count": 10, "path": "resourceclaims"}})
+    stack.faults("alpha", {"errors": {"code": 503, "count": 20, "retryAfter": 1},
+                           "dropWatchAfterEvents": 5})  # fmt: skip
+    stack.faults("beta", {"errors": {"code": 500, "count": 10, "path": "resourceclaims"},
+                          "dropWatchAfterEvents": 5})  # fmt: skip
+    for cluster in stack.clusters:
+        await stack.drop_watches(cluster)
     await churn(stack, s)
 
 
 async def stalls(stack, s):
     stack.faults("alpha", {"stallWatch": {"seconds": 15, "afterEvents": 1, "count": 3}})
+    await stack.drop_watches("alpha")
     await churn(stack, max(s, 30))
 
 
@@ -110,7 +120,7 @@ async def watcher(stack, s):
     await churn(stack, s / 2)
     stack.kill_watcher()
     await churn(stack, 5)
-    stack.start_watcher()
+    await stack.start_watcher()
     await churn(stack, s / 2)
 
 
@@ -120,6 +130,12 @@ FAULTS = {"drops": drops, "gone": gone, "errors": errors, "stalls": stalls, "res
 
 async def check(stack: MirrorStack, reference: Reference, name: str, began: float) -> dict:
     stack.pause()
+    assert stack.sim is not None
+    # what a fault left unconsumed (counts are consumed by requests) is dropped: each stage
+    # starts clean
+    leftover = {c: dict(stack.sim.served[c].faults.settings) for c in stack.clusters}
+    for cluster in stack.clusters:
+        stack.faults(cluster, dict.fromkeys(stack.sim.served[cluster].faults.settings))
     state_s, diffs = await stack.converged()
     history_s = await stack.drained()
     await reference.write()
@@ -133,6 +149,9 @@ async def check(stack: MirrorStack, reference: Reference, name: str, began: floa
           + f"  unobservable {result.unobservable}  sub-second: reference "
           f"{result.transient['reference']}, mirror {result.transient['mirror']}  start lag p50 {statistics.median(late):.2f}s "
           f"max {late[-1]:.2f}s  (intervals {sum(result.intervals.values())})", flush=True)  # fmt: skip
+    for cluster, settings in leftover.items():
+        if settings:
+            print(f"    {cluster}: faults left unconsumed at the end: {settings}")
     for line in diffs[:5]:
         print(f"    state: {line}")
     for kind in KINDS:
@@ -161,12 +180,15 @@ async def main() -> None:
     try:
         async with MirrorStack(scenario(args.rate, args.lifetime), run_dir) as stack:
             assert stack.sim is not None
-            stack.start_mirror()  # the world waits until the mirror has synced it
+            await stack.start_mirror()  # the world waits until the mirror has synced it
             synced, diffs = await stack.converged()
-            print(f"first sync: {synced:.1f}s{' (NOT converged)' if diffs else ''}")
+            print(f"first sync: {synced:.1f}s")
+            if diffs:
+                raise SystemExit(f"the mirror never matched the simulator: {diffs[:5]}")
             # the reference starts from the same state, and sees every write from now on
             reference = Reference(stack.sim.clusters, f"sqlite+aiosqlite:///{run_dir}/reference.db")
             await reference.start()
+            stack.before_faults = reference.poll
             began = time.monotonic()
             await churn(stack, args.churn_seconds)
             rows = [await check(stack, reference, "baseline", began)]

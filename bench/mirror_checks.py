@@ -82,9 +82,11 @@ class Reference:
         self.restarts = 0
         self.times: dict[tuple[str, int], str] = {}
         self.read: dict[str, int] = {}
+        self.epochs: dict[str, int] = {}
         for name, store in stores.items():
             at = _now()
             self.read[name] = store.resource_version
+            self.epochs[name] = store.epoch
             for kind in LIST_ORDER:
                 records = [
                     r for obj in store.list(PLURALS[kind]) if (r := self._record(kind, obj, name))
@@ -111,12 +113,20 @@ class Reference:
     def poll(self) -> None:
         """Fold every event the simulators logged since the last poll, in order."""
         for cluster, store in self.stores.items():
+            if store.epoch != self.epochs[cluster]:
+                # the API server restarted (an etcd restore): every object got a new
+                # resourceVersion, counting from a new base (lower than before, usually), and
+                # the log starts after them: no transition, read on from there
+                self.restarts += 1
+                self.epochs[cluster] = store.epoch
+                self.read[cluster] = store.floor
+                self.times = {k: v for k, v in self.times.items() if k[0] != cluster}
             try:
                 events = store.events_after(self.read[cluster])
-            except ApiError:  # 410: the store restarted (new resourceVersions, same objects)
-                self.restarts += 1
-                self.read[cluster] = store.resource_version
-                continue
+            except ApiError as error:  # 410: the window moved past what was read
+                raise RuntimeError(
+                    f"reference of {cluster} fell behind the log: {error}"
+                ) from error
             # a listener stamps a write after the cascade it caused (the controller's writes
             # run inside the first listener): a write happened no later than any after it
             stamps: list[str] = []
@@ -236,40 +246,43 @@ def _lasting(spans: dict[tuple, list], shortest: int, counts: dict, side: str) -
 
 
 async def compare(reference_url: str, mirror_url: str, *, tolerance: float = 60.0,
-                  transient: float = 1.0, until_us: int | None = None) -> Comparison:  # fmt: skip
-    """The mirror's history beside the reference's (intervals starting before `until_us`)."""
+                  transient: float = 1.0, gap_slack: float = 2.0) -> Comparison:  # fmt: skip
+    """The mirror's history beside the reference's, identity by identity (module docstring).
+    An identity counts as seen when the mirror has intervals of any length for it; only the
+    reference's lasting intervals (`transient` seconds or more) must each be there."""
     result = Comparison()
     gaps = await _gaps(mirror_url)
     slack = int(tolerance * US_PER_SECOND)
     shortest = int(transient * US_PER_SECOND)
+    in_gap = int(gap_slack * US_PER_SECOND)
     for table in IDENTITIES:
         name = table.__tablename__
         truth = await _intervals(reference_url, table)
-        mirror = await _intervals(mirror_url, table)
-        if until_us is not None:
-            truth = {k: [s for s in v if s[0] < until_us] for k, v in truth.items()}
-            truth = {k: v for k, v in truth.items() if v}
-            mirror = {k: [s for s in v if s[0] < until_us + slack] for k, v in mirror.items()}
-        truth = _lasting(truth, shortest, result.transient, "reference")
-        mirror = {key: _joined(spans) for key, spans in mirror.items()}
-        mirror = _lasting(mirror, shortest, result.transient, "mirror")
-        result.intervals[name] = sum(len(v) for v in truth.values())
+        mirror = {
+            key: _joined(spans) for key, spans in (await _intervals(mirror_url, table)).items()
+        }
+        lasting = _lasting(truth, shortest, result.transient, "reference")
+        mirror_lasting = _lasting(mirror, shortest, result.transient, "mirror")
+        result.intervals[name] = sum(len(v) for v in lasting.values())
         for key in mirror.keys() - truth.keys():
             result.findings["PHANTOM"].append(f"{name} {key}: {mirror[key]}")
-        for key, spans in truth.items():
+        for key, spans in lasting.items():
             seen = mirror.get(key, [])
-            inside = [s for s in spans if _in_gap(s, gaps.get(key[0], []), slack)]
+            inside = [s for s in spans if _in_gap(s, gaps.get(key[0], []), in_gap)]
             expected = [s for s in spans if s not in inside]
             result.unobservable += len(inside)
             if len(seen) < len(expected):
-                result.findings["LOST"].append(f"{name} {key}: reference {spans}, mirror {seen}")
-                continue
-            if len(seen) > len(spans):
-                result.findings["DUPLICATE"].append(
-                    f"{name} {key}: reference {spans}, mirror {seen}"
+                result.findings["LOST"].append(
+                    f"{name} {key}: reference {truth[key]}, mirror {seen}"
                 )
                 continue
-            for (s0, e0, _), (s1, e1, _) in zip(spans, seen, strict=False):
+            if len(mirror_lasting.get(key, [])) > len(truth[key]):
+                result.findings["DUPLICATE"].append(
+                    f"{name} {key}: reference {truth[key]}, mirror {seen}"
+                )
+                continue
+            for s0, e0, _ in expected:
+                s1, e1, _ = min(seen, key=lambda span: abs(span[0] - s0))
                 result.lateness.append((s1 - s0) / US_PER_SECOND)
                 if s1 - s0 > slack:
                     result.findings["LATE"].append(f"{name} {key}: start {s1 - s0} us late")
@@ -283,5 +296,6 @@ async def compare(reference_url: str, mirror_url: str, *, tolerance: float = 60.
 
 
 def _in_gap(span: tuple, gaps: list[tuple[int, int]], slack: int) -> bool:
+    """Lived entirely while the mirror recorded that nobody watched (give or take `slack`)."""
     start, end, _ = span
     return end is not None and any(g0 - slack <= start and end <= g1 + slack for g0, g1 in gaps)

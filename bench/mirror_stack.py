@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ class MirrorStack:
         self.api: subprocess.Popen | None = None
         self._churn: asyncio.Task | None = None
         self.sim: Simulator | None = None
+        # called right before a fault is applied (the reference reads the log a restart clears)
+        self.before_faults: Callable[[], None] | None = None
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -92,16 +95,28 @@ class MirrorStack:
             await self.sim.stop()
         await asyncio.to_thread(servers.down, self.env)
 
-    def start_mirror(self) -> None:
-        self.start_watcher()
-        self.api = self._spawn(["serve", "--no-watch", "--port", str(self.api_port)], "api")
+    async def start_mirror(self) -> None:
+        await self.start_watcher()
+        for _ in range(3):  # a free port can be taken before the server binds it: another one
+            self.api = self._spawn(["serve", "--no-watch", "--port", str(self.api_port)], "api")
+            if await _survives(self.api):
+                return
+            self.api_port = free_port()
+            await self.http.aclose()
+            self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.api_port}", timeout=30)
+        raise RuntimeError(f"dra-mirror serve did not start: see {self.run_dir / 'api.log'}")
 
-    def start_watcher(self) -> None:
+    async def start_watcher(self) -> None:
         contexts = [arg for name in self.clusters for arg in ("--context", name)]
-        self.watcher = self._spawn(
-            ["watch", "--kubeconfig", str(self.kubeconfig), *contexts, "--port",
-             str(self.watch_port)], "watcher",
-        )  # fmt: skip
+        for _ in range(3):
+            self.watcher = self._spawn(
+                ["watch", "--kubeconfig", str(self.kubeconfig), *contexts, "--port",
+                 str(self.watch_port)], "watcher",
+            )  # fmt: skip
+            if await _survives(self.watcher):
+                return
+            self.watch_port = free_port()
+        raise RuntimeError(f"dra-mirror watch did not start: see {self.run_dir / 'watcher.log'}")
 
     def kill_watcher(self) -> None:
         """SIGKILL: the watcher dies wherever it is, mid-batch included."""
@@ -133,7 +148,20 @@ class MirrorStack:
 
     def faults(self, cluster: str, changes: dict[str, Any]) -> None:
         assert self.sim is not None
+        if self.before_faults is not None:
+            self.before_faults()
         self.sim.served[cluster].apply_faults(changes)
+
+    async def drop_watches(self, cluster: str) -> None:
+        """End every open watch stream of the cluster's API server now (a dropped connection:
+        the watcher resumes from its resourceVersion). Faults set for watches apply to the
+        streams that start afterwards, so a stage drops the running ones first."""
+        assert self.sim is not None
+        served = self.sim.served[cluster]
+        served.closing = True
+        served.notifier.wake()
+        await asyncio.sleep(0.2)
+        served.closing = False
 
     def postgres(self) -> PostgresServer:
         return PostgresServer.from_env(self.env)
@@ -261,6 +289,15 @@ class MirrorStack:
                 raise TimeoutError(f"history backlog still {await self.outbox_backlog()}")
             await asyncio.sleep(0.5)
         return time.monotonic() - began
+
+
+async def _survives(process: subprocess.Popen, seconds: float = 3.0) -> bool:
+    """Whether the process is still running `seconds` after it started (it binds its port)."""
+    for _ in range(int(seconds * 10)):
+        if process.poll() is not None:
+            return False
+        await asyncio.sleep(0.1)
+    return True
 
 
 def _stop(process: subprocess.Popen | None) -> None:
