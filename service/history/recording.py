@@ -59,6 +59,7 @@ from dra_mirror.service.history.models import (
 from dra_mirror.service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model.changes import Transition
+from dra_mirror.service.model.records import RESOURCE_CLAIM
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
 RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is looked for
@@ -195,16 +196,18 @@ class BatchRecorder:
         observation time does not conflict; it is looked up by its whole identity (one probe
         of a partition's unique index, finding nothing for a new version) and left out here.
         Where to look: for a batch reconciling a LIST (a new watch re-announces every object,
-        however long unchanged), every partition; otherwise a version can only be a view the
-        index re-emitted (a claim's template filled in when its pod arrives), so the last
-        `RECENT` before the batch are enough."""
+        however long unchanged), every partition; otherwise a version stored already can only
+        be a view the index re-emitted — a claim whose template it fills in when the claim's
+        pod arrives (`ClusterIndex.replace_claim_view`, the model's one re-emission) — so only
+        claims are looked up, in the last `RECENT` before the batch."""
         first: dict[tuple[str, str, str, bool], tuple[Any, ...]] = {}
         for version in versions:  # (cluster, kind, ns, name, uid, rv, observed, deleted, body)
             first.setdefault((version[0], version[4], version[5], version[7]), version)
         since = (segment.first_us or 0) - RECENT
         until = segment.last_us or 0  # what is stored was observed at the latest then
         anywhere = [key for key in first if key in segment.listed]
-        recent = [key for key in first if key not in segment.listed]
+        recent = [key for key, version in first.items()
+                  if key not in segment.listed and version[1] == RESOURCE_CLAIM]  # fmt: skip
         for keys, bound in ((anywhere, None), (recent, since)):
             for start in range(0, len(keys), CHUNK):
                 for key in await self._stored(keys[start : start + CHUNK], bound, until):
