@@ -100,9 +100,12 @@ class Soak:
         self.lags: list[float] = []
         self.probe_failures = 0
 
-    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    def spawn(
+        self, name: str, argv: list[str], env: dict[str, str], script: str | None = None
+    ) -> subprocess.Popen:
         log = (self.run_dir / f"{name}.log").open("ab")
-        process = subprocess.Popen([sys.executable, "-m", "dra_mirror.service.cli", *argv],
+        command = [script] if script else ["-m", "dra_mirror.service.cli"]
+        process = subprocess.Popen([sys.executable, *command, *argv],
                                    cwd=ROOT, env={**os.environ, **env}, stdout=log,
                                    stderr=subprocess.STDOUT)  # fmt: skip
         self.processes[name] = process
@@ -118,8 +121,11 @@ class Soak:
             scenario(self.args.clusters, self.args.events, self.args.lifetime)))  # fmt: skip
         kubeconfig = self.run_dir / "sim.kubeconfig"
         quiet = {"DRA_MIRROR_LOG_LEVEL": "WARNING"}
-        self.spawn("sim", ["sim", "--scenario", str(scenario_file), "--kubeconfig-out",
-                           str(kubeconfig)], quiet)  # fmt: skip
+        # the simulator with a shorter event window than its default 100,000 per cluster:
+        # at ~200 writes/s a cluster, each retained event (object and previous state) would
+        # otherwise grow it by gigabytes before the window fills; the mirror reads live
+        self.spawn("sim", ["--serve-sim", str(scenario_file), str(kubeconfig),
+                           str(self.args.sim_window)], quiet, script=__file__)  # fmt: skip
         for _ in range(600):
             if kubeconfig.exists():
                 break
@@ -256,6 +262,15 @@ def report(soak: Soak, warmup: float) -> None:
           f"history backlog max {max(backlog)}, last {backlog[-1]}")  # fmt: skip
 
 
+def serve_sim(scenario_file: str, kubeconfig: str, window: int) -> None:
+    """The simulator of the soak: `dra-mirror sim` with a shorter event window."""
+    from dra_mirror.service.sim import store
+    from dra_mirror.service.sim.scenario import serve_scenario
+
+    store.ClusterStore.__init__.__kwdefaults__["window"] = window
+    asyncio.run(serve_scenario(scenario_file, kubeconfig_path=kubeconfig, announce=lambda _: None))
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -267,6 +282,8 @@ async def main() -> None:
     parser.add_argument(
         "--warmup", type=float, default=300.0, help="seconds left out of the RSS figures"
     )
+    parser.add_argument("--sim-window", type=int, default=20_000,
+                        help="events each simulated cluster retains for watches to resume")  # fmt: skip
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-soak-", dir="/tmp"))
@@ -285,4 +302,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if sys.argv[1:2] == ["--serve-sim"]:
+        serve_sim(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        asyncio.run(main())
