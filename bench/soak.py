@@ -8,8 +8,8 @@ about `--events` writes per second in all (a pod's life is ~14 writes: pod, clai
 allocation, reservation, binding, Running, then the deletions); `dra-mirror watch` mirrors
 them into Redis and history into PostgreSQL; `dra-mirror serve --no-watch` answers GraphQL.
 Every second a probe claim is created through one cluster's API (a class nothing matches: it
-stays pending, costs no scheduling) and the time until GraphQL serves it is the end-to-end
-lag; it is deleted again. Every 10 s: API writes/s achieved (the simulators'
+stays pending, costs no scheduling) and the time from the API server's answer until GraphQL
+serves it is the end-to-end lag; it is deleted again. Every 10 s: API writes/s achieved (the simulators'
 resourceVersions), RSS, open fds, threads and CPU of every process (simulator, watcher, API,
 redis-server, PostgreSQL summed over its processes — one per connection), Redis clients and
 memory, the history outbox backlog. At the end: lag p50/p99/max, CPU, each process's RSS
@@ -192,7 +192,6 @@ class Soak:
         cluster = sorted(self.sims)[serial % len(self.sims)]
         name = f"probe-{serial}"
         base = f"{self.sims[cluster]}/apis/resource.k8s.io/v1/namespaces/probe/resourceclaims"
-        began = time.monotonic()
         try:
             response = await self.http.post(base, json=probe_claim(name))
         except httpx.HTTPError:
@@ -201,6 +200,7 @@ class Soak:
         if response.status_code >= 300:
             self.probe_failures += 1
             return
+        began = time.monotonic()  # the API server has the claim: from here it is the mirror's
         api = f"http://127.0.0.1:{self.api_port}/graphql"
         while time.monotonic() - began < 60:
             try:
