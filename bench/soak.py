@@ -158,7 +158,7 @@ class Soak:
         found = {}
         for name, url in self.sims.items():
             try:
-                status = (await self.http.get(f"{url}/sim/status")).json()
+                status = (await self.http.get(f"{url}/sim/status", timeout=5)).json()
             except httpx.HTTPError:
                 self.stalls += 1  # the simulator did not answer within the timeout
                 continue
