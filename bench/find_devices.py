@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dra_mirror import schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.service.diagnostics.cel import compile_selector
-from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.index import MODIFIED, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
@@ -168,7 +168,10 @@ async def main(clusters: int, nodes: int, repeat: int) -> None:
     for c in range(clusters):
         name = f"c{c:02d}"
         records = [normalize(KIND[o["kind"]], o, cluster=name) for o in world(name, nodes)]
-        await store.apply(Changes(cluster=name, at="2026-11-30T00:00:00Z", upserts=records))
+        index = store.open_index(name)  # the index the store serves, as a reactor folds it
+        await store.apply(
+            index.apply([Event(MODIFIED, r) for r in records], at="2026-11-30T00:00:00Z")
+        )
     gc.collect()
     gc.freeze()  # as the app does once the initial sync is done
     devices = await store.list_devices()
@@ -239,7 +242,10 @@ async def explain_bench(scenario: str, repeat: int) -> None:
             for plural, kind in plurals.items()
             for raw in cluster.list(plural)
         ]
-        await store.apply(Changes(cluster=cluster.name, at="2026-11-30T00:00:00Z", upserts=records))
+        index = store.open_index(cluster.name)
+        await store.apply(
+            index.apply([Event(MODIFIED, r) for r in records], at="2026-11-30T00:00:00Z")
+        )
     gc.collect()
     gc.freeze()
     name = next(iter(world.stores))

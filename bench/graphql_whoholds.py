@@ -1,6 +1,7 @@
 """Bench: `whoHolds` by uuid and one node's page, over HTTP, on the 5,000-node scenario.
 
     .venv/bin/python bench/graphql_whoholds.py [--scenario scale-5000] [--requests 4000]
+        [--rounds 3] [--loop asyncio|uvloop]
 
 A server process builds the scenario's objects (the simulator's generator), normalizes them
 with the model and applies them to a MemoryStore (the state the mirror would hold after its
@@ -8,19 +9,30 @@ initial sync), then serves `create_app` with uvicorn on a free loopback port. Th
 the load generator: 16 concurrent clients, each with its own connection (one shared client
 under 16-way concurrency measures the client, not the server — performance-notes.md).
 
-Measured, printed (clients use a minimal HTTP/1.1 reader so the load generator costs little CPU):
-* `whoHolds(device: "<uuid>")` — claim, namespace, pods: p50/p99 with 16 clients (target p50
-  ≤ 5 ms), plus the unloaded p50 of one client;
-* one node's page: node → devices → allocations → claims → pods, p50 of one client
-  (target ≤ 15 ms);
-* a floor in the same run: `GET /healthz` through the same stack, p50 with 16 clients.
+Measured, printed (clients use a minimal HTTP/1.1 reader so the load generator costs little CPU),
+each `--rounds` times, with the median of the rounds' p50s and its ratio to the floor:
+
+* the floor: `GET /healthz` (a trivial Starlette endpoint: same server, same stack, same load
+  generator), one client and 16 clients;
+* `whoHolds(device: "<uuid>")` — claim, namespace, pods: one client (target p50 ≤ 1 ms) and
+  16 clients (target p50 ≤ 5 ms), the query sent as text and as a persisted query (its
+  SHA-256 only, registered once);
+* one node's page: node → devices → allocations → claims → pods, one client (target p50
+  ≤ 8 ms);
+* the server process's CPU seconds per request in each case (from /proc): on a loaded machine
+  latencies stretch with the time the server waits for a core, its CPU per request much less.
+
+`--loop asyncio` (default) serves on asyncio's own event loop, as `dra-mirror serve` does;
+`--loop uvloop` on uvloop (uvicorn's choice when it owns the loop).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import multiprocessing
+import os
 import random
 import socket
 import statistics
@@ -42,13 +54,14 @@ NODE_PAGE = """query($cluster: String!, $node: String!) {
       consumers { namespace name phase } } } } } } }"""
 
 
-def serve(port_queue: Any, scenario: str) -> None:
+def serve(port_queue: Any, scenario: str, loop: str) -> None:
     """The server process: build the state, then serve it until terminated."""
     import uvicorn
 
-    from dra_mirror.service.http.app import create_app, freeze_heap
-    from dra_mirror.service.model.changes import Changes
+    from dra_mirror.service.http.app import create_app
+    from dra_mirror.service.model.index import MODIFIED, Event
     from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.runtime.mirror import freeze_heap
     from dra_mirror.service.settings import Settings
     from dra_mirror.service.sim.scenario import build_world, load_scenario
     from dra_mirror.service.stores.memory import MemoryStore
@@ -78,7 +91,9 @@ def serve(port_queue: Any, scenario: str) -> None:
                 for raw in cluster.list(plural)
             ]
             count += len(records)
-            await store.apply(Changes(cluster=name, at="2026-01-01T00:00:00Z", upserts=records))
+            events = [Event(MODIFIED, r) for r in records]
+            index = store.open_index(name)  # the index the store serves, as a reactor folds it
+            await store.apply(index.apply(events, at="2026-01-01T00:00:00Z"))
             await store.set_status(ClusterStatus(name=name, connected=True, synced=True))
             entries = await store.list_devices(cluster=name)
             holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [e.key for e in entries])
@@ -90,12 +105,14 @@ def serve(port_queue: Any, scenario: str) -> None:
     asyncio.run(load())
     freeze_heap()  # what the app's lifespan does once every cluster synced
     loaded = time.perf_counter() - started
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only then (without it,
+    # Nagle and delayed ACKs add ~40 ms to every keep-alive request on asyncio's loop).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port_queue.put((sock.getsockname()[1], count, loaded, uuids, nodes))
     app = create_app(Settings(), store=store)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", loop=loop)
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -104,11 +121,21 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def persisted(query: str) -> dict:
+    """The persisted-query extension naming `query` by its SHA-256."""
+    digest = hashlib.sha256(query.encode()).hexdigest()
+    return {"persistedQuery": {"version": 1, "sha256Hash": digest}}
+
+
 def http_request(port: int, query: str, variables: dict) -> bytes:
-    """One pre-encoded HTTP/1.1 keep-alive request (GET /healthz or POST /graphql)."""
+    """One pre-encoded HTTP/1.1 keep-alive request (GET /healthz or POST /graphql); a query
+    starting with "sha256:" is sent as a persisted query (the hash only)."""
     if query == "healthz":
         return f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
-    body = orjson.dumps({"query": query, "variables": variables})
+    if query.startswith("sha256:"):
+        body = orjson.dumps({"extensions": persisted(query[7:]), "variables": variables})
+    else:
+        body = orjson.dumps({"query": query, "variables": variables})
     head = (
         f"POST /graphql HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -147,11 +174,21 @@ async def run_load(port: int, requests: list[tuple[str, dict]], clients: int) ->
     return timings
 
 
-def line(name: str, timings: list[float], target: str = "", seconds: float | None = None) -> str:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat, in clock ticks)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def line(
+    name: str, timings: list[float], target: str = "", seconds: float | None = None, cpu: float = 0
+) -> str:
     rate = f"{len(timings) / seconds:6.0f} req/s" if seconds else " " * 11
+    server = f"server {cpu / len(timings) * 1000:.3f} ms CPU/req" if cpu else ""
     return (
         f"{name:<44} n={len(timings):>5}  p50 {statistics.median(timings):7.2f} ms"
-        f"  p99 {percentile(timings, 0.99):7.2f} ms  {rate}  {target}"
+        f"  p99 {percentile(timings, 0.99):7.2f} ms  {rate}  {server}  {target}"
     )
 
 
@@ -161,19 +198,41 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--pages", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument(
+        "--no-persisted", action="store_true", help="skip persisted queries (older servers)"
+    )
     args = parser.parse_args()
 
     context = multiprocessing.get_context("spawn")
     ports = context.Queue()
-    server = context.Process(target=serve, args=(ports, args.scenario), daemon=True)
+    server = context.Process(target=serve, args=(ports, args.scenario, args.loop), daemon=True)
     server.start()
     port, count, loaded, uuids, nodes = ports.get(timeout=600)
     print(
         f"scenario {args.scenario}: {count} objects loaded in {loaded:.1f} s; "
-        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes"
+        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes; {args.loop} event loop; "
+        f"server pid {server.pid}"
     )
     base = f"http://127.0.0.1:{port}"
     rng = random.Random(1)
+    n, clients = args.requests, args.clients
+    p50s: dict[str, list[float]] = {}
+
+    cpu_per_request: dict[str, list[float]] = {}
+    last_cpu = [0.0]
+
+    def show(name: str, timings: list[float], target: str = "", seconds: float | None = None):
+        p50s.setdefault(name, []).append(statistics.median(timings))
+        cpu_per_request.setdefault(name, []).append(last_cpu[0] / len(timings))
+        print(line(name, timings, target, seconds, last_cpu[0]))
+
+    async def timed(requests: list[tuple[str, dict]], clients: int) -> tuple[list[float], float]:
+        began, cpu = time.perf_counter(), cpu_seconds(server.pid)  # type: ignore[arg-type]
+        timings = await run_load(port, requests, clients)
+        last_cpu[0] = cpu_seconds(server.pid) - cpu  # type: ignore[arg-type]
+        return timings, time.perf_counter() - began
 
     async def bench() -> None:
         async with httpx.AsyncClient(base_url=base) as http:
@@ -184,39 +243,48 @@ def main() -> None:
                 except httpx.TransportError:
                     pass
                 await asyncio.sleep(0.1)
-        who = [(WHO_HOLDS, {"uuid": rng.choice(uuids)}) for _ in range(args.requests)]
-        await run_load(port, who[:400], args.clients)  # warm-up (parser/validation caches)
-        began = time.perf_counter()
-        floor = await run_load(port, [("healthz", {})] * args.requests, args.clients)
-        floor_s = time.perf_counter() - began
-        began = time.perf_counter()
-        loaded_who = await run_load(port, who, args.clients)
-        who_s = time.perf_counter() - began
-        single_who = await run_load(port, who[: args.requests // 8], 1)
-        pages = [(NODE_PAGE, {"cluster": c, "node": n}) for c, n in rng.sample(nodes, args.pages)]
+        who = [(WHO_HOLDS, {"uuid": rng.choice(uuids)}) for _ in range(n)]
+        by_hash = [(f"sha256:{WHO_HOLDS}", v) for _, v in who]
+        await run_load(port, who[:400], clients)  # warm-up; registers nothing
+        register = {"query": WHO_HOLDS, "variables": who[0][1], "extensions": persisted(WHO_HOLDS)}
+        if not args.no_persisted:
+            async with httpx.AsyncClient(base_url=base) as http:
+                assert "errors" not in (await http.post("/graphql", json=register)).json()
+        pages = [(NODE_PAGE, {"cluster": c, "node": nd}) for c, nd in rng.sample(nodes, args.pages)]
         await run_load(port, pages[:20], 1)
-        single_page = await run_load(port, pages, 1)
-        print(line(f"floor: GET /healthz, {args.clients} clients", floor, seconds=floor_s))
-        print(
-            line(
-                f"whoHolds by uuid, {args.clients} clients",
-                loaded_who,
-                "(target p50 <= 5 ms)",
-                seconds=who_s,
-            )
-        )
-        print(line("whoHolds by uuid, 1 client", single_who))
-        print(
-            line(
-                "node page (devices>allocations>claims>pods)", single_page, "(target p50 <= 15 ms)"
-            )
-        )
+        healthz = [("healthz", {})] * n
+        for round_ in range(args.rounds):
+            print(f"round {round_ + 1} (load {os.getloadavg()[0]:.1f})")
+            show("floor: GET /healthz, 1 client", (await timed(healthz[: n // 8], 1))[0])
+            timings, seconds = await timed(healthz, clients)
+            show(f"floor: GET /healthz, {clients} clients", timings, "", seconds)
+            show("whoHolds by uuid, 1 client", (await timed(who[: n // 8], 1))[0], "(<= 1 ms)")
+            if not args.no_persisted:
+                one = (await timed(by_hash[: n // 8], 1))[0]
+                show("whoHolds persisted, 1 client", one, "(<= 1 ms)")
+            timings, seconds = await timed(who, clients)
+            show(f"whoHolds by uuid, {clients} clients", timings, "(<= 5 ms)", seconds)
+            if not args.no_persisted:
+                timings, seconds = await timed(by_hash, clients)
+                show(f"whoHolds persisted, {clients} clients", timings, "(<= 5 ms)", seconds)
+            show("node page, 1 client", (await timed(pages, 1))[0], "(<= 8 ms)")
 
     try:
         asyncio.run(bench())
     finally:
         server.terminate()
         server.join(10)
+    print(
+        f"median of {args.rounds} rounds' p50 (ratio to the floor with as many clients), and the "
+        "server's CPU per request:"
+    )
+    floor1 = statistics.median(p50s["floor: GET /healthz, 1 client"])
+    floor16 = statistics.median(p50s[f"floor: GET /healthz, {clients} clients"])
+    for name, values in p50s.items():
+        floor = floor16 if f"{clients} clients" in name else floor1
+        cpu = statistics.median(cpu_per_request[name]) * 1000
+        p50 = statistics.median(values)
+        print(f"  {name:<44} p50 {p50:6.2f} ms  {p50 / floor:5.1f}x  server {cpu:.3f} ms CPU/req")
 
 
 if __name__ == "__main__":

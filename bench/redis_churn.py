@@ -87,7 +87,7 @@ async def churn(url: str, cluster: str, records: dict, stream: list, rate: float
     index = ClusterIndex(cluster)
     for kind in LIST_ORDER:
         await store.apply(index.resync(kind, records[kind], at="t0"))
-    gc.freeze()  # as the app does once synced (service.app.freeze_heap)
+    gc.freeze()  # as the app does once synced (service.runtime.mirror.freeze_heap)
 
     scheduled: dict[tuple[str, str], float] = {}
     lags: list[float] = []

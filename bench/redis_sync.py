@@ -9,11 +9,11 @@ fresh redis-server on loopback (no persistence) started by this script.
   pipelines of 1,000 — the same bytes, without indexes;
 * sync:  what the watcher does after its lists: the reactor's `ClusterIndex.resync` per kind
   (timed separately: it is the model, not the store) and `RedisStore.apply` of each Changes
-  (the writer's own index, records, reverse maps, devices, statuses, idle marks; one
-  MULTI/EXEC per batch).
+  (records, and the reverse maps, devices, statuses and idle marks the Changes carries, written
+  as they are — the store keeps no index; one MULTI/EXEC per batch).
 
 Both run with the garbage collector's threshold raised as the watchers raise it during an
-initial sync (service.clusters.heap.SyncGc). Prints seconds and objects/s of each, the ratio
+initial sync (service.reactor.heap.SyncGc). Prints seconds and objects/s of each, the ratio
 store/floor (target ≤ 3x) and Redis `used_memory` after the sync (target ≤ 1 GiB).
 """
 
@@ -85,7 +85,7 @@ def main() -> None:
     print(f"scenario {args.scenario}: {count:,} objects built and normalized in "
           f"{time.perf_counter() - started:.1f}s")  # fmt: skip
     floors, stores, models, memory = [], [], [], []
-    # As the watchers run an initial sync (service.clusters.heap.SyncGc): a raised threshold.
+    # As the watchers run an initial sync (service.reactor.heap.SyncGc): a raised threshold.
     gc.set_threshold(100_000, *gc.get_threshold()[1:])
     for _ in range(args.runs):
         with redis_server() as url:

@@ -26,9 +26,9 @@ import time
 import httpx
 import orjson
 
+from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.sim.convert import to_served
 from dra_mirror.service.sim.listing import list_page
-from dra_mirror.service.sim.resources import RESOURCES
 from dra_mirror.service.sim.run import ClusterSpec, Simulator
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.sim.store import ClusterStore, list_item
@@ -129,7 +129,7 @@ async def main() -> None:
     world = build_world(load_scenario(args.scenario))
     store = world.specs[0].store
     gc.freeze()
-    counts = {p: store.count(p) for p in RESOURCES}
+    counts = {p: store.count(p) for p in BY_PLURAL}
     print(f"built {args.scenario} in {time.perf_counter() - started:.2f} s: {counts}")
 
     print(f"page assembly in-process (limit={args.limit}):")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from dra_mirror.service.sim.generate import pod_object
 from dra_mirror.service.sim.scenario import build_world, parse_scenario
+from dra_mirror.service.sim.shapes import pod_object
 
 
 def scenario(nodes: int, gpus: int, mig: bool) -> dict:

@@ -1,25 +1,31 @@
-"""Benchmark: initial sync of the 5,000-node scenario into the in-memory store, against a floor.
+"""Benchmark: the watchers' initial sync in one process, part by part, against the tight floor.
 
-    .venv/bin/python bench/sync_5000.py [--scenario scale-5000] [--runs 3]
+    prlimit --as=8000000000 .venv/bin/python bench/sync_5000.py [--scenario scale-5000] [--runs 3]
+    ... --nodes 10000                 a generated scale scenario
+    ... --profile /tmp/sync.prof      cProfile of one sync (pstats file; slows it ~2x)
 
-The simulator runs in its own process (`dra-mirror sim`), so its CPU is not the mirror's.
-Each measurement runs in a fresh child process (its own peak RSS, no heap left over from the
-previous one); figures exclude interpreter start and imports, which are printed separately.
+The API server is `bench/page_server.py` (pages encoded once, answered from memory), in its
+own process. Each measurement runs in a fresh child process; figures exclude interpreter start
+and imports (`bench/serve_sync.py` measures the whole `dra-mirror serve` process instead):
 
-* floor: fetch every page (`limit=500`) of the six watched collections through the same
-  kubernetes_asyncio transport (`ClusterApi.get`), all six at once as the reactor does, and
-  decode each page with the same JSON library (msgspec, untyped) — nothing more;
-* sync:  `run_reactors` with a `MemoryStore` sink until the cluster has synced once (lists
-  decoded into records, the index and its reverse maps built, the store filled).
+* floor: fetch every page of the six collections (all six at once, aiohttp) and decode each
+  with msgspec into minimal typed Structs — nothing more (`serve_sync.floor_client`);
+* sync: `run_reactors` into the embedded store (a `MemoryStore`, as `serve` runs it: the one
+  index the reactor folds into and the store serves) until the cluster has synced: pages
+  through the real transport (kubernetes_asyncio), `decode_list` into records, the index,
+  each batch's live events published on the store's bus.
 
-Prints seconds, objects/s and peak RSS of each, and the ratio sync/floor (target ≤ 2.5x,
-< 1.5 GiB RSS). The first floor run warms the simulator's page cache and is not counted.
+Also printed: CPU seconds of both (`time.process_time`: a loaded machine stretches wall-clock
+times with waiting, much less the CPU seconds), and for the sync the time spent inside `decode_list`, inside the reactor's index, inside
+the store, in the garbage collector (`gc.callbacks`) and the number of collections per
+generation, and the peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -31,146 +37,178 @@ import time
 from pathlib import Path
 
 _STARTED = time.perf_counter()
-
 REPO = Path(__file__).resolve().parents[1]
-PATHS = (
-    "/apis/resource.k8s.io/v1/deviceclasses",
-    "/apis/resource.k8s.io/v1/resourceslices",
-    "/apis/resource.k8s.io/v1/resourceclaims",
-    "/apis/resource.k8s.io/v1/resourceclaimtemplates",
-    "/api/v1/pods",
-    "/api/v1/nodes",
-)
+sys.path.insert(0, str(REPO / "bench"))
 
 
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+class _Timer:
+    """Accumulates the wall time spent in wrapped callables (sync and async)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def wrap(self, name: str, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+        return timed
+
+    def wrap_async(self, name: str, fn):
+        async def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+        return timed
 
 
-async def _floor(kubeconfig: str) -> dict:
-    import msgspec
+class _GcClock:
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self.by_generation = [0.0, 0.0, 0.0]
+        self._start = 0.0
+        gc.callbacks.append(self)
 
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            elapsed = time.perf_counter() - self._start
+            self.seconds += elapsed
+            self.collections[info["generation"]] += 1
+            self.by_generation[info["generation"]] += elapsed
+
+
+async def _sync(kubeconfig: str, profile: str | None) -> dict:
+    from dra_mirror.service.clusters import watching
     from dra_mirror.service.clusters.config import close_all, connect
-    from dra_mirror.service.clusters.transport import ClusterApi
-
-    imported = time.perf_counter()
-    connections = await connect(kubeconfig, None)
-    [connection] = connections
-    api = ClusterApi(connection.name, connection.api_client)
-    totals = {"objects": 0, "bytes": 0, "pages": 0}
-
-    async def fetch(path: str) -> None:
-        token = None
-        while True:
-            params: dict = {"limit": 500}
-            if token:
-                params["continue"] = token
-            body = await api.get(path, params, time_limit=300)
-            page = msgspec.json.decode(body)
-            totals["objects"] += len(page.get("items") or ())
-            totals["bytes"] += len(body)
-            totals["pages"] += 1
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
-
-    start = time.perf_counter()
-    await asyncio.gather(*(fetch(path) for path in PATHS))
-    seconds = time.perf_counter() - start
-    await close_all(connections)
-    return totals | {"seconds": seconds, "imports": imported - _STARTED, "rss_mib": _peak_rss_mib()}
-
-
-async def _sync(kubeconfig: str) -> dict:
-    from dra_mirror.service.clusters.config import close_all, connect
+    from dra_mirror.service.model import index as index_module
     from dra_mirror.service.model.records import KINDS
     from dra_mirror.service.reactor.reactor import run_reactors
     from dra_mirror.service.stores.memory import MemoryStore
 
     imported = time.perf_counter()
+    timer = _Timer()
+    watching.decode_list = timer.wrap("decode_list", watching.decode_list)
+    cls = index_module.ClusterIndex
+    cls.apply = timer.wrap("index", cls.apply)  # resync goes through apply
     connections = await connect(kubeconfig, None)
     store = MemoryStore()
-    start = time.perf_counter()
-    reactors = await run_reactors(connections, sinks=[store], status_sink=store)
+    store.apply = timer.wrap_async("store", store.apply)  # type: ignore[method-assign]
+    clock = _GcClock()
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start, cpu = time.perf_counter(), time.process_time()
+    reactors = await run_reactors(
+        connections, sinks=[store], status_sink=store, open_index=store.open_index
+    )
     await reactors.wait_synced()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    gc_seconds, collections = clock.seconds, list(clock.collections)
+    gc_by_generation = [round(s, 3) for s in clock.by_generation]
     [reactor] = list(reactors)
     objects = sum(reactor.index.count(kind) for kind in KINDS)
-    rss = _peak_rss_mib()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # the store's own index is in the time of "store" (it calls ClusterIndex.apply too)
+    store_index = timer.seconds.get("index", 0.0)
     await reactors.stop()
     await close_all(connections)
-    return {"objects": objects, "seconds": seconds, "imports": imported - _STARTED, "rss_mib": rss}
+    return {
+        "objects": objects,
+        "seconds": seconds,
+        "cpu": cpu,
+        "imports": imported - _STARTED,
+        "rss_mib": rss,
+        "decode": timer.seconds.get("decode_list", 0.0),
+        "index_all": store_index,
+        "store": timer.seconds.get("store", 0.0),
+        "gc": gc_seconds,
+        "collections": collections,
+        "gc_by_generation": gc_by_generation,
+    }
 
 
-def _child(part: str, kubeconfig: str) -> dict:
+def _child(args: list[str]) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--part", part, "--kubeconfig", kubeconfig],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True, cwd=REPO
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _start_simulator(scenario: str, kubeconfig: Path) -> subprocess.Popen:
-    command = [str(REPO / ".venv" / "bin" / "dra-mirror"), "sim", "--scenario", scenario]
-    command += ["--kubeconfig-out", str(kubeconfig)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    started = time.perf_counter()
-    while not kubeconfig.exists():
-        if process.poll() is not None:
-            raise SystemExit(f"simulator exited: {process.stderr.read().decode()}")
-        time.sleep(0.1)
-    print(f"simulator ready in {time.perf_counter() - started:.1f}s (pid {process.pid})")
-    return process
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
+    parser.add_argument("--nodes", type=int)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--part", choices=("floor", "sync"), help=argparse.SUPPRESS)
+    parser.add_argument("--limit", type=int, default=500)
+    parser.add_argument("--profile", help="write a cProfile of one sync to this file")
+    parser.add_argument("--part", choices=("sync",), help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        run = _floor if args.part == "floor" else _sync
-        print(json.dumps(asyncio.run(run(args.kubeconfig))))
+        print(json.dumps(asyncio.run(_sync(args.kubeconfig, args.profile))))
         return
+
+    from serve_sync import run_floor, start_server
 
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        simulator = _start_simulator(args.scenario, kubeconfig)
+        server, url = start_server(args, kubeconfig)
         try:
-            warm = _child("floor", str(kubeconfig))
-            print(
-                f"warm-up: {warm['objects']:,} objects, {warm['bytes'] / 1e6:.0f} MB in "
-                f"{warm['pages']:,} pages, {warm['seconds']:.2f}s (sim cache cold)"
-            )
+            warm = run_floor(url, args.limit)
             floors, syncs = [], []
             for _ in range(args.runs):
-                floors.append(_child("floor", str(kubeconfig)))
-                syncs.append(_child("sync", str(kubeconfig)))
+                load = os.getloadavg()[0]
+                floors.append(run_floor(url, args.limit, in_process=True))
+                syncs.append(_child(["--part", "sync", "--kubeconfig", str(kubeconfig)]))
+                syncs[-1]["load"] = load
+            if args.profile:
+                _child(
+                    ["--part", "sync", "--kubeconfig", str(kubeconfig), "--profile", args.profile]
+                )
         finally:
-            simulator.terminate()
-            simulator.wait(timeout=30)
+            server.terminate()
+            server.wait(30)
 
-    def show(name: str, runs: list[dict]) -> float:
-        seconds = statistics.median(r["seconds"] for r in runs)
-        objects = runs[0]["objects"]
-        rss = max(r["rss_mib"] for r in runs)
-        imports = statistics.median(r["imports"] for r in runs)
-        each = ", ".join(f"{r['seconds']:.2f}" for r in runs)
+    print(
+        f"{args.nodes or args.scenario}: {warm['objects']:,} objects, {warm['bytes'] / 1e6:.0f} MB "
+        f"in {warm['pages']} pages, {args.runs} runs"
+    )
+    for floor, sync in zip(floors, syncs, strict=True):
         print(
-            f"{name:6} {seconds:6.2f}s median ({each})  {objects / seconds:9,.0f} objects/s  "
-            f"peak RSS {rss:7.0f} MiB  (+{imports:.2f}s interpreter and imports)"
+            f"  floor {floor['seconds']:.2f}s ({floor['cpu_inside']:.2f} CPU s)  sync "
+            f"{sync['seconds']:.2f}s ({sync['cpu']:.2f} CPU s; {sync['seconds'] / floor['seconds']:.2f}x"
+            f" wall, {sync['cpu'] / floor['cpu_inside']:.2f}x CPU; decode_list {sync['decode']:.2f}s, "
+            f"indexes {sync['index_all']:.2f}s, store {sync['store']:.2f}s, "
+            f"GC {sync['gc']:.2f}s in {sync['collections']} collections "
+            f"({sync['gc_by_generation']} s by generation); "
+            f"peak RSS {sync['rss_mib']:.0f} MiB; load {sync['load']:.1f})"
         )
-        return seconds
-
-    print(f"scenario {args.scenario}: {syncs[0]['objects']:,} objects mirrored, {args.runs} runs")
-    floor = show("floor", floors)
-    sync = show("sync", syncs)
-    print(f"ratio sync/floor: {sync / floor:.2f}x  (target <= 2.5x; RSS target < 1536 MiB)")
+    floor = statistics.median(r["seconds"] for r in floors)
+    sync = statistics.median(r["seconds"] for r in syncs)
+    imports = statistics.median(r["imports"] for r in syncs)
+    floor_cpu = statistics.median(r["cpu_inside"] for r in floors)
+    sync_cpu = statistics.median(r["cpu"] for r in syncs)
+    print(
+        f"median: floor {floor:.2f}s, sync {sync:.2f}s (+{imports:.2f}s interpreter and imports), "
+        f"ratio {sync / floor:.2f}x; CPU {sync_cpu:.2f}s / {floor_cpu:.2f}s = "
+        f"{sync_cpu / floor_cpu:.2f}x; peak RSS {statistics.median(r['rss_mib'] for r in syncs):.0f} "
+        "MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """The GraphQL graph of dra-mirror (strawberry), read-only over the state store.
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
-(`schema.query`, the contract in API.md) merged with the extension modules other areas add
-when they are present — `schema.history` and `schema.diagnostics`, each exporting a `Query`
-class — and with the parser and validation caches on (a repeated query then costs ~0.25 ms
-of GraphQL overhead instead of 4 to 6 ms).
+(`schema.query`, the contract in API.md) merged with the history (`schema.history`) and
+diagnostics (`schema.diagnostics`) entry points, the live `Subscription` (`schema.live`), and
+the parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
+instead of 4 to 6 ms).
 
 `print_sdl()` is the printed SDL; `schema/schema.graphql` is that text, committed, and
 `tests/schema/test_sdl.py` fails when it is stale (`dra-mirror schema --write` rewrites it).
@@ -14,8 +14,6 @@ This package never imports the watchers, the reactor or the simulator (import-li
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from pathlib import Path
 
 import strawberry
@@ -25,47 +23,42 @@ from strawberry.tools import merge_types
 
 from dra_mirror.service.settings import GraphQLSettings
 
+from .diagnostics import Query as DiagnosticsQuery
+from .guard import DocumentRegistry, guarded_schema_options
+from .history import Query as HistoryQuery
 from .query import Query as CoreQuery
+from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
-# Modules other areas own; each exports a strawberry `Query` merged into the root.
-EXTENSION_MODULES = ("dra_mirror.schema.history", "dra_mirror.schema.diagnostics")
+ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery)
 
 
-def extension_queries() -> list[type]:
-    found: list[type] = []
-    for name in EXTENSION_MODULES:
-        if importlib.util.find_spec(name) is None:
-            continue
-        module = importlib.import_module(name)
-        query = getattr(module, "Query", None)
-        if query is not None:
-            found.append(query)
-    return found
-
-
-def root_query() -> type:
-    extensions = extension_queries()
-    if not extensions:
-        return CoreQuery
-    return merge_types("Query", (CoreQuery, *extensions))
-
-
-def build_schema(settings: GraphQLSettings | None = None) -> strawberry.Schema:
+def build_schema(
+    settings: GraphQLSettings | None = None, *, registry: DocumentRegistry | None = None
+) -> strawberry.Schema:
     settings = settings or GraphQLSettings()
     from .live import Subscription  # live events over WebSocket (graphql-transport-ws)
 
-    return strawberry.Schema(
-        query=root_query(),
+    # The guards (schema.guard): limits, the execution budget, the error policy.
+    guards = guarded_schema_options(settings, registry=registry)
+    schema = guards["schema_class"](
+        query=merge_types("Query", ROOT_QUERIES),
         subscription=Subscription,
-        config=StrawberryConfig(scalar_map=SCALAR_MAP),
+        config=StrawberryConfig(
+            scalar_map=SCALAR_MAP,
+            batching_config={"max_operations": settings.max_batch} if settings.max_batch else None,
+        ),
         extensions=[
+            *guards["extensions"],
             lambda: ParserCache(maxsize=settings.parser_cache_size),
             lambda: ValidationCache(maxsize=settings.validation_cache_size),
         ],
+        execution_context_class=guards["execution_context_class"],
     )
+    direct_resolvers(schema)  # method fields without arguments skip strawberry's pipeline
+    return schema
 
 
 def print_sdl(schema: strawberry.Schema | None = None) -> str:

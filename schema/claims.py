@@ -15,7 +15,6 @@ import strawberry
 from strawberry.types import Info
 
 from dra_mirror.service.model.records import (
-    POD,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     AllocationResult,
@@ -29,6 +28,7 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.records import Device as DeviceRecord
+from dra_mirror.service.questions.holders import consumer_keys, same_pod
 from dra_mirror.service.stores.protocols import Relation
 
 from .devices import Device
@@ -48,21 +48,6 @@ async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
     return [ResourceClaim(record=r) for r in records if isinstance(r, ClaimRecord)]
 
 
-def consumer_keys(claim: ClaimRecord) -> dict[ObjectKey, str]:
-    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
-    meta = claim.meta
-    return {
-        ObjectKey(meta.cluster, POD, meta.namespace, consumer.name): consumer.uid
-        for consumer in claim.reserved_for
-        if consumer.resource == "pods" and not consumer.api_group
-    }
-
-
-def same_pod(pod: object, uid: str) -> bool:
-    """A reservedFor entry names this pod (not a newer pod under the old name)."""
-    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
-
-
 async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
     """Pods in the claims' status.reservedFor (the authoritative "in use" set), deduplicated.
     A reservedFor entry whose pod is gone, or was replaced by a pod with another uid, is not
@@ -78,7 +63,7 @@ async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
                 wanted.setdefault(key, uid)
     pods = await loaders.records.load_many(list(wanted))
     return [
-        Pod(record=pod)  # type: ignore[arg-type]
+        Pod(record=pod)
         for pod, uid in zip(pods, wanted.values(), strict=True)
         if same_pod(pod, uid)
     ]
@@ -115,7 +100,7 @@ class Allocation:
             claim_key=ref.claim,
             request=ref.request,
             share_id=ref.share_id,
-            consumed_capacity=dict(ref.consumed_capacity),
+            consumed_capacity=JSON(dict(ref.consumed_capacity)),
             admin_access=ref.admin_access,
         )
 
@@ -127,7 +112,7 @@ class Allocation:
             claim_key=ObjectKey(meta.cluster, "ResourceClaim", meta.namespace, meta.name),
             request=result.request,
             share_id=result.share_id,
-            consumed_capacity=dict(result.consumed_capacity),
+            consumed_capacity=JSON(dict(result.consumed_capacity)),
             admin_access=result.admin_access,
         )
 
@@ -161,8 +146,8 @@ class DeviceSubRequest:
             allocation_mode=sub.allocation_mode,
             count=sub.count,
             selectors=list(sub.selectors),
-            capacity=dict(sub.capacity),
-            tolerations=list(sub.tolerations),
+            capacity=JSON(dict(sub.capacity)),
+            tolerations=JSON(list(sub.tolerations)),
         )
 
 
@@ -187,8 +172,8 @@ class DeviceRequest:
             count=request.count,
             selectors=list(request.selectors),
             admin_access=request.admin_access,
-            capacity=dict(request.capacity),
-            tolerations=list(request.tolerations),
+            capacity=JSON(dict(request.capacity)),
+            tolerations=JSON(list(request.tolerations)),
             first_available=[DeviceSubRequest.of(s) for s in request.first_available],
         )
 
@@ -262,7 +247,7 @@ class ResourceClaim(NamespacedUidFields):
         return ClaimAllocation(
             claim=self.record,
             node_name=allocation.node_name,
-            allocated_at=to_datetime(allocation.allocated_at),  # type: ignore[arg-type]
+            allocated_at=to_datetime(allocation.allocated_at),
         )
 
     @strawberry.field(description="Pods in status.reservedFor.")
@@ -275,11 +260,11 @@ class ResourceClaim(NamespacedUidFields):
 
     @strawberry.field(description="When it last became idle (null when not idle).")
     async def idle_since(self, info: Info) -> DateTime | None:
-        return await info.context.loaders.idle_since.load(claim_key(self.record))  # type: ignore[return-value]
+        return await info.context.loaders.idle_since.load(claim_key(self.record))
 
     @strawberry.field
     def created_at(self) -> DateTime | None:
-        return to_datetime(self.record.meta.created_at)  # type: ignore[return-value]
+        return to_datetime(self.record.meta.created_at)
 
     @strawberry.field(description="Seconds since creation while PENDING (null otherwise).")
     def pending_seconds(self, info: Info) -> float | None:
@@ -342,9 +327,9 @@ class Holding:
 
     @strawberry.field
     def consumed_capacity(self) -> JSON:
-        return dict(self.ref.consumed_capacity)
+        return JSON(dict(self.ref.consumed_capacity))
 
     @strawberry.field(description="When the claim was allocated, where the API server says.")
     def since(self) -> DateTime | None:
         allocation = self.claim_record.allocation
-        return to_datetime(allocation.allocated_at) if allocation else None  # type: ignore[return-value]
+        return to_datetime(allocation.allocated_at) if allocation else None

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.protocols import StateReader
 
 from .loaders import Loaders
-from .reader import Scope, ScopedReader
+from .reader import ReadScope, Scope, ScopedReader
 
 
 def utc_now() -> datetime:
@@ -29,22 +30,22 @@ class Context:
     reader: ScopedReader
     loaders: Loaders
     settings: GraphQLSettings = field(default_factory=GraphQLSettings)
-    history: Any = None  # the history reader when a database is configured (schema.history)
+    history: HistoryQueries | None = None  # when a database is configured (schema.history)
     now: Callable[[], datetime] = utc_now
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
 
     @property
-    def scope(self) -> Scope:
+    def scope(self) -> ReadScope:
         return self.reader.scope
 
 
 def make_context(
     store: StateReader,
     *,
-    scope: Scope | None = None,
+    scope: ReadScope | None = None,
     settings: GraphQLSettings | None = None,
-    history: Any = None,
+    history: HistoryQueries | None = None,
     now: Callable[[], datetime] = utc_now,
     request: Any = None,
     response: Any = None,

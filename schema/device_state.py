@@ -1,9 +1,9 @@
 """Derived device state for the graph: status and remaining capacity, through the loaders.
 
 The decisions are the model's (`service.model.inventory`: free / held / shared / blocked and
-what capacity a shared device has left). A store whose index keeps them answers statuses in one
-batched call; for other stores this module gathers the inputs per request,
-batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
+what capacity a shared device has left). The stores keep statuses as the model derived them and
+answer them in one batched call; a status a store lacks (None) is derived here from inputs
+gathered per request, batched: the device's holders (`DEVICE_ALLOCATIONS`), and for partitionable devices the pool's
 counter sets (from the pool's slices at its valid generation) and what the held siblings in
 the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per request.
 """
@@ -11,7 +11,7 @@ the same pool consume (`POOL_DEVICES` + their holders). Results are memoized per
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from dra_mirror.service.model import inventory
 from dra_mirror.service.model.records import AllocationRef, DeviceEntry, DeviceKey
@@ -41,9 +41,11 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
         loaders.pools.load((cluster, driver, pool, entry.node)),
         loaders.relation(Relation.POOL_DEVICES).load((cluster, driver, pool)),
     )
-    siblings, holds = await asyncio.gather(
+    from .withheld import every_holder
+
+    siblings, holds = await asyncio.gather(  # every sibling's holders: out-of-scope ones too
         loaders.devices.load_many(sibling_keys),
-        loaders.relation(Relation.DEVICE_ALLOCATIONS).load_many(sibling_keys),
+        every_holder(loaders).load_many(sibling_keys),
     )
     held = [s.device for s, h in zip(siblings, holds, strict=True) if s is not None and h]
     counter_sets = list(facts.counter_sets.values()) if facts is not None else []
@@ -52,13 +54,15 @@ async def _load_counters_free(loaders: Loaders, entry: DeviceEntry) -> inventory
 
 async def status(loaders: Loaders, entry: DeviceEntry) -> str:
     """free | held | shared | blocked, as `service.model.inventory.device_status` decides.
-    A store that keeps statuses derived in its index (the memory store) answers them in one
-    batched call; otherwise they are derived here from the holders and the pool's counters."""
-    if loaders.reader.has_device_status:
-        known = await loaders.device_status.load(entry.key)
-        if known is not None:
-            return known
-    holds = await holders(loaders, entry.key)
+    The store answers it as the model derived it; a status it lacks is derived here from
+    every holder (those outside the request's scope too: held is held, whoever holds it) and
+    the pool's counters."""
+    known = await loaders.device_status.load(entry.key)
+    if known is not None:
+        return known
+    from .withheld import all_holders
+
+    holds = await all_holders(loaders, entry.key)  # held is held, whoever holds it
     free = await _counters_free(loaders, entry) if entry.device.consumes_counters else None
     return inventory.device_status(entry, holds, counters_free=free)
 
@@ -68,15 +72,16 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
     not one DataLoader future each (tens of thousands of futures cost seconds). The answers
     prime the per-device loaders, so a page built from the same devices reads them for free."""
     keys = [entry.key for entry in entries]
-    found: list[str | None] = [None] * len(entries)
-    if loaders.reader.has_device_status:
-        found = await loaders.reader.device_status(keys)
-        loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
+    found = await loaders.reader.device_status(keys)
+    loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
     missing = [i for i, s in enumerate(found) if s is None]
     if missing:
-        holds = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
-        loaders.relation(Relation.DEVICE_ALLOCATIONS).prime_many(
-            {keys[i]: h for i, h in zip(missing, holds, strict=True)}
+        from .withheld import every_holder
+
+        # Every holder (out-of-scope ones too) decides the status; nothing of them is primed
+        # into the scoped loaders.
+        holds: list[list[AllocationRef]] = await every_holder(loaders).load_many(
+            [keys[i] for i in missing]
         )
         for i, hold in zip(missing, holds, strict=True):
             entry = entries[i]
@@ -88,8 +93,11 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
 
 
 async def remaining_capacity(loaders: Loaders, entry: DeviceEntry) -> dict[str, str]:
-    """Capacity left on a shareable device after its shares' consumedCapacity."""
-    return inventory.remaining_capacity(entry, await holders(loaders, entry.key))
+    """Capacity left on a shareable device after its shares' consumedCapacity — every share,
+    those of claims outside the request's scope included (`schema.withheld`)."""
+    from .withheld import all_holders
+
+    return inventory.remaining_capacity(entry, await all_holders(loaders, entry.key))
 
 
 async def prefetch(loaders: Loaders, entries: Sequence[DeviceEntry]) -> None:
@@ -109,10 +117,12 @@ async def prefetch(loaders: Loaders, entries: Sequence[DeviceEntry]) -> None:
         elif cached.done() and not cached.cancelled() and cached.exception() is None:
             known[entry.key] = cached.result()
     if keys:
-        found = await loaders.reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
-        fresh = dict(zip(keys, found, strict=True))
+        found: list[list[AllocationRef]] = await loaders.reader.lookup(
+            Relation.DEVICE_ALLOCATIONS, keys
+        )
+        fresh: dict[Hashable, list[AllocationRef]] = dict(zip(keys, found, strict=True))
         holds_loader.prime_many(fresh)
-        known.update(fresh)
+        known.update(zip(keys, found, strict=True))
     claim_keys = list(dict.fromkeys(ref.claim for refs in known.values() for ref in refs))
     if claim_keys:
         claims = await loaders.reader.get(claim_keys)

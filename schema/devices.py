@@ -9,6 +9,7 @@ its devices (by CEL) and the claims that ask for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
@@ -72,7 +73,7 @@ class Capacity:
     request_policy: CapacityRequestPolicy | None = None
 
 
-def capacity_list(capacity: dict[str, CapacityRecord | str]) -> list[Capacity]:
+def capacity_list(capacity: Mapping[str, CapacityRecord | str]) -> list[Capacity]:
     """Capacities sorted by name; accepts records (with policy) or plain quantity strings."""
     items: list[Capacity] = []
     for name in sorted(capacity):
@@ -129,11 +130,11 @@ class Device:
 
     @strawberry.field(description="Attribute values by fully qualified name.")
     def attributes(self) -> JSON:
-        return {name: attr.value for name, attr in self.entry.device.attributes.items()}
+        return JSON({name: attr.value for name, attr in self.entry.device.attributes.items()})
 
     @strawberry.field
     def capacity(self) -> list[Capacity]:
-        return capacity_list(self.entry.device.capacity)  # type: ignore[arg-type]
+        return capacity_list(self.entry.device.capacity)
 
     @strawberry.field(description="allowMultipleAllocations: several claims may share it.")
     def shareable(self) -> bool:
@@ -145,14 +146,16 @@ class Device:
 
     @strawberry.field(description="Counters this partition consumes from its pool's counter sets.")
     def consumes_counters(self) -> JSON:
-        return [
-            {"counterSet": c.counter_set, "counters": c.counters}
-            for c in self.entry.device.consumes_counters
-        ]
+        return JSON(
+            [
+                {"counterSet": c.counter_set, "counters": c.counters}
+                for c in self.entry.device.consumes_counters
+            ]
+        )
 
     @strawberry.field
     def taints(self) -> JSON:
-        return list(self.entry.device.taints)
+        return JSON(list(self.entry.device.taints))
 
     @strawberry.field
     async def status(self, info: Info) -> DeviceStatus:
@@ -167,10 +170,19 @@ class Device:
         )
         return [Allocation.from_ref(self.entry.key, ref) for ref in holds]
 
+    @strawberry.field(
+        description="Allocation results held by claims in namespaces outside your access: "
+        "the device is held (status and capacity count them), the holder is withheld."
+    )
+    async def withheld_allocations(self, info: Info) -> int:
+        from .withheld import withheld
+
+        return await withheld(info, self.entry.key)
+
     @strawberry.field(description="Capacity left after every share's consumedCapacity.")
     async def remaining_capacity(self, info: Info) -> list[Capacity]:
         left = await device_state.remaining_capacity(info.context.loaders, self.entry)
-        return capacity_list(left)  # type: ignore[arg-type]
+        return capacity_list(left)
 
     @strawberry.field(name="slice")
     async def slice_(self, info: Info) -> ResourceSlice:
@@ -262,7 +274,9 @@ class ResourceSlice(ClusterScopedFields):
 
     @strawberry.field
     def shared_counters(self) -> JSON:
-        return [{"name": cs.name, "counters": cs.counters} for cs in self.record.shared_counters]
+        return JSON(
+            [{"name": cs.name, "counters": cs.counters} for cs in self.record.shared_counters]
+        )
 
 
 def _slice_key(record: SliceRecord) -> ObjectKey:
@@ -279,7 +293,7 @@ class DeviceClass(ClusterScopedFields):
 
     @strawberry.field
     def config(self) -> JSON:
-        return list(self.record.config)
+        return JSON(list(self.record.config))
 
     @strawberry.field
     def extended_resource_name(self) -> str | None:

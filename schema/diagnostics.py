@@ -6,7 +6,7 @@
     findDevices(selector, status, cluster, first, after)   -> DeviceSearch!
 
 Each reads the state through `info.context.reader` (scoped, errors translated) via
-`service.diagnosis`, which keeps one allocation ledger per cluster and store. Bad client input
+`service.questions.diagnosis`, which keeps one allocation ledger per cluster and store. Bad client input
 is a GraphQL error with a code: `BAD_YAML` (lintManifests), `BAD_SELECTOR` (findDevices, the
 CEL compiler's message). A selector that fails to *evaluate* on some devices is not an error of
 the query: those devices are counted and listed in `evaluationErrors`, never as "no match".
@@ -95,7 +95,7 @@ async def _with_status(info: Info, entries: list[DeviceEntry], wanted: str) -> l
     reader = info.context.reader
     known = diagnosis.local_statuses(reader, entries)
     missing = [i for i, s in enumerate(known) if s is None]
-    if missing and reader.has_device_status:
+    if missing:
         answers = await reader.device_status([entries[i].key for i in missing])
         for i, status in zip(missing, answers, strict=True):
             known[i] = status
@@ -133,7 +133,7 @@ class Query:
             cluster,
             namespace,
             name,
-            ledgers=diagnosis.ledgers_for(reader),
+            ledgers=diagnosis.ledgers_for(reader.store),
             eligible_nodes=eligible_nodes,
         )
         return ClaimDiagnosis(d=found) if found is not None else None
@@ -161,7 +161,7 @@ class Query:
         if cluster is not None:
             reader = info.context.reader
             facts = await diagnosis.cluster_facts(
-                reader, cluster, ledgers=diagnosis.ledgers_for(reader)
+                reader, cluster, ledgers=diagnosis.ledgers_for(reader.store)
             )
         return _findings(lint_manifests(docs, facts))
 

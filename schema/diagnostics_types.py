@@ -22,7 +22,7 @@ from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
 from dra_mirror.service.model.records import ObjectKey
 
-from .scalars import DateTime
+from .scalars import DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .claims import ResourceClaim
@@ -168,14 +168,14 @@ class ClaimHolder:
 
     @strawberry.field
     def idle_since(self) -> DateTime | None:
-        return self.h.idle_since  # type: ignore[return-value]
+        return to_datetime(self.h.idle_since)
 
     @strawberry.field(description="The holding claim as mirrored now.")
     async def resource_claim(self, info: Info) -> ClaimT | None:
         from .claims import ResourceClaim
 
         record = await info.context.loaders.records.load(self.h.claim)
-        return ResourceClaim(record=record) if record is not None else None  # type: ignore[call-arg]
+        return ResourceClaim(record=record) if record is not None else None
 
 
 @strawberry.type(description="One item of the manual's checklist for an allocated claim.")
@@ -252,14 +252,14 @@ class ClaimDiagnosis:
         from .claims import ResourceClaim
 
         record = await info.context.loaders.records.load(self.d.claim)
-        return ResourceClaim(record=record) if record is not None else None  # type: ignore[call-arg]
+        return ResourceClaim(record=record) if record is not None else None
 
     @strawberry.field(description="The pods that reference the claim, as mirrored now.")
     async def pod_objects(self, info: Info) -> list[PodT]:
         from .pods import Pod
 
         found = await info.context.loaders.records.load_many(self.d.pods)
-        return [Pod(record=r) for r in found if r is not None]  # type: ignore[call-arg]
+        return [Pod(record=r) for r in found if r is not None]
 
 
 @strawberry.type(description="A common DRA mistake found in a manifest or a mirrored cluster.")

@@ -17,7 +17,7 @@ with a `code` extension, never a 500.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 
 import orjson
 import strawberry
@@ -41,6 +41,10 @@ class ContentionGroup(enum.Enum):
     CLUSTER = "CLUSTER"
 
 
+@overload
+def _time(us: int) -> DateTime: ...
+@overload
+def _time(us: int | None) -> DateTime | None: ...
 def _time(us: int | None) -> DateTime | None:
     return None if us is None else DateTime(to_rfc3339(us))
 
@@ -84,7 +88,7 @@ class HistoryAllocation:
         return cls(
             cluster=a.cluster, driver=a.driver, pool=a.pool, device=a.device, uuid=a.uuid,
             node=a.node, namespace=a.namespace, claim=a.claim, claim_uid=a.claim_uid,
-            request=a.request, share_id=a.share_id, consumed_capacity=a.consumed_capacity,
+            request=a.request, share_id=a.share_id, consumed_capacity=JSON(a.consumed_capacity),
             class_name=a.class_name or None, since=_time(a.start_us), until=_time(a.end_us),
             end_reason=a.end_reason, pods=[HistoryPod.of(p) for p in a.pods],
         )  # fmt: skip
@@ -188,6 +192,9 @@ class HistoryGap:
 
 
 def _history(info: Info) -> q.HistoryQueries:
+    scope = getattr(info.context, "scope", None)
+    if scope is not None and getattr(scope, "history", True) is False:
+        raise GraphQLError("history is not in your access scope", extensions={"code": "FORBIDDEN"})
     history = getattr(info.context, "history", None)
     if history is None:
         raise GraphQLError(
@@ -200,6 +207,14 @@ def _history(info: Info) -> q.HistoryQueries:
 def _allows(info: Info, cluster: str, namespace: str = "") -> bool:
     scope = getattr(info.context, "scope", None)
     return scope is None or scope.allows(cluster, namespace)
+
+
+def _sees_aggregate(info: Info, cluster: str) -> bool:
+    """An aggregate over every namespace of `cluster` (contention by class, node or
+    cluster) is shown only to a scope that sees every namespace there."""
+    scope = getattr(info.context, "scope", None)
+    every = getattr(scope, "all_namespaces", None)
+    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
 
 
 async def _ask(coro) -> Any:
@@ -219,6 +234,14 @@ def _us(value: str, name: str) -> int:
         raise GraphQLError(f"{name}: {error}", extensions={"code": "BAD_INPUT"}) from error
 
 
+def _text(value: str | None, name: str) -> str | None:
+    """A name the history is searched for: PostgreSQL text cannot hold NUL, so a value with
+    one matches nothing there, and the database would refuse it as if it were down."""
+    if value is not None and "\x00" in value:
+        raise GraphQLError(f"{name} must not contain NUL", extensions={"code": "BAD_INPUT"})
+    return value
+
+
 def _window(start: str, end: str) -> tuple[int, int]:
     start_us, end_us = _us(start, "from"), _us(end, "to")
     if end_us <= start_us:
@@ -236,6 +259,7 @@ class Query:
     async def who_held(
         self, info: Info, device: str, at: DateTime, cluster: str | None = None
     ) -> list[HistoryAllocation]:
+        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
         held = await _ask(_history(info).who_held(device.strip(), _us(at, "at"), cluster))
         return _allocations(info, held)
 
@@ -249,6 +273,7 @@ class Query:
         cluster: str | None = None,
     ) -> list[DeviceTimeline]:
         start, end = _window(from_, to)
+        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
         timelines = await _ask(_history(info).device_history(device.strip(), start, end, cluster))
         out = []
         for t in timelines:
@@ -269,6 +294,8 @@ class Query:
     async def claim_history(
         self, info: Info, cluster: str, namespace: str, name: str
     ) -> list[ClaimHistory]:
+        for value, what in ((cluster, "cluster"), (namespace, "namespace"), (name, "name")):
+            _text(value, what)
         if not _allows(info, cluster, namespace):
             return []
         found = await _ask(_history(info).claim_history(cluster, namespace, name))
@@ -305,14 +332,16 @@ class Query:
         cluster: str | None = None,
     ) -> list[ContentionRow]:
         start, end = _window(from_, to)
+        cluster = _text(cluster, "cluster")
         rows = await _ask(contention_rows(_history(info), start, end, group_by.value, bucket,
                                           cluster))  # fmt: skip
         namespaced = group_by is ContentionGroup.NAMESPACE
         return [
             ContentionRow.of(r)
             for r in rows
-            if _allows(info, r.cluster, r.group if namespaced else "")
-        ]
+            if (_allows(info, r.cluster, r.group) if namespaced
+                else _sees_aggregate(info, r.cluster))
+        ]  # fmt: skip
 
     @strawberry.field(description="Claims ranked by device-hours held with no running consumer.")
     async def idle_holders(
@@ -324,6 +353,7 @@ class Query:
         first: int = 100,
     ) -> list[IdleHolder]:
         start, end = _window(from_, to)
+        cluster = _text(cluster, "cluster")
         first = max(0, min(first, 1000))
         holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first))
         return [
@@ -342,7 +372,7 @@ class Query:
         cluster: str | None = None,
     ) -> list[HistoryGap]:
         start, end = _window(from_, to)
-        gaps = await _ask(_history(info).gaps(start, end, cluster))
+        gaps = await _ask(_history(info).gaps(start, end, _text(cluster, "cluster")))
         return [
             HistoryGap(cluster=g.cluster, since=_time(g.start_us), until=_time(g.end_us))
             for g in gaps

@@ -9,29 +9,27 @@ store's `subscribe(cluster)` (Redis pub/sub, or the in-process bus of the embedd
 published only once the batch is visible to queries. Promises:
 
 * only what the request's scope may see is sent (claims by namespace, devices by cluster);
-* a store without live events answers a clear error ("live events are not available …"); a
-  store that cannot be reached answers "state store unavailable" and ends the subscription;
-* pub/sub is at-most-once: a client that falls behind or reconnects re-reads with a query.
+* a store that cannot be reached answers "state store unavailable" and ends the subscription;
+* pub/sub is at-most-once: a client that falls behind or reconnects re-reads with a query; a
+  batch of more than LIVE_BATCH_LIMIT objects (an initial sync, a relist) carries no
+  per-object events (service.model.live).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import strawberry
-from graphql import GraphQLError
 from strawberry.types import Info
 
-from dra_mirror.service.stores.bus import ClaimEvent as ClaimChange
-from dra_mirror.service.stores.bus import DeviceEvent as DeviceChange
-from dra_mirror.service.stores.bus import DeviceState
-from dra_mirror.service.stores.protocols import StoreUnavailable
+from dra_mirror.service.model.live import ClaimEvent as ClaimChange
+from dra_mirror.service.model.live import DeviceEvent as DeviceChange
+from dra_mirror.service.model.live import DeviceState
 
 from .claims import ResourceClaim
+from .context import Context
 from .devices import Device
-from .reader import StateStoreUnavailable
 from .scalars import DeviceStatus
 
 
@@ -74,36 +72,21 @@ def _snapshot(state: DeviceState | None) -> DeviceSnapshot | None:
     return DeviceSnapshot(device=Device(entry=state.entry), status=status)
 
 
-async def _events(info: Info, cluster: str) -> AsyncGenerator[Any, None]:
-    store = info.context.reader.store
-    subscribe = getattr(store, "subscribe", None)
-    if subscribe is None:
-        raise GraphQLError(
-            "live events are not available from this state store",
-            extensions={"code": "LIVE_EVENTS_UNAVAILABLE"},
-        )
-    try:
-        async for event in subscribe(cluster):
-            yield event
-    except StoreUnavailable as error:
-        raise StateStoreUnavailable(error) from error
-
-
 @strawberry.type
 class Subscription:
     @strawberry.subscription(
         description="Claims of a cluster (optionally one namespace) as they change."
     )
     async def claim_events(
-        self, info: Info, cluster: str, namespace: str | None = None
+        self, info: Info[Context, None], cluster: str, namespace: str | None = None
     ) -> AsyncGenerator[ClaimEvent, None]:
-        scope = info.context.reader.scope
-        async for event in _events(info, cluster):
+        reader = info.context.reader
+        async for event in reader.subscribe(cluster):
             if not isinstance(event, ClaimChange):
                 continue
             if namespace is not None and event.namespace != namespace:
                 continue
-            if not scope.allows(event.cluster, event.namespace):
+            if not reader.scope.allows(event.cluster, event.namespace):
                 continue
             yield ClaimEvent(
                 type=ChangeType(event.type),
@@ -118,12 +101,12 @@ class Subscription:
         description="Devices of a cluster (optionally one node) as they change: published, changed, allocated, released, withdrawn."
     )
     async def device_events(
-        self, info: Info, cluster: str, node: str | None = None
+        self, info: Info[Context, None], cluster: str, node: str | None = None
     ) -> AsyncGenerator[DeviceEvent, None]:
-        scope = info.context.reader.scope
-        if not scope.allows(cluster, ""):
+        reader = info.context.reader
+        if not reader.scope.allows(cluster, ""):
             return
-        async for event in _events(info, cluster):
+        async for event in reader.subscribe(cluster):
             if not isinstance(event, DeviceChange):
                 continue
             nodes = {s.entry.node for s in (event.old, event.new) if s is not None}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from strawberry.dataloader import DataLoader
@@ -68,16 +69,39 @@ class Loaders:
 
     def __init__(self, reader: ScopedReader) -> None:
         self.reader = reader
-        self.records: DataLoader[ObjectKey, Record | None] = DataLoader(self._records)
-        self.devices: DataLoader[DeviceKey, DeviceEntry | None] = DataLoader(self._devices)
-        self.idle_since: DataLoader[ObjectKey, str | None] = DataLoader(self._idle_since)
-        self.cluster_slices: DataLoader[str, list[SliceRecord]] = DataLoader(self._slices)
-        self.cluster_classes: DataLoader[str, list[DeviceClassRecord]] = DataLoader(self._classes)
-        self.pools: DataLoader[PoolLookup, PoolFacts | None] = DataLoader(self._pools)
-        self.device_status: DataLoader[DeviceKey, str | None] = DataLoader(self._device_status)
         self._relations: dict[Relation, DataLoader[Hashable, list[Any]]] = {}
         # Per-request memo for derived values other modules compute (device states…).
         self.memo: dict[Hashable, Any] = {}
+
+    # Each loader is made on first use: a request uses two or three of them.
+
+    @cached_property
+    def records(self) -> DataLoader[ObjectKey, Record | None]:
+        return DataLoader(self._records)
+
+    @cached_property
+    def devices(self) -> DataLoader[DeviceKey, DeviceEntry | None]:
+        return DataLoader(self._devices)
+
+    @cached_property
+    def idle_since(self) -> DataLoader[ObjectKey, str | None]:
+        return DataLoader(self._idle_since)
+
+    @cached_property
+    def cluster_slices(self) -> DataLoader[str, list[SliceRecord]]:
+        return DataLoader(self._slices)
+
+    @cached_property
+    def cluster_classes(self) -> DataLoader[str, list[DeviceClassRecord]]:
+        return DataLoader(self._classes)
+
+    @cached_property
+    def pools(self) -> DataLoader[PoolLookup, PoolFacts | None]:
+        return DataLoader(self._pools)
+
+    @cached_property
+    def device_status(self) -> DataLoader[DeviceKey, str | None]:
+        return DataLoader(self._device_status)
 
     def relation(self, relation: Relation) -> DataLoader[Hashable, list[Any]]:
         """The loader of one indexed relation (see `Relation` for each key type)."""
@@ -141,7 +165,7 @@ class Loaders:
         for slices in await self.cluster_slices.load_many(clusters):
             by_pool.update(pool_facts(slices))
         for key in missing:
-            found = by_pool.get(key[:3])  # type: ignore[call-overload]
+            found = by_pool.get(key[:3])
             if found is not None:
                 facts[key] = found
         return [facts.get(key) for key in keys]

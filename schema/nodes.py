@@ -45,7 +45,7 @@ class Node(ClusterScopedFields):
 
     @strawberry.field
     def labels(self) -> JSON:
-        return dict(self.record.meta.labels)
+        return JSON(dict(self.record.meta.labels))
 
     @strawberry.field
     def ready(self) -> bool:
@@ -57,11 +57,11 @@ class Node(ClusterScopedFields):
 
     @strawberry.field
     def allocatable(self) -> JSON:
-        return dict(self.record.allocatable)
+        return JSON(dict(self.record.allocatable))
 
     @strawberry.field
     def capacity(self) -> JSON:
-        return dict(self.record.capacity)
+        return JSON(dict(self.record.capacity))
 
     def _key(self) -> tuple[str, str]:
         return (self.record.meta.cluster, self.record.meta.name)
@@ -122,13 +122,13 @@ class Cluster:
         return ClusterStatus(
             connected=s.connected,
             synced=s.synced,
-            last_event_at=to_datetime(s.last_event_at),  # type: ignore[arg-type]
+            last_event_at=to_datetime(s.last_event_at),
             error=s.error,
             api_version=s.api_version,
-            last_sync_at=to_datetime(s.last_sync_at),  # type: ignore[arg-type]
+            last_sync_at=to_datetime(s.last_sync_at),
             events=s.events,
             relists=s.relists,
-            malformed=dict(s.malformed),
+            malformed=JSON(dict(s.malformed)),
         )
 
     @strawberry.field(description="Counted from current state when asked (costs a scan).")
@@ -148,4 +148,4 @@ class Cluster:
     @strawberry.field
     async def nodes(self, info: Info) -> list[Node]:
         records = await info.context.reader.list(NODE, cluster=self.status_record.name)
-        return [Node(record=r) for r in sorted(records, key=lambda r: r.meta.name)]  # type: ignore[arg-type]
+        return [Node(record=r) for r in sorted(records, key=lambda r: r.meta.name)]

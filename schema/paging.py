@@ -60,16 +60,38 @@ def encode_cursor(key: SortKey) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(key))).decode().rstrip("=")
 
 
+MAX_CURSOR = 1024
+"""Longest cursor read, in characters: ours are base64 of a few keys (a hundred or so)."""
+_SHOWN = 16  # characters of a bad cursor repeated in its error
+
+
+def bad_cursor(cursor: str, problem: str) -> GraphQLError:
+    """The error for a cursor the client made up or mangled: it names the problem and repeats
+    at most a short prefix of the cursor (never a megabyte of it)."""
+    shown = cursor if len(cursor) <= _SHOWN else cursor[:_SHOWN] + "…"
+    return GraphQLError(
+        f"invalid cursor {shown!r} ({len(cursor)} characters): {problem}",
+        extensions={"code": "BAD_CURSOR"},
+    )
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def decode_cursor(cursor: str) -> SortKey:
+    if len(cursor) > MAX_CURSOR:
+        raise bad_cursor(cursor, f"longer than {MAX_CURSOR} characters")
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        value = orjson.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (binascii.Error, orjson.JSONDecodeError, ValueError):
-        raise GraphQLError(
-            f"invalid cursor {cursor!r}", extensions={"code": "BAD_CURSOR"}
-        ) from None
-    if not isinstance(value, list):
-        raise GraphQLError(f"invalid cursor {cursor!r}", extensions={"code": "BAD_CURSOR"})
+        raw = base64.b64decode(padded.encode(), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise bad_cursor(cursor, "not base64url") from None
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise bad_cursor(cursor, "not a cursor of this API") from None
+    if not isinstance(value, list) or not all(isinstance(part, _SCALARS) for part in value):
+        raise bad_cursor(cursor, "not a cursor of this API")
     return tuple(value)
 
 
@@ -102,7 +124,10 @@ def paginate(
     start = 0
     if after:
         # JSON round-trips tuples as lists of the same scalars, so comparisons hold.
-        start = bisect_right(ordered, decode_cursor(after), key=lambda item: tuple(key(item)))
+        try:
+            start = bisect_right(ordered, decode_cursor(after), key=lambda item: tuple(key(item)))
+        except TypeError:  # a made-up key whose parts do not compare with this list's keys
+            raise bad_cursor(after, "not a cursor of this list") from None
     size = page_size(first, settings)
     window = ordered[start : start + size]
     edges = [Edge(node=node(item), cursor=encode_cursor(tuple(key(item)))) for item in window]

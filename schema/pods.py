@@ -103,7 +103,7 @@ class Pod(NamespacedUidFields):
 
     @strawberry.field
     def created_at(self) -> DateTime | None:
-        return to_datetime(self.record.meta.created_at)  # type: ignore[return-value]
+        return to_datetime(self.record.meta.created_at)
 
     @strawberry.field
     async def node(self, info: Info) -> NodeT | None:
@@ -132,8 +132,8 @@ class Pod(NamespacedUidFields):
             Container(
                 name=c.name,
                 init=c.init,
-                requests=dict(c.requests),
-                limits=dict(c.limits),
+                requests=JSON(dict(c.requests)),
+                limits=JSON(dict(c.limits)),
                 claims=[f"{cc.claim}/{cc.request}" if cc.request else cc.claim for cc in c.claims],
             )
             for c in self.record.containers

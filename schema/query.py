@@ -75,7 +75,7 @@ class Query:
     @strawberry.field
     async def device_classes(self, info: Info, cluster: str | None = None) -> list[DeviceClass]:
         records = await info.context.reader.list(DEVICE_CLASS, cluster=cluster)
-        return [DeviceClass(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+        return [DeviceClass(record=r) for r in sorted(records, key=_identity)]
 
     @strawberry.field
     async def resource_slices(
@@ -99,9 +99,9 @@ class Query:
         found = [
             r
             for r in records
-            if (node is None or r.node_name == node) and (driver is None or r.driver == driver)  # type: ignore[union-attr]
+            if (node is None or r.node_name == node) and (driver is None or r.driver == driver)
         ]
-        return [ResourceSlice(record=r) for r in sorted(found, key=_identity)]  # type: ignore[arg-type]
+        return [ResourceSlice(record=r) for r in sorted(found, key=_identity)]
 
     @strawberry.field(description="Devices of valid pool generations, filtered, paged.")
     async def devices(
@@ -127,7 +127,7 @@ class Query:
                 e
                 for e in entries
                 if e.key.cluster in by_cluster
-                and classes.class_matches(loaders, by_cluster[e.key.cluster], e)  # type: ignore[arg-type]
+                and classes.class_matches(loaders, by_cluster[e.key.cluster], e)
             ]
         if status is not None:
             statuses = await device_state.statuses(loaders, entries)
@@ -190,7 +190,7 @@ class Query:
         records = await info.context.reader.list(
             RESOURCE_CLAIM_TEMPLATE, cluster=cluster, namespace=namespace
         )
-        return [ResourceClaimTemplate(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+        return [ResourceClaimTemplate(record=r) for r in sorted(records, key=_identity)]
 
     @strawberry.field
     async def pods(
@@ -228,7 +228,7 @@ class Query:
     @strawberry.field
     async def nodes(self, info: Info, cluster: str | None = None) -> list[Node]:
         records = await info.context.reader.list(NODE, cluster=cluster)
-        return [Node(record=r) for r in sorted(records, key=_identity)]  # type: ignore[arg-type]
+        return [Node(record=r) for r in sorted(records, key=_identity)]
 
     @strawberry.field(
         description='Claims holding a device named by uuid ("GPU-…", "MIG-…"), "node/device", '

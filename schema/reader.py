@@ -9,17 +9,29 @@
   message says "state store unavailable" — clients see a clear error, never an HTTP 500.
 
 It keeps the store's batched shape (`get(keys)`, `lookup(relation, keys)`…) so that the
-per-request DataLoaders in `schema.loaders` make one store call per relation and batch.
+per-request DataLoaders in `schema.loaders` make one store call per relation and batch, and is
+itself a `StateReader` (and the questions' `ScopedState`): its live events are filtered by
+the caller (`schema.live`), and the in-process index it passes on (`index(cluster)`) is read
+by the questions with the scope applied per namespace (`service.questions.cluster_state`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from graphql import GraphQLError
 
-from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.model.live import LiveEvent
+from dra_mirror.service.model.records import (
+    AllocationRef,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+)
+from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.protocols import (
     ClusterStatus,
     Relation,
@@ -28,6 +40,7 @@ from dra_mirror.service.stores.protocols import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class StateStoreUnavailable(GraphQLError):
@@ -38,6 +51,15 @@ class StateStoreUnavailable(GraphQLError):
             f"state store unavailable: {cause}",
             extensions={"code": "STATE_STORE_UNAVAILABLE"},
         )
+
+
+class ReadScope(Protocol):
+    """What every read of the graph asks of the request's access scope (`Scope` below sees
+    everything; `service.access.scope.AccessScope` is the subject's)."""
+
+    def allows(self, cluster: str, namespace: str = "") -> bool: ...
+
+    def may_hide(self) -> bool: ...
 
 
 class Scope:
@@ -52,31 +74,34 @@ class Scope:
         """May this request see objects of `cluster` in `namespace` ("" = cluster-scoped)?"""
         return True
 
+    def may_hide(self) -> bool:
+        """Whether `allows` can say no: only a narrower scope (one overriding it) can."""
+        return type(self).allows is not Scope.allows
 
-def _allows_record(scope: Scope, record: Record) -> bool:
+
+def _allows_record(scope: ReadScope, record: Record) -> bool:
     return scope.allows(record.meta.cluster, record.meta.namespace)
 
 
-def _allows_key(scope: Scope, key: Any) -> bool:
+def _allows_key(scope: ReadScope, key: object) -> bool:
     """Relation results are ObjectKeys, DeviceKeys or AllocationRefs; check each kind."""
     if isinstance(key, ObjectKey):
         return scope.allows(key.cluster, key.namespace)
     if isinstance(key, DeviceKey):
         return scope.allows(key.cluster, "")
-    claim = getattr(key, "claim", None)  # AllocationRef: the holding claim's namespace counts
-    if isinstance(claim, ObjectKey):
-        return scope.allows(claim.cluster, claim.namespace)
+    if isinstance(key, AllocationRef):  # the holding claim's namespace counts
+        return scope.allows(key.claim.cluster, key.claim.namespace)
     return True
 
 
 class ScopedReader:
     """A `StateReader` seen through a `Scope`, raising only `StateStoreUnavailable`."""
 
-    def __init__(self, store: StateReader, scope: Scope) -> None:
+    def __init__(self, store: StateReader, scope: ReadScope) -> None:
         self.store = store
         self.scope = scope
 
-    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    async def _call(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await fn(*args, **kwargs)
         except StoreUnavailable as error:
@@ -96,29 +121,39 @@ class ScopedReader:
         records = await self._call(self.store.list, kind, cluster=cluster, namespace=namespace)
         return [r for r in records if _allows_record(self.scope, r)]
 
-    async def devices(self, keys: Sequence[DeviceKey]) -> list[DeviceEntry | None]:
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         entries = await self._call(self.store.devices, keys)
         return [e if e is not None and _allows_key(self.scope, e.key) else None for e in entries]
 
     async def list_devices(
         self, *, cluster: str | None = None, driver: str | None = None
-    ) -> list[DeviceEntry]:
+    ) -> builtins.list[DeviceEntry]:
         entries = await self._call(self.store.list_devices, cluster=cluster, driver=driver)
         return [e for e in entries if _allows_key(self.scope, e.key)]
 
-    async def lookup(self, relation: Relation, keys: Sequence[Any]) -> list[list[Any]]:
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]:
         found = await self._call(self.store.lookup, relation, keys)
         return [[item for item in items if _allows_key(self.scope, item)] for items in found]
 
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         return await self._call(self.store.idle_since, claims)
 
-    @property
-    def has_device_status(self) -> bool:
-        """Does the store answer device statuses itself (batched, beyond the Protocol)?"""
-        return callable(getattr(self.store, "device_status", None))
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
+        """free | held | shared | blocked per device as the model derived it (None: not in a
+        valid pool). Callers scope the keys."""
+        return await self._call(self.store.device_status, keys)
 
-    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
-        """free | held | shared | blocked per device as the store's index derived it (None:
-        not in a valid pool). Only when `has_device_status`; callers scope the keys."""
-        return await self._call(self.store.device_status, keys)  # type: ignore[attr-defined]
+    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
+        """The cluster's live events (callers filter them by the scope), with a store that
+        cannot be reached answered as `StateStoreUnavailable`."""
+        try:
+            async for event in self.store.subscribe(cluster):
+                yield event
+        except StoreUnavailable as error:
+            raise StateStoreUnavailable(error) from error
+
+    def index(self, cluster: str) -> IndexView | None:
+        """The store's in-process index of `cluster`, unscoped: the questions apply `scope`."""
+        return self.store.index(cluster)

@@ -9,10 +9,13 @@ raw config). Enum values map one-to-one onto the model's derived-state strings
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import NewType
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.scalars import JSON
+from strawberry.types.scalar import ScalarDefinition
 
 from dra_mirror.service.model import records
 
@@ -29,14 +32,19 @@ __all__ = [
 
 def _parse_datetime(value: object) -> str:
     if not isinstance(value, str) or "T" not in value:
-        raise ValueError(f"DateTime must be an RFC 3339 string, got {value!r}")
+        # a client error with a code; at most 40 characters of what was sent are repeated
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "…"
+        raise GraphQLError(
+            f"DateTime must be an RFC 3339 string, got {shown}", extensions={"code": "BAD_INPUT"}
+        )
     return value
 
 
 DateTime = NewType("DateTime", str)
 
 # Passed to the schema as `StrawberryConfig(scalar_map=SCALAR_MAP)`.
-SCALAR_MAP = {
+SCALAR_MAP: Mapping[object, ScalarDefinition] = {
     DateTime: strawberry.scalar(
         name="DateTime",
         description="An instant as RFC 3339 in UTC, e.g. 2026-01-02T03:04:05Z.",
@@ -46,9 +54,9 @@ SCALAR_MAP = {
 }
 
 
-def to_datetime(value: str | None) -> str | None:
+def to_datetime(value: str | None) -> DateTime | None:
     """Record timestamps are already RFC 3339; empty strings mean unknown."""
-    return value or None
+    return DateTime(value) if value else None
 
 
 @strawberry.enum(description="A claim's state, as kubectl's STATE column reads it.")

@@ -3,10 +3,16 @@
 Every value comes from (in order of precedence) a command-line flag, a `DRA_MIRROR_*`
 environment variable, or the embedded default below. Nothing else in the service reads the
 environment: `Settings.from_env(overrides)` is called by the CLI (and tests), and the result is
-handed to `service.app.create_app` and the reactors as a keyword argument.
+handed to the app (`service.http.app`) and the reactors as a keyword argument.
 
 Environment names are `DRA_MIRROR_<GROUP>_<FIELD>` upper-cased, e.g. `DRA_MIRROR_HTTP_PORT`,
 `DRA_MIRROR_STORE_REDIS_URL`, `DRA_MIRROR_CLUSTERS_CONTEXTS` (comma-separated).
+
+Every group checks its values when it is built and raises `SettingsError` with one line
+naming the setting and what it accepts (a port out of 1-65535, a Redis URL of another scheme,
+an unknown log level…): a `Settings` object is always usable. What needs more than the value
+(a database driver, a kubeconfig, a free port) is checked by the commands before they start
+(`service.cli.preflight`).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 ENV_PREFIX = "DRA_MIRROR_"
 
@@ -24,16 +31,40 @@ class SettingsError(ValueError):
     """A flag or environment variable has a value of the wrong shape."""
 
 
+def _require(ok: bool, setting: str, value: Any, accepted: str) -> None:
+    """`SettingsError` unless `ok`: the setting, at most 60 characters of its value (None:
+    not shown, for URLs that may hold a password), and what it accepts."""
+    if not ok:
+        if value is None:
+            raise SettingsError(f"{setting}: {accepted}")
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
+        raise SettingsError(f"{setting} {shown}: {accepted}")
+
+
+def _positive(setting: str, value: Any, *, zero: bool = False) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = number and (value >= 0 if zero else value > 0)
+    _require(ok, setting, value, "must be a number " + (">= 0" if zero else "> 0"))
+
+
 @dataclass(frozen=True)
 class HttpSettings:
     host: str = "127.0.0.1"
     """Address uvicorn binds. Loopback by default: expose it on purpose (e.g. 0.0.0.0 in a Pod)."""
 
     port: int = 8000
-    """TCP port of the API (`/graphql`, `/healthz`, `/readyz`)."""
+    """TCP port of the API (`/graphql`, `/healthz`, `/readyz`); 0 takes any free port."""
 
     graphiql: bool = True
     """Serve the GraphiQL IDE on `GET /graphql` from a browser."""
+
+    def __post_init__(self) -> None:
+        port_ok = isinstance(self.port, int) and not isinstance(self.port, bool)
+        _require(port_ok and 0 <= self.port <= 65535, "port", self.port, "must be 1-65535")
+        host_ok = isinstance(self.host, str) and bool(self.host) and self.host.strip() == self.host
+        _require(
+            host_ok and " " not in self.host, "host", self.host, "must be a host name or address"
+        )
 
 
 @dataclass(frozen=True)
@@ -51,6 +82,64 @@ class GraphQLSettings:
     validation_cache_size: int = 1000
     """Validated documents kept (strawberry ValidationCache); validation is ~2 ms per query."""
 
+    max_body_bytes: int = 1_000_000
+    """Largest HTTP request body accepted on /graphql (413 beyond it)."""
+
+    max_document_bytes: int = 100_000
+    """Largest GraphQL document (query text) accepted, in bytes; checked before parsing."""
+
+    max_tokens: int = 5000
+    """Most lexical tokens a document may have (graphql-core stops parsing beyond them)."""
+
+    max_depth: int = 12
+    """Deepest selection nesting a query may have (fragments expanded)."""
+
+    max_aliases: int = 30
+    """Most aliased fields a query may have, counting each use of a fragment."""
+
+    max_cost: int = 1_000_000
+    """Largest estimated cost of a query: every field counts once per object it is expected to
+    be resolved for (list sizes from `first`, else per-field estimates; docs/security.md)."""
+
+    max_resolved_fields: int = 250_000
+    """Fields a query may resolve before its execution is stopped (the budget's count)."""
+
+    max_execution_seconds: float = 10.0
+    """Seconds a query may execute before it is stopped (the budget's time)."""
+
+    request_timeout: float = 30.0
+    """Seconds a whole HTTP request may take (authentication, execution, encoding)."""
+
+    max_batch: int = 10
+    """Most operations in one batched request (a JSON list); 0 refuses batches."""
+
+    max_subscriptions_per_connection: int = 20
+    """Most subscriptions one WebSocket connection may keep open at once."""
+
+    introspection: bool = True
+    """Answer introspection queries (__schema, __type). GraphiQL needs them."""
+
+    refuse_unregistered: bool = False
+    """Execute only documents registered as persisted queries (by hash)."""
+
+    document_cache_bytes: int = 4 * 1024 * 1024
+    """Bytes of query text whose parsed and validated documents `/graphql` keeps (least recently
+    used first out): a repeated query costs no parsing or validation."""
+
+    cached_document_max_bytes: int = 64 * 1024
+    """Longest query text (bytes) the document cache and the persisted queries keep; a longer
+    one is parsed and validated for its own request only."""
+
+    persisted_queries_bytes: int = 4 * 1024 * 1024
+    """Bytes of query text registered as persisted queries (by SHA-256; least recently used
+    first out): clients send the hash instead of the text."""
+
+    def __post_init__(self) -> None:
+        _positive("graphql max_page_size", self.max_page_size)
+        _positive("graphql default_page_size", self.default_page_size)
+        _positive("graphql parser_cache_size", self.parser_cache_size, zero=True)
+        _positive("graphql validation_cache_size", self.validation_cache_size, zero=True)
+
 
 @dataclass(frozen=True)
 class ClusterSettings:
@@ -59,6 +148,18 @@ class ClusterSettings:
 
     contexts: tuple[str, ...] = ()
     """Kubeconfig contexts to watch, one cluster each; empty means every context."""
+
+    bookmark_interval: float = 60.0
+    """Seconds between the bookmarks the API servers send on a quiet watch (kube-apiserver's
+    watch cache: one a minute)."""
+
+    stall_intervals: float = 2.0
+    """A watch silent (no event, no bookmark) for this many bookmark intervals is stalled: it
+    is ended, counted and watched again. 0: only the watch's own time limit ends it."""
+
+    def __post_init__(self) -> None:
+        _positive("clusters bookmark_interval", self.bookmark_interval)
+        _positive("clusters stall_intervals", self.stall_intervals, zero=True)
 
 
 @dataclass(frozen=True)
@@ -69,6 +170,17 @@ class StoreSettings:
     """First part of every Redis key (several mirrors may share one Redis under different ones)."""
     lease_ttl: float = 10.0
     """Seconds a cluster's watch lease outlives its holder: the longest takeover after a crash."""
+
+    def __post_init__(self) -> None:
+        if self.redis_url is not None:
+            scheme = urlsplit(self.redis_url).scheme if isinstance(self.redis_url, str) else ""
+            _require(
+                scheme in ("redis", "rediss", "unix"),
+                "Redis URL",
+                None,  # not repeated: it may hold a password
+                "must be redis://HOST[:PORT][/DB], rediss://… (TLS) or unix:///PATH",
+            )
+        _positive("store lease_ttl", self.lease_ttl)
 
 
 @dataclass(frozen=True)
@@ -87,6 +199,47 @@ class HistorySettings:
     """Keep the contention audit's hourly peak cache filled for the last this many days, for
     every grouping, in the background (so a first audit reads it). 0: audits fill it."""
 
+    def __post_init__(self) -> None:
+        _positive("history outbox_claim_idle", self.outbox_claim_idle)
+        _positive("history retention_days", self.retention_days, zero=True)
+        _positive("history peak_warm_days", self.peak_warm_days, zero=True)
+
+
+@dataclass(frozen=True)
+class AccessSettings:
+    config: str | None = None
+    """The access configuration file (YAML; docs/security.md): authenticators, scopes, Slack
+    and scraper mappings. Without it (and without the variables below) `serve` refuses to start
+    unless `--insecure-no-auth` is given."""
+
+    static_tokens: str | None = None
+    """A file of hashed static tokens (overrides the configuration file's `staticTokens`)."""
+
+    oidc_issuer: str | None = None
+    """OIDC issuer URL (overrides `oidc.issuer`)."""
+
+    oidc_audience: str | None = None
+    """OIDC audience the tokens must carry (overrides `oidc.audience`)."""
+
+    oidc_jwks_url: str | None = None
+    """Where the issuer's keys are (overrides `oidc.jwksUrl`; default: discovered)."""
+
+    oidc_jwks_file: str | None = None
+    """A JWKS file instead of fetching the keys (overrides `oidc.jwksFile`)."""
+
+    kubernetes_context: str | None = None
+    """Kubeconfig context of the cluster that reviews Kubernetes tokens (overrides
+    `kubernetes.context`)."""
+
+    rate_limit: float = 20.0
+    """Requests per second one subject may make (a token bucket); 0: no limit."""
+
+    rate_burst: int = 60
+    """Requests one subject may make at once before the rate applies."""
+
+    insecure_no_auth: bool = False
+    """Serve without authentication: everyone who reaches the port sees everything."""
+
 
 @dataclass(frozen=True)
 class LogSettings:
@@ -96,6 +249,30 @@ class LogSettings:
     json: bool = False
     """Write one JSON object per line (for log collectors) instead of plain text."""
 
+    def __post_init__(self) -> None:
+        levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        ok = isinstance(self.level, str) and self.level.upper() in levels
+        _require(ok, "log level", self.level, f"must be one of {', '.join(levels)}")
+
+
+READINESS_RULES = ("serve-stale", "not-ready")
+
+
+@dataclass(frozen=True)
+class ReadinessSettings:
+    cluster_down: str = "serve-stale"
+    """What /readyz says while a cluster this process serves has synced once but is not
+    connected now: `serve-stale` (ready, and the body flags the cluster as stale) or
+    `not-ready` (503 until it is back). A cluster that never synced is never ready."""
+
+    def __post_init__(self) -> None:
+        _require(
+            self.cluster_down in READINESS_RULES,
+            "readiness cluster_down",
+            self.cluster_down,
+            f"must be one of {', '.join(READINESS_RULES)}",
+        )
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -104,7 +281,9 @@ class Settings:
     clusters: ClusterSettings = field(default_factory=ClusterSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     history: HistorySettings = field(default_factory=HistorySettings)
+    access: AccessSettings = field(default_factory=AccessSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    readiness: ReadinessSettings = field(default_factory=ReadinessSettings)
 
     @classmethod
     def from_env(
@@ -140,7 +319,9 @@ _GROUP_TYPES: dict[str, type] = {
     "clusters": ClusterSettings,
     "store": StoreSettings,
     "history": HistorySettings,
+    "access": AccessSettings,
     "log": LogSettings,
+    "readiness": ReadinessSettings,
 }
 
 

@@ -1,16 +1,17 @@
 """`dra-mirror who-holds|free|waiting|idle`: the chatops questions from a terminal.
 
 These commands talk to a running mirror (`--server URL`, default `$DRA_MIRROR_SERVER` or
-http://127.0.0.1:8000) by sending the very GraphQL documents the Slack commands execute in-process
-(`service.slack.questions`), so both give the same answers. `--token` (or `$DRA_MIRROR_TOKEN`) is
-sent as `Authorization: Bearer …` for servers with access control. Output is a readable table,
-or with `--json` the answer's rows as JSON (one object, stable keys).
+http://127.0.0.1:8000; `service.cli.asking`) by sending the very GraphQL documents the Slack
+commands execute in-process (`service.questions.chatops`, `service.questions.holdings`), so both
+give the same answers. `--token` (or `$DRA_MIRROR_TOKEN`) is sent as `Authorization: Bearer …`
+for servers with access control. Output is a readable table, or with `--json` the answer's rows
+as JSON (one object, stable keys).
 
     dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds n17/gpu-3 --cluster east
     dra-mirror free [CLASS] [--cluster NAME]       dra-mirror waiting [CLASS] [--cluster NAME]
     dra-mirror idle [--cluster NAME]
 
-(`dra-mirror explain` is the diagnostics' own command, `service.cli_diagnostics`; the Slack
+(`dra-mirror explain` is the diagnostics' own command, `service.cli.diagnostics`; the Slack
 `explain` asks the same `explainClaim`.)
 
 Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
@@ -19,65 +20,29 @@ refuses the question (the reason on stderr), 2 for usage errors.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import httpx
 import orjson
 
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
 from dra_mirror.service.questions.chatops import (
-    Ask,
-    QuestionError,
+    Claims,
+    Free,
     ask_free,
     ask_idle,
     ask_waiting,
+    duration,
 )
 from dra_mirror.service.questions.holdings import HoldingRow, ask_who_holds
 
-DEFAULT_SERVER = "http://127.0.0.1:8000"
-TIMEOUT = 30.0
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
-
-def over_http(client: httpx.AsyncClient) -> Ask:
-    """An `Ask` posting documents to the server's `/graphql`."""
-
-    async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            response = await client.post(
-                "/graphql", json={"query": document, "variables": dict(variables)}
-            )
-        except httpx.HTTPError as error:
-            raise QuestionError(f"cannot reach {client.base_url}: {error}") from error
-        if response.status_code in (401, 403):
-            raise QuestionError(f"{client.base_url} refused: {response.status_code} (--token?)")
-        if response.status_code != 200:
-            raise QuestionError(f"{client.base_url} answered {response.status_code}")
-        try:
-            body = orjson.loads(response.content)
-        except orjson.JSONDecodeError as error:
-            raise QuestionError(f"{client.base_url} did not answer GraphQL JSON") from error
-        if body.get("errors"):
-            raise QuestionError("; ".join(e.get("message", "?") for e in body["errors"]))
-        return body.get("data") or {}
-
-    return ask
-
-
-def run_question(server: str, token: str | None, question: Callable[[Ask], Awaitable[Any]]) -> Any:
-    async def go() -> Any:
-        headers = {"authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(
-            base_url=server.rstrip("/"), headers=headers, timeout=TIMEOUT
-        ) as client:
-            return await question(over_http(client))
-
-    try:
-        return asyncio.run(go())
-    except QuestionError as error:
-        raise click.ClickException(str(error)) from error
+Answer = TypeVar("Answer", bound="DataclassInstance")  # the rows of a question
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -90,14 +55,14 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     )
 
 
-def emit(answer: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+def emit(answer: Answer, as_json: bool, render: Callable[[Answer], str]) -> None:
     if as_json:
         click.echo(orjson.dumps(dataclasses.asdict(answer), option=orjson.OPT_INDENT_2))
     else:
         click.echo(render(answer))
 
 
-def client_options(command: Any) -> Any:
+def client_options(command: F) -> F:
     options = [
         click.option(
             "--server",
@@ -173,7 +138,7 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
         lambda ask: ask_free(ask, class_name, cluster, limit=limit),
     )
 
-    def render(a: Any) -> str:
+    def render(a: Free) -> str:
         rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]
         more = f"\n… {a.total - len(rows)} more" if a.total > len(rows) else ""
         return (
@@ -196,7 +161,7 @@ def waiting(class_name: str | None, cluster: str | None, limit: int, **client: A
         lambda ask: ask_waiting(ask, class_name, cluster, limit=limit),
     )
 
-    def render(a: Any) -> str:
+    def render(a: Claims) -> str:
         rows = [
             [c.cluster, c.claim, c.origin.lower(), ",".join(c.classes), _seconds(c.pending_seconds)]
             for c in a.claims
@@ -218,8 +183,8 @@ def idle(cluster: str | None, limit: int, **client: Any) -> None:
         client["server"], client["token"], lambda ask: ask_idle(ask, cluster, limit=limit)
     )
 
-    def render(a: Any) -> str:
-        rows = [
+    def render(a: Claims) -> str:
+        rows: list[list[Any]] = [
             [
                 *(c.cluster, c.claim, c.origin.lower(), c.node, ",".join(c.devices)),
                 *(c.idle_since, ",".join(c.consumers), c.waiting_for_class),
@@ -232,6 +197,4 @@ def idle(cluster: str | None, limit: int, **client: Any) -> None:
 
 
 def _seconds(value: float | None) -> str | None:
-    from dra_mirror.service.slack.blocks import duration
-
     return duration(value) if value is not None else None

@@ -4,7 +4,9 @@ What a newcomer gets from one command, on embedded defaults (in-memory state, hi
 SQLite file, no Redis): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
 directory, the mirror watches them through the real Kubernetes client exactly as it would
 watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
-cluster has synced, it prints the GraphiQL URL and three queries to paste.
+cluster has synced, it prints the GraphiQL URL, the Devices screens' URL and three queries to
+paste. The demo serves without authentication, so it binds 127.0.0.1 whatever
+DRA_MIRROR_HTTP_HOST says, and says so.
 
 Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
 stops the watchers, then the simulator, and removes the temporary kubeconfig.
@@ -23,12 +25,13 @@ from typing import Any
 
 import uvicorn
 
-from dra_mirror.service.http.app import mirror_app
+from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.sim.scenario import build_world, load_scenario
-from dra_mirror.service.stores.bus import LiveMemoryStore
 from dra_mirror.service.stores.memory import MemoryStore
+
+DEMO_HOST = "127.0.0.1"
 
 EXAMPLE_QUERIES = (
     (
@@ -52,7 +55,14 @@ EXAMPLE_QUERIES = (
 
 
 def banner(url: str) -> str:
-    lines = [f"dra-mirror demo: GraphiQL at {url}", "", "Paste one of these:"]
+    screens = url.removesuffix("/graphql") + "/ui/"
+    lines = [
+        f"dra-mirror demo: GraphiQL at {url}",
+        f"Devices screens at {screens}",
+        "open: no authentication (a demo), so it listens on 127.0.0.1 only",
+        "",
+        "Paste one of these:",
+    ]
     for title, query in EXAMPLE_QUERIES:
         lines += ["", f"# {title}", query]
     return "\n".join(lines) + "\n"
@@ -94,7 +104,7 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
-    store = LiveMemoryStore()  # in memory, with live events for the subscriptions
+    store = MemoryStore()  # in memory, live events on its in-process bus
     demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
     demo.app = mirror_app(
         settings,
@@ -113,7 +123,7 @@ async def run_demo(
         demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
         config = uvicorn.Config(
             demo.app,
-            host=settings.http.host,
+            host=DEMO_HOST,  # served open: never beyond this machine
             port=settings.http.port,
             log_config=None,
             access_log=False,
@@ -121,7 +131,7 @@ async def run_demo(
         )
         server = uvicorn.Server(config)
         serving = asyncio.create_task(server.serve(), name="demo-api")
-        url = f"http://{settings.http.host}:{settings.http.port}/graphql"
+        url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"
         try:
             while not server.started:
                 if serving.done():

@@ -5,6 +5,7 @@
     dra-mirror lint FILE|- [--server URL [--cluster C]]                      manifests (offline)
     dra-mirror lint --cluster C [--server URL]                               a mirrored cluster
 
+The questions and their documents are `service.questions.explain` and `service.questions.lint`.
 `explain` sends the graph's `explainClaim` (one aliased field per cluster when `--cluster` is
 not given, so a claim name is looked up everywhere in one request) to `--server` (default
 `$DRA_MIRROR_SERVER` or http://127.0.0.1:8000), or — with `--kubeconfig` — watches the
@@ -22,135 +23,46 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TextIO, TypeVar
 
 import click
 import orjson
 
-DEFAULT_SERVER = "http://127.0.0.1:8000"
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
+from dra_mirror.service.questions.asking import Ask, QuestionError, in_process
+from dra_mirror.service.questions.diagnosis import ManifestError
+from dra_mirror.service.questions.explain import explain_claim
+from dra_mirror.service.questions.lint import ask_lint_cluster, ask_lint_manifests, lint_text
+
 TIMEOUT = 60.0
 
-Ask = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
-
-DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal nodesWithoutDriver
-  pods { namespace name }
-  requests { request deviceClassName classExists classDevices freeOrShareable nodes needed
-             verdict summary selectors { expression passing rejected }
-             selectorErrors { expression message } heldBy { namespace name } }
-  holders { claim { namespace name } pods { namespace name } running idle idleSince }
-  checks { name ok detail }"""
-
-FINDING_FIELDS = "rule severity object path message"
+T = TypeVar("T")
 
 
-class AskError(click.ClickException):
-    """The server (or the in-process graph) could not answer."""
-
-
-def explain_document(clusters: list[str] | None) -> str:
-    """explainClaim for one cluster (`$cluster`), or one aliased field per named cluster."""
-    if clusters is None:
-        return (
-            "query Explain($cluster: String!, $namespace: String!, $name: String!,"
-            " $nodes: [String!]) {"
-            " c0: explainClaim(cluster: $cluster, namespace: $namespace, name: $name,"
-            f" eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }} }}"
-        )
-    fields = [
-        f"c{i}: explainClaim(cluster: {orjson.dumps(c).decode()}, namespace: $namespace, "
-        f"name: $name, eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }}"
-        for i, c in enumerate(clusters)
-    ]
-    return (
-        "query Explain($namespace: String!, $name: String!, $nodes: [String!]) "
-        f"{{ {' '.join(fields)} }}"
-    )
-
-
-async def explain_claim(
-    ask: Ask, claim: str, cluster: str | None, nodes: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """The diagnoses of `namespace/name` (in `cluster`, or in every cluster holding it);
-    `nodes`: the nodes its pods may use (their nodeSelector/affinity), when known."""
+def split_claim(claim: str) -> tuple[str, str]:
+    """(namespace, name) of `NAMESPACE/CLAIM`; a usage error for anything else."""
     namespace, _, name = claim.partition("/")
     if not namespace or not name or "/" in name:
         raise click.UsageError(f"{claim!r}: give the claim as NAMESPACE/CLAIM")
-    if cluster is not None:
-        data = await ask(
-            explain_document(None),
-            {"cluster": cluster, "namespace": namespace, "name": name, "nodes": nodes},
-        )
-    else:
-        clusters = [c["name"] for c in (await ask("{ clusters { name } }", {}))["clusters"]]
-        if not clusters:
-            return []
-        data = await ask(
-            explain_document(clusters), {"namespace": namespace, "name": name, "nodes": nodes}
-        )
-    return [d for d in data.values() if d is not None]
+    return namespace, name
 
 
-# --- how a question reaches a graph ----------------------------------------------------------
-
-
-def over_http(server: str, token: str | None) -> Callable[[Callable[[Ask], Awaitable[Any]]], Any]:
-    """Run a question against a server's /graphql."""
-    import httpx
-
-    async def run(question: Callable[[Ask], Awaitable[Any]]) -> Any:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(base_url=server, timeout=TIMEOUT, headers=headers) as http:
-
-            async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-                try:
-                    response = await http.post(
-                        "/graphql", json={"query": document, "variables": dict(variables)}
-                    )
-                except httpx.HTTPError as error:
-                    raise AskError(f"cannot reach {server}: {error}") from error
-                if response.status_code != 200:
-                    raise AskError(f"{server} answered {response.status_code}")
-                try:
-                    body = orjson.loads(response.content)
-                except orjson.JSONDecodeError as error:
-                    raise AskError(f"{server} did not answer GraphQL JSON") from error
-                return _data(body.get("data"), body.get("errors"))
-
-            return await question(ask)
-
-    return run
-
-
-def in_process(store: Any) -> Ask:
+def over_store(store: Any) -> Ask:
     """Ask the schema in this process, over `store` (what `serve` would answer)."""
     from dra_mirror import schema
     from dra_mirror.schema.context import make_context
 
-    graph = schema.build_schema()
-
-    async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-        result = await graph.execute(
-            document, variable_values=dict(variables), context_value=make_context(store)
-        )
-        errors = [{"message": e.message} for e in result.errors or ()]
-        return _data(result.data, errors)
-
-    return ask
-
-
-def _data(data: Any, errors: Any) -> dict[str, Any]:
-    if errors:
-        raise AskError("; ".join(str(e.get("message", e)) for e in errors))
-    if not isinstance(data, dict):
-        raise AskError("the graph gave no data")
-    return data
+    return in_process(schema.build_schema(), make_context(store))
 
 
 async def _mirrored(
-    kubeconfig: str, contexts: tuple[str, ...], sync_wait: float, question: Callable[[Ask], Any]
-) -> Any:
+    kubeconfig: str,
+    contexts: tuple[str, ...],
+    sync_wait: float,
+    question: Callable[[Ask], Awaitable[T]],
+) -> T:
     """Watch the kubeconfig's clusters into memory until each synced, ask, stop watching."""
-    from dra_mirror.service.http.app import watch_clusters
+    from dra_mirror.service.runtime.watching import watch_clusters
     from dra_mirror.service.stores.memory import MemoryStore
 
     store = MemoryStore()
@@ -160,10 +72,10 @@ async def _mirrored(
             async with asyncio.timeout(sync_wait):
                 await watched.wait_synced()
         except TimeoutError as error:
-            raise AskError(
+            raise click.ClickException(
                 f"clusters not synced after {sync_wait:.0f} s: {'; '.join(watched.not_ready())}"
             ) from error
-        return await question(in_process(store))
+        return await question(over_store(store))
     finally:
         await watched.stop()
 
@@ -268,14 +180,18 @@ def explain(
     """Why a claim is Pending, or whether an allocated one is healthy (explainClaim)."""
     if kubeconfig and server:
         raise click.UsageError("give --server or --kubeconfig, not both")
+    namespace, name = split_claim(claim)
 
     def question(ask: Ask) -> Awaitable[list[dict[str, Any]]]:
-        return explain_claim(ask, claim, cluster, list(nodes) or None)
+        return explain_claim(ask, namespace, name, cluster, list(nodes) or None)
 
     if kubeconfig:
-        found = asyncio.run(_mirrored(kubeconfig, contexts, timeout, question))
+        try:
+            found = asyncio.run(_mirrored(kubeconfig, contexts, timeout, question))
+        except QuestionError as error:
+            raise click.ClickException(str(error)) from error
     else:
-        found = asyncio.run(over_http(server or DEFAULT_SERVER, token)(question))
+        found = run_question(server or DEFAULT_SERVER, token, question, timeout=TIMEOUT)
     if not found:
         where = f"cluster {cluster}" if cluster else "any mirrored cluster"
         raise click.ClickException(f"no claim {claim} in {where}")
@@ -289,7 +205,11 @@ def explain(
 @click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token.")
 @click.option("--json", "as_json", is_flag=True, help="The findings as JSON.")
 def lint(
-    manifests: Any, server: str | None, cluster: str | None, token: str | None, as_json: bool
+    manifests: TextIO | None,
+    server: str | None,
+    cluster: str | None,
+    token: str | None,
+    as_json: bool,
 ) -> None:
     """The common DRA mistakes in manifests (offline), or in a mirrored cluster (--server)."""
     if manifests is None and not (server and cluster):
@@ -297,47 +217,27 @@ def lint(
     if cluster and not server:
         raise click.UsageError("--cluster needs --server (the mirror that knows the cluster)")
     if server:
-        findings = asyncio.run(over_http(server, token)(_lint_remote(manifests, cluster)))
-    else:
-        findings = _lint_offline(manifests.read())
+        findings = run_question(server, token, _lint_remote(manifests, cluster), timeout=TIMEOUT)
+    elif manifests is not None:
+        try:
+            findings = lint_text(manifests.read())
+        except ManifestError as error:
+            raise click.ClickException(str(error)) from error
+    else:  # refused above already; said again for the type checker
+        raise click.UsageError("give FILE (or - for stdin)")
     _emit(findings, as_json, render_findings)
     if any(f["severity"] == "ERROR" for f in findings):
         sys.exit(1)
 
 
-def _lint_offline(text: str) -> list[dict[str, Any]]:
-    from dra_mirror.service.diagnostics.lint import lint_manifests
-    from dra_mirror.service.questions.diagnosis import ManifestError, parse_manifests
-
-    try:
-        docs = parse_manifests(text)
-    except ManifestError as error:
-        raise click.ClickException(str(error)) from error
-    return [
-        {
-            "rule": f.rule,
-            "severity": f.severity.upper(),
-            "object": f.object,
-            "path": f.path,
-            "message": f.message,
-        }
-        for f in lint_manifests(docs, None)
-    ]
-
-
-def _lint_remote(manifests: Any, cluster: str | None) -> Callable[[Ask], Awaitable[Any]]:
+def _lint_remote(
+    manifests: TextIO | None, cluster: str | None
+) -> Callable[[Ask], Awaitable[list[dict[str, Any]]]]:
     async def question(ask: Ask) -> list[dict[str, Any]]:
         if manifests is None:
-            data = await ask(
-                f"query Lint($cluster: String!) {{ lint(cluster: $cluster) {{ {FINDING_FIELDS} }} }}",
-                {"cluster": cluster},
-            )
-            return data["lint"]
-        data = await ask(
-            "query Lint($yaml: String!, $cluster: String) {"
-            f" lintManifests(yaml: $yaml, cluster: $cluster) {{ {FINDING_FIELDS} }} }}",
-            {"yaml": manifests.read(), "cluster": cluster},
-        )
-        return data["lintManifests"]
+            if cluster is None:
+                raise QuestionError("give FILE (or - for stdin), or --cluster NAME")
+            return await ask_lint_cluster(ask, cluster)
+        return await ask_lint_manifests(ask, manifests.read(), cluster)
 
     return question

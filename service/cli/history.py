@@ -42,7 +42,7 @@ def history() -> None:
 @click.pass_context
 def partitions_command(ctx: click.Context, database_url: str | None, **options: Any) -> None:
     """Create the coming months' partitions, apply retention, list the partitions."""
-    from dra_mirror.service.cli.main import build_settings
+    from dra_mirror.service.cli.options import build_settings
     from dra_mirror.service.stores.protocols import StoreUnavailable
 
     url = build_settings(ctx, **{"history.database_url": database_url}).history.database_url

@@ -12,30 +12,30 @@ Each connection has its own `ApiClient` (own Configuration, own aiohttp session)
 never share credentials or connection pools. Exec credential plugins (EKS, GKE, AKS) are run by
 kubernetes_asyncio; their tokens are refreshed before they expire through the Configuration's
 `refresh_api_key_hook`. Errors leave as `ConfigurationError`.
+
+`plan_clusters(kubeconfig, contexts)` (`service.clusters.kubeconfig`) is the same choice made
+and checked without connecting; `connect` follows it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config.incluster_config import (
-    SERVICE_HOST_ENV_NAME,
-    load_incluster_config,
-)
-from kubernetes_asyncio.config.kube_config import (
-    KUBE_CONFIG_DEFAULT_LOCATION,
-    KubeConfigLoader,
-    list_kube_config_contexts,
-    load_kube_config,
-)
+from kubernetes_asyncio.config.incluster_config import load_incluster_config
+from kubernetes_asyncio.config.kube_config import KubeConfigLoader, load_kube_config
 
 from dra_mirror.service.clusters.errors import ConfigurationError
+from dra_mirror.service.clusters.kubeconfig import (  # noqa: F401  (re-exported)
+    IN_CLUSTER_NAME,
+    ClusterPlan,
+    in_cluster,
+    plan_clusters,
+)
 
-IN_CLUSTER_NAME = "in-cluster"
 # Six watches per cluster stay open at once, plus lists and discovery.
 _MIN_POOL = 16
 
@@ -81,20 +81,10 @@ async def _from_kubeconfig(path: str, context: str) -> ClusterConnection:
             client_configuration=configuration,
             persist_config=False,
         )
-    except (ConfigException, OSError, KeyError, ValueError) as error:
+    except (ConfigException, OSError, KeyError, ValueError, TypeError, yaml.YAMLError) as error:
         raise ConfigurationError(f"context {context!r} in {path}: {error}") from error
     _refresh_exec_tokens(loader, configuration)
     return ClusterConnection(context, ApiClient(configuration), context)
-
-
-def _default_kubeconfig() -> str:
-    """What kubectl reads without --kubeconfig: $KUBECONFIG (a path list), else ~/.kube/config."""
-    return os.environ.get("KUBECONFIG") or os.path.expanduser(KUBE_CONFIG_DEFAULT_LOCATION)
-
-
-def in_cluster() -> bool:
-    """Whether this process runs in a pod (the kubelet sets KUBERNETES_SERVICE_HOST)."""
-    return bool(os.environ.get(SERVICE_HOST_ENV_NAME))
 
 
 async def connect(
@@ -104,32 +94,18 @@ async def connect(
     in_cluster_name: str = IN_CLUSTER_NAME,
 ) -> list[ClusterConnection]:
     """One connection per cluster to mirror (see the module docstring for the rules)."""
-    if kubeconfig is None and not contexts and in_cluster():
+    plan = plan_clusters(kubeconfig, contexts, in_cluster_name=in_cluster_name)
+    if plan.path is None:
         configuration = _configuration()
         try:
             load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as error:
             raise ConfigurationError(f"in-cluster configuration: {error}") from error
         return [ClusterConnection(in_cluster_name, ApiClient(configuration), None)]
-    path = kubeconfig or _default_kubeconfig()
-    try:
-        available, _current = list_kube_config_contexts(path)
-    except (ConfigException, OSError, KeyError, ValueError) as error:
-        raise ConfigurationError(f"kubeconfig {path}: {error}") from error
-    names = [c["name"] for c in available]
-    wanted = list(contexts) if contexts else names
-    unknown = [name for name in wanted if name not in names]
-    if unknown:
-        raise ConfigurationError(
-            f"kubeconfig {path} has no context {', '.join(map(repr, unknown))} "
-            f"(it has: {', '.join(names) or 'none'})"
-        )
-    if not wanted:
-        raise ConfigurationError(f"kubeconfig {path} has no contexts")
     connections: list[ClusterConnection] = []
     try:
-        for name in dict.fromkeys(wanted):  # a context named twice is one cluster
-            connections.append(await _from_kubeconfig(path, name))
+        for name in plan.contexts:
+            connections.append(await _from_kubeconfig(plan.path, name))
     except BaseException:
         await close_all(connections)
         raise

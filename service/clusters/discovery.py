@@ -68,8 +68,8 @@ class DraVersions:
         """The version to use; discovers it the first time, after `forget`, and when the
         last answer is older than `max_age` (keeping the old answer if discovery fails for
         any reason but "not served")."""
-        if self._fresh():
-            return self.current  # type: ignore[return-value]
+        if self._fresh() and self.current is not None:
+            return self.current
         async with self._lock:  # the four DRA watchers ask at once: discover once
             if not self._fresh():
                 try:

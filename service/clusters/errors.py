@@ -3,10 +3,13 @@
     ClusterError                  anything that went wrong talking to one cluster
      ├── ConfigurationError       kubeconfig/in-cluster config unusable (unknown context, no file)
      ├── Unreachable              connect refused/reset, DNS, TLS, timeouts, a stream cut mid-way
+     │    └── WatchStalled        a watch stream silent (no event, no bookmark) for too long
      ├── Throttled                429 Too Many Requests            (retry_after honoured)
      ├── ServerError              5xx                              (retry_after honoured if sent)
      ├── Expired                  410 Gone: resourceVersion or continue token older than the
-     │                            server's window (or "too large" after an etcd restore) → relist
+     │    │                       server's window → relist
+     │    └── TooLarge            "Too large resource version": newer than the server knows, as
+     │                            after an etcd restore → the cluster's versions were reset
      ├── NotServed                404 on a collection or discovery: that API version is gone
      ├── Forbidden                401/403: credentials or RBAC
      └── BadResponse              any other status, or a body that is not what Kubernetes sends
@@ -23,9 +26,7 @@ import email.utils
 from datetime import UTC, datetime
 from typing import Any
 
-import aiohttp
 import orjson
-from kubernetes_asyncio.client.exceptions import ApiException
 
 
 class ClusterError(Exception):
@@ -65,6 +66,11 @@ class Unreachable(ClusterError):
     """No answer: connection refused or reset, DNS, TLS, timeout, or a stream cut off."""
 
 
+class WatchStalled(Unreachable):
+    """A watch stream delivered nothing (no event, no bookmark) for longer than the server's
+    bookmarks allow; the watcher ends it and watches again."""
+
+
 class Throttled(ClusterError):
     """429: the API server (priority and fairness) asks us to slow down."""
 
@@ -75,6 +81,11 @@ class ServerError(ClusterError):
 
 class Expired(ClusterError):
     """410 Gone: the resourceVersion (or continue token) is no longer in the server's window."""
+
+
+class TooLarge(Expired):
+    """The resourceVersion asked for is newer than any the server knows: the server's versions
+    went back (etcd restored from a backup, or a new etcd behind the same address)."""
 
 
 class NotServed(ClusterError):
@@ -108,12 +119,24 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 
 def _too_large_resource_version(status: dict[str, Any]) -> bool:
-    # kube-apiserver answers 504 (reason Timeout, cause ResourceVersionTooLarge) to a watch or
-    # list from a resourceVersion newer than it knows, e.g. after etcd was restored: client-go's
-    # reflector relists then, as for 410.
+    # kube-apiserver answers 504 (reason Timeout, cause ResourceVersionTooLarge, "Too large
+    # resource version") to a list or get at a resourceVersion newer than it knows, and to a
+    # watch asking for initial events from one, e.g. after etcd was restored; client-go's
+    # reflector relists then, as for 410. Like client-go, the cause's message and the status
+    # message are recognised too (servers before 1.19 sent no cause reason); other servers
+    # (and the simulator) say it with a 410.
     details = status.get("details") or {}
     causes = details.get("causes") or []
-    return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)
+    for cause in causes:
+        if isinstance(cause, dict) and (
+            cause.get("reason") == "ResourceVersionTooLarge"
+            or str(cause.get("message") or "").lower() == _TOO_LARGE
+        ):
+            return True
+    return _TOO_LARGE in str(status.get("message") or "").lower()
+
+
+_TOO_LARGE = "too large resource version"
 
 
 def from_status(
@@ -144,24 +167,33 @@ def from_status(
         # Status.details.retryAfterSeconds is how kube-apiserver repeats Retry-After in the body.
         seconds = (status.get("details") or {}).get("retryAfterSeconds")
         retry_after = float(seconds) if isinstance(seconds, int | float) else None
-    kwargs = {"cluster": cluster, "code": code, "reason": reason, "retry_after": retry_after}
-    if code == 410 or _too_large_resource_version(status):
-        return Expired(message, **kwargs)
-    if code == 404:
-        return NotServed(message, **kwargs)
-    if code in (401, 403):
-        return Forbidden(message, **kwargs)
-    if code == 429:
-        return Throttled(message, **kwargs)
-    if code >= 500:
-        return ServerError(message, **kwargs)
-    return BadResponse(message, **kwargs)
+    kind: type[ClusterError]
+    if _too_large_resource_version(status) and (code == 410 or code >= 500):
+        kind = TooLarge
+    elif code == 410:
+        kind = Expired
+    elif code == 404:
+        kind = NotServed
+    elif code in (401, 403):
+        kind = Forbidden
+    elif code == 429:
+        kind = Throttled
+    elif code >= 500:
+        kind = ServerError
+    else:
+        kind = BadResponse
+    return kind(message, cluster=cluster, code=code, reason=reason, retry_after=retry_after)
 
 
 def translate(error: BaseException, *, cluster: str = "", path: str = "") -> ClusterError:
     """The `ClusterError` for a foreign exception raised while talking to a cluster."""
     if isinstance(error, ClusterError):
         return error
+    # Imported here: the tree itself is light, so the configuration checks that raise
+    # ConfigurationError do not load the HTTP and Kubernetes clients.
+    import aiohttp
+    from kubernetes_asyncio.client.exceptions import ApiException
+
     where = f"{path}: " if path else ""
     if isinstance(error, ApiException):
         if not error.status:

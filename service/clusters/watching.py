@@ -4,30 +4,41 @@ The loop is three small functions (kopf's shape), each owning one concern:
 
 * `watch_once` — one WATCH call from the current resourceVersion, with
   `allowWatchBookmarks=true` and a jittered `timeoutSeconds`; each line is decoded with
-  `decode_watch_line`; events, malformed objects and bookmarks move the position forward.
-  A 410 (HTTP status, or an ERROR event carrying a `Status` with code 410) raises `Expired`.
+  `decode_watch_line`; events, malformed objects and bookmarks move the position forward
+  (once emitted: a message the queue did not take is never skipped). A 410 (HTTP status, or
+  an ERROR event carrying a `Status` with code 410) raises `Expired`. A stream silent for
+  `stall_intervals` bookmark intervals raises `WatchStalled` (see `stalls`).
 * `list_then_watch` — a paged LIST (`limit`, `continue`; an expired continue token restarts the
   list) handed on whole as one `Listed`, so the index can diff it against what it holds and
   emit deletes for objects that vanished while nobody watched; then `watch_once` again and
   again from the latest position until `Expired`, when it returns to be relisted.
 * `run` — forever: on `Expired` relist at once (after a pause if the watch expired right
-  after its list, so a broken server is not listed in a loop); on any other `ClusterError`
-  keep the position, wait (exponential backoff with full jitter, or the server's Retry-After)
-  and resume; on `NotServed` for a resource.k8s.io kind rediscover the version and relist.
-  The backoff resets only when a watch delivers a line.
+  after its list, so a broken server is not listed in a loop); on a stall report it and watch
+  again at once, after checking that the kind's current version is not older than the
+  position; on any other `ClusterError` keep the position, wait (exponential backoff with full
+  jitter, or the server's Retry-After) and resume; on `NotServed` for a resource.k8s.io kind
+  rediscover the version and relist. The backoff resets only when a watch delivers a line.
 
-Everything observed leaves as a `WatchMessage` through `emit` (the reactor's queue; its
-bound is the backpressure). Time is injected (`sleep`, `rng`) so tests run backoffs instantly.
-Nothing here decides what an event means: that is the model's job.
+Every kind of a cluster shares one `ClusterResets` (see `resets`): evidence that the
+cluster's resourceVersions were reset — "too large resource version", or a version older than
+one this kind already served — is reported there, and then every kind drops its position and
+relists (a watch in progress is ended; a watcher waiting to retry relists when it retries).
+
+Everything observed leaves as a `WatchMessage` (`messages`) through `emit` (the reactor's
+queue; its bound is the backpressure). Time is injected (`sleep`, `clock`, `rng`) so tests
+run backoffs and stalls instantly. Nothing here decides what an event means: that is the
+model's job.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any
 
 import msgspec
 
@@ -38,14 +49,29 @@ from dra_mirror.service.clusters.errors import (
     ClusterError,
     Expired,
     NotServed,
+    TooLarge,
+    WatchStalled,
     from_status,
 )
+from dra_mirror.service.clusters.messages import (
+    Bookmarked,
+    Connected,
+    Emit,
+    Failed,
+    Listed,
+    Observed,
+    Skipped,
+    Sleep,
+    WatchMessage,
+)
+from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import collection_path, is_dra
+from dra_mirror.service.clusters.stalls import StallWatch
 from dra_mirror.service.clusters.transport import ClusterApi
 from dra_mirror.service.model.decode import decode_list, decode_watch_line
 from dra_mirror.service.model.index import Event
-from dra_mirror.service.model.normalize import MalformedObject
 from dra_mirror.service.model.records import Record
+from dra_mirror.service.model.sharing import SharedValues
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +88,13 @@ class WatchSettings:
     """Up to this fraction is added to `watch_timeout`, so many watches do not renew at once."""
     stream_grace: float = 30.0
     """Seconds past `timeoutSeconds` before a silent stream counts as stalled (Unreachable)."""
+    bookmark_interval: float = 60.0
+    """How often the server sends a bookmark on a quiet watch: kube-apiserver's watch cache
+    sends one about every minute (`defaultBookmarkFrequency`), and two seconds before the
+    watch's deadline."""
+    stall_intervals: float = 2.0
+    """A stream that delivered nothing (no event, no bookmark) for this many bookmark intervals
+    is stalled: it is ended and watched again. 0: wait for the stream's time limit."""
     list_time_limit: float = 120.0
     """Upper bound for one LIST page request, seconds."""
     list_restarts: int = 3
@@ -73,59 +106,10 @@ class WatchSettings:
     retry_after_cap: float = 300.0
     """Longest Retry-After obeyed, seconds."""
 
-
-class Listed(NamedTuple):
-    """A complete LIST of one kind: the truth at `resource_version`."""
-
-    kind: str
-    records: list[Record]
-    resource_version: str
-    api_version: str
-
-
-class Observed(NamedTuple):
-    """One ADDED/MODIFIED/DELETED event."""
-
-    kind: str
-    event: Event
-    resource_version: str
-
-
-class Skipped(NamedTuple):
-    """An object that does not decode into a record; the watch goes on without it.
-    `resource_version` is the object's ("" when a list could not tell)."""
-
-    kind: str
-    malformed: MalformedObject
-    resource_version: str
-
-
-class Bookmarked(NamedTuple):
-    """A BOOKMARK: nothing changed for this kind up to `resource_version`."""
-
-    kind: str
-    resource_version: str
-
-
-class Connected(NamedTuple):
-    """A watch stream opened (the cluster answers)."""
-
-    kind: str
-    api_version: str
-
-
-class Failed(NamedTuple):
-    """A request failed; the watcher retries after `retry_in` seconds (attempt counts up)."""
-
-    kind: str
-    error: ClusterError
-    retry_in: float
-    attempt: int
-
-
-WatchMessage = Listed | Observed | Skipped | Bookmarked | Connected | Failed
-Emit = Callable[[WatchMessage], Awaitable[None]]
-Sleep = Callable[[float], Awaitable[None]]
+    @property
+    def stall_after(self) -> float:
+        """Seconds of silence after which a stream counts as stalled (0: never)."""
+        return max(0.0, self.bookmark_interval * self.stall_intervals)
 
 
 class KindWatcher:
@@ -141,6 +125,8 @@ class KindWatcher:
         sleep: Sleep,
         settings: WatchSettings | None = None,
         rng: random.Random | None = None,
+        resets: ClusterResets | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kind = kind
         self.api = api
@@ -148,8 +134,10 @@ class KindWatcher:
         self.versions = versions
         self.emit = emit
         self.sleep = sleep
+        self.clock = clock
         self.settings = settings or WatchSettings()
         self.rng = rng or random.Random()
+        self.resets = resets or ClusterResets(self.cluster)
         self.backoff = Backoff(
             base=self.settings.backoff_base,
             cap=self.settings.backoff_cap,
@@ -157,10 +145,14 @@ class KindWatcher:
             rng=self.rng,
         )
         self.resource_version: str | None = None  # None: the next step is a (re)list
+        self.stalls = 0  # streams ended for silence
         self._received = 0  # lines of the current (or last) watch stream
+        self._reset_seen = self.resets.generation  # the last reset this kind relisted after
+        self._highest: str | None = None  # newest comparable version this kind served
         self.api_version = "v1"
         self.path = ""
         self._log = {"cluster": self.cluster, "kind": kind}
+        self.shared = SharedValues()  # equal values of this kind's records as one object
 
     async def _resolve_path(self) -> None:
         if is_dra(self.kind):
@@ -173,11 +165,27 @@ class KindWatcher:
     async def run(self) -> None:
         """List and watch until cancelled; never returns, never raises a ClusterError."""
         while True:
+            if self.resets.generation > self._reset_seen:
+                # Another kind saw this cluster's versions reset: our position may name a
+                # moment the server never reached. Relist, and forget what we served.
+                self._reset_seen = self.resets.generation
+                self._forget_position()
+                log.info("relisting after a reset of the cluster's versions", extra=self._log)
             try:
-                await self.list_then_watch()
+                if not await self._until_reset(self.list_then_watch()):
+                    self._forget_position()
+                    # the other kinds relist at the same moment: spread the lists a little
+                    await self.sleep(self.rng.uniform(0.0, self.settings.backoff_base))
+                    continue
                 # Expired: the position is gone; relist at once (client-go's reflector does).
                 self.resource_version = None
                 log.info("watch expired; relisting", extra=self._log)
+                continue
+            except WatchStalled as error:
+                self.stalls += 1
+                log.warning("%s; watching again", error, extra=self._log)
+                await self.emit(Failed(self.kind, error, 0.0, self.backoff.attempt))
+                await self._check_position()
                 continue
             except NotServed as error:
                 # The version answered 404 (switched off, or the cluster was downgraded):
@@ -206,12 +214,80 @@ class KindWatcher:
             await self.emit(Failed(self.kind, failure, delay, self.backoff.attempt))
             await self.sleep(delay)
 
+    async def _until_reset(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Run `work`; False (it is cancelled) when a reset of the cluster is reported first by
+        another kind. Its errors propagate."""
+        task = asyncio.ensure_future(work)
+        reset = asyncio.ensure_future(self.resets.wait_beyond(lambda: self._reset_seen))
+        try:
+            await asyncio.wait({task, reset}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (task, reset):
+                if not pending.done():
+                    pending.cancel()
+            await asyncio.gather(task, reset, return_exceptions=True)
+        if task.cancelled():
+            self._reset_seen = self.resets.generation
+            return False
+        task.result()
+        return True
+
+    def _forget_position(self) -> None:
+        self.resource_version = None
+        self._highest = None  # the versions served before a reset compare with nothing now
+
+    def _report(self, evidence: str) -> None:
+        self._reset_seen = self.resets.report(self.kind, evidence, seen=self._reset_seen)
+
+    def _noticed(self, error: Expired) -> None:
+        """A 410 or "too large": the latter is evidence that the cluster's versions reset."""
+        if isinstance(error, TooLarge):
+            self._report(error.detail())
+            self._forget_position()
+
+    def _served(self, version: str) -> bool:
+        """Note a version this kind served; False when it is older than one it served before,
+        which only a reset of the cluster's versions explains (the caller reports it).
+        `resets.comparable` and `older`, inlined: this runs once per watch event."""
+        if not version or not (version.isascii() and version.isdigit()) or version[0] == "0":
+            return True  # not comparable: never evidence
+        highest = self._highest  # comparable, or None
+        if highest is not None and (
+            len(version) < len(highest) or (len(version) == len(highest) and version < highest)
+        ):
+            return False
+        self._highest = version
+        return True
+
+    async def _check_position(self) -> None:
+        """After a stall: a kube-apiserver watching from a position it never reached (its
+        versions went back) is silent, so ask for the kind's current version (a LIST of one
+        object) and relist if it is older than the position."""
+        if self.resource_version is None:
+            return
+        try:
+            body = await self.api.get(self.path, {"limit": 1}, time_limit=30.0)
+            current = decode_list(self.kind, body, cluster=self.cluster).resource_version
+        except (ClusterError, ValueError, msgspec.DecodeError) as error:
+            log.info("could not check the current version: %s", error, extra=self._log)
+            return
+        if not self._served(current):
+            self._report(f"current resourceVersion {current} is older than {self._highest}")
+            self._forget_position()
+
     async def list_then_watch(self) -> None:
         """(Re)list if there is no position, then watch until the position expires (returns)."""
         fresh = False  # listed, and no watch line received since
         if self.resource_version is None:
             await self._resolve_path()
-            records, version = await self.list_all()
+            try:
+                records, version = await self.list_all()
+            except Expired as error:
+                self._noticed(error)
+                raise
+            if not self._served(version):  # a list older than what this kind served
+                self._report(f"list at resourceVersion {version} after {self._highest}")
+                self._highest = version
             self.resource_version = version
             # No backoff reset yet: only a watch that delivers proves the position works.
             await self.emit(Listed(self.kind, records, version, self.api_version))
@@ -220,7 +296,8 @@ class KindWatcher:
             await self._resolve_path()  # follows a cluster upgraded to a newer DRA version
             try:
                 received = await self.watch_once()
-            except Expired:
+            except Expired as error:
+                self._noticed(error)
                 if fresh and not self._received:
                     raise  # expired at once after a list: back off rather than relist in a loop
                 return
@@ -235,7 +312,9 @@ class KindWatcher:
         while True:
             try:
                 return await self._list_pages()
-            except Expired:
+            except Expired as error:
+                if isinstance(error, TooLarge):
+                    raise
                 # The continue token outlived the server's window (etcd compaction): the
                 # pages read so far are from a snapshot we can no longer finish. Start over.
                 restarts += 1
@@ -252,7 +331,7 @@ class KindWatcher:
                 params["continue"] = token
             body = await self.api.get(self.path, params, time_limit=self.settings.list_time_limit)
             try:
-                page = decode_list(self.kind, body, cluster=self.cluster)
+                page = decode_list(self.kind, body, cluster=self.cluster, shared=self.shared)
             except (ValueError, msgspec.DecodeError) as error:
                 raise BadResponse(
                     f"{self.path}: list body: {error}", cluster=self.cluster
@@ -280,32 +359,55 @@ class KindWatcher:
             "allowWatchBookmarks": True,
             "timeoutSeconds": timeout_seconds,
         }
-        received = self._received = 0
+        self._received = 0
         limit = timeout_seconds + self.settings.stream_grace
+        stall = StallWatch(limit=self.settings.stall_after, clock=self.clock, sleep=self.sleep)
         async with self.api.stream(self.path, params, time_limit=limit) as lines:
             await self.emit(Connected(self.kind, self.api_version))
-            async for line in lines:
-                try:
-                    item = decode_watch_line(self.kind, line, cluster=self.cluster)
-                except (ValueError, msgspec.DecodeError) as error:
-                    raise BadResponse(
-                        f"{self.path}: watch line: {error}", cluster=self.cluster
-                    ) from error
-                if item.type == "ERROR":
-                    status = item.error or {}
-                    raise from_status(
-                        int(status.get("code") or 500), status, cluster=self.cluster, path=self.path
-                    )
-                received = self._received = received + 1
-                if received == 1:
-                    self.backoff.reset()
-                if item.resource_version:
-                    self.resource_version = item.resource_version
-                if item.type == "BOOKMARK":
-                    await self.emit(Bookmarked(self.kind, item.resource_version))
-                elif item.malformed is not None:
-                    await self.emit(Skipped(self.kind, item.malformed, item.resource_version))
-                elif item.record is not None:
-                    event = Event(item.type, item.record)
-                    await self.emit(Observed(self.kind, event, item.resource_version))
-        return received
+            stall.heard()
+            if await stall.run(self._read(lines, stall)) is None:
+                raise WatchStalled(
+                    f"{self.path}: watch stalled: no event or bookmark for "
+                    f"{self.settings.stall_after:g}s",
+                    cluster=self.cluster,
+                )
+        return self._received
+
+    async def _read(self, lines: AsyncIterator[bytes], stall: StallWatch) -> int:
+        emit, kind, cluster, clock = self.emit, self.kind, self.cluster, self.clock
+        async for line in lines:
+            stall.last_heard = clock()  # StallWatch.heard, inlined: this runs once per line
+            try:
+                item = decode_watch_line(kind, line, cluster=cluster, shared=self.shared)
+            except (ValueError, msgspec.DecodeError) as error:
+                raise BadResponse(f"{self.path}: watch line: {error}", cluster=cluster) from error
+            if item.type == "ERROR":
+                status = item.error or {}
+                raise from_status(
+                    int(status.get("code") or 500), status, cluster=cluster, path=self.path
+                )
+            self._received += 1
+            if self._received == 1:
+                self.backoff.reset()
+            version = item.resource_version
+            if version and not self._served(version):
+                raise TooLarge(  # handled as the reset it is: reported, and this kind relists
+                    f"{self.path}: {item.type} at resourceVersion {version} after {self._highest}",
+                    cluster=cluster,
+                )
+            if item.type == "BOOKMARK":
+                message: WatchMessage = Bookmarked(kind, version)
+            elif item.malformed is not None:
+                message = Skipped(kind, item.malformed, version)
+            elif item.record is not None:
+                message = Observed(kind, Event(item.type, item.record), version)
+            else:
+                continue
+            stall.hold()  # a full queue is our silence, not the server's
+            try:
+                await emit(message)
+            finally:
+                stall.release()
+            if version:  # after the emit: what the queue did not take is asked for again
+                self.resource_version = version
+        return self._received

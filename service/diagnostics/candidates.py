@@ -36,7 +36,6 @@ CAPACITY = "capacity"  # not enough left now (others consume it)
 POLICY = "policy"  # never: outside the requestPolicy, or more than the device has
 COUNTERS = "counters"
 TAINTED = "tainted"
-IN_CLAIM = "in-claim"
 
 
 @dataclass(frozen=True)

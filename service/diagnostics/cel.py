@@ -42,12 +42,19 @@ __all__ = ["Selector", "SelectorError", "SelectorEvalError", "compile_selector",
 
 
 class SelectorError(Exception):
-    """A selector that does not compile; `message` is the CEL compiler's text."""
+    """A selector that does not compile; `message` is the CEL compiler's text, bounded: the
+    compiler repeats the offending source line, which a client (or a cluster object) can make
+    a megabyte long, so each line is cut at 200 characters and the text at 8 lines."""
 
     def __init__(self, expression: str, message: str) -> None:
-        super().__init__(f"{message} (selector: {expression})")
         self.expression = expression
-        self.message = message
+        self.message = _bounded(message)
+        super().__init__(f"{self.message} (selector: {_bounded(expression, lines=1)})")
+
+
+def _bounded(text: str, *, width: int = 200, lines: int = 8) -> str:
+    kept = [line if len(line) <= width else line[:width] + "…" for line in text.splitlines()]
+    return "\n".join(kept[:lines] + (["…"] if len(kept) > lines else []))
 
 
 class SelectorEvalError(SelectorError):
@@ -252,10 +259,20 @@ class Selector:
 
 _COMPILED_LIMIT = 10_000
 _compiled: dict[str, Selector | SelectorError] = {}
+# resource.k8s.io validates selector expressions to at most 10 Ki characters
+# (CELSelectorExpressionMaxLength): no DeviceClass or claim carries a longer one, and a
+# client's findDevices selector is held to the same limit before anything compiles it.
+MAX_EXPRESSION_LENGTH = 10 * 1024
 
 
 def compile_selector(expression: str) -> Selector:
     """The compiled selector for an expression (cached); raises SelectorError."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:  # refused uncompiled, and not cached
+        raise SelectorError(
+            expression[:200],
+            f"selector is {len(expression)} characters long; the API allows at most "
+            f"{MAX_EXPRESSION_LENGTH}",
+        )
     hit = _compiled.get(expression)
     if hit is None:
         hit = _compile(expression)

@@ -7,10 +7,9 @@ nodes, and whether a node has room (CPU, memory) for one more pod.
   plugin's extended resource (`nvidia.com/gpu`, `amd.com/gpu` in capacity), GPU feature
   discovery labels (`nvidia.com/gpu.present`, `nvidia.com/gpu.product`…), or node feature
   discovery's PCI vendor label for NVIDIA (`feature.node.kubernetes.io/pci-10de.present`).
-* Which nodes a pod may use: its nodeSelector (every label pair) and its required node
-  affinity (`requiredDuringSchedulingIgnoredDuringExecution`: terms ORed, each term's
-  matchExpressions — In, NotIn, Exists, DoesNotExist, Gt, Lt on node labels — and matchFields
-  on `metadata.name` ANDed), on nodes not cordoned (taints are not weighed).
+* Which nodes a pod may use: the nodes not cordoned that its nodeSelector and required node
+  affinity admit (`service.diagnostics.node_affinity`, the same rules the simulator's
+  scheduler applies; taints are not weighed).
 * kube-scheduler's NodeResourcesFit: a pod fits when, for each resource it requests, the
   requests of the pods already bound to the node plus its own stay within the node's
   allocatable. A pod's request is the larger of the sum over its containers and the largest
@@ -26,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from dra_mirror.service.diagnostics.node_affinity import admits
 from dra_mirror.service.model.quantity import format_quantity, parse_quantity
 from dra_mirror.service.model.records import NodeRecord, PodRecord
 
@@ -92,52 +92,14 @@ def node_admits(
     node_selector: Mapping[str, str],
     required_affinity: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Whether the node's labels satisfy a nodeSelector (every pair) and a required node
-    affinity (`{"nodeSelectorTerms": [...]}`: the terms are ORed; within a term every
-    matchExpression on labels and matchField on `metadata.name` must hold; an empty term, or
-    no terms at all, admits nothing — kube-scheduler's `MatchNodeSelectorTerms`)."""
-    labels = node.meta.labels
-    if any(labels.get(k) != v for k, v in node_selector.items()):
-        return False
-    if required_affinity is None:
-        return True
-    terms = required_affinity.get("nodeSelectorTerms") or ()
-    return any(_term_admits(term, node) for term in terms if isinstance(term, Mapping))
-
-
-def _term_admits(term: Mapping[str, Any], node: NodeRecord) -> bool:
-    expressions = term.get("matchExpressions") or ()
-    fields = term.get("matchFields") or ()
-    if not expressions and not fields:
-        return False
-    fields_of = {"metadata.name": node.meta.name}
-    return all(
-        isinstance(e, Mapping) and _requirement_holds(e, node.meta.labels) for e in expressions
-    ) and all(isinstance(f, Mapping) and _requirement_holds(f, fields_of) for f in fields)
-
-
-def _requirement_holds(requirement: Mapping[str, Any], values_of: Mapping[str, str]) -> bool:
-    """One NodeSelectorRequirement; a malformed one (unknown operator, Gt/Lt without one
-    integer) holds for no node, as the scheduler treats a selector it cannot parse."""
-    key, operator = requirement.get("key"), requirement.get("operator")
-    values = [str(v) for v in requirement.get("values") or ()]
-    value = values_of.get(key) if isinstance(key, str) else None
-    present = value is not None
-    if operator == "In":
-        return value is not None and value in values
-    if operator == "NotIn":
-        return value is None or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt") and len(values) == 1 and value is not None:
-        try:
-            have, bound = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False
+    """Whether the node satisfies a nodeSelector and a required node affinity
+    (`service.diagnostics.node_affinity.admits`)."""
+    return admits(
+        name=node.meta.name,
+        labels=node.meta.labels,
+        node_selector=node_selector,
+        required_affinity=required_affinity,
+    )
 
 
 def pods_eligible_nodes(pods: Iterable[PodRecord], nodes: Sequence[NodeRecord]) -> list[str] | None:

@@ -117,14 +117,6 @@ class Ledger:
                 ledger.commit(key_of(claim), claim.allocation)
         return ledger
 
-    def add_devices(
-        self, devices: Iterable[DeviceEntry], slices: Iterable[SliceRecord] = ()
-    ) -> None:
-        """Learn about (more) devices and counter sets, e.g. when a slice is published."""
-        for entry in devices:
-            self.entries[entry.key] = entry
-        self.counter_totals.update(counter_sets_of(slices))
-
     # --- mutation ----------------------------------------------------------------------------
 
     def commit(self, claim: ObjectKey, allocation: Allocation) -> None:

@@ -1,10 +1,10 @@
-"""The SQL both audits share: dialect spellings, the cluster filter, and how statements run.
+"""The SQL the audits share: dialect spellings, the cluster filter, running the statements.
 
-`AuditSql` hides what SQLite and PostgreSQL spell differently (GREATEST/MAX, byte-order
-keys, bucket splitting). `fetch_all` runs an audit's statements: on PostgreSQL concurrently,
-each on its own connection with `work_mem` raised so its sorts stay in memory, without JIT
-and without parallel workers (the statements already keep the server's cores busy; see
-docs/history.md); on SQLite one after the other.
+`AuditSql` spells what differs between PostgreSQL and SQLite (GREATEST/MAX, byte-order keys,
+splitting spans into buckets); `fetch_all` runs one audit's statements — on PostgreSQL
+concurrently, one connection each, with `work_mem` raised and without JIT or parallel
+workers (see `service.history.contention`). `WAIT_GROUP` is the grouping expression of the
+waits table for each `groupBy`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,15 @@ import asyncio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+# a pending claim has no node yet: under NODE its waits fall in the group ""
+WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
+              "CLUSTER": "w.cluster"}  # fmt: skip
 AUDIT_WORK_MEM = "256MB"
 
 
 class AuditSql:
+    """The SQL spelled per dialect (PostgreSQL or SQLite)."""
+
     def __init__(self, postgres: bool) -> None:
         self.postgres = postgres
         self.greatest = "GREATEST" if postgres else "MAX"

@@ -35,22 +35,22 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from dra_mirror.service.history import pending, pruning
-from dra_mirror.service.history.audit_sql import AuditSql, fetch_all, where_cluster
-from dra_mirror.service.history.pending import GROUPS, WAIT_GROUP, warm_peaks
+from dra_mirror.service.history import pruning
+from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
+from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-exported)
+    CLAMP_AFTER_US,
+    GROUPS,
+    MAX_BUCKETS,
+    BadAuditRequest,
+    check_request,
+    history_extent,
+    narrow,
+)
+from dra_mirror.service.history.pending import pending_peaks, warm_peaks  # noqa: F401
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
-
-__all__ = ["GROUPS", "BadAuditRequest", "ContentionRow", "contention", "warm_peaks"]
-
-MAX_BUCKETS = 10_000
 
 _ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
                      "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
-
-
-class BadAuditRequest(ValueError):
-    """The client asked for an audit that cannot be answered (unknown grouping, too many
-    buckets)."""
 
 
 @dataclass
@@ -85,18 +85,29 @@ async def contention(
     bucket_us: int | None,
     cluster: str | None = None,
 ) -> list[ContentionRow]:
-    if group_by not in GROUPS:
-        raise BadAuditRequest(f"groupBy must be one of {', '.join(GROUPS)}")
-    if end_us <= start_us:
+    if end_us <= start_us and group_by in GROUPS:
         return []
-    size = bucket_us or (end_us - start_us)
+    size = check_request(start_us=start_us, end_us=end_us, group_by=group_by, bucket_us=bucket_us)
+    extent = None
+    if end_us - start_us > CLAMP_AFTER_US:
+        # A long window costs what its buckets and hours cost (the peak cache is hourly):
+        # narrow it to the buckets holding history, so the cost follows the data.
+        extent = await history_extent(engine, cluster=cluster, horizon_us=horizon_us)
+        narrowed = narrow(start_us, end_us, size, extent)
+        if narrowed is None:
+            return []
+        start_us, end_us = narrowed
     count = -(-(end_us - start_us) // size)
-    if count > MAX_BUCKETS:
-        raise BadAuditRequest(f"{count} buckets: at most {MAX_BUCKETS}, choose a larger bucket")
     postgres = engine.dialect.name == "postgresql"
     sql = AuditSql(postgres)
     g, lst = sql.greatest, sql.least
-    params = {"f": start_us, "t": end_us, "h": min(end_us, horizon_us), "b": size, "n": count}
+    params: dict[str, int | str] = {
+        "f": start_us,
+        "t": end_us,
+        "h": min(end_us, horizon_us),
+        "b": size,
+        "n": count,
+    }
     if cluster is not None:
         params["cluster"] = cluster
     params.update(await pruning.floor_params(engine, ("allocations", "idle_holds"), start_us))
@@ -147,10 +158,10 @@ async def contention(
         queries.append(sql.split(available, count))
     queries.append(_waits_query(sql, group_by, cluster))
 
-    results, pending_peaks = await asyncio.gather(
+    results, peaks_found = await asyncio.gather(
         fetch_all(engine, queries, params),
-        pending.pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
-                              count=count, now_us=horizon_us),
+        pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
+                      count=count, now_us=horizon_us, extent=extent),
     )  # fmt: skip
     allocated_rows, idle_rows = results[0], results[1]
     for attribute, found in (("device_hours_allocated", allocated_rows),
@@ -161,7 +172,7 @@ async def contention(
         for c, grp, idx, us in results[2]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
     _waits(results[-1], postgres, row)
-    for (c, grp, idx), peak in pending_peaks.items():
+    for (c, grp, idx), peak in peaks_found.items():
         row(c, grp, idx).peak_pending = peak
 
     for r in rows.values():

@@ -8,7 +8,9 @@ server restart costs one failed batch, not a poisoned pool.
 
 Errors: anything the driver raises because the database cannot be reached or refuses the
 statement becomes `HistoryUnavailable` (a `StoreUnavailable`): callers retry or answer
-"history store unavailable"; nothing else leaks out of `sql_errors()`.
+"history store unavailable"; nothing else leaks out of `sql_errors()`. A URL that cannot work
+at all (not a URL, another database, a driver that is not installed) is a `BadHistoryUrl`
+from `check_url`, which the commands call before they start.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from collections.abc import Iterator
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    InterfaceError,
+    NoSuchModuleError,
+    OperationalError,
+)
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from dra_mirror.service.stores.protocols import StoreUnavailable
 
@@ -41,6 +49,32 @@ def async_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+class BadHistoryUrl(ValueError):
+    """The history database URL cannot work; the message says why and what is accepted."""
+
+
+SUPPORTED = ("sqlite+aiosqlite", "postgresql+asyncpg")
+_ACCEPTED = "give sqlite:///PATH (or a file path) or postgresql://USER:PASSWORD@HOST/DB"
+
+
+def check_url(url: str) -> None:
+    """Raise `BadHistoryUrl` unless `url` names a SQLite file or a PostgreSQL database whose
+    driver is installed (nothing is connected to). The message never repeats the URL (it may
+    hold a password)."""
+    try:
+        parsed = make_url(async_url(url))
+    except (ArgumentError, ValueError) as error:
+        raise BadHistoryUrl(f"history database URL is not a URL ({error}): {_ACCEPTED}") from None
+    if parsed.drivername not in SUPPORTED:
+        raise BadHistoryUrl(
+            f"history database driver {parsed.drivername!r} is not supported: {_ACCEPTED}"
+        )
+    try:
+        parsed.get_dialect().import_dbapi()
+    except (NoSuchModuleError, ImportError) as error:
+        raise BadHistoryUrl(f"history database driver {parsed.drivername!r}: {error}") from None
+
+
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
     # WAL: readers see the last commit while the writer appends; NORMAL sync is durable
     # across process crashes (not power loss) and several times faster than FULL.
@@ -58,14 +92,6 @@ def open_engine(url: str, *, echo: bool = False) -> AsyncEngine:
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
     return create_async_engine(url, echo=echo, pool_pre_ping=True, pool_size=5, max_overflow=5)
-
-
-def sessions(engine: AsyncEngine) -> async_sessionmaker:
-    return async_sessionmaker(engine, expire_on_commit=False)
-
-
-def is_postgres(engine: AsyncEngine) -> bool:
-    return engine.dialect.name == "postgresql"
 
 
 @contextlib.contextmanager

@@ -8,16 +8,18 @@ database become `HistoryUnavailable`.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection
 
-from dra_mirror import migrations
 from dra_mirror.service.history.db import open_engine, sql_errors
 
-MIGRATIONS = Path(migrations.__file__).resolve().parent
+# The Alembic scripts ship as package data of dra_mirror.migrations; found by name, not
+# imported: the migrations import the history models, never the other way round.
+MIGRATIONS = Path(str(resources.files("dra_mirror.migrations")))
 
 
 def alembic_config() -> Config:

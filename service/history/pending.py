@@ -1,10 +1,11 @@
-"""Peak pending: the most claims waiting at once, per group and bucket, for `contention`.
+"""Peak pending claims per group and bucket: the one expensive part of `contention`.
 
-Live over any window (`peak_query`: every wait start and end of the window, a running sum per
-group), or, when the window and its buckets are whole hours, as the largest of hourly peaks
-cached by `service.history.peaks` (`pending_peaks`); `warm_peaks` fills that cache ahead of
-the audits (the history writer runs it in the background). On PostgreSQL each statement
-reads only the partitions of `waits` its window can reach (`service.history.pruning`).
+"The most claims waiting at once" is a running count over every wait start and end of the
+window, sorted per group. `pending_peaks` answers it from the hourly peak cache
+(`service.history.peaks`) when the window and buckets are whole hours, else live with one
+statement; `warm_peaks` fills the cache ahead of the audits (the history writer runs it).
+On PostgreSQL each statement reads only the partitions of `waits` its window can reach
+(`service.history.pruning`).
 """
 
 from __future__ import annotations
@@ -15,15 +16,11 @@ from collections.abc import Awaitable, Callable
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import peaks, pruning
-from dra_mirror.service.history.audit_sql import AuditSql, fetch_all, where_cluster
-
-GROUPS = ("CLASS", "NAMESPACE", "NODE", "CLUSTER")
-# a pending claim has no node yet: under NODE its waits fall in the group ""
-WAIT_GROUP = {"CLASS": "w.class_name", "NAMESPACE": "w.namespace", "NODE": "''",
-              "CLUSTER": "w.cluster"}  # fmt: skip
+from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
+from dra_mirror.service.history.audit_windows import GROUPS
 
 
-def peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict) -> str:
+def _peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict) -> str:
     """The running count of waits over [:f, :t), bucketed by :b (`params` may hold the
     waits' floor, `pruning.floor_params`)."""
     wait_group = sql.text_key(WAIT_GROUP[group_by])
@@ -60,7 +57,7 @@ def peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict) 
     """
 
 
-def peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
+def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
     """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
     (a bucket without events keeps the count the previous one ended with)."""
     per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
@@ -87,9 +84,9 @@ def _hourly_compute(
         hours = (b - a) // peaks.HOUR
         hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
         hourly.update(await pruning.floor_params(engine, ("waits",), a))
-        (found,) = await fetch_all(engine, [peak_query(sql, group_by, None, hourly)], hourly)
+        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, None, hourly)], hourly)
         return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in peak_values(found, hours).items()}  # fmt: skip
+                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
 
     return compute
 
@@ -108,19 +105,27 @@ async def warm_peaks(engine: AsyncEngine, *, start_us: int, end_us: int, now_us:
 
 async def pending_peaks(
     engine: AsyncEngine, sql: AuditSql, params: dict, *, group_by: str, cluster: str | None,
-    size: int, count: int, now_us: int,
+    size: int, count: int, now_us: int, extent: tuple[int, int] | None = None,
 ) -> dict[tuple[str, str, int], int]:  # fmt: skip
     """Peak pending per (cluster, group, bucket): from hourly peaks (cached, see
-    `service.history.peaks`) when the window and buckets are whole hours, else live."""
+    `service.history.peaks`) when the window and buckets are whole hours, else live. Hours
+    outside `extent` (the instants history holds, when known) have nothing pending: they are
+    neither read nor computed."""
     start, end = params["f"], params["t"]
     if not peaks.cacheable(start, end, size):
         live = params | await pruning.floor_params(engine, ("waits",), start)
-        (found,) = await fetch_all(engine, [peak_query(sql, group_by, cluster, live)], live)
-        return peak_values(found, count)
+        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, cluster, live)], live)
+        return _peak_values(found, count)
 
     compute = _hourly_compute(engine, sql, group_by)
-    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=start, end_us=end,
-                                      now_us=now_us, compute=compute)  # fmt: skip
+    first_hour, end_hour = start, end
+    if extent is not None:
+        first_hour = max(start, extent[0] // peaks.HOUR * peaks.HOUR)
+        end_hour = min(end, -(-extent[1] // peaks.HOUR) * peaks.HOUR)
+        if end_hour <= first_hour:
+            return {}
+    hourly = await peaks.hourly_peaks(engine, group_by=group_by, start_us=first_hour,
+                                      end_us=end_hour, now_us=now_us, compute=compute)  # fmt: skip
     values: dict[tuple[str, str, int], int] = {}
     for (c, grp, hour), peak in hourly.items():
         if peak <= 0 or (cluster is not None and c != cluster):

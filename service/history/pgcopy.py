@@ -23,9 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 MIN_ROWS = 20  # below this the plain executemany is as fast
 
 
-async def _driver(conn: AsyncConnection) -> Any:
+async def _driver(conn: AsyncConnection) -> asyncpg.Connection:
     raw = await conn.get_raw_connection()
     pg = raw.driver_connection
+    if not isinstance(pg, asyncpg.Connection):
+        raise TypeError("the PostgreSQL bulk paths need an asyncpg connection")
     if not pg.is_in_transaction():
         # SQLAlchemy's asyncpg adapter opens the transaction at its first statement; the
         # COPY below must run inside it, so make sure it has begun.

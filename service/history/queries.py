@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import Any
 
 import orjson
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
@@ -66,7 +66,8 @@ def _now_us() -> int:
     return int(time.time() * US_PER_SECOND)
 
 
-def _allocation(a: AllocationInterval) -> AllocationSpan:
+def _allocation(a: Row[Any]) -> AllocationSpan:
+    """A row of the allocations table (its columns by name) as a span."""
     return AllocationSpan(
         a.cluster, a.driver, a.pool, a.device, a.uuid, a.node, a.namespace, a.claim, a.claim_uid,
         a.request, a.share_id or None, orjson.loads(a.consumed_capacity), a.class_name,

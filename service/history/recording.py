@@ -1,18 +1,9 @@
 """How one batch of outbox entries becomes rows, inside the writer's one transaction.
 
-Rules (each replay-safe, so at-least-once delivery writes every fact exactly once):
-
 * object versions: INSERT … ON CONFLICT DO NOTHING on (cluster, uid, resourceVersion, deleted);
   the body is the record's msgspec JSON, never parsed by the database.
-* an opening transition (allocated, consumer_added, wait_started, idle_started,
-  device_appeared) opens an interval unless one is already open for the same identity — a
-  re-announcement (a relist, a replay) keeps the original start. Rows are inserted ON CONFLICT
-  DO NOTHING on (identity, start): the replay of an interval already closed is a no-op.
-* a closing transition closes the open interval of its identity if it started at or before
-  the closing instant; otherwise (nothing open, or a later interval open) it is a replay and
-  does nothing. claim_deleted closes everything still open for the claim.
-* device_changed closes the device's interval and opens one with the new data (or rewrites
-  the data of an interval that started at that same instant).
+* transitions: the intervals they open and close, decided by `service.history.intervals`
+  (replay-safe rules, written down there) over the intervals open before the batch.
 * "started" (a fresh index began watching a cluster): records the gap since the newest
   observation written for that cluster and closes every interval left open then, with reason
   `unwatched` — the fresh index re-announces what is still held, opening new intervals.
@@ -27,7 +18,7 @@ the partitioned primary key. Allocations also record the classes a device was al
 Two steps: `prepare(entries)` is pure (object version rows, instants, transitions in order), so
 the writer prepares the next batch while SQL works on the current one; `BatchRecorder` then reads
 the open intervals a batch touches once (one SELECT per table), decides in Python
-(`service.history.decisions`), and writes
+(`service.history.intervals`), and writes
 with one executemany per table — on PostgreSQL through COPY and a staging table (`pgcopy`): the
 cost is a few statements per batch, not per row.
 """
@@ -45,10 +36,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dra_mirror.service.history import partitions, peaks, pgcopy
-from dra_mirror.service.history.decisions import KEYS, Decider, Open, Plan
+from dra_mirror.service.history.intervals import KEYS, Decider, Opened, OpenInterval, Plan
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
     PARTITIONED,
+    Base,
     ClusterMark,
     DeviceClass,
     DeviceInterval,
@@ -65,7 +57,7 @@ CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in t
 RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is looked for
 
 
-def _insert(conn: AsyncConnection, table: type):
+def _insert(conn: AsyncConnection, table: type[Base]) -> postgresql.Insert | sqlite.Insert:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
 
@@ -237,15 +229,15 @@ class BatchRecorder:
         )  # fmt: skip
         return [tuple(row) for row in stored]
 
-    async def _open_intervals(self, transitions: list[Transition]) -> dict[type, dict]:
+    async def _open_intervals(self, transitions: list[Transition]) -> Opened:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})
         devices = sorted({tr.device for tr in transitions if tr.type.startswith("device_")})
-        opened: dict[type, dict] = {table: {} for table in INTERVAL_TABLES}
+        opened: Opened = {table: {} for table in INTERVAL_TABLES}
         for table in INTERVAL_TABLES:
             keys = KEYS[table]
             column, values = (
-                (DeviceInterval.device, devices)
-                if table is DeviceInterval
+                (table.device, devices)
+                if issubclass(table, DeviceInterval)
                 else (table.claim_uid, claim_uids)
             )
             for start in range(0, len(values), CHUNK):
@@ -262,7 +254,7 @@ class BatchRecorder:
                     table.end_us.is_(None), wanted
                 )
                 for row in await self.conn.execute(query):
-                    opened[table][tuple(row[2:])] = Open(start_us=row[1], row_id=row[0])
+                    opened[table][tuple(row[2:])] = OpenInterval(start_us=row[1], row_id=row[0])
         return opened
 
     async def _write(self, plan: Plan) -> None:
@@ -298,12 +290,12 @@ class BatchRecorder:
             )  # fmt: skip
             await conn.execute(stmt, plan.data_updates)
         for cluster, seen in plan.marks.items():
-            stmt = _insert(conn, ClusterMark).values(cluster=cluster, last_seen_us=seen)
+            mark = _insert(conn, ClusterMark).values(cluster=cluster, last_seen_us=seen)
             newest = (func.greatest if conn.dialect.name == "postgresql" else func.max)(
-                ClusterMark.last_seen_us, stmt.excluded.last_seen_us
+                ClusterMark.last_seen_us, mark.excluded.last_seen_us
             )
             await conn.execute(
-                stmt.on_conflict_do_update(
+                mark.on_conflict_do_update(
                     index_elements=["cluster"], set_={"last_seen_us": newest}
                 )
             )

@@ -203,7 +203,7 @@ class RedisStreamOutbox:
         pipe = self.redis.pipeline(transaction=False)
         pipe.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
         target = {}
-        if self.cluster:
+        if isinstance(self.redis, RedisCluster):
             await self._call(self.redis.initialize())  # the slot map, once
             target = {"target_nodes": self.redis.get_node_from_key(self.name)}
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
@@ -244,7 +244,9 @@ class RedisStreamOutbox:
                 block=max(1, int(block * 1000)),
             )
         )
-        return self._hand_out(_entries(reply))
+        # `>` gives only entries added since the group last read: none of them is deleted yet.
+        entries, _ = _split(_entries(reply))
+        return self._hand_out(entries)
 
     async def pending(self, count: int) -> list[tuple[str, bytes]]:
         """This consumer's entries handed out before and never acknowledged (a restart)."""

@@ -2,7 +2,7 @@
 
     history = await History.open(url)          # migrates (optional), starts the writer
     create_app(settings, store=…, history=history)   # GraphQL reads: history is a HistoryQueries
-    run_reactors(…, sinks=[store.apply, history.sink])
+    run_reactors(…, sinks=[store, history.sink])     # a ChangeSink with the watch hooks
     await history.close()                      # drains (bounded), stops the writer, disposes
 
 `History` is a `HistoryQueries` (what `info.context.history` and the CSV export read) that also
@@ -26,9 +26,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.options import WriterOptions
 from dra_mirror.service.history.outbox import MemoryOutbox, Outbox
 from dra_mirror.service.history.queries import HistoryQueries
-from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.history.sink import HistorySink
+from dra_mirror.service.history.writer import HistoryWriter
 from dra_mirror.service.stores.protocols import StoreError
 
 log = logging.getLogger(__name__)
@@ -48,7 +50,7 @@ class History(HistoryQueries):
         self.sink = HistorySink(self.outbox)
         self.writer = HistoryWriter(engine, self.outbox, options=options)
         self.drain_seconds = drain_seconds
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._closing = False
 
     @classmethod
@@ -89,7 +91,7 @@ class History(HistoryQueries):
                 delay = min(options.retry_max, delay * 2)
 
     async def close(self) -> None:
-        durable = getattr(self.outbox, "durable", False)
+        durable = self.outbox.durable
         self._closing = True
         if self._task is not None:
             if not durable:
@@ -104,13 +106,12 @@ class History(HistoryQueries):
             # client lost: service.stores.redis_calls); closing the outbox's connections
             # (below) ends anything still waiting on a socket
             await asyncio.wait({self._task}, timeout=2.0)
-        for step in ("release", "close"):  # a durable outbox: hand the drain over, disconnect
-            action = getattr(self.outbox, step, None)
-            if action is not None:
-                try:
-                    await action()
-                except Exception as error:  # shutting down: a lease left to expire is fine
-                    log.warning("history: outbox %s failed at shutdown: %s", step, error)
+        # a durable outbox: hand the drain over, disconnect
+        for step, action in (("release", self.outbox.release), ("close", self.outbox.close)):
+            try:
+                await action()
+            except Exception as error:  # shutting down: a lease left to expire is fine
+                log.warning("history: outbox %s failed at shutdown: %s", step, error)
         if self._task is not None:
             await asyncio.wait({self._task}, timeout=2.0)
             if not self._task.done():

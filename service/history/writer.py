@@ -1,4 +1,4 @@
-"""The history sink the reactor calls, and the task that drains the outbox into SQL.
+"""The task that drains the outbox into SQL (`HistoryWriter`), after the sink the reactor calls.
 
     reactor ─▶ HistorySink(changes) ─▶ Outbox ─▶ HistoryWriter.run() ─▶ one transaction per batch
 
@@ -33,7 +33,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import msgspec
 from sqlalchemy import select
@@ -44,87 +43,21 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from dra_mirror.service.history import partitions
 from dra_mirror.service.history.contention import warm_peaks
 from dra_mirror.service.history.models import OutboxPosition
+from dra_mirror.service.history.options import WriterOptions, WriterStats
 from dra_mirror.service.history.outbox import (
     ChangesEntry,
-    GapEntry,
     Outbox,
     OutboxEntry,
-    StartedEntry,
     decode_entry,
-    encode_entry,
     entry_order,
 )
 from dra_mirror.service.history.recording import BatchRecorder, Prepared, prepare
+from dra_mirror.service.history.sink import HistorySink
 from dra_mirror.service.history.times import US_PER_SECOND
-from dra_mirror.service.model.changes import Changes
+
+__all__ = ["HistorySink", "HistoryWriter", "WriterOptions", "WriterStats"]
 
 log = logging.getLogger(__name__)
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-class HistorySink:
-    """A ChangeSink: puts each non-empty Changes into the outbox."""
-
-    def __init__(self, outbox: Outbox) -> None:
-        self.outbox = outbox
-
-    async def __call__(self, changes: Changes) -> None:
-        if changes:
-            await self.outbox.append(encode_entry(ChangesEntry.of(changes)))
-
-    async def record_gap(self, cluster: str, start: str, end: str) -> None:
-        """The cluster was not watched from `start` to `end` (RFC 3339), e.g. a watch
-        reconnect; the index kept its state, so intervals stay as they are."""
-        await self.outbox.append(encode_entry(GapEntry(cluster, start, end)))
-
-    async def cluster_started(self, cluster: str, at: str) -> None:
-        """This process starts watching `cluster` with an empty index: call before handing
-        over its first Changes. Records the gap since history last saw the cluster and
-        closes what was left open then (the first sync re-announces what is still held)."""
-        await self.outbox.append(encode_entry(StartedEntry(cluster, at)))
-
-
-@dataclass(frozen=True)
-class WriterOptions:
-    batch_rows: int = 200
-    """Write a batch once it holds about this many rows (object versions + transitions)."""
-    batch_entries: int = 2000
-    """Never take more outbox entries than this into one batch. A backlog (after an outage,
-    at start-up) drains in batches this big: each transaction costs a few round trips and a
-    commit whatever its size, so draining in batches of 100 is several times slower."""
-    linger: float = 0.1
-    """Seconds to wait for more entries before writing a short batch."""
-    retry_initial: float = 0.2
-    """First delay after a failed batch; doubles per attempt."""
-    retry_max: float = 10.0
-    """Longest delay between attempts while SQL is unreachable."""
-    reject_after: int = 3
-    """Attempts before a batch SQL refuses (not unreachable) is split entry by entry."""
-    retention_days: float | None = None
-    """Drop object versions older than this many days; None keeps them forever."""
-    prune_every: float = 3600.0
-    """Seconds between partition upkeep and retention runs."""
-    warm_days: float | None = None
-    """Keep the hourly peak cache of the contention audit filled for the last this many days
-    (every grouping), in a background task; None leaves it to the audits."""
-    warm_every: float = 600.0
-    """Seconds between two fills of the peak cache (only by a writer that committed since)."""
-
-
-@dataclass
-class WriterStats:
-    batches: int = 0
-    entries: int = 0
-    rows: int = 0
-    retries: int = 0
-    rejected: int = 0
-    replayed: int = 0
-    pruned: int = 0
-    last_error: str | None = None
-    position: str | None = None
 
 
 @dataclass
@@ -370,7 +303,7 @@ class HistoryWriter:
                     await self._commit_with_retry(single)
                     continue
                 self.stats.rejected += 1
-                cluster = getattr(entry[1], "cluster", "?")
+                cluster = entry[1].cluster
                 log.error(
                     "history entry %s of cluster %s refused by SQL, skipped: %s",
                     entry[0], cluster, str(error).splitlines()[0],

@@ -63,6 +63,13 @@ def _window(request: Request) -> tuple[int, int]:
     return start, end
 
 
+def _cluster(request: Request) -> str | None:
+    cluster = request.query_params.get("cluster")
+    if cluster is not None and "\x00" in cluster:  # PostgreSQL text cannot hold NUL
+        raise _BadRequest("`cluster` must not contain NUL")
+    return cluster
+
+
 def _state(request: Request) -> tuple[Any, Any]:
     state = getattr(request.app.state, "mirror", None)
     history = getattr(state, "history", None)
@@ -74,10 +81,18 @@ def _allows(scope: Any, cluster: str, namespace: str = "") -> bool:
     return scope is None or scope.allows(cluster, namespace)
 
 
+def _sees_aggregate(scope: Any, cluster: str) -> bool:
+    """Rows aggregated over every namespace of `cluster` need a scope seeing all of them."""
+    every = getattr(scope, "all_namespaces", None)
+    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
+
+
 async def _answer(request: Request, build) -> Response:
     history, scope = _state(request)
     if history is None:
         return PlainTextResponse("history is not configured\n", status_code=404)
+    if scope is not None and getattr(scope, "history", True) is False:
+        return PlainTextResponse("history is not in your access scope\n", status_code=403)
     try:
         return await build(history, scope)
     except _BadRequest as error:
@@ -96,7 +111,7 @@ async def contention_csv(request: Request) -> Response:
         try:
             size = bucket_us(params.get("bucket"))
             rows = await history.contention(start, end, group_by=group_by, bucket_us=size,
-                                            cluster=params.get("cluster"))  # fmt: skip
+                                            cluster=_cluster(request))  # fmt: skip
         except (BadTime, BadAuditRequest) as error:
             raise _BadRequest(str(error)) from error
         namespaced = group_by == "NAMESPACE"
@@ -107,7 +122,9 @@ async def contention_csv(request: Request) -> Response:
                  r.device_hours_available, r.device_hours_allocated, r.device_hours_idle,
                  r.utilization, r.claims_waited, r.wait_p50, r.wait_p95, r.wait_max,
                  r.peak_pending)
-                for r in rows if _allows(scope, r.cluster, r.group if namespaced else "")
+                for r in rows
+                if (_allows(scope, r.cluster, r.group) if namespaced
+                    else _sees_aggregate(scope, r.cluster))
             ),
             "contention.csv",
         )  # fmt: skip
@@ -122,8 +139,8 @@ async def idle_holders_csv(request: Request) -> Response:
             first = max(0, min(int(request.query_params.get("first", "100")), 10_000))
         except ValueError as error:
             raise _BadRequest("`first` must be a number") from error
-        holders = await history.idle_holders(start, end, cluster=request.query_params.get(
-            "cluster"), limit=first)  # fmt: skip
+        holders = await history.idle_holders(start, end, cluster=_cluster(request),
+                                             limit=first)  # fmt: skip
         return _csv(
             IDLE_COLUMNS,
             (

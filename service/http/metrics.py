@@ -2,7 +2,7 @@
 
 `Metrics(source)` owns a private `CollectorRegistry` (no global prometheus-client state: two apps
 in one process, as in the tests, never share a series). `source` is what the app shares with its
-routes (`service.app.AppState`): `store`, `reactors` (set once the lifespan started them),
+routes (`service.http.app.AppState`): `store`, `reactors` (set once the lifespan started them),
 `history` and the clock `now`. Series (docs/operations.md, "Metrics", lists every label):
 
 * per watched cluster, read at scrape time from the process's own reactors (so each cluster
@@ -21,8 +21,8 @@ routes (`service.app.AppState`): `store`, `reactors` (set once the lifespan star
   `dra_mirror_graphql_errors_total{operation}` (`timed_operation`); operation names are the
   client's, capped at `MAX_OPERATIONS` distinct values (later ones read `other`, unnamed
   ones `anonymous`) so a client cannot blow up the series count;
-* the DRA state (`service.metrics_dra`), when `dra=True`: computed by `refresh()` before each
-  scrape for the clusters this process watches, from its reactors' own indexes (what they
+* the DRA state (`service.http.metrics_dra`), when `dra=True`: computed by `refresh()` before
+  each scrape for the clusters this process watches, from its reactors' own indexes (what they
   write to the state store); when it watches none (e.g. a test app over a loaded store),
   for every cluster of the state store, read from it. Rendered as text and
   cached for `dra_ttl` seconds — concurrent scrapes share one computation.
@@ -48,9 +48,10 @@ from dra_mirror.service.http.metrics_collectors import (
     HistoryCollector,
     MetricsSource,
     WatchCollector,
-    watched_reactors,
 )
-from dra_mirror.service.http.metrics_dra import DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader, render
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +130,10 @@ class Metrics:
 
     async def refresh(self) -> None:
         """Bring the values prometheus-client cannot await up to date (backlog, DRA state)."""
-        outbox = getattr(self.source.history, "outbox", None)
-        if outbox is not None:
+        history = self.source.history
+        if history is not None:
             try:
-                self.backlog.set(await outbox.backlog())
+                self.backlog.set(await history.outbox.backlog())
             except Exception as error:  # a Redis outbox that does not answer: keep the last value
                 log.warning("metrics: outbox backlog unavailable: %s", error)
         if self.dra_enabled:
@@ -155,15 +156,13 @@ class Metrics:
             self.snapshot_seconds.set(time.perf_counter() - started)
             self._dra_at = self.clock()
 
-    async def _dra_source(self) -> tuple[Any, list[str]]:
+    async def _dra_source(self) -> tuple[DraReader, list[str]]:
         """Where the DRA series come from: a watcher's own indexes of the clusters it watches
         (what it writes to the store, without reading it back), else the state store."""
-        reactors = watched_reactors(self.source.reactors)
-        if reactors is not None:
-            indexes = {name: getattr(r, "index", None) for name, r in reactors.items()}
-            if all(index is not None for index in indexes.values()):
-                return IndexReader(indexes), list(indexes)  # type: ignore[arg-type]
-            return self.source.store, list(reactors)
+        watchers = self.source.reactors
+        if watchers is not None:
+            indexes = {name: reactor.index for name, reactor in watchers.by_name.items()}
+            return IndexReader(indexes), list(indexes)
         return self.source.store, [status.name for status in await self.source.store.clusters()]
 
     async def endpoint(self, request: Request) -> Response:
@@ -216,44 +215,40 @@ class Metrics:
             if failed:
                 self.graphql_errors.labels(operation=label).inc()
 
-    def timed_store(self, store: Any) -> TimedStore:
+    def timed_store(self, store: StateSink) -> TimedStore:
         return TimedStore(store, self.store_apply.labels(store="state").observe)
 
-    def timed_sink(self, sink: Any) -> TimedSink:
+    def timed_sink(self, sink: ChangeSink) -> TimedSink:
         return TimedSink(sink, self.store_apply.labels(store="history").observe)
 
 
-class TimedStore:
-    """The state store with `apply` timed; every other attribute is the store's own."""
-
-    def __init__(self, store: Any, observe: Callable[[float], None]) -> None:
-        self._store = store
-        self._observe = observe
-
-    async def apply(self, changes: Any) -> None:
-        started = time.perf_counter()
-        try:
-            await self._store.apply(changes)
-        finally:
-            self._observe(time.perf_counter() - started)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-
 class TimedSink:
-    """A change sink (the history outbox's) timed; its hooks (`cluster_started`…) pass through."""
+    """A change sink (the history outbox's) with `apply` timed; its hooks are the sink's."""
 
-    def __init__(self, sink: Any, observe: Callable[[float], None]) -> None:
+    def __init__(self, sink: ChangeSink, observe: Callable[[float], None]) -> None:
         self._sink = sink
         self._observe = observe
 
-    async def __call__(self, changes: Any) -> None:
+    async def apply(self, changes: Changes) -> None:
         started = time.perf_counter()
         try:
-            await self._sink(changes)
+            await self._sink.apply(changes)
         finally:
             self._observe(time.perf_counter() - started)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sink, name)
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        await self._sink.cluster_started(cluster, at)
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        await self._sink.record_gap(cluster, start, end)
+
+
+class TimedStore(TimedSink):
+    """The state store as the reactors write it, with `apply` timed."""
+
+    def __init__(self, store: StateSink, observe: Callable[[float], None]) -> None:
+        super().__init__(store, observe)
+        self._store = store
+
+    async def set_status(self, status: ClusterStatus) -> None:
+        await self._store.set_status(status)

@@ -2,35 +2,38 @@
 its history writer's counters (prometheus-client collectors; they cannot await, so they read
 only in-process values).
 
-Each cluster is reported by the process watching it (`watched_reactors`): the embedded or
-all-in-one server for every cluster, a leased watcher for the clusters whose lease it holds.
-`service.metrics` registers these collectors in its app's registry.
+Each cluster is reported by the process watching it (`source.reactors.by_name`): the
+embedded or all-in-one server for every cluster, a leased watcher for the clusters whose lease
+it holds. `service.http.metrics` registers these collectors in its app's registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from dra_mirror.service.history.runtime import History
+from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.stores.protocols import StateReader
 
 
 class MetricsSource(Protocol):
-    store: StateReader
-    reactors: Any
-    history: Any
-    now: Callable[[], datetime]
+    """What the app shares with its routes (`service.http.app.AppState`)."""
 
+    @property
+    def store(self) -> StateReader: ...
 
-def watched_reactors(watchers: Any) -> dict[str, Any] | None:
-    """The reactors by cluster name of a watcher group (`Reactors`, `LeasedReactors`, or the
-    app's `WatchedClusters` around them); None when there is no such group."""
-    group = getattr(watchers, "reactors", watchers)
-    by_name = getattr(group, "by_name", None)
-    return dict(by_name) if isinstance(by_name, dict) else None
+    @property
+    def reactors(self) -> Watchers | None: ...
+
+    @property
+    def history(self) -> History | None: ...
+
+    @property
+    def now(self) -> Callable[[], datetime]: ...
 
 
 def _timestamp(text: str | None) -> float | None:
@@ -52,7 +55,8 @@ class WatchCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        reactors = watched_reactors(self.source.reactors) or {}
+        watchers = self.source.reactors
+        reactors = watchers.by_name if watchers is not None else {}
         now = self.source.now().timestamp()
         per_cluster = ["cluster"]
         per_kind = ["cluster", "kind"]
@@ -94,7 +98,7 @@ class WatchCollector:
             status = reactor.status
             events.add_metric([name], status.events)
             relists.add_metric([name], status.relists)
-            for kind, count in sorted(getattr(reactor, "errors", {}).items()):
+            for kind, count in sorted(reactor.errors.items()):
                 errors.add_metric([name, kind], count)
             for kind, count in sorted(status.malformed.items()):
                 malformed.add_metric([name, kind], count)
@@ -123,9 +127,10 @@ class HistoryCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        stats = getattr(getattr(self.source.history, "writer", None), "stats", None)
-        if stats is None:
+        history = self.source.history
+        if history is None:
             return
+        stats = history.writer.stats
         rows = CounterMetricFamily(
             "dra_mirror_history_rows_written", "Rows written to the history database."
         )

@@ -36,24 +36,24 @@ Promises:
 
 `DraSnapshot.read(store, clusters, now=...)` computes it (from a state store, or from a
 watcher's own indexes through `IndexReader`) and `render(snapshot)` writes it as Prometheus
-text; `service.metrics` caches both and appends them to its registry's text.
+text; `service.http.metrics` caches both and appends them to its registry's text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import builtins
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client.utils import floatToGoString
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.model import inventory
-from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     PENDING,
@@ -66,9 +66,11 @@ from dra_mirror.service.model.records import (
     DeviceKey,
     ObjectKey,
     PodRecord,
+    Record,
     SliceRecord,
 )
-from dra_mirror.service.stores.protocols import Relation, StateReader
+from dra_mirror.service.model.relations import Relation
+from dra_mirror.service.model.view import IndexView
 
 # Upper bounds of the pending-age buckets, seconds: a starting pod's claim is allocated within
 # seconds; minutes mean contention; hours mean a claim nothing can satisfy.
@@ -100,13 +102,31 @@ class DraSnapshot:
     clusters: dict[str, ClusterFigures] = field(default_factory=dict)
 
     @classmethod
-    async def read(
-        cls, store: StateReader, clusters: Iterable[str], *, now: datetime
-    ) -> DraSnapshot:
+    async def read(cls, store: DraReader, clusters: Iterable[str], *, now: datetime) -> DraSnapshot:
         snapshot = cls()
         for cluster in sorted(set(clusters)):
             snapshot.clusters[cluster] = await _read_cluster(store, cluster, now)
         return snapshot
+
+
+class DraReader(Protocol):
+    """The reads the DRA series take: a `StateReader`'s, or a watcher's own indexes."""
+
+    async def list(
+        self, kind: str, *, cluster: str | None = None, namespace: str | None = None
+    ) -> list[Record]: ...
+
+    async def list_devices(
+        self, *, cluster: str | None = None, driver: str | None = None
+    ) -> builtins.list[DeviceEntry]: ...
+
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]: ...
+
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]: ...
+
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]: ...
 
 
 class IndexReader:
@@ -117,47 +137,62 @@ class IndexReader:
     ~7 s of client decoding, from the index well under one. Reads are synchronous, so each
     answer is one consistent moment of the index."""
 
-    def __init__(self, indexes: Mapping[str, ClusterIndex]) -> None:
+    def __init__(self, indexes: Mapping[str, IndexView]) -> None:
         self.indexes = dict(indexes)
 
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[Any]:
+    ) -> list[Record]:
         index = self.indexes.get(cluster or "")
         return list(index.records(kind)) if index is not None else []
 
     async def list_devices(
         self, *, cluster: str | None = None, driver: str | None = None
-    ) -> list[DeviceEntry]:
+    ) -> builtins.list[DeviceEntry]:
         index = self.indexes.get(cluster or "")
         return list(index.devices()) if index is not None else []
 
-    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         return [self._index(key[0]).device_status(key) for key in keys]
 
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         return [self._index(key[0]).idle_since(key) for key in claims]
 
-    async def lookup(self, relation: Relation, keys: Sequence[Any]) -> list[list[Any]]:
-        return [self._index(key[0]).lookup(relation.value, key) for key in keys]
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]:
+        return [self._index(_cluster_of(key)).lookup(relation, key) for key in keys]
 
-    def _index(self, cluster: str) -> ClusterIndex:
+    def _index(self, cluster: str) -> IndexView:
         return self.indexes[cluster]
 
 
-async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> ClusterFigures:
+def _cluster_of(key: Hashable) -> str:
+    assert isinstance(key, tuple)  # the relations these series read are keyed by cluster
+    cluster: str = key[0]
+    return cluster
+
+
+async def _read_cluster(store: DraReader, cluster: str, now: datetime) -> ClusterFigures:
     figures = ClusterFigures()
-    classes: list[DeviceClassRecord] = await store.list(DEVICE_CLASS, cluster=cluster)  # type: ignore[assignment]
+    classes = [
+        c
+        for c in await store.list(DEVICE_CLASS, cluster=cluster)
+        if isinstance(c, DeviceClassRecord)
+    ]
     for device_class in classes:
         figures.classes.append((device_class.meta.name, device_class.extended_resource_name or ""))
-    slices: list[SliceRecord] = await store.list(RESOURCE_SLICE, cluster=cluster)  # type: ignore[assignment]
-    for record in slices:
+    for record in await store.list(RESOURCE_SLICE, cluster=cluster):
+        if not isinstance(record, SliceRecord):
+            continue
         figures.slices.append(
             (record.meta.name, record.driver, record.pool.name, record.node_name or "",
              len(record.devices))
         )  # fmt: skip
     await _yield()
-    claims: list[ClaimRecord] = await store.list(RESOURCE_CLAIM, cluster=cluster)  # type: ignore[assignment]
+    claims = [
+        c for c in await store.list(RESOURCE_CLAIM, cluster=cluster) if isinstance(c, ClaimRecord)
+    ]
     for claim in claims:
         meta = claim.meta
         figures.claims.append(
@@ -168,8 +203,9 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
         if claim.state == PENDING and meta.created_at:
             figures.pending_ages.append(_age(meta.created_at, now))
     await _yield()
-    pods: list[PodRecord] = await store.list(POD, cluster=cluster)  # type: ignore[assignment]
-    for pod in pods:
+    for pod in await store.list(POD, cluster=cluster):
+        if not isinstance(pod, PodRecord):
+            continue
         for entry in pod.claims:
             if entry.claim_name is None and entry.template_name is None:
                 continue  # references neither a claim nor a template (as kube-state-metrics)
@@ -182,8 +218,8 @@ async def _read_cluster(store: StateReader, cluster: str, now: datetime) -> Clus
     statuses = await _statuses(store, entries)
     await _yield()
     selectors = [(c.meta.name, _compiled(c)) for c in classes]
-    for entry, status in zip(entries, statuses, strict=True):
-        names = [name for name, compiled in selectors if _accepts(compiled, entry)] or [""]
+    for device_entry, status in zip(entries, statuses, strict=True):
+        names = [n for n, compiled in selectors if _accepts(compiled, device_entry)] or [""]
         for name in names:
             figures.devices[(name, status)] += 1
     await _yield()
@@ -222,23 +258,21 @@ def _accepts(selectors: list[Any] | None, entry: DeviceEntry) -> bool:
     return all(selector.answer(device, driver) is True for selector in selectors)
 
 
-async def _statuses(store: StateReader, entries: Sequence[DeviceEntry]) -> list[str]:
-    """free | held | shared | blocked per device, in one store call when the store keeps them
-    derived (memory, Redis); otherwise from the holders alone (blocked partitions read free)."""
+async def _statuses(store: DraReader, entries: Sequence[DeviceEntry]) -> list[str]:
+    """free | held | shared | blocked per device, in one store call (the stores keep them as
+    the model derived them); a status a store lacks is taken from the holders alone (a
+    blocked partition then reads free)."""
     keys = [entry.key for entry in entries]
-    found: list[str | None] = [None] * len(keys)
-    device_status = getattr(store, "device_status", None)
-    if device_status is not None and keys:
-        found = await device_status(keys)
+    found = await store.device_status(keys) if keys else []
     missing = [i for i, status in enumerate(found) if status is None]
-    if missing:
-        holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
-        for i, hold in zip(missing, holds, strict=True):
-            found[i] = inventory.device_status(entries[i], hold)
-    return found  # type: ignore[return-value]
+    holds = await store.lookup(Relation.DEVICE_ALLOCATIONS, [keys[i] for i in missing])
+    derived = {
+        i: inventory.device_status(entries[i], hold) for i, hold in zip(missing, holds, strict=True)
+    }
+    return [status if status is not None else derived[i] for i, status in enumerate(found)]
 
 
-async def _idle_held_devices(store: StateReader, claims: Sequence[ClaimRecord]) -> int:
+async def _idle_held_devices(store: DraReader, claims: Sequence[ClaimRecord]) -> int:
     allocated = [c for c in claims if c.allocation is not None]
     if not allocated:
         return 0

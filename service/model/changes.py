@@ -1,10 +1,18 @@
 """What one batch of watch events changes: the value handed from the model to every sink.
 
-The model decides everything worth writing, once, here: `upserts` (new or changed records),
-`deletes` (the last known record of what vanished) and `transitions` (the facts history
-keeps: a claim allocated, a device released, a consumer added, a claim started waiting…).
+The model decides everything worth writing, once, in the reactor's one `ClusterIndex`:
+
+* `upserts` (new or changed records) and `deletes` (the last known record of what vanished);
+* `transitions` — the facts history keeps: a claim allocated, a device released, a consumer
+  added, a claim started waiting…;
+* `delta` — what a store must persist of the DERIVED state (`service.model.delta`: reverse-map
+  entries, valid devices, device statuses, idle marks), net per entry;
+* `events` — the live events subscribers get (`service.model.live`: each claim and device the
+  batch changed, old and new state, derived fields included; none for a batch of more than
+  `LIVE_BATCH_LIMIT` objects).
+
 Sinks (state stores, the history outbox, the live bus) only carry a `Changes` out; they never
-re-derive it. A `Changes` is plain data: encodable with msgspec, comparable in tests.
+re-derive it and keep no index of their own. A `Changes` is plain data, comparable in tests.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from dra_mirror.service.model.records import ObjectKey, Record
+from dra_mirror.service.model.delta import IndexDelta
+from dra_mirror.service.model.live import LiveEvent
+from dra_mirror.service.model.records import ObjectKey, Record, key_of
 
 # Transition types. Times (`at`) are RFC 3339 UTC observation times given to the model.
 CLAIM_CREATED = "claim_created"
@@ -93,14 +103,24 @@ class Changes(Struct):
     transitions: list[Transition] = field(default_factory=list)
     resource_version: str = ""  # the newest resourceVersion the batch covers (for resuming)
     # The kind whose complete LIST this batch reconciles (ClusterIndex.resync), else None.
-    # A store keeping its own index passes it on: until Pods are listed once, a consumer pod
-    # the index has not seen is unknown rather than gone (see service.model.index, rule 5).
     listed_kind: str | None = None
+    delta: IndexDelta = field(default_factory=IndexDelta)
+    events: list[LiveEvent] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.upserts or self.deletes or self.transitions)
+        return bool(self.upserts or self.deletes or self.transitions or self.delta or self.events)
 
     def keys(self) -> list[ObjectKey]:
-        from dra_mirror.service.model.records import key_of
-
         return [key_of(r) for r in self.upserts] + [key_of(r) for r in self.deletes]
+
+
+class Seed(Struct):
+    """What a shared store holds of one cluster, for a fresh index to start from
+    (`ClusterIndex.seed`): the records an earlier writer left, the idle marks it wrote (a
+    claim idle since before a takeover keeps that time), and the kinds whose complete LIST
+    those records reflect (every kind once the earlier writer reported the cluster synced; a
+    kind with records at least, since a kind's first LIST is written as one batch)."""
+
+    records: list[Record] = field(default_factory=list)
+    idle_since: dict[ObjectKey, str] = field(default_factory=dict)
+    listed: frozenset[str] = frozenset()

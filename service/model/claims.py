@@ -14,10 +14,14 @@ Rules (DESIGN.md "Derived states", dra-api.md §5, §6, §10):
   otherwise `manual`.
 * `Allocation.node_name` comes from a node-local nodeSelector (`matchFields metadata.name In
   [node]`), which is how the scheduler pins node-local devices.
+* the claims of one LIST page share their equal node-local node selectors (`SharedValues`).
 * `template_name` is NOT set here: only the owning pod knows it (the index fills it in).
 """
 
 from __future__ import annotations
+
+from sys import intern
+from typing import Any
 
 from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import (
@@ -48,6 +52,7 @@ from dra_mirror.service.model.records import (
     SubRequest,
     TemplateRecord,
 )
+from dra_mirror.service.model.sharing import SharedValues
 
 _EXACT_COUNT = "ExactCount"
 
@@ -59,10 +64,10 @@ def _count(exact: api.ExactDeviceRequest, mode: str) -> int:
 
 
 def _subrequest(sub: api.DeviceSubRequest) -> SubRequest:
-    mode = sub.allocation_mode or _EXACT_COUNT
+    mode = intern(sub.allocation_mode or _EXACT_COUNT)
     return SubRequest(
-        name=sub.name,
-        device_class_name=sub.device_class_name or "",
+        name=intern(sub.name),
+        device_class_name=intern(sub.device_class_name or ""),
         selectors=cel_expressions(sub.selectors),
         allocation_mode=mode,
         count=_count(sub, mode),
@@ -72,66 +77,78 @@ def _subrequest(sub: api.DeviceSubRequest) -> SubRequest:
 
 
 def _request(wire: api.DeviceRequest) -> Request:
-    first_available = tuple(_subrequest(s) for s in wire.first_available or ())
+    subrequests = wire.first_available
+    first_available = tuple(map(_subrequest, subrequests)) if subrequests else ()
     # v1/v1beta2: `exactly`; v1beta1: the same fields flat on the request.
     exact: api.ExactDeviceRequest | None = wire.exactly
     if exact is None and wire.device_class_name:
         exact = wire
+    name = intern(wire.name)
     if exact is None:
-        return Request(name=wire.name, first_available=first_available)
-    mode = exact.allocation_mode or _EXACT_COUNT
+        return Request(name=name, first_available=first_available)
+    mode = intern(exact.allocation_mode or _EXACT_COUNT)
     return Request(
-        name=wire.name,
-        device_class_name=exact.device_class_name or None,
-        selectors=cel_expressions(exact.selectors),
+        name=name,
+        device_class_name=intern(exact.device_class_name) if exact.device_class_name else None,
+        selectors=cel_expressions(exact.selectors) if exact.selectors else (),
         allocation_mode=mode,
         count=_count(exact, mode),
         admin_access=bool(exact.admin_access),
-        capacity=quantities(exact.capacity.requests if exact.capacity else None),
-        tolerations=tuple(exact.tolerations or ()),
+        capacity=quantities(exact.capacity.requests) if exact.capacity else {},
+        tolerations=tuple(exact.tolerations) if exact.tolerations else (),
         first_available=first_available,
     )
 
 
 def _claim_spec(
     spec: api.ResourceClaimSpec | None,
-) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict, ...]]:
+) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict[str, Any], ...]]:
     devices = (spec.devices if spec else None) or api.DeviceClaim()
-    requests = tuple(_request(r) for r in devices.requests or ())
-    constraints = tuple(
-        Constraint(
-            requests=tuple(c.requests or ()),
-            match_attribute=c.match_attribute or None,
-            distinct_attribute=c.distinct_attribute or None,
+    requests = tuple(map(_request, devices.requests)) if devices.requests else ()
+    constraints = (
+        tuple(
+            Constraint(
+                requests=tuple(c.requests or ()),
+                match_attribute=c.match_attribute or None,
+                distinct_attribute=c.distinct_attribute or None,
+            )
+            for c in devices.constraints
         )
-        for c in devices.constraints or ()
+        if devices.constraints
+        else ()
     )
-    return requests, constraints, tuple(devices.config or ())
+    return requests, constraints, tuple(devices.config) if devices.config else ()
 
 
-def _allocation(wire: api.AllocationResult) -> Allocation:
+def _allocation(wire: api.AllocationResult, shared: SharedValues | None) -> Allocation:
     devices = wire.devices or api.DeviceAllocationResult()
+    node_selector = wire.node_selector or None
+    node_name = selector_node(node_selector)
+    if node_name is not None and shared is not None:
+        node_selector = shared.node_selector(node_selector, node_name)  # type: ignore[arg-type]
     return Allocation(
         results=tuple(
             AllocationResult(
-                request=r.request,
-                driver=r.driver,
-                pool=r.pool,
-                device=r.device,
+                request=intern(r.request),
+                driver=intern(r.driver),
+                pool=intern(r.pool),
+                device=intern(r.device),
                 share_id=r.share_id or None,
                 consumed_capacity=quantities(r.consumed_capacity),
                 admin_access=bool(r.admin_access),
             )
             for r in devices.results or ()
         ),
-        node_name=selector_node(wire.node_selector),
-        node_selector=wire.node_selector or None,
+        node_name=intern(node_name) if node_name is not None else None,
+        node_selector=node_selector,
         allocated_at=wire.allocation_timestamp,
         config=tuple(devices.config or ()),
     )
 
 
-def claim_state(meta: Meta, allocation: Allocation | None, reserved_for: tuple) -> str:
+def claim_state(
+    meta: Meta, allocation: Allocation | None, reserved_for: tuple[Consumer, ...]
+) -> str:
     if meta.deleted_at:
         return DELETING
     if reserved_for:
@@ -150,13 +167,20 @@ def claim_origin(meta: Meta) -> str:
     return MANUAL
 
 
-def claim_record(wire: api.ResourceClaim, *, cluster: str) -> ClaimRecord:
+def claim_record(
+    wire: api.ResourceClaim, *, cluster: str, shared: SharedValues | None = None
+) -> ClaimRecord:
     meta = object_meta(RESOURCE_CLAIM, wire.metadata, cluster=cluster)
     requests, constraints, config = _claim_spec(wire.spec)
     status = wire.status or api.ResourceClaimStatus()
-    allocation = _allocation(status.allocation) if status.allocation is not None else None
+    allocation = _allocation(status.allocation, shared) if status.allocation is not None else None
     reserved_for = tuple(
-        Consumer(resource=c.resource, name=c.name, uid=c.uid, api_group=c.api_group or "")
+        Consumer(
+            resource=intern(c.resource),
+            name=intern(c.name),
+            uid=intern(c.uid),
+            api_group=intern(c.api_group) if c.api_group else "",
+        )
         for c in status.reserved_for or ()
     )
     return ClaimRecord(
@@ -166,7 +190,7 @@ def claim_record(wire: api.ResourceClaim, *, cluster: str) -> ClaimRecord:
         config=config,
         allocation=allocation,
         reserved_for=reserved_for,
-        device_status=tuple(status.devices or ()),
+        device_status=tuple(status.devices) if status.devices else (),
         state=claim_state(meta, allocation, reserved_for),
         origin=claim_origin(meta),
     )

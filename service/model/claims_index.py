@@ -23,6 +23,7 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
+    AllocationResult,
     ClaimRecord,
     Consumer,
     DeviceKey,
@@ -32,7 +33,8 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.relations import CLASS_CLAIMS, DEVICE_ALLOCATIONS, TEMPLATE_CLAIMS
 
 if TYPE_CHECKING:
-    from dra_mirror.service.model.index import Batch, ClusterIndex
+    from dra_mirror.service.model.batch import Batch
+    from dra_mirror.service.model.index import ClusterIndex
 
 RUNNING = "Running"
 
@@ -51,7 +53,13 @@ def class_names(claim: ClaimRecord | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _holds(cluster: str, key: ObjectKey, claim: ClaimRecord | None) -> dict[tuple, Any]:
+HoldId = tuple[ObjectKey, str, str]  # (claim, request, shareID or "")
+Hold = tuple[AllocationRef, AllocationResult]
+
+
+def _holds(
+    cluster: str, key: ObjectKey, claim: ClaimRecord | None
+) -> dict[tuple[DeviceKey, HoldId], Hold]:
     """(device key, hold id) -> (AllocationRef, AllocationResult) of a claim's allocation."""
     if claim is None or claim.allocation is None:
         return {}
@@ -176,14 +184,17 @@ class ClaimTracker:
     ) -> None:
         links = self._index.links
         old_holds, new_holds = _holds(self._cluster, key, old), _holds(self._cluster, key, new)
+        held = self._index.touched.devices  # their statuses are re-derived at settle
         for hold in old_holds.keys() - new_holds.keys():
             device, hold_id = hold
             links.remove(DEVICE_ALLOCATIONS, device, hold_id)
+            held.add(device)
             self._hold_transition(ch.RELEASED, device, old_holds[hold], old, key, batch)
         for hold, (ref, _) in new_holds.items():
             device, hold_id = hold
             if hold not in old_holds:
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
+                held.add(device)
                 self._hold_transition(ch.ALLOCATED, device, new_holds[hold], new, key, batch)
             elif old_holds[hold][0] != ref:
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
@@ -246,11 +257,11 @@ class ClaimTracker:
         if consumer.resource != "pods" or consumer.api_group:
             return True  # a PodGroup or other consumer the mirror cannot see: assume in use
         pod = self._index.get(ObjectKey(self._cluster, POD, claim.meta.namespace, consumer.name))
-        if pod is None:
+        if not isinstance(pod, PodRecord):
             return POD not in self._index.listed  # before the first Pod LIST: unknown, in use
         if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
             return False  # a new pod under the old name is not the consumer
-        return pod.phase == RUNNING  # type: ignore[union-attr]
+        return pod.phase == RUNNING
 
     def is_idle(self, claim: ClaimRecord | None) -> bool:
         if claim is None or claim.allocation is None:
@@ -271,22 +282,46 @@ class ClaimTracker:
         if fields is None:
             assert claim is not None
             fields = self._claim_fields(key, claim)
+        touched = self._index.touched
+        touched.claim(key, claim, self.idle_since.get(key))  # unless the batch changed it first
         if now:
             self.idle_since[key] = batch.at
-            self._index.note_idle(key, batch.at)
+            touched.delta.idle[key] = batch.at
             batch.transition(ch.IDLE_STARTED, **fields)
         else:
             del self.idle_since[key]
-            self._index.note_idle(key, None)
+            touched.delta.idle[key] = None
             batch.transition(ch.IDLE_ENDED, **fields)
+
+    def announce(self, key: ObjectKey, claim: ClaimRecord, batch: Batch) -> None:
+        """The opening transitions of a claim as it is (the first LIST of claims after a
+        seed): what `on_claim` says of a claim it sees for the first time."""
+        fields = self._claim_fields(key, claim)
+        batch.transition(ch.CLAIM_CREATED, **fields)
+        if claim.allocation is None:
+            batch.transition(ch.WAIT_STARTED, **fields)
+        for (device, _), hold in _holds(self._cluster, key, claim).items():
+            self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
+        for consumer in _consumers(claim).values():
+            batch.transition(ch.CONSUMER_ADDED, pod=consumer.name, pod_uid=consumer.uid, **fields)
+        if key in self.idle_since:
+            batch.transition(ch.IDLE_STARTED, **fields)
+
+    def seed_idle(self, marks: dict[ObjectKey, str]) -> None:
+        """Idle claims keep the time a store says they became idle (an earlier writer's)."""
+        for key in self.idle_since.keys() & marks.keys():
+            self.idle_since[key] = marks[key]
+
+    def _claim(self, key: ObjectKey) -> ClaimRecord | None:
+        claim = self._index.get(key)
+        return claim if isinstance(claim, ClaimRecord) else None
 
     def pods_listed(self, batch: Batch) -> None:
         """Pods were listed for the first time: consumers still missing are gone."""
         for pod_key, claims in list(self._consumers.items()):
             if self._index.get(pod_key) is None:
                 for claim_key in sorted(claims):
-                    claim = self._index.get(claim_key)
-                    self._refresh_idle(claim_key, claim, batch)  # type: ignore[arg-type]
+                    self._refresh_idle(claim_key, self._claim(claim_key), batch)
 
     # --- pods -----------------------------------------------------------------------------------
 
@@ -303,8 +338,7 @@ class ClaimTracker:
                     self._set_template(claim, key, new_templates.get(claim), batch)
         if old is None or new is None or old.phase != new.phase or old.meta.uid != new.meta.uid:
             for claim_key in list(self._consumers.get(key, ())):
-                claim_record = self._index.get(claim_key)
-                self._refresh_idle(claim_key, claim_record, batch)  # type: ignore[arg-type]
+                self._refresh_idle(claim_key, self._claim(claim_key), batch)
 
     def _set_template(
         self, claim: ObjectKey, pod: ObjectKey, template: str | None, batch: Batch

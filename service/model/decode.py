@@ -7,7 +7,9 @@ typed wire Struct of its kind (`service.model.api`, only the fields the mirror n
 * one malformed item costs only itself: it is reported as a `MalformedObject` naming it
   (`cluster/Kind/namespace/name`, read from whatever of its metadata parses) and every other
   item of the page is decoded;
-* decoding agrees with `normalize` on the same object: both convert through `record_of`.
+* decoding agrees with `normalize` on the same object: both convert through `record_of`;
+* the objects decoded with one `SharedValues` share their equal values (`service.model.sharing`;
+  the watchers keep one per kind).
 
 A body that is not a Kubernetes list/watch envelope at all raises `MalformedObject` (ref
 `cluster/Kind`): there is nothing to salvage from it.
@@ -23,6 +25,7 @@ from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import MalformedObject, object_ref
 from dra_mirror.service.model.normalize import WIRE_TYPES, record_of
 from dra_mirror.service.model.records import Record
+from dra_mirror.service.model.sharing import SharedValues
 
 # Watch event types (watch.EventType in apimachinery).
 ADDED = "ADDED"
@@ -82,7 +85,9 @@ def _ref_of(kind: str, item: bytes | msgspec.Raw, cluster: str) -> str:
         return object_ref(cluster, kind, None)
 
 
-def decode_object(kind: str, item: bytes | msgspec.Raw, *, cluster: str) -> Record:
+def decode_object(
+    kind: str, item: bytes | msgspec.Raw, *, cluster: str, shared: SharedValues | None = None
+) -> Record:
     """One object's JSON into its record; MalformedObject when it is wrong."""
     decoder = _OBJECTS.get(kind)
     if decoder is None:
@@ -91,27 +96,46 @@ def decode_object(kind: str, item: bytes | msgspec.Raw, *, cluster: str) -> Reco
         wire = decoder.decode(item)
     except msgspec.DecodeError as error:
         raise MalformedObject(_ref_of(kind, item, cluster), str(error)) from error
-    return record_of(kind, wire, cluster=cluster)
+    return record_of(kind, wire, cluster=cluster, shared=shared)
 
 
-def decode_list(kind: str, body: bytes, *, cluster: str) -> ListPage:
-    """One LIST response page: its records, its malformed items, resourceVersion, continue."""
+def decode_list(
+    kind: str, body: bytes, *, cluster: str, shared: SharedValues | None = None
+) -> ListPage:
+    """One LIST response page: its records, its malformed items, resourceVersion, continue.
+    Records converted with the same `shared` share equal values (a fresh one by default)."""
     try:
         page = _LIST.decode(body)
     except msgspec.DecodeError as error:
         raise MalformedObject(f"{cluster}/{kind}", f"not a list: {error}") from error
     records: list[Record] = []
     malformed: list[MalformedObject] = []
-    for item in page.items or ():
-        try:
-            records.append(decode_object(kind, item, cluster=cluster))
-        except MalformedObject as error:
-            malformed.append(error)
+    decoder = _OBJECTS.get(kind)
+    if decoder is None:
+        malformed.extend(
+            MalformedObject(f"{cluster}/{kind}", f"not a mirrored kind: {kind}")
+            for _item in page.items or ()
+        )
+    else:
+        shared = shared or SharedValues()
+        add = records.append
+        for item in page.items or ():
+            try:
+                wire = decoder.decode(item)
+            except msgspec.DecodeError as error:
+                malformed.append(MalformedObject(_ref_of(kind, item, cluster), str(error)))
+                continue
+            try:
+                add(record_of(kind, wire, cluster=cluster, shared=shared))
+            except MalformedObject as error:
+                malformed.append(error)
     metadata = page.metadata or api.ListMeta()
     return ListPage(records, malformed, metadata.resource_version, metadata.continue_ or None)
 
 
-def decode_watch_line(kind: str, line: bytes, *, cluster: str) -> WatchItem:
+def decode_watch_line(
+    kind: str, line: bytes, *, cluster: str, shared: SharedValues | None = None
+) -> WatchItem:
     """One line of a WATCH stream (one JSON event) into a WatchItem."""
     try:
         event = _WATCH.decode(line)
@@ -131,7 +155,7 @@ def decode_watch_line(kind: str, line: bytes, *, cluster: str) -> WatchItem:
             raise MalformedObject(f"{cluster}/{kind}", f"bad bookmark: {error}") from error
         return WatchItem(BOOKMARK, None, metadata.resource_version if metadata else "", None, None)
     try:
-        record = decode_object(kind, obj, cluster=cluster)
+        record = decode_object(kind, obj, cluster=cluster, shared=shared)
     except MalformedObject as error:
         try:
             metadata = _NAMED.decode(obj).metadata

@@ -7,17 +7,32 @@ event, recomputes that one pool (O(pool size)) and diffs its devices: reverse ma
 `device_changed` / `device_disappeared` go into the batch. `device_changed` means the device
 itself (attributes, capacity, counters, taints) or its node changed; a pool becoming complete
 or incomplete updates the entries silently.
+
+Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
+every device whose entry or holds a batch changed — every device of its pool when the pool
+shares counters (a MIG partition's allocation blocks its siblings) or its counter sets
+changed — is re-derived when the batch settles (`settle`), once per batch, and the changes
+reported (IndexDelta.statuses, live events). Reading a status is then a dict lookup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable, Iterator
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.inventory import counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
-from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, SliceRecord
+from dra_mirror.service.model.records import (
+    FREE,
+    HELD,
+    SHARED,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    SliceRecord,
+)
 from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
     NAME_DEVICES,
@@ -26,10 +41,12 @@ from dra_mirror.service.model.relations import (
     POOL_DEVICES,
     SLICE_DEVICES,
     UUID_DEVICES,
+    Relation,
 )
 
 if TYPE_CHECKING:
-    from dra_mirror.service.model.index import Batch, ClusterIndex
+    from dra_mirror.service.model.batch import Batch, Touched
+    from dra_mirror.service.model.index import ClusterIndex
 
 
 class DeviceTracker:
@@ -39,13 +56,14 @@ class DeviceTracker:
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
         self._pools: dict[PoolKey, ValidPool] = {}
         self.devices: dict[DeviceKey, DeviceEntry] = {}
+        self.statuses: dict[DeviceKey, str] = {}  # as of the last settled batch
 
     # --- reading --------------------------------------------------------------------------------
 
     def pool(self, driver: str, pool: str) -> ValidPool:
         return self._pools.get(PoolKey(driver, pool), EMPTY_POOL)
 
-    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Any]]:
+    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Fraction]]:
         """What is left of a pool's shared counters once its allocated devices took theirs."""
         valid = self.pool(driver, pool)
         links = self._index.links
@@ -56,8 +74,8 @@ class DeviceTracker:
         )
         return counters_free(valid.counter_sets, held)
 
-    def status(self, key: DeviceKey) -> str | None:
-        """free | held | shared | blocked, or None for a device not in a valid pool."""
+    def derive_status(self, key: DeviceKey) -> str | None:
+        """free | held | shared | blocked, computed now (None: not in a valid pool)."""
         entry = self.devices.get(key)
         if entry is None:
             return None
@@ -66,6 +84,55 @@ class DeviceTracker:
         if not holds and entry.device.consumes_counters:
             free = self.counters_free(entry.key.driver, entry.key.pool)
         return device_status(entry, holds, counters_free=free)
+
+    def settle(self, touched: Touched) -> dict[DeviceKey, str | None]:
+        """Re-derive the statuses a batch may have changed (see the module docstring); returns
+        the status each changed device had before (None: it had none).
+
+        A device that consumes no shared counters is free, held or shared by its own holds
+        alone (inventory.device_status): it is settled on its own. A device that does consume
+        counters — or did, before the batch — moves what its siblings have left, so its
+        pool is settled whole, with the pool's counters weighed once."""
+        before: dict[DeviceKey, str | None] = {}
+        statuses = self.statuses
+        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        devices = self.devices
+        entries_before = touched.entries
+        pools = set(touched.pools)
+        for key in touched.devices:
+            entry = devices.get(key)
+            if entry is not None and entry.device.consumes_counters:
+                pools.add(PoolKey(key.driver, key.pool))
+                continue
+            previous = entries_before.get(key)
+            if previous is not None and previous.device.consumes_counters:
+                pools.add(PoolKey(key.driver, key.pool))
+            old = statuses.get(key)
+            if entry is None:
+                new = None
+            elif holds_of(key):
+                new = SHARED if entry.device.shareable else HELD
+            else:
+                new = FREE
+            if new != old:
+                before[key] = old
+                if new is None:
+                    del statuses[key]
+                else:
+                    statuses[key] = new
+        for pk in pools:
+            valid = self._pools.get(pk, EMPTY_POOL)
+            free = self.counters_free(pk.driver, pk.pool) if valid.counter_sets else None
+            for key, entry in valid.devices.items():
+                holds = holds_of(key)
+                new = device_status(
+                    entry, list(holds.values()) if holds else [], counters_free=free
+                )
+                old = statuses.get(key)
+                if new != old:
+                    before.setdefault(key, old)
+                    statuses[key] = new
+        return before
 
     # --- slices ---------------------------------------------------------------------------------
 
@@ -92,35 +159,43 @@ class DeviceTracker:
 
     def _recompute_pool(self, pk: PoolKey, batch: Batch) -> None:
         slices = self._pool_slices.get(pk) or {}
-        before = self._pools.get(pk, EMPTY_POOL).devices
+        before_pool = self._pools.get(pk, EMPTY_POOL)
+        before = before_pool.devices
         after = valid_pool(self._cluster, slices.values())
         if slices:
             self._pools[pk] = after
         else:
             self._pools.pop(pk, None)
             self._pool_slices.pop(pk, None)
-        note = self._index.note_device
+        touched = self._index.touched
+        if self._pools.get(pk, EMPTY_POOL).counter_sets != before_pool.counter_sets:
+            touched.pools.add(pk)  # counters published or changed: every status may move
         for dk, entry in before.items():
             if dk not in after.devices:
                 self._unlink(entry)
                 del self.devices[dk]
-                note(dk, None)
+                touched.device(dk, entry, None)
                 self._transition(ch.DEVICE_DISAPPEARED, entry, batch)
         for dk, entry in after.devices.items():
             previous = before.get(dk)
             if previous is None:
                 self._link(entry)
                 self.devices[dk] = entry
-                note(dk, entry)
+                touched.device(dk, None, entry)
                 self._transition(ch.DEVICE_APPEARED, entry, batch)
             elif previous != entry:
                 if _linked_by(previous) != _linked_by(entry):
                     self._unlink(previous)
                     self._link(entry)
                 self.devices[dk] = entry
-                note(dk, entry)
+                touched.device(dk, previous, entry)
                 if previous.device != entry.device or previous.node != entry.node:
                     self._transition(ch.DEVICE_CHANGED, entry, batch)
+
+    def announce(self, batch: Batch) -> None:
+        """Every valid device appears again (the first LIST of slices after a seed)."""
+        for entry in self.devices.values():
+            self._transition(ch.DEVICE_APPEARED, entry, batch)
 
     def _link(self, entry: DeviceEntry) -> None:
         links = self._index.links
@@ -155,12 +230,12 @@ class DeviceTracker:
         )
 
 
-def _linked_by(entry: DeviceEntry) -> tuple[Any, ...]:
+def _linked_by(entry: DeviceEntry) -> tuple[object, ...]:
     """What the device reverse maps are keyed by: relink only when one of these moved."""
     return (entry.slice, entry.node, entry.device.uuid)
 
 
-def _device_links(entry: DeviceEntry) -> Iterator[tuple[str, Any]]:
+def _device_links(entry: DeviceEntry) -> Iterator[tuple[Relation, Hashable]]:
     key = entry.key
     yield SLICE_DEVICES, entry.slice
     yield POOL_DEVICES, (key.cluster, key.driver, key.pool)

@@ -1,8 +1,11 @@
-"""The per-cluster index: current records, reverse maps, and the Changes each batch makes.
+"""The per-cluster index: current records, reverse maps, derived state, and the Changes.
 
 `ClusterIndex.apply(events)` folds watch events (ADDED / MODIFIED / DELETED with the record)
 into the index and returns one `Changes`; `resync(kind, records)` does the same for a (re)list
-and turns what vanished into deletes. Nothing else decides what the stores and history write.
+and turns what vanished into deletes. Nothing else decides what the stores and history write:
+each `Changes` carries the records, the transitions, what a store must persist of the derived
+state (`delta`) and the live events (`events`). The in-memory store IS this index (read-only
+to its readers); the Redis store writes the Changes alone.
 
 Rules, in the order they are applied to each event (see also claims.py, pools.py, inventory.py):
 
@@ -28,6 +31,16 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
 6. Templates: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
    claim whose generated name (status.resourceClaimStatuses) is the claim; the index fills it
    into its view of the claim (and re-emits the claim when it changes).
+7. At the end of each batch the index settles: device statuses are re-derived where the batch
+   moved them (devices_index.py), and the batch's `IndexDelta` and live events are built from
+   what it touched (batch.py; no events for more than LIVE_BATCH_LIMIT objects, live.py).
+8. Seeding: a fresh index may start from what a shared store holds (`seed`: records and idle
+   marks of an earlier writer), silently — no transitions, no delta: the store has all that.
+   Its relists then diff against the seed, so what vanished while nobody watched comes out
+   as deletes with their whole derived delta. History closed every interval of the cluster
+   when this index started watching ("cluster started"), so the first LIST of claims and of
+   slices after a seed re-announces the opening transitions of everything it holds (history
+   takes the re-announcement of an open interval as a no-op).
 
 A `Changes` holds each key at most once, in `upserts` (the final view) or `deletes` (the last
 known record), so stores may apply them in any order.
@@ -35,16 +48,19 @@ known record), so stores may apply them in any order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events, identity
 from dra_mirror.service.model.claims_index import ClaimTracker
-from dra_mirror.service.model.delta import IndexDelta
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.links import Links
+from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
+from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
     KINDS,
@@ -52,31 +68,21 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     AllocationRef,
+    ClaimRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
     PodRecord,
     Record,
+    SliceRecord,
     key_of,
 )
-from dra_mirror.service.model.relations import (  # re-exported: the relation names live there
-    CLAIM_REFERRERS,
-    CLASS_CLAIMS,
-    DEVICE_ALLOCATIONS,
-    NAME_DEVICES,
-    NODE_DEVICES,
-    NODE_PODS,
-    NODE_SLICES,
-    POOL_DEVICES,
-    RELATIONS,
-    SLICE_DEVICES,
-    TEMPLATE_CLAIMS,
-    UUID_DEVICES,
-)
+from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELATIONS, Relation
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
+_ANNOUNCED_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_SLICE})
 
 
 class Event(NamedTuple):
@@ -84,57 +90,20 @@ class Event(NamedTuple):
     record: Record
 
 
-class Batch:
-    """The Changes being built for one apply(): each key once, in upserts or deletes."""
-
-    def __init__(self, cluster: str, at: str, *, keep_transitions: bool = True) -> None:
-        self.cluster = cluster
-        self.at = at
-        self.keep_transitions = keep_transitions
-        self.upserts: dict[ObjectKey, Record] = {}
-        self.deletes: dict[ObjectKey, Record] = {}
-        self.transitions: list[ch.Transition] = []
-
-    def upsert(self, key: ObjectKey, record: Record) -> None:
-        self.deletes.pop(key, None)
-        self.upserts[key] = record
-
-    def delete(self, key: ObjectKey, record: Record) -> None:
-        self.upserts.pop(key, None)
-        self.deletes[key] = record
-
-    def transition(self, type_: str, **fields: Any) -> None:
-        if not self.keep_transitions:
-            return
-        self.transitions.append(
-            ch.Transition(type=type_, cluster=self.cluster, at=self.at, **fields)
-        )
-
-    def changes(self, resource_version: str) -> ch.Changes:
-        return ch.Changes(
-            cluster=self.cluster,
-            at=self.at,
-            upserts=list(self.upserts.values()),
-            deletes=list(self.deletes.values()),
-            transitions=self.transitions,
-            resource_version=resource_version,
-        )
-
-
 class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
-    def __init__(self, cluster: str, *, transitions: bool = True, deltas: bool = False) -> None:
-        """`transitions=False` derives the same state without building transitions (for a
-        store's own index: the history has them from the reactor's index already);
-        `deltas=True` notes what each batch changed in the derived state (`take_delta`)."""
+    def __init__(self, cluster: str, *, link_deltas: bool = True) -> None:
+        """`link_deltas=False` leaves reverse-map entries out of each `Changes.delta`: for an
+        index that is itself the store (nothing outside it keeps reverse maps)."""
         self.cluster = cluster
-        self.transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
         self.listed: set[str] = set()  # kinds whose complete LIST the index has seen
-        self._delta: IndexDelta | None = IndexDelta() if deltas else None
-        self.links.delta = self._delta
+        self._link_deltas = link_deltas
+        self.touched = Touched()
+        self.links.delta = self.touched.delta if link_deltas else None
+        self._unannounced: set[str] = set()  # kinds a seed holds and no LIST re-announced yet
         self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
 
@@ -157,27 +126,32 @@ class ClusterIndex:
         """Every device of the valid generation of its pool."""
         return self._devices.devices.values()
 
-    def lookup(self, relation: str, key: Any) -> list[Any]:
-        """The values a relation maps `key` to (see service.stores.protocols.Relation)."""
+    def lookup(self, relation: Relation, key: Hashable) -> list[Any]:
+        """The values a relation maps `key` to, sorted (holds: see `holds`)."""
         if relation == DEVICE_ALLOCATIONS:
             return self.holds(key)
-        return sorted(self.links.get(relation, key))
+        values: Iterable[Any] = self.links.get(relation, key)  # keys of one type: sortable
+        return sorted(values)
 
-    def holds(self, key: DeviceKey) -> list[AllocationRef]:
-        """Every claim's hold on a device, in (claim, request, shareID) order."""
-        holds = self.links.get(DEVICE_ALLOCATIONS, key)
-        return [holds[k] for k in sorted(holds)]  # type: ignore[index]
+    def holds(self, key: Hashable) -> list[AllocationRef]:
+        """Every claim's hold on a device (by DeviceKey), in (claim, request, shareID) order."""
+        holds: Mapping[Any, AllocationRef] = self.links.get(DEVICE_ALLOCATIONS, key)
+        return [holds[k] for k in sorted(holds)]
+
+    def held(self, key: DeviceKey) -> bool:
+        """Whether any claim holds the device."""
+        return bool(self.links.get(DEVICE_ALLOCATIONS, key))
 
     def pool(self, driver: str, pool: str) -> ValidPool:
         return self._devices.pool(driver, pool)
 
-    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Any]]:
-        """What is left of a pool's shared counters (Fractions) after its allocated devices."""
+    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Fraction]]:
+        """What is left of a pool's shared counters after its allocated devices."""
         return self._devices.counters_free(driver, pool)
 
     def device_status(self, key: DeviceKey) -> str | None:
         """free | held | shared | blocked, or None for a device not in a valid pool."""
-        return self._devices.status(key)
+        return self._devices.statuses.get(key)
 
     def idle_since(self, claim: ObjectKey) -> str | None:
         """When the claim last became idle (allocated, no consumer pod Running), or None."""
@@ -185,22 +159,6 @@ class ClusterIndex:
 
     def idle_claims(self) -> Iterator[ObjectKey]:
         return iter(self._claims.idle_since)
-
-    def take_delta(self) -> IndexDelta:
-        """What the batches since the last call changed in the derived state (deltas=True)."""
-        if self._delta is None:
-            raise ValueError("this index was made without deltas=True")
-        delta, self._delta = self._delta, IndexDelta()
-        self.links.delta = self._delta
-        return delta
-
-    def note_idle(self, claim: ObjectKey, since: str | None) -> None:
-        if self._delta is not None:
-            self._delta.idle[claim] = since
-
-    def note_device(self, key: DeviceKey, entry: DeviceEntry | None) -> None:
-        if self._delta is not None:
-            self._delta.devices[key] = entry
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -213,20 +171,13 @@ class ClusterIndex:
         listed: str | None = None,
     ) -> ch.Changes:
         """Fold one batch of events. `listed`: the batch is the complete LIST of that kind
-        (`resync` passes it; a store's own index passes on `Changes.listed_kind`)."""
-        batch = Batch(self.cluster, at, keep_transitions=self.transitions)
-        for event in events:
-            if event.type == DELETED:
-                self._delete(event.record, batch)
-            else:
-                self._upsert(event.record, batch)
-        if listed is not None and listed not in self.listed:
-            self.listed.add(listed)
-            if listed == POD:
-                self._claims.pods_listed(batch)
-        changes = batch.changes(resource_version)
-        changes.listed_kind = listed
-        return changes
+        (`resync` passes it)."""
+        batch = Batch(self.cluster, at)
+        self._fold(events, batch, listed)
+        if listed in self._unannounced:
+            self._unannounced.discard(listed)
+            self._announce(listed, batch)
+        return self._settle(batch, resource_version, listed)
 
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
@@ -239,20 +190,99 @@ class ClusterIndex:
         )
         return self.apply(events, at=at, resource_version=resource_version, listed=kind)
 
+    def seed(self, seed: ch.Seed, *, at: str) -> None:
+        """Start a fresh index from what a shared store holds (rule 8), silently."""
+        if any(self._objects.values()):
+            raise ValueError("only a fresh index can be seeded")
+        batch = Batch(self.cluster, at, keep_transitions=False)
+        # Consumers the seed lacks are gone only if its pods are a complete LIST (rule 5).
+        listed = POD if POD in seed.listed else None
+        self._fold((Event(MODIFIED, r) for r in seed.records), batch, listed)
+        self._claims.seed_idle(seed.idle_since)
+        self._settle(batch, "", None, live=False)
+        if seed.records:
+            self._unannounced = set(_ANNOUNCED_KINDS)
+
+    def _fold(self, events: Iterable[Event], batch: Batch, listed: str | None) -> None:
+        for event in events:
+            if event.type == DELETED:
+                self._delete(event.record, batch)
+            else:
+                self._upsert(event.record, batch)
+        if listed is not None and listed not in self.listed:
+            self.listed.add(listed)
+            if listed == POD:
+                self._claims.pods_listed(batch)
+
+    def _announce(self, kind: str, batch: Batch) -> None:
+        # What the batch's own diff opened is not said twice.
+        seen = {identity(t) for t in batch.transitions}
+        scratch = Batch(self.cluster, batch.at)
+        if kind == RESOURCE_CLAIM:
+            for key, claim in self._objects[RESOURCE_CLAIM].items():
+                assert isinstance(claim, ClaimRecord)
+                self._claims.announce(key, claim, scratch)
+        else:
+            self._devices.announce(scratch)
+        batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
+
+    def _settle(
+        self, batch: Batch, resource_version: str, listed: str | None, *, live: bool = True
+    ) -> ch.Changes:
+        touched, self.touched = self.touched, Touched()
+        self.links.delta = self.touched.delta if self._link_deltas else None
+        delta = touched.delta
+        statuses_before = self._devices.settle(touched)
+        for key in statuses_before:
+            delta.statuses[key] = self._devices.statuses.get(key)
+        if self._link_deltas:
+            for relation, from_key in delta.touched():
+                if relation not in FAN_OUT:
+                    delta.lists[(relation, from_key)] = self.lookup(relation, from_key)
+        events: list[LiveEvent] = []
+        if live and batch.size <= LIVE_BATCH_LIMIT:
+            claims = self._objects[RESOURCE_CLAIM]
+            events.extend(
+                claim_events(self.cluster, touched.claims, claims, self._claims.idle_since)
+            )
+            events.extend(
+                device_events(
+                    touched.entries.keys() | statuses_before.keys(),
+                    touched.entries,
+                    statuses_before,
+                    self._devices.devices,
+                    self._devices.statuses,
+                )
+            )
+        return ch.Changes(
+            cluster=self.cluster,
+            at=batch.at,
+            upserts=list(batch.upserts.values()),
+            deletes=list(batch.deletes.values()),
+            transitions=batch.transitions,
+            resource_version=resource_version,
+            listed_kind=listed,
+            delta=delta,
+            events=events,
+        )
+
     def _upsert(self, record: Record, batch: Batch) -> None:
         key = key_of(record)
         kind = key.kind
         objects = self._objects[kind]
         old = objects.get(key)
-        if kind == RESOURCE_CLAIM:
-            record = self._claims.view(key, record)  # type: ignore[arg-type]
+        if isinstance(record, ClaimRecord):
+            record = self._claims.view(key, record)
             if old is not None and old.meta.uid and record.meta.uid != old.meta.uid:
                 self._delete(old, batch)  # recreated under the same name
                 old = None
         if old == record:
             return
+        if isinstance(record, ClaimRecord):
+            assert old is None or isinstance(old, ClaimRecord)
+            self.touched.claim(key, old, self._claims.idle_since.get(key))
         objects[key] = record
-        self._dispatch(kind, key, old, record, batch)
+        self._dispatch(key, old, record, batch)
         batch.upsert(key, record)
 
     def _delete(self, record: Record, batch: Batch) -> None:
@@ -260,77 +290,41 @@ class ClusterIndex:
         old = self._objects[key.kind].pop(key, None)
         if old is None:
             return
-        self._dispatch(key.kind, key, old, None, batch)
+        if isinstance(old, ClaimRecord):
+            self.touched.claim(key, old, self._claims.idle_since.get(key))
+        self._dispatch(key, old, None, batch)
         batch.delete(key, old)
 
     def _dispatch(
-        self, kind: str, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
+        self, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
     ) -> None:
-        if kind == RESOURCE_SLICE:
-            self._devices.on_slice(key, old, new, batch)  # type: ignore[arg-type]
-        elif kind == RESOURCE_CLAIM:
-            self._claims.on_claim(key, old, new, batch)  # type: ignore[arg-type]
-        elif kind == POD:
-            self._on_pod(key, old, new, batch)  # type: ignore[arg-type]
+        current = new if new is not None else old
+        if isinstance(current, SliceRecord):
+            assert isinstance(old, SliceRecord | None) and isinstance(new, SliceRecord | None)
+            self._devices.on_slice(key, old, new, batch)
+        elif isinstance(current, ClaimRecord):
+            assert isinstance(old, ClaimRecord | None) and isinstance(new, ClaimRecord | None)
+            self._claims.on_claim(key, old, new, batch)
+        elif isinstance(current, PodRecord):
+            assert isinstance(old, PodRecord | None) and isinstance(new, PodRecord | None)
+            on_pod(self.cluster, self.links, key, old, new)
+            self._claims.on_pod(key, old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, template_name: str | None, batch: Batch) -> None:
         """A pod changed which template a claim came from: re-emit the claim's view."""
         claims = self._objects[RESOURCE_CLAIM]
         claim = claims.get(key)
-        if claim is not None and claim.template_name != template_name:  # type: ignore[union-attr]
+        if isinstance(claim, ClaimRecord) and claim.template_name != template_name:
+            self.touched.claim(key, claim, self._claims.idle_since.get(key))
             claims[key] = view = replace(claim, template_name=template_name)
             batch.upsert(key, view)
-
-    # --- pods -----------------------------------------------------------------------------------
-
-    def _on_pod(
-        self, key: ObjectKey, old: PodRecord | None, new: PodRecord | None, batch: Batch
-    ) -> None:
-        cluster = self.cluster
-        old_node = old.node_name if old else None
-        new_node = new.node_name if new else None
-        if old_node != new_node:
-            if old_node:
-                self.links.remove(NODE_PODS, (cluster, old_node), key)
-            if new_node:
-                self.links.add(NODE_PODS, (cluster, new_node), key)
-        old_claims = _pod_claim_keys(cluster, old)
-        new_claims = _pod_claim_keys(cluster, new)
-        if old_claims != new_claims:
-            for claim in old_claims - new_claims:
-                self.links.remove(CLAIM_REFERRERS, claim, key)
-            for claim in new_claims - old_claims:
-                self.links.add(CLAIM_REFERRERS, claim, key)
-        self._claims.on_pod(key, old, new, batch)
-
-
-def _pod_claim_keys(cluster: str, pod: PodRecord | None) -> set[ObjectKey]:
-    if pod is None:
-        return set()
-    namespace = pod.meta.namespace
-    return {
-        ObjectKey(cluster, RESOURCE_CLAIM, namespace, c.claim_name)
-        for c in pod.claims
-        if c.claim_name
-    }
 
 
 __all__ = [
     "ADDED",
-    "CLAIM_REFERRERS",
-    "CLASS_CLAIMS",
     "DELETED",
-    "DEVICE_ALLOCATIONS",
     "MODIFIED",
-    "NAME_DEVICES",
-    "NODE_DEVICES",
-    "NODE_PODS",
-    "NODE_SLICES",
-    "POOL_DEVICES",
     "RELATIONS",
-    "SLICE_DEVICES",
-    "TEMPLATE_CLAIMS",
-    "UUID_DEVICES",
     "ClusterIndex",
     "Event",
 ]

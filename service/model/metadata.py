@@ -9,16 +9,28 @@ Promises:
   cluster-scoped kinds to "" (round-trip data sets one; the API server ignores it), puts a
   namespaced manifest without a namespace in "default" (as kubectl does) and refuses an object
   without a name;
+* the strings that repeat across objects (namespaces, names that other objects point at, the
+  uids of pods and nodes, label and annotation keys and short values, finalizers, quantities)
+  are interned
+  (`sys.intern`): equal strings are one object, which a 100,000-object cluster notices in
+  memory; values and equality are unchanged;
 * `qualify` gives an unqualified attribute/capacity key the driver's domain, as the API server's
   CEL environment does (`productName` of `gpu.nvidia.com` is `gpu.nvidia.com/productName`).
 """
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.records import NAMESPACED_KINDS, Meta, ObjectKey, OwnerRef
+from dra_mirror.service.model.records import NAMESPACED_KINDS, NODE, POD, Meta, ObjectKey, OwnerRef
+
+# Values up to this long are shared between records (sys.intern); longer ones are text.
+_SHORT = 64
+# Kinds whose uid other objects repeat (claims name their pods in ownerReferences and
+# reservedFor, slices their nodes): only those uids are worth interning.
+_REFERENCED_UIDS = frozenset({POD, NODE})
 
 
 class MalformedObject(ValueError):
@@ -40,35 +52,52 @@ def object_ref(cluster: str, kind: str, metadata: api.ObjectMeta | None) -> str:
     return ObjectKey(cluster, kind, namespace, name).ref()
 
 
+def strings(values: dict[str, str] | None) -> dict[str, str]:
+    """A string map (labels, annotations) with its keys and short values shared."""
+    if not values:
+        return {}
+    return {
+        intern(key): intern(value) if len(value) <= _SHORT else value
+        for key, value in values.items()
+    }
+
+
 def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
     """The served parts of ObjectMeta; raises MalformedObject for an object without a name."""
-    if not metadata.name:
+    name = metadata.name
+    if not name:
         raise MalformedObject(object_ref(cluster, kind, metadata), "metadata.name is missing")
-    namespaced = kind in NAMESPACED_KINDS
-    owners = tuple(
-        OwnerRef(
-            kind=o.kind,
-            name=o.name,
-            uid=o.uid,
-            controller=bool(o.controller),
-            api_version=o.api_version,
+    # The API server always sets it; a manifest without one lands in kubectl's "default".
+    namespace = intern(metadata.namespace or "default") if kind in NAMESPACED_KINDS else ""
+    references = metadata.owner_references
+    owners = (
+        tuple(
+            OwnerRef(
+                kind=intern(o.kind),
+                name=intern(o.name),
+                uid=intern(o.uid),
+                controller=bool(o.controller),
+                api_version=intern(o.api_version),
+            )
+            for o in references
         )
-        for o in metadata.owner_references or ()
+        if references
+        else ()
     )
+    finalizers = metadata.finalizers
     return Meta(
         cluster=cluster,
-        name=metadata.name,
-        # The API server always sets it; a manifest without one lands in kubectl's "default".
-        namespace=(metadata.namespace or "default") if namespaced else "",
-        uid=metadata.uid,
+        name=intern(name),
+        namespace=namespace,
+        uid=intern(metadata.uid) if kind in _REFERENCED_UIDS else metadata.uid,
         resource_version=metadata.resource_version,
         generation=metadata.generation,
         created_at=metadata.creation_timestamp,
         deleted_at=metadata.deletion_timestamp,
-        labels=dict(metadata.labels or {}),
-        annotations=dict(metadata.annotations or {}),
+        labels=strings(metadata.labels),
+        annotations=strings(metadata.annotations),
         owners=owners,
-        finalizers=tuple(metadata.finalizers or ()),
+        finalizers=tuple(map(intern, finalizers)) if finalizers else (),
         generate_name=metadata.generate_name,
     )
 
@@ -76,7 +105,7 @@ def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
 def quantity_text(value: api.Quantity) -> str:
     """A quantity as the Kubernetes string; YAML numbers (hand-written manifests) become text."""
     if isinstance(value, str):
-        return value
+        return intern(value)
     if isinstance(value, bool):
         raise ValueError(f"not a quantity: {value!r}")
     if isinstance(value, float) and value.is_integer():
@@ -85,7 +114,9 @@ def quantity_text(value: api.Quantity) -> str:
 
 
 def quantities(values: dict[str, api.Quantity] | None) -> dict[str, str]:
-    return {name: quantity_text(v) for name, v in (values or {}).items()}
+    if not values:
+        return {}
+    return {intern(name): quantity_text(v) for name, v in values.items()}
 
 
 def qualify(key: str, driver: str) -> str:

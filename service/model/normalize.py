@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 import msgspec
 
@@ -29,8 +29,15 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
+    ClaimRecord,
+    DeviceClassRecord,
+    NodeRecord,
+    PodRecord,
     Record,
+    SliceRecord,
+    TemplateRecord,
 )
+from dra_mirror.service.model.sharing import SharedValues
 from dra_mirror.service.model.slices import device_class_record, slice_record
 from dra_mirror.service.model.workloads import node_record, pod_record
 
@@ -56,9 +63,15 @@ _CONVERTERS: dict[str, Callable[..., Record]] = {
 }
 
 
-def record_of(kind: str, wire: Any, *, cluster: str) -> Record:
-    """The record of a decoded wire Struct; MalformedObject if its content is wrong."""
+def record_of(kind: str, wire: Any, *, cluster: str, shared: SharedValues | None = None) -> Record:
+    """The record of a decoded wire Struct; MalformedObject if its content is wrong. Slices and
+    claims converted with the same `shared` share their equal values (`SharedValues`)."""
     try:
+        if shared is not None:
+            if kind == RESOURCE_SLICE:
+                return slice_record(wire, cluster=cluster, shared=shared)
+            if kind == RESOURCE_CLAIM:
+                return claim_record(wire, cluster=cluster, shared=shared)
         return _CONVERTERS[kind](wire, cluster=cluster)
     except MalformedObject:
         raise
@@ -75,6 +88,30 @@ def _name_of(kind: str, raw: Any, cluster: str) -> str:
             name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or "")
         )
     return object_ref(cluster, kind, meta)
+
+
+@overload
+def normalize(
+    kind: Literal["DeviceClass"], raw: dict[str, Any], *, cluster: str
+) -> DeviceClassRecord: ...
+@overload
+def normalize(
+    kind: Literal["ResourceSlice"], raw: dict[str, Any], *, cluster: str
+) -> SliceRecord: ...
+@overload
+def normalize(
+    kind: Literal["ResourceClaim"], raw: dict[str, Any], *, cluster: str
+) -> ClaimRecord: ...
+@overload
+def normalize(
+    kind: Literal["ResourceClaimTemplate"], raw: dict[str, Any], *, cluster: str
+) -> TemplateRecord: ...
+@overload
+def normalize(kind: Literal["Pod"], raw: dict[str, Any], *, cluster: str) -> PodRecord: ...
+@overload
+def normalize(kind: Literal["Node"], raw: dict[str, Any], *, cluster: str) -> NodeRecord: ...
+@overload
+def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record: ...
 
 
 def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record:

@@ -68,7 +68,7 @@ def parse_quantity(s: str | int | float) -> Fraction:
 
 def is_binary(quantity: str | None) -> bool:
     """True when a quantity string uses a binary-SI suffix (Ki, Mi, …)."""
-    return bool(quantity) and quantity[-2:] in _BINARY  # type: ignore[index]
+    return quantity is not None and quantity[-2:] in _BINARY
 
 
 def format_quantity(v: Fraction | int, like: str | None = None) -> str:

@@ -23,15 +23,18 @@ from typing import Any, NamedTuple
 
 from msgspec import Struct, field
 
-# Kinds, as Kubernetes spells them.
-DEVICE_CLASS = "DeviceClass"
-RESOURCE_SLICE = "ResourceSlice"
-RESOURCE_CLAIM = "ResourceClaim"
-RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
-POD = "Pod"
-NODE = "Node"
-KINDS = (DEVICE_CLASS, RESOURCE_SLICE, RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD, NODE)
-NAMESPACED_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD})
+# The kind names, re-exported: records and the code reading them name kinds from here.
+from dra_mirror.service.model.kinds import DEVICE_CLASS as DEVICE_CLASS
+from dra_mirror.service.model.kinds import MIRRORED
+from dra_mirror.service.model.kinds import NODE as NODE
+from dra_mirror.service.model.kinds import POD as POD
+from dra_mirror.service.model.kinds import RESOURCE_CLAIM as RESOURCE_CLAIM
+from dra_mirror.service.model.kinds import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
+from dra_mirror.service.model.kinds import RESOURCE_SLICE as RESOURCE_SLICE
+
+# The mirrored kinds (`service.model.kinds` is their table), in the order the reactor lists them.
+KINDS: tuple[str, ...] = tuple(r.kind for r in MIRRORED)
+NAMESPACED_KINDS = frozenset(r.kind for r in MIRRORED if r.namespaced)
 
 # Derived claim states (DESIGN.md "Derived states"), as kubectl's STATE column reads them.
 PENDING = "pending"

@@ -19,8 +19,10 @@ Rules (dra-api.md §9):
 
 from __future__ import annotations
 
+from sys import intern
+
 from dra_mirror.service.model import api
-from dra_mirror.service.model.metadata import object_meta, quantities
+from dra_mirror.service.model.metadata import object_meta, quantities, strings
 from dra_mirror.service.model.records import (
     NODE,
     POD,
@@ -32,52 +34,70 @@ from dra_mirror.service.model.records import (
 )
 
 
-def _containers(containers: list[api.Container] | None, *, init: bool) -> list[Container]:
+def _containers(containers: list[api.Container], *, init: bool) -> list[Container]:
     out = []
-    for c in containers or ():
-        resources = c.resources or api.ResourceRequirements()
+    for c in containers:
+        name = intern(c.name)
+        resources = c.resources
+        if resources is None:
+            out.append(Container(name=name, init=init))
+            continue
+        references = resources.claims
         out.append(
             Container(
-                name=c.name,
+                name=name,
                 init=init,
                 requests=quantities(resources.requests),
                 limits=quantities(resources.limits),
                 claims=tuple(
-                    ContainerClaim(container=c.name, claim=ref.name, request=ref.request or None)
-                    for ref in resources.claims or ()
-                ),
+                    ContainerClaim(
+                        container=name,
+                        claim=intern(ref.name),
+                        request=intern(ref.request) if ref.request else None,
+                    )
+                    for ref in references
+                )
+                if references
+                else (),
             )
         )
     return out
+
+
+def _optional(value: str | None) -> str | None:
+    return intern(value) if value else None
 
 
 def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
     meta = object_meta(POD, wire.metadata, cluster=cluster)
     spec = wire.spec or api.PodSpec()
     status = wire.status or api.PodStatus()
-    containers = _containers(spec.init_containers, init=True) + _containers(
-        spec.containers, init=False
-    )
-    generated = {s.name: s.resource_claim_name for s in status.resource_claim_statuses or ()}
+    containers = []
+    if spec.init_containers:
+        containers = _containers(spec.init_containers, init=True)
+    if spec.containers:
+        containers += _containers(spec.containers, init=False)
     claims = []
-    for entry in spec.resource_claims or ():
-        claim_name = entry.resource_claim_name
-        template_name = entry.resource_claim_template_name
-        if entry.source is not None:  # the <= 1.30 shape
-            claim_name = claim_name or entry.source.resource_claim_name
-            template_name = template_name or entry.source.resource_claim_template_name
-        if not claim_name and template_name:
-            claim_name = generated.get(entry.name)
-        claims.append(
-            PodClaim(
-                name=entry.name,
-                claim_name=claim_name or None,
-                template_name=template_name or None,
-                containers=tuple(
-                    c.name for c in containers if any(cc.claim == entry.name for cc in c.claims)
-                ),
+    if spec.resource_claims:
+        generated = {s.name: s.resource_claim_name for s in status.resource_claim_statuses or ()}
+        for entry in spec.resource_claims:
+            claim_name = entry.resource_claim_name
+            template_name = entry.resource_claim_template_name
+            if entry.source is not None:  # the <= 1.30 shape
+                claim_name = claim_name or entry.source.resource_claim_name
+                template_name = template_name or entry.source.resource_claim_template_name
+            if not claim_name and template_name:
+                claim_name = generated.get(entry.name)
+            claims.append(
+                PodClaim(
+                    name=intern(entry.name),
+                    claim_name=_optional(claim_name),
+                    template_name=_optional(template_name),
+                    containers=tuple(
+                        c.name for c in containers if any(cc.claim == entry.name for cc in c.claims)
+                    ),
+                )
             )
-        )
     reason = status.reason
     if not reason:
         for condition in status.conditions or ():
@@ -90,14 +110,14 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
     )
     return PodRecord(
         meta=meta,
-        phase=status.phase or "Pending",
-        node_name=spec.node_name or None,
+        phase=intern(status.phase) if status.phase else "Pending",
+        node_name=_optional(spec.node_name),
         claims=tuple(claims),
         containers=tuple(containers),
-        extended_claim_name=(extended.resource_claim_name or None) if extended else None,
+        extended_claim_name=_optional(extended.resource_claim_name) if extended else None,
         started_at=status.start_time,
-        reason=reason or None,
-        node_selector={str(k): str(v) for k, v in (spec.node_selector or {}).items()},
+        reason=_optional(reason),
+        node_selector=strings(spec.node_selector) if spec.node_selector else {},
         required_node_affinity=required,
     )
 
@@ -110,11 +130,11 @@ def node_record(wire: api.Node, *, cluster: str) -> NodeRecord:
     for c in status.conditions or ():
         if c.type == "Ready":
             ready = c.status == "True"
-        condition = {"type": c.type, "status": c.status}
+        condition = {"type": intern(c.type), "status": intern(c.status)}
         if c.reason:
-            condition["reason"] = c.reason
+            condition["reason"] = intern(c.reason)
         if c.message:
-            condition["message"] = c.message
+            condition["message"] = intern(c.message) if len(c.message) <= 64 else c.message
         if c.last_transition_time:
             condition["lastTransitionTime"] = c.last_transition_time
         conditions.append(condition)

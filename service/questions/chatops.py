@@ -1,13 +1,14 @@
-"""The questions on-call people ask ("who holds GPU X?"), as GraphQL documents and plain rows.
+"""The questions on-call people ask (free, waiting, idle), as GraphQL documents and plain rows.
 
-One place for both front ends: the Slack endpoint runs these documents against the app's own
-schema in-process, the `dra-mirror who-holds|free|waiting|idle` commands send the same
-documents to a running server's `/graphql`. Each `ask_*` takes an `Ask` (a document and its
-variables in, the `data` out; a GraphQL error raises `QuestionError`) and returns a dataclass of
-rows, which `service.slack.blocks` renders as Block Kit and `service.cli_client` as a table or
-JSON (`dataclasses.asdict`).
+One place for every front end: the Slack endpoint runs these documents against the app's own
+schema in-process, the `dra-mirror free|waiting|idle` commands send the same documents to a
+running server's `/graphql`. Each `ask_*` takes an `Ask` (`service.questions.asking`: a document
+and its variables in, the `data` out; a GraphQL error raises `QuestionError`) and returns a
+dataclass of rows, which `service.slack.blocks` renders as Block Kit and `service.cli.client`
+as a table or JSON (`dataclasses.asdict`). `duration` words a number of seconds the same way
+for both.
 
-`who-holds` lives in `service.slack.holdings`, `explain` in `service.slack.explain`.
+`who-holds` lives in `service.questions.holdings`, `explain` in `service.questions.explain`.
 
 Promises: no second query layer (every fact comes from the graph); rows are sorted so answers
 are stable; long lists are cut at `limit` rows with the full count kept beside them.
@@ -16,18 +17,30 @@ are stable; long lists are cut at `limit` rows with the full count kept beside t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Ask = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
+from .asking import Ask, QuestionError
+
+__all__ = [
+    "Ask",
+    "ClaimRow",
+    "Claims",
+    "DeviceRow",
+    "Free",
+    "QuestionError",
+    "Scope",
+    "ask_free",
+    "ask_idle",
+    "ask_waiting",
+    "duration",
+    "model_of",
+    "read_scope",
+]
+
 PAGE = 500
 MAX_PAGES = 20  # 10,000 claims: beyond that a chat answer is not the right tool
-
-
-class QuestionError(Exception):
-    """The graph refused the question (bad argument, history off, server unreachable...)."""
-
 
 CLUSTERS_AND_CLASSES = "query Names { clusters { name } deviceClasses { name } }"
 
@@ -56,6 +69,19 @@ IDLE = f"""query Idle($cluster: String, $first: Int, $after: String) {{
       consumers {{ name phase }} }}
   }}
 }}"""
+
+
+def duration(seconds: float) -> str:
+    """`59s`, `12m`, `5h 2m`, `3d 4h`: a wait or an age, to the two largest units."""
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m" if minutes else f"{seconds}s"
 
 
 def model_of(attributes: Mapping[str, Any] | None) -> str | None:

@@ -1,11 +1,14 @@
-"""`explain <namespace/claim>`: the graph's `explainClaim`, asked without knowing its shape.
+"""`explain <namespace/claim>`: the graph's `explainClaim`, asked in one of two ways.
 
-The diagnosis type belongs to the diagnostics area and grows over time, so the document is built
-from the schema itself (introspection): the arguments `explainClaim` takes (`cluster`,
-`namespace`, `name`/`claim`) are filled in, and every leaf field of its result is selected, two
-levels deep (objects, lists of objects, and the members of a union). The claim is found first:
-`namespace/claim` is looked up in every cluster (`cluster/namespace/claim` or a cluster word
-names one); several clusters holding the same name give one explanation each.
+* `explain_claim` (the command line, which renders the fields it knows) sends a fixed document:
+  `DIAGNOSIS_FIELDS` of the claim in one cluster, or — no cluster given — one aliased field per
+  mirrored cluster, so a claim name is looked up everywhere in one request.
+* `ask_explain` (chat, which lists every leaf of the answer) builds the document from the
+  schema itself (introspection): the arguments `explainClaim` takes (`cluster`, `namespace`,
+  `name`/`claim`) are filled in, and every leaf field of its result is selected, two levels
+  deep (objects, lists of objects, and the members of a union). The claim is found first:
+  `namespace/claim` is looked up in every cluster (`cluster/namespace/claim` or a cluster word
+  names one); several clusters holding the same name give one explanation each.
 
 Promises: a server without `explainClaim` gives `ExplainUnavailable`, not an error from the
 graph; an unknown claim gives an empty list of explanations.
@@ -16,7 +19,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .chatops import Ask, QuestionError
+import orjson
+
+from .asking import Ask, QuestionError
+
+__all__ = [
+    "DIAGNOSIS_FIELDS",
+    "ExplainUnavailable",
+    "Explanation",
+    "ask_explain",
+    "explain_claim",
+    "explain_document",
+    "split_target",
+]
 
 SHAPE = """query Shape($name: String!) { __type(name: $name) {
   kind name possibleTypes { name }
@@ -31,6 +46,15 @@ CORE_OBJECTS = frozenset(
     | {"ResourceClaimTemplate", "Cluster"}
 )
 DEPTH = 3  # the root's result, its objects, and theirs
+
+# What the command line renders of a diagnosis (`service.cli.diagnostics.render_diagnosis`).
+DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal nodesWithoutDriver
+  pods { namespace name }
+  requests { request deviceClassName classExists classDevices freeOrShareable nodes needed
+             verdict summary selectors { expression passing rejected }
+             selectorErrors { expression message } heldBy { namespace name } }
+  holders { claim { namespace name } pods { namespace name } running idle idleSince }
+  checks { name ok detail }"""
 
 
 class ExplainUnavailable(QuestionError):
@@ -160,3 +184,44 @@ async def _clusters_with(ask: Ask, clusters: list[str], namespace: str, name: st
         )
     data = await ask(f"query Where({', '.join(declared)}) {{ {' '.join(fields)} }}", variables)
     return [c for i, c in enumerate(clusters) if data[f"c{i}"] is not None]
+
+
+def explain_document(clusters: list[str] | None) -> str:
+    """explainClaim for one cluster (`$cluster`), or one aliased field per named cluster."""
+    if clusters is None:
+        return (
+            "query Explain($cluster: String!, $namespace: String!, $name: String!,"
+            " $nodes: [String!]) {"
+            " c0: explainClaim(cluster: $cluster, namespace: $namespace, name: $name,"
+            f" eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }} }}"
+        )
+    fields = [
+        f"c{i}: explainClaim(cluster: {orjson.dumps(c).decode()}, namespace: $namespace, "
+        f"name: $name, eligibleNodes: $nodes) {{ {DIAGNOSIS_FIELDS} }}"
+        for i, c in enumerate(clusters)
+    ]
+    return (
+        "query Explain($namespace: String!, $name: String!, $nodes: [String!]) "
+        f"{{ {' '.join(fields)} }}"
+    )
+
+
+async def explain_claim(
+    ask: Ask, namespace: str, name: str, cluster: str | None, nodes: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The diagnoses (`DIAGNOSIS_FIELDS`) of claim `namespace/name` in `cluster`, or in every
+    cluster holding it; `nodes`: the nodes its pods may use, when the caller knows better than
+    their nodeSelector and required node affinity."""
+    if cluster is not None:
+        data = await ask(
+            explain_document(None),
+            {"cluster": cluster, "namespace": namespace, "name": name, "nodes": nodes},
+        )
+    else:
+        clusters = [c["name"] for c in (await ask("{ clusters { name } }", {}))["clusters"]]
+        if not clusters:
+            return []
+        data = await ask(
+            explain_document(clusters), {"namespace": namespace, "name": name, "nodes": nodes}
+        )
+    return [d for d in data.values() if d is not None]

@@ -1,7 +1,7 @@
 """`who-holds`: the claims holding the devices a person names, as rows.
 
 `ask_who_holds` sends the graph's `whoHolds` (a uuid, `node/device`, `driver/pool/device` or a
-bare name; see `schema.whoholds`) and turns each holding into a `HoldingRow`: the device (name,
+bare name; the graph answers it with `service.questions.holders`) and turns each holding into a `HoldingRow`: the device (name,
 uuid, model), its cluster and node, the claim (namespace/name, origin, state), the consumer
 pods, since when it is held and whether it is idle. When the API server gives no
 allocationTimestamp, "since" is read from history (`whoHeld` at this instant) if the server has
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .chatops import Ask, QuestionError, model_of
+from .asking import Ask, QuestionError
+from .chatops import model_of
 
 WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
   whoHolds(device: $device, cluster: $cluster) {

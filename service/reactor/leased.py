@@ -2,11 +2,15 @@
 
 `watch_leased(connections, store=RedisStore, sinks=...)` starts `hold_leases` (service.stores.
 lease) for every cluster and returns a `LeasedReactors` group the app treats like
-`service.reactor.Reactors` (ready / not_ready / wait_synced / stop). Promises:
+`service.reactor.Reactors` (ready / not_ready / wait_synced / stop / by_name). It takes the
+Redis store by its own type: leases and fencing tokens are that store's capability, so the
+composition root that built it is the one place that decides on leased watching. Promises:
 
 * on taking a cluster's lease: the store is given the fencing token (`store.fence`), and a
-  FRESH reactor starts (a new index, so it lists every kind: after a takeover or a Redis
-  restart the cluster is rebuilt from a relist, and the store sweeps what vanished);
+  FRESH reactor starts: a new index, seeded with what the store holds of the cluster
+  (`store.held`: an earlier holder's records and idle marks), that lists every kind — so after
+  a takeover its relists turn what vanished meanwhile into deletes; after a Redis restart the
+  store holds nothing and the cluster is rebuilt from the lists;
 * on losing it: the store's token for the cluster becomes one that never matches, so nothing
   this replica still has in flight can write; then the reactor stops. Batches refused with
   `Fenced` are dropped (the new holder relists), never retried;
@@ -19,25 +23,44 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from dra_mirror.service.clusters.config import ClusterConnection
+from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
 from dra_mirror.service.reactor.heap import SyncGc
-from dra_mirror.service.reactor.reactor import Reactor, ReactorSettings
 from dra_mirror.service.stores.lease import LeaseSettings, hold_leases
+from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
 from dra_mirror.service.stores.redis import Fenced, RedisStore
 
 log = logging.getLogger(__name__)
 
 
-def _fenced_ok(sink: Any, cluster: str) -> Any:
-    async def deliver(value: Any) -> None:
-        try:
-            await sink(value)
-        except Fenced:
-            log.info("write refused: the lease moved on; dropping it", extra={"cluster": cluster})
+class FencedDropped:
+    """The state store as a lease holder's reactor writes it: a write refused because the
+    lease moved on (`Fenced`) is dropped, never retried (the new holder relists)."""
 
-    return deliver
+    def __init__(self, store: StateSink, cluster: str) -> None:
+        self.store = store
+        self._log = {"cluster": cluster}
+
+    async def apply(self, changes: Changes) -> None:
+        try:
+            await self.store.apply(changes)
+        except Fenced:
+            log.info("write refused: the lease moved on; dropping it", extra=self._log)
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        await self.store.cluster_started(cluster, at)
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        await self.store.record_gap(cluster, start, end)
+
+    async def set_status(self, status: ClusterStatus) -> None:
+        try:
+            await self.store.set_status(status)
+        except Fenced:
+            log.info("status refused: the lease moved on; dropping it", extra=self._log)
 
 
 class LeasedReactors:
@@ -45,21 +68,23 @@ class LeasedReactors:
 
     def __init__(
         self,
-        connections: Sequence[Any],
+        connections: Sequence[ClusterConnection],
         *,
         store: RedisStore,
-        sinks: Sequence[Any] = (),
+        writer: StateSink | None = None,
+        sinks: Sequence[ChangeSink] = (),
         lease_settings: LeaseSettings | None = None,
         reactor_settings: ReactorSettings | None = None,
         holder: str | None = None,
     ) -> None:
         self.connections = {c.name: c for c in connections}
         self.store = store
+        self.writer = writer or store  # the store as the reactors write it (e.g. timed)
         self.sinks = list(sinks)
         self.lease_settings = lease_settings or LeaseSettings()
         self.reactor_settings = reactor_settings
         self.holder = holder
-        self.by_name: dict[str, Reactor] = {}
+        self._reactors: dict[str, Reactor] = {}
         self._task: asyncio.Task[None] | None = None
         self._taken = asyncio.Event()
         self._gc_task: asyncio.Task[None] | None = None
@@ -82,19 +107,22 @@ class LeasedReactors:
 
     async def _acquired(self, cluster: str, token: str) -> None:
         self.store.fence(cluster, token)
+        state = FencedDropped(self.writer, cluster)
         reactor = Reactor(
             self.connections[cluster],
-            sinks=[_fenced_ok(self.store.apply, cluster), *self.sinks],
-            status_sink=_fenced_ok(self.store.set_status, cluster),
+            index=self.store.open_index(cluster),
+            seed_from=self.store,
+            sinks=[state, *self.sinks],
+            status_sink=state,
             settings=self.reactor_settings,
         )
-        self.by_name[cluster] = reactor
+        self._reactors[cluster] = reactor
         reactor.start()
         self._taken.set()
 
     async def _lost(self, cluster: str) -> None:
         self.store.fence(cluster, "lost")  # matches no fence: nothing in flight can write
-        reactor = self.by_name.pop(cluster, None)
+        reactor = self._reactors.pop(cluster, None)
         if reactor is not None:
             await reactor.stop()
 
@@ -106,8 +134,13 @@ class LeasedReactors:
             raise
         sync_gc.done()
 
+    @property
+    def by_name(self) -> Mapping[str, Reactor]:
+        """The reactors of the clusters whose leases this replica holds now."""
+        return self._reactors
+
     def holding(self) -> list[str]:
-        return sorted(self.by_name)
+        return sorted(self._reactors)
 
     @property
     def ready(self) -> bool:
@@ -135,8 +168,8 @@ class LeasedReactors:
     async def stop(self) -> None:
         """Stop the reactors while still holding their leases (their last batches land), then
         release the leases so a successor takes over at once."""
-        reactors = list(self.by_name.values())
-        self.by_name.clear()
+        reactors = list(self._reactors.values())
+        self._reactors.clear()
         await asyncio.gather(*(r.stop() for r in reactors), return_exceptions=True)
         for task in (self._task, self._gc_task):
             if task is not None:
@@ -147,12 +180,16 @@ class LeasedReactors:
 
 
 def watch_leased(
-    connections: Sequence[Any],
+    connections: Sequence[ClusterConnection],
     *,
     store: RedisStore,
-    sinks: Sequence[Any] = (),
+    writer: StateSink | None = None,
+    sinks: Sequence[ChangeSink] = (),
     lease_settings: LeaseSettings | None = None,
 ) -> LeasedReactors:
-    group = LeasedReactors(connections, store=store, sinks=sinks, lease_settings=lease_settings)
+    """`writer`: the store as the reactors write it (the store itself by default)."""
+    group = LeasedReactors(
+        connections, store=store, writer=writer, sinks=sinks, lease_settings=lease_settings
+    )
     group.start()
     return group

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dra_mirror.service.sim.errors import ApiError
-from dra_mirror.service.sim.generate import pod_object
+from dra_mirror.service.sim.shapes import pod_object
 from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = ["Churn", "ChurnShape", "ChurnSpec", "Step", "schedule"]

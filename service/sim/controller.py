@@ -37,8 +37,8 @@ from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER, Alloca
 from dra_mirror.service.model.records import key_of as record_key
 from dra_mirror.service.sim.claim_controller import pod_claims, release_pod_claims
 from dra_mirror.service.sim.errors import ApiError
-from dra_mirror.service.sim.generate import allocation_dict, running_status, scheduled_condition
 from dra_mirror.service.sim.scheduler import TERMINAL_PHASES, SchedulerState
+from dra_mirror.service.sim.shapes import allocation_dict, running_status, scheduled_condition
 from dra_mirror.service.sim.store import ClusterStore, timestamp
 
 __all__ = ["Controller"]

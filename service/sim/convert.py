@@ -2,7 +2,7 @@
 
 kube-apiserver stores one version and converts on the way in and out; so does the
 simulator. `v1beta2` has the v1 shape (only `apiVersion` differs). `v1beta1` differs in two
-places (docs/dra-api.md §1):
+places (../shared/docs/dra-api.md §1):
 
 * ResourceSlice devices wrap everything but the name in `basic`:
   v1 `{name, attributes, …}`  <->  v1beta1 `{name, basic: {attributes, …}}`.
@@ -16,7 +16,7 @@ and DeviceClasses pass through with only `apiVersion` set.
 
 from __future__ import annotations
 
-from dra_mirror.service.sim.resources import DRA_GROUP
+from dra_mirror.service.model.kinds import DRA_GROUP
 
 # Fields of v1 ExactDeviceRequest that v1beta1 has at the request level.
 _EXACT_FIELDS = (

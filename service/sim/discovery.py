@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_mirror.service.sim.resources import DRA_GROUP, DRA_VERSIONS, RESOURCES
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP, DRA_VERSIONS
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
@@ -47,7 +47,7 @@ def api_versions(address: str) -> dict[str, Any]:
 def resource_list(group: str, version: str) -> dict[str, Any]:
     """The APIResourceList of one group version."""
     resources: list[dict[str, Any]] = []
-    for res in RESOURCES.values():
+    for res in BY_PLURAL.values():
         if res.group != group:
             continue
         entry: dict[str, Any] = {

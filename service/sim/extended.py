@@ -15,6 +15,7 @@ has (cpu, memory, ephemeral-storage, pods, hugepages-*).
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.quantity import parse_quantity
@@ -68,7 +69,7 @@ def extended_claim(pod: dict, classes: dict[str, str], cluster: str) -> Extended
                     "requestName": request,
                 }
             )
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {

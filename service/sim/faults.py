@@ -16,6 +16,12 @@ each request and while streaming watches. Settings (JSON/YAML keys, all optional
     slowWatch: {delay: 0.05}         every watch event is delayed by `delay` seconds
     hideVersions: [v1beta1]          resource.k8s.io versions that disappear from discovery
                                      and answer 404
+    futureWatches: wait | tooLarge   a watch from a resourceVersion newer than the store's:
+                                     `tooLarge` (the default) ends it with a 410 "too large
+                                     resource version"; `wait` accepts it silently, as
+                                     kube-apiserver's watch cache does — no event and no
+                                     bookmark until the counter passes it, then the events
+                                     after it (those in between are never sent)
     restart: true | {base: 1}        an action, not a setting: reset resourceVersions now
                                      (handled by the server, which owns the store)
 
@@ -43,6 +49,7 @@ KNOWN = {
     "stallWatch",
     "slowWatch",
     "hideVersions",
+    "futureWatches",
     "restart",
 }
 
@@ -55,6 +62,7 @@ class StreamFaults:
     stall_after: int | None = None
     stall_seconds: float = 0.0
     delay: float = 0.0
+    future_wait: bool = False
 
 
 @dataclass
@@ -111,7 +119,10 @@ class Faults:
             else:
                 self.settings["expireWatches"] = pending - 1
             raise expired("too old resource version (injected fault)")
-        stream = StreamFaults(drop_after=self.settings.get("dropWatchAfterEvents"))
+        stream = StreamFaults(
+            drop_after=self.settings.get("dropWatchAfterEvents"),
+            future_wait=self.settings.get("futureWatches") == "wait",
+        )
         stall = self.settings.get("stallWatch")
         if stall:
             stream.stall_after = int(stall.get("afterEvents", 0))
@@ -141,6 +152,10 @@ def _checked(key: str, value: Any) -> Any:
     if key in ("dropWatchAfterEvents", "expireWatches"):
         if not isinstance(value, int) or value < 0:
             raise bad_request(f"{key} must be a non-negative integer")
+        return value
+    if key == "futureWatches":
+        if value not in ("wait", "tooLarge"):
+            raise bad_request("futureWatches must be wait or tooLarge")
         return value
     if key == "hideVersions":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):

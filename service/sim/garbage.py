@@ -17,7 +17,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Iterator
 
-from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.sim.store import ClusterStore, Key, key_of
 
 
@@ -35,7 +35,7 @@ class GarbageCollector:
         self.delay = delay
         self.orphaned: set[str] = set()  # owner uids deleted with propagationPolicy=Orphan
         self._dependents: dict[str, set[tuple[str, Key]]] = defaultdict(set)
-        for plural in RESOURCES:
+        for plural in BY_PLURAL:
             for key in store.sorted_keys(plural):
                 self._index(plural, key, store.stored(plural, key) or {"metadata": {}})
         store.add_listener(self._on_change)
@@ -47,7 +47,7 @@ class GarbageCollector:
     def _on_change(self, event_type: str, plural: str, obj: dict) -> None:
         meta = obj["metadata"]
         if event_type != "DELETED":
-            self._index(plural, key_of(RESOURCES[plural], meta.get("namespace"), meta["name"]), obj)
+            self._index(plural, key_of(BY_PLURAL[plural], meta.get("namespace"), meta["name"]), obj)
             return
         uid = meta.get("uid")
         if uid not in self._dependents:

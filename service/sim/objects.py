@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
+from dra_mirror.service.model.kinds import Resource
 from dra_mirror.service.sim.errors import invalid
-from dra_mirror.service.sim.resources import Resource
 
 MANAGER = "dra-mirror-sim"  # field manager of writes that name none
 
@@ -90,9 +90,8 @@ def check_shape(res: Resource, obj: Any) -> None:
                 }
             )
     if problems:
-        name = (
-            meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
-        )
+        name = meta.get("name") if isinstance(meta, dict) else None
+        name = name if isinstance(name, str) else ""
         raise invalid(res.kind, res.group, name, problems)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_mirror.service.sim.resources import DRA_GROUP, RESOURCES
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP
 
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 # openapi_v2.Document with only field 1 (swagger) = "2.0", protobuf wire format.
@@ -40,7 +40,7 @@ def document(group: str, version: str) -> dict[str, Any]:
     """The OpenAPI v3 document of one group-version (paths and operations only)."""
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     paths: dict[str, Any] = {}
-    for res in RESOURCES.values():
+    for res in BY_PLURAL.values():
         if res.group != group:
             continue
         gvk = {"group": group, "version": version, "kind": res.kind}

@@ -24,8 +24,9 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
 from dra_mirror.service.sim.kubeconfig import write_kubeconfig
-from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.server import build_app
 from dra_mirror.service.sim.store import ClusterStore
@@ -41,6 +42,7 @@ class ClusterSpec:
     versions: Sequence[str] = DRA_VERSIONS
     faults: dict[str, Any] = field(default_factory=dict)
     port: int = 0  # 0 = a free port
+    access: Access | None = None  # bearer tokens and RBAC (rbac.py); None: none configured
 
 
 def _spec(item: ClusterSpec | tuple | ClusterStore) -> ClusterSpec:
@@ -97,6 +99,8 @@ class Simulator:
             )
             if spec.faults:
                 served.apply_faults(dict(spec.faults))
+            if spec.access is not None:
+                served.access = spec.access
             self.served[spec.store.name] = served
         self._servers: list[uvicorn.Server] = []
         self._tasks: list[asyncio.Task] = []
@@ -110,6 +114,15 @@ class Simulator:
     @property
     def ports(self) -> dict[str, int]:
         return {name: s.port for name, s in self.served.items()}
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        """The bearer token each cluster's kubeconfig user carries (clusters with one)."""
+        return {
+            name: s.access.kubeconfig_token
+            for name, s in self.served.items()
+            if s.access.kubeconfig_token
+        }
 
     def url(self, name: str) -> str:
         return f"http://{self._address}:{self.served[name].port}"
@@ -140,7 +153,9 @@ class Simulator:
                 raise RuntimeError("a simulated cluster's server stopped during startup")
             await asyncio.sleep(0.01)
         if self.kubeconfig_path is not None:
-            write_kubeconfig(self.kubeconfig_path, self.ports, host=self._address)
+            write_kubeconfig(
+                self.kubeconfig_path, self.ports, host=self._address, tokens=self.tokens
+            )
         if self._warm:
             self._tasks_aux.append(asyncio.create_task(self._warm_list_cache(), name="sim-warm"))
 
@@ -150,7 +165,7 @@ class Simulator:
         later one does (about a third of the cold time)."""
         for served in self.served.values():
             store = served.store
-            for plural in RESOURCES:
+            for plural in BY_PLURAL:
                 for i, key in enumerate(list(store.sorted_keys(plural))):
                     if store.stored(plural, key) is not None:
                         store.encoded(plural, key)
@@ -193,7 +208,7 @@ class _EmbeddedServer(uvicorn.Server):
     stops the servers."""
 
     @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
+    def capture_signals(self) -> Iterator[None]:  # uvicorn.Server's hook, overridden: no handlers
         yield
 
 

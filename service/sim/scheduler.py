@@ -3,8 +3,9 @@
 `SchedulerState` is the scheduler's cache, kept current from store events: normalized device
 classes, slices and claims, the devices of each node, the allocation `Ledger`, and per node
 the bound pods and the device-plugin resources they use. `SchedulerState.place` filters nodes
-in name order by nodeName, nodeSelector, schedulability, readiness, pod count and device-plugin
-extended resources; on the first node where every unallocated claim of the pod (and the
+in name order by nodeName, nodeSelector and required node affinity (with
+`service.diagnostics.node_affinity`, the rules `explainClaim` reports eligible nodes by),
+schedulability, readiness, pod count and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
 extended-resource claim, see `service.sim.extended`) can be allocated by
 `service.diagnostics.placement.allocate` — the same pure code `explainClaim` uses — it returns
 the allocations; otherwise kube-scheduler's message ("0/3 nodes are available: 1 cannot
@@ -27,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from dra_mirror.service.diagnostics import node_affinity
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.model.normalize import MalformedObject, normalize
@@ -45,7 +47,7 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.records import key_of as record_key
 from dra_mirror.service.sim.extended import ExtendedClaim, extended_claim, extended_requests
-from dra_mirror.service.sim.generate import node_ip, pod_ip
+from dra_mirror.service.sim.shapes import node_ip, pod_ip
 from dra_mirror.service.sim.store import ClusterStore
 
 __all__ = ["TERMINAL_PHASES", "SchedulerState", "device_entries"]
@@ -292,7 +294,12 @@ class SchedulerState:
         labels = node["metadata"].get("labels") or {}
         if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
             return "node(s) didn't match the requested node name"
-        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        if not node_affinity.admits(
+            name=node["metadata"]["name"],
+            labels=labels,
+            node_selector=spec.get("nodeSelector") or {},
+            required_affinity=node_affinity.required_affinity_of(spec),
+        ):
             return "node(s) didn't match Pod's node affinity/selector"
         if (node.get("spec") or {}).get("unschedulable"):
             return "node(s) were unschedulable"

@@ -107,11 +107,14 @@ def parse_fields(text: str | None, plural: str) -> Predicate | None:
         getter = known.get(field)
         if getter is None:
             raise bad_request(f'field label not supported: "{field}"')
-        if operator == "!=":
-            terms.append(lambda o, g=getter, v=value: g(o) != v)
-        else:
-            terms.append(lambda o, g=getter, v=value: g(o) == v)
+        terms.append(_field_term(getter, value, negate=operator == "!="))
     return lambda o: all(t(o) for t in terms)
+
+
+def _field_term(getter: Callable[[dict], str], value: str, *, negate: bool) -> Predicate:
+    if negate:
+        return lambda o: getter(o) != value
+    return lambda o: getter(o) == value
 
 
 def combine(*predicates: Predicate | None) -> Predicate | None:

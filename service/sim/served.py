@@ -13,11 +13,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
 from dra_mirror.service.sim.discovery import ordered
 from dra_mirror.service.sim.errors import ApiError
 from dra_mirror.service.sim.faults import Faults
 from dra_mirror.service.sim.garbage import GarbageCollector
-from dra_mirror.service.sim.resources import DRA_VERSIONS, RESOURCES
+from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.store import ClusterStore
 
 
@@ -50,6 +51,7 @@ class ServedCluster:
     open_watches: int = 0
     requests: int = 0
     port: int = 0
+    access: Access = field(default_factory=Access)  # tokens and RBAC (rbac.py)
 
     def __post_init__(self) -> None:
         unknown = set(self.versions) - set(DRA_VERSIONS)
@@ -111,7 +113,7 @@ class ServedCluster:
             "oldestWatchableResourceVersion": str(store.floor),
             "restarts": store.epoch,
             "versions": self.served_versions(),
-            "counts": {plural: store.count(plural) for plural in RESOURCES},
+            "counts": {plural: store.count(plural) for plural in BY_PLURAL},
             "openWatches": self.open_watches,
             "requests": self.requests,
             "faults": self.faults.settings,

@@ -6,58 +6,44 @@
     /api/v1/namespaces/{ns}/{plural}[/{name}[/status]]
     /apis/resource.k8s.io/{version}/...same shapes...
 
-with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE, and the admin endpoints
-`GET /sim/status`, `GET|POST /sim/faults`. Every failure is a Kubernetes Status body with
-the matching HTTP code. Objects are stored in v1 and converted per request (convert.py);
-LIST bodies are assembled from cached per-object JSON so that ~90,000 objects page out in
-seconds. `Accept: …;as=Table;g=meta.k8s.io;v=v1` gets a server-side Table (tables.py).
+with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE (`resource_verbs.py`), OpenAPI v2/v3
+for kubectl, the health probes, the review APIs (TokenReview, SubjectAccessReview and the self
+reviews, answered from the scenario's RBAC: reviews.py; a bearer token the cluster does not
+know is a 401 everywhere), and the admin endpoints `GET /sim/status`,
+`GET|POST /sim/faults`. Injected faults (faults.py) answer before anything else runs. Every
+failure is a Kubernetes Status body with the matching HTTP code; an unexpected exception is a
+500 InternalError, logged with the request. Objects are stored in v1 and converted per request
+(convert.py); LIST bodies are assembled from cached per-object JSON so that ~90,000 objects page
+out in seconds. `Accept: …;as=Table;g=meta.k8s.io;v=v1` gets a server-side Table (tables.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any
 
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dra_mirror.service.sim import discovery, openapi, tables
-from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
-from dra_mirror.service.sim.listing import list_page
-from dra_mirror.service.sim.patches import APPLY, JSON_PATCH, decode_body, json_patch, patch_type
-from dra_mirror.service.sim.resources import DRA_GROUP
-from dra_mirror.service.sim.selectors import combine, parse_fields, parse_labels
-from dra_mirror.service.sim.served import ServedCluster
-from dra_mirror.service.sim.store import list_item, merge_patch
-from dra_mirror.service.sim.targets import (
-    Target,
-    check_identity,
-    delete_options,
-    incoming,
-    read_body,
-    wants_table,
-    writing,
+from dra_mirror.service.model.kinds import DRA_GROUP
+from dra_mirror.service.sim import discovery, openapi
+from dra_mirror.service.sim.errors import ApiError, bad_request
+from dra_mirror.service.sim.patches import decode_body
+from dra_mirror.service.sim.resource_verbs import (
+    JSON,
+    ResourceVerbs,
+    error_response,
+    json_response,
 )
-from dra_mirror.service.sim.watching import WatchRequest, watch_stream
+from dra_mirror.service.sim.reviews import review_routes
+from dra_mirror.service.sim.served import ServedCluster
+from dra_mirror.service.sim.targets import Target
 
 log = logging.getLogger(__name__)
-_JSON = "application/json"
 _WRITE_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type=_JSON, headers=headers)
-
-
-def error_response(error: ApiError) -> Response:
-    headers = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else None
-    return json_response(error.status(), error.code, headers)
 
 
 class _FaultGate:
@@ -70,6 +56,11 @@ class _FaultGate:
         if scope["type"] == "http":
             self.cluster.requests += 1
             path = scope["path"]
+            if self.cluster.access.tokens and not self._known_token(scope):
+                # kube-apiserver answers 401 to a bearer token no authenticator accepts
+                error = ApiError(401, "Unauthorized", "Unauthorized")
+                await error_response(error)(scope, receive, send)
+                return
             if not path.startswith("/sim/"):
                 try:
                     self.cluster.faults.before_request(path)
@@ -78,10 +69,17 @@ class _FaultGate:
                     return
         await self.app(scope, receive, send)
 
+    def _known_token(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers") or ():
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                return scheme.lower() == "bearer" and token.strip() in self.cluster.access.tokens
+        return True  # no credentials: system:anonymous, as the rest of the simulator serves
+
 
 def build_app(cluster: ServedCluster) -> ASGIApp:
     """The ASGI app serving `cluster`."""
-    store = cluster.store
+    verbs = ResourceVerbs(cluster)
 
     def guarded(fn: Callable) -> Callable:
         async def endpoint(request: Request) -> Response:
@@ -124,277 +122,21 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
     async def core_objects(request: Request) -> Response:
         if not request.path_params["rest"].strip("/"):
             return await core_resources(request)
-        return await objects(request, Target("", "v1", request.path_params["rest"]))
+        return await verbs.objects(request, Target("", "v1", request.path_params["rest"]))
 
     async def dra_objects(request: Request) -> Response:
         version = request.path_params["version"]
         cluster.check_version(version)
         if not request.path_params["rest"].strip("/"):
             return await dra_resources(request)
-        return await objects(request, Target(DRA_GROUP, version, request.path_params["rest"]))
-
-    async def objects(request: Request, target: Target) -> Response:
-        method = request.method
-        if target.name is None:
-            if method == "GET":
-                if request.query_params.get("watch", "").lower() in ("1", "true"):
-                    return watch(request, target)
-                return list_objects(request, target)
-            if method == "POST":
-                return create(target, await read_body(request), request)
-            if method == "DELETE":
-                return delete_collection(request, target)
-            raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on a collection")
-        if method == "GET":
-            obj = store.stored(target.plural, (target.namespace or "", target.name))
-            if obj is None:
-                raise not_found(target.plural, target.group, target.name)
-            return json_response(target.served(obj))
-        if method == "PUT":
-            body = incoming(target, await read_body(request))
-            check_identity(target, body)
-            return json_response(
-                target.served(
-                    store.update(
-                        target.plural, body, subresource=target.subresource, **writing(request)
-                    )
-                )
-            )
-        if method == "PATCH":
-            return await patch(request, target)
-        if method == "DELETE":
-            options = await delete_options(request)
-            current = store.stored(target.plural, (target.namespace or "", target.name))
-            preconditions = options.get("preconditions") or {}
-            if current is not None and any(
-                preconditions.get(f) not in (None, current["metadata"].get(f))
-                for f in ("uid", "resourceVersion")
-            ):
-                raise ApiError(
-                    409,
-                    "Conflict",
-                    f"Precondition failed: {preconditions} (current uid "
-                    f"{current['metadata'].get('uid')}, resourceVersion "
-                    f"{current['metadata'].get('resourceVersion')})",
-                )
-            policy = request.query_params.get("propagationPolicy") or options.get(
-                "propagationPolicy"
-            )
-            dry = writing(request)["dry_run"] or "All" in (options.get("dryRun") or [])
-            if current is not None and policy == "Orphan" and not dry:
-                cluster.garbage.orphaned.add(current["metadata"].get("uid", ""))
-            return json_response(
-                target.served(
-                    store.delete(target.plural, target.namespace, target.name, dry_run=dry)
-                )
-            )
-        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
-
-    def create(target: Target, body: Any, request: Request) -> Response:
-        if target.subresource is not None:
-            raise ApiError(405, "MethodNotAllowed", "POST is not supported on a subresource")
-        obj = incoming(target, body)
-        meta = obj.setdefault("metadata", {})
-        if target.resource.namespaced:
-            if meta.get("namespace") and meta["namespace"] != target.namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request"
-                )
-            meta["namespace"] = target.namespace or "default"
-        return json_response(
-            target.served(store.create(target.plural, obj, **writing(request))), 201
-        )
-
-    async def patch(request: Request, target: Target) -> Response:
-        kind = patch_type(request.headers.get("content-type", ""))
-        body = decode_body(await request.body(), kind)
-        key = (target.namespace or "", target.name)
-        current = store.stored(target.plural, key)
-        options = writing(request)
-        if kind == APPLY:
-            options["operation"] = "Apply"  # server-side apply: recorded as such
-            if not isinstance(body, dict):
-                raise bad_request("an apply patch must be an object")
-            if current is None:
-                obj = incoming(target, body)
-                obj.setdefault("metadata", {}).update(name=target.name)
-                if target.resource.namespaced:
-                    obj["metadata"]["namespace"] = target.namespace
-                return json_response(
-                    target.served(store.create(target.plural, obj, **options)), 201
-                )
-            body = {k: v for k, v in body.items() if k not in ("apiVersion", "kind")}
-            if isinstance(body.get("metadata"), dict):
-                body["metadata"].pop("resourceVersion", None)
-        if current is None:
-            raise not_found(target.plural, target.group, target.name)
-        if kind == JSON_PATCH:
-            patched = json_patch(target.served(current), body)
-            obj = incoming(target, patched)
-            check_identity(target, obj)
-            if not isinstance(body, list) or not any(
-                op.get("path") == "/metadata/resourceVersion" for op in body if isinstance(op, dict)
-            ):
-                obj["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return json_response(
-                target.served(
-                    store.update(target.plural, obj, subresource=target.subresource, **options)
-                )
-            )
-        if not isinstance(body, dict):
-            raise bad_request("a merge patch must be an object")
-        if target.group == DRA_GROUP and target.version == "v1beta1":
-            # Merge in the client's version, then convert the result back to storage.
-            merged = merge_patch(target.served(current), body)
-            obj = incoming(target, merged)
-            sent = body.get("metadata")
-            if not (isinstance(sent, dict) and sent.get("resourceVersion")):
-                obj["metadata"].pop("resourceVersion", None)
-            return json_response(
-                target.served(
-                    store.update(target.plural, obj, subresource=target.subresource, **options)
-                )
-            )
-        return json_response(
-            target.served(
-                store.patch(
-                    target.plural,
-                    target.namespace,
-                    target.name,
-                    body,
-                    subresource=target.subresource,
-                    **options,
-                )
-            )
-        )
-
-    def list_objects(request: Request, target: Target) -> Response:
-        params = request.query_params
-        try:
-            limit = int(params.get("limit") or 0)
-        except ValueError as error:
-            raise bad_request("limit must be an integer") from error
-        matches = combine(
-            parse_labels(params.get("labelSelector")),
-            parse_fields(params.get("fieldSelector"), target.plural),
-        )
-        page = list_page(
-            store,
-            target.plural,
-            target.namespace,
-            limit=max(limit, 0),
-            continue_token=params.get("continue") or "",
-            rv=params.get("resourceVersion"),
-            rv_match=params.get("resourceVersionMatch"),
-            matches=matches,
-        )
-        if wants_table(request):
-            return json_response(
-                tables.table(
-                    target.plural,
-                    [obj for _, obj, _ in page.items],
-                    resource_version=str(page.resource_version),
-                    continue_token=page.continue_token,
-                    remaining=page.remaining,
-                    include_object=params.get("includeObject") or "Metadata",
-                    served=target.served,
-                )
-            )
-        meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
-        if page.continue_token:
-            meta["continue"] = page.continue_token
-        if page.remaining is not None:
-            meta["remainingItemCount"] = page.remaining
-        head = orjson.dumps(
-            {
-                "kind": target.resource.list_kind,
-                "apiVersion": target.group_version,
-                "metadata": meta,
-            }
-        )
-        items = b",".join(
-            target.item_bytes(store, key, obj, current) for key, obj, current in page.items
-        )
-        return Response(head[:-1] + b',"items":[' + items + b"]}", media_type=_JSON)
-
-    def delete_collection(request: Request, target: Target) -> Response:
-        matches = combine(
-            parse_labels(request.query_params.get("labelSelector")),
-            parse_fields(request.query_params.get("fieldSelector"), target.plural),
-        )
-        gone = []
-        for obj in list(store.iter_objects(target.plural, target.namespace)):
-            if matches is None or matches(obj):
-                meta = obj["metadata"]
-                gone.append(
-                    target.served(store.delete(target.plural, meta.get("namespace"), meta["name"]))
-                )
-        return json_response(
-            {
-                "kind": target.resource.list_kind,
-                "apiVersion": target.group_version,
-                "metadata": {"resourceVersion": str(store.resource_version)},
-                "items": [list_item(o) for o in gone],
-            }
-        )
-
-    def watch(request: Request, target: Target) -> Response:
-        params = dict(request.query_params)
-        wreq = WatchRequest(params, cluster.default_watch_timeout)
-        matches = combine(
-            parse_labels(params.get("labelSelector")),
-            parse_fields(params.get("fieldSelector"), target.plural),
-        )
-        try:
-            stream_faults = cluster.faults.before_watch()
-        except ApiError as error:
-            stream_faults = error
-        as_table = wants_table(request)
-        include_object = params.get("includeObject") or "Metadata"
-        rv_now = lambda: str(store.resource_version)  # noqa: E731
-
-        def encode(obj: dict) -> Any:
-            if as_table:
-                return tables.table(
-                    target.plural,
-                    [obj],
-                    resource_version=rv_now(),
-                    now=datetime.now(UTC),
-                    include_object=include_object,
-                    served=target.served,
-                )
-            return target.served(obj)
-
-        def bookmark(rv: int, initial_end: bool) -> dict:
-            meta: dict[str, Any] = {"resourceVersion": str(rv)}
-            if initial_end:
-                meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-            return {
-                "kind": target.resource.kind,
-                "apiVersion": target.group_version,
-                "metadata": meta,
-            }
-
-        body = watch_stream(
-            cluster,
-            target.plural,
-            target.namespace,
-            wreq,
-            matches=matches,
-            encode=encode,
-            bookmark=bookmark,
-            stream_faults=stream_faults,
-        )
-        return StreamingResponse(
-            body, media_type=_JSON, headers={"Cache-Control": "no-cache, private"}
-        )
+        return await verbs.objects(request, Target(DRA_GROUP, version, request.path_params["rest"]))
 
     async def sim_status(request: Request) -> Response:
         return json_response(cluster.status())
 
     async def sim_faults(request: Request) -> Response:
         if request.method == "POST":
-            changes = decode_body(await request.body(), request.headers.get("content-type", _JSON))
+            changes = decode_body(await request.body(), request.headers.get("content-type", JSON))
             if not isinstance(changes, dict):
                 raise bad_request("faults must be a JSON object")
             cluster.apply_faults(changes)
@@ -421,6 +163,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return Response(b"ok", media_type="text/plain")
 
     routes = [
+        *review_routes(lambda: cluster.access, guarded),
         Route("/version", guarded(version)),
         Route("/api", guarded(api)),
         Route("/api/v1", guarded(core_resources)),

@@ -1,39 +1,31 @@
-"""All objects of one simulated cluster, and the event log that watches read.
+"""All objects of one simulated cluster, written as kube-apiserver's generic registry writes
+them; the storage and its event log (etcd's part) are `service.sim.storage.Storage`.
 
-A `ClusterStore` plays etcd plus the generic registry of kube-apiserver for one cluster:
-
-* Objects are kept in their storage shape (resource.k8s.io/v1, core/v1) as plain dicts,
-  keyed by `(namespace or "", name)`. Stored dicts are never changed in place: every write
-  stores a new dict, so a snapshot handed to a watcher or a page stays valid.
-* One monotonic counter per cluster gives every write a new `metadata.resourceVersion`, as
-  etcd revisions do. Every create/update/delete appends one `Event` to a bounded log (the
-  "retained window"); a watch or continue token from before the window gets 410 Expired.
-  Events carry the previous state so a paged LIST can serve a consistent snapshot at the
-  resourceVersion of its first page (what etcd MVCC gives kube-apiserver).
 * Server-set fields follow Kubernetes: uid, creationTimestamp, generation (bumped when the
   spec changes), managedFields, deletionTimestamp with finalizers; `generateName` gets five
   random characters from Kubernetes' own alphabet.
 * `validate=True` (the default, and what the HTTP layer uses) treats the call like a client
   request: validation, namespace must exist, and the status of a new object is reset as the
   registry strategies do. `validate=False` is the world's own write path: stored as given.
-* Listeners are called synchronously after each change with (type, plural, object).
+* An update through the `status` subresource changes status only; the main resource ignores
+  status changes of kinds that have the subresource. A no-op update writes nothing.
+* Deleting an object with finalizers sets its deletionTimestamp; it goes when the last
+  finalizer does. Deleting a namespace turns it Terminating; `purge_namespace` (the namespace
+  controller's work) removes its content, then the namespace.
 
 Returned objects from `get`/`list` are private copies; the world half may change them freely.
 """
 
 from __future__ import annotations
 
-import logging
-import random
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
+from datetime import datetime
 
-import orjson
-
+from dra_mirror.service.model.kinds import BY_PLURAL, Resource
 from dra_mirror.service.sim import validation
 from dra_mirror.service.sim.errors import ApiError, already_exists, conflict, invalid, not_found
-from dra_mirror.service.sim.eventlog import Event, EventLog, Key
+from dra_mirror.service.sim.eventlog import Event, Key
 from dra_mirror.service.sim.objects import (
     MANAGER,
     check_shape,
@@ -47,128 +39,45 @@ from dra_mirror.service.sim.objects import (
     timestamp,
     without_rv,
 )
-from dra_mirror.service.sim.resources import RESOURCES, Resource
-from dra_mirror.service.sim.resources import resource as _resource
+from dra_mirror.service.sim.storage import Storage, api_version, key_of, utc_now
 
 __all__ = [
-    "RESOURCES",
     "ApiError",
     "ClusterStore",
     "Event",
     "Key",
-    "Resource",
     "copy_object",
+    "key_of",
     "list_item",
     "merge_patch",
     "timestamp",
 ]
-
-log = logging.getLogger(__name__)
-Listener = Callable[[str, str, dict], None]
 
 # utilrand's alphabet: no vowels, no easily confused characters (k8s.io/apimachinery).
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def key_of(res: Resource, namespace: str | None, name: str) -> Key:
-    return ((namespace or "") if res.namespaced else "", name)
-
-
-class ClusterStore:
-    """All objects of one simulated cluster, stored in their v1 shape (resource.k8s.io/v1, core v1)."""
+class ClusterStore(Storage):
+    """All objects of one simulated cluster, stored in their v1 shape (resource.k8s.io/v1, core v1),
+    written as kube-apiserver's registry writes them."""
 
     def __init__(
         self,
         name: str,
         *,
         window: int = 100_000,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
         seed: int | None = None,
         base: int = 0,
         default_namespaces: Iterable[str] = _DEFAULT_NAMESPACES,
     ) -> None:
-        self.name = name
-        self.resource_version = base
-        self.epoch = 0  # bumped by restart(); continue tokens from another epoch are expired
-        self._clock = clock
-        self._rng = random.Random(seed)
-        self._objects: dict[str, dict[Key, dict]] = {p: {} for p in RESOURCES}
-        self._sorted: dict[str, list[Key] | None] = {p: None for p in RESOURCES}
-        self._raw: dict[str, dict[Key, bytes]] = {p: {} for p in RESOURCES}
-        self._log = EventLog(window, base)
-        self._listeners: list[Listener] = []
-        self._wakers: list[Callable[[], None]] = []
+        super().__init__(name, window=window, clock=clock, seed=seed, base=base)
         self.bulk_load("namespaces", (namespace_object(ns) for ns in default_namespaces))
 
-    # ---- reading -------------------------------------------------------------------------
-
-    def get(self, plural: str, namespace: str | None, name: str) -> dict | None:
-        res = _resource(plural)
-        obj = self._objects[plural].get(key_of(res, namespace, name))
-        return None if obj is None else copy_object(obj)
-
-    def list(self, plural: str, namespace: str | None = None) -> list[dict]:
-        return [copy_object(o) for o in self.iter_objects(plural, namespace)]
-
-    def count(self, plural: str) -> int:
-        return len(self._objects[plural])
-
-    def iter_objects(self, plural: str, namespace: str | None = None) -> Iterator[dict]:
-        """The stored objects in key order, not copied: read-only for the caller."""
-        objects = self._objects[plural]
-        for key in self.sorted_keys(plural):
-            if namespace and key[0] != namespace:
-                continue
-            yield objects[key]
-
-    def sorted_keys(self, plural: str) -> list[Key]:
-        keys = self._sorted[plural]
-        if keys is None:
-            keys = self._sorted[plural] = sorted(self._objects[plural])
-        return keys
-
-    def stored(self, plural: str, key: Key) -> dict | None:
-        """The stored object under `key`, not copied."""
-        return self._objects[plural].get(key)
-
-    def encoded(self, plural: str, key: Key) -> bytes:
-        """The stored object as a LIST item in JSON (without kind and apiVersion, as
-        kube-apiserver sends list items), cached until it changes: serves big lists fast."""
-        raw = self._raw[plural].get(key)
-        if raw is None:
-            raw = self._raw[plural][key] = orjson.dumps(list_item(self._objects[plural][key]))
-        return raw
-
-    @property
-    def floor(self) -> int:
-        """The oldest resourceVersion a watch may start from without 410."""
-        return self._log.floor
-
-    def events_after(self, rv: int) -> list[Event]:
-        """Events with resourceVersion > rv; 410 Expired if some have left the window."""
-        return self._log.after(rv, self.resource_version)
-
-    def state_at(self, plural: str, rv: int) -> dict[Key, dict | None]:
-        """Keys of `plural` changed after `rv`, mapped to their state at `rv` (None = absent)."""
-        before: dict[Key, dict | None] = {}
-        for ev in self.events_after(rv):
-            if ev.plural == plural and ev.key not in before:
-                before[ev.key] = ev.prev
-        return before
+    # ---- writing, as the registry does ----------------------------------------------------
 
     # ---- writing -------------------------------------------------------------------------
-
-    def add_listener(self, fn: Listener) -> None:
-        self._listeners.append(fn)
-
-    def add_waker(self, fn: Callable[[], None]) -> None:
-        """`fn()` after every change and restart (the HTTP layer wakes its watches with it)."""
-        self._wakers.append(fn)
 
     def create(
         self,
@@ -180,7 +89,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         obj = copy_object(obj)
         check_shape(res, obj)
         meta = obj["metadata"]
@@ -191,7 +100,7 @@ class ClusterStore:
             meta["namespace"] = meta.get("namespace") or "default"
         else:
             meta.pop("namespace", None)
-        obj = {"apiVersion": _api_version(res), "kind": res.kind, "metadata": meta} | {
+        obj = {"apiVersion": api_version(res), "kind": res.kind, "metadata": meta} | {
             k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")
         }
         if validate:
@@ -234,7 +143,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         check_shape(res, obj)
         meta = obj["metadata"]
         key = key_of(res, meta.get("namespace"), meta.get("name") or "")
@@ -270,7 +179,7 @@ class ClusterStore:
         operation: str = "Update",
         dry_run: bool = False,
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         old = self._objects[plural].get(key_of(res, namespace, name))
         if old is None:
             raise not_found(plural, res.group, name)
@@ -294,7 +203,7 @@ class ClusterStore:
     def delete(
         self, plural: str, namespace: str | None, name: str, *, dry_run: bool = False
     ) -> dict:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         key = key_of(res, namespace, name)
         old = self._objects[plural].get(key)
         if old is None:
@@ -332,20 +241,20 @@ class ClusterStore:
         self._force_delete("namespaces", key)
 
     def _purge_content(self, namespace: str) -> None:
-        for dependent in [p for p, r in RESOURCES.items() if r.namespaced]:
+        for dependent in [p for p, r in BY_PLURAL.items() if r.namespaced]:
             for dep_key in [k for k in self._objects[dependent] if k[0] == namespace]:
                 self._force_delete(dependent, dep_key)
 
     def bulk_load(self, plural: str, objs: Iterable[dict]) -> None:
-        res = _resource(plural)
+        res = BY_PLURAL[plural]
         objects = self._objects[plural]
         raw = self._raw[plural]
         now = timestamp(self._clock())
         rng = self._rng
-        api_version = _api_version(res)
+        stored_version = api_version(res)
         for obj in objs:
             meta = obj.setdefault("metadata", {})
-            obj.setdefault("apiVersion", api_version)
+            obj.setdefault("apiVersion", stored_version)
             obj.setdefault("kind", res.kind)
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generated_name(res, meta)
@@ -362,67 +271,7 @@ class ClusterStore:
         self._sorted[plural] = None
         self._log.reset(self.resource_version)  # nothing of the load is in the log
 
-    def restart(self, base: int = 1) -> None:
-        """Simulate an etcd restore: counter restarts at `base`, log cleared, every object gets
-        a new resourceVersion (uids kept). Clients must relist; watches are woken to end."""
-        self.epoch += 1
-        self.resource_version = base
-        for plural, objects in self._objects.items():
-            for key in self.sorted_keys(plural):
-                self.resource_version += 1
-                obj = dict(objects[key])
-                obj["metadata"] = dict(obj["metadata"], resourceVersion=str(self.resource_version))
-                objects[key] = obj
-            self._raw[plural].clear()
-        self._log.reset(self.resource_version)
-        for wake in self._wakers:
-            wake()
-
     # ---- internals -----------------------------------------------------------------------
-
-    def _write(
-        self,
-        plural: str,
-        key: Key,
-        obj: dict,
-        kind: str,
-        prev: dict | None,
-        *,
-        dry_run: bool = False,
-    ) -> dict:
-        if dry_run:
-            # ?dryRun=All: everything but the write (kubectl --dry-run=server, kubectl diff).
-            out = copy_object(obj)
-            if prev is not None:
-                out["metadata"]["resourceVersion"] = prev["metadata"]["resourceVersion"]
-            return out
-        self.resource_version += 1
-        obj["metadata"]["resourceVersion"] = str(self.resource_version)
-        objects = self._objects[plural]
-        if kind == "DELETED":
-            del objects[key]
-            self._sorted[plural] = None
-        else:
-            if key not in objects:
-                self._sorted[plural] = None
-            objects[key] = obj
-        self._raw[plural].pop(key, None)
-        self._log.append(Event(self.resource_version, kind, plural, key, obj, prev))
-        for fn in self._listeners:
-            try:
-                fn(kind, plural, obj)
-            except Exception:
-                # A listener's bug must not leave the write half-announced (watches unwoken).
-                log.exception(
-                    "cluster %s: listener failed on %s %s %s", self.name, kind, plural, key
-                )
-        for wake in self._wakers:
-            wake()
-        return copy_object(obj)
-
-    def _force_delete(self, plural: str, key: Key) -> None:
-        old = self._objects[plural][key]
-        self._write(plural, key, copy_object(old), "DELETED", old)
 
     def _generated_name(self, res: Resource, meta: dict) -> str:
         # names.SimpleNameGenerator: base truncated to 58 chars, plus 5 random characters.
@@ -469,7 +318,3 @@ class ClusterStore:
         if new.get("spec") != old.get("spec"):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
-
-
-def _api_version(res: Resource) -> str:
-    return f"{res.group}/v1" if res.group else "v1"

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from starlette.requests import Request
 
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP, Resource
 from dra_mirror.service.sim.convert import to_served, to_storage
 from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
 from dra_mirror.service.sim.patches import decode_body
-from dra_mirror.service.sim.resources import DRA_GROUP, RESOURCES, Resource
 from dra_mirror.service.sim.store import ClusterStore, Key, list_item
 
 _JSON = "application/json"
@@ -38,7 +38,7 @@ class Target:
         if not segs or len(segs) > 3:
             raise not_found("", group, rest)
         plural = segs[0]
-        res = RESOURCES.get(plural)
+        res = BY_PLURAL.get(plural)
         if res is None or res.group != group:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if self.namespace is not None and not res.namespaced:

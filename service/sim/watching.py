@@ -7,7 +7,9 @@ Semantics kept from the real server (watch cache):
   same and ends the initial part with a BOOKMARK annotated `k8s.io/initial-events-end`.
 * Otherwise the stream starts after that version; a version older than the retained window
   (or newer than the current one, e.g. after a restart) gives an ERROR event carrying a 410
-  `Expired` Status, and the stream ends.
+  `Expired` Status, and the stream ends — unless the `futureWatches: wait` fault makes a
+  watch from a newer version behave as kube-apiserver's watch cache: accepted, silent (no
+  bookmark either) until the counter passes it, then only the events after it.
 * Selectors apply to events: an object that leaves the selection is sent as DELETED, one
   that enters it as ADDED.
 * BOOKMARK events (only `kind`, `apiVersion`, `metadata.resourceVersion`) are sent when
@@ -92,7 +94,7 @@ async def watch_stream(
                 yield _line("BOOKMARK", bookmark(cursor, True))
         else:
             cursor = int(request.rv)
-            if cursor > store.resource_version:
+            if cursor > store.resource_version and not faults.future_wait:
                 yield _line("ERROR", expired(f"too large resource version: {cursor}").status())
                 return
         last_bookmark = time.monotonic()
@@ -127,11 +129,14 @@ async def watch_stream(
                 if store.epoch != epoch or cluster.closing:
                     return
             now = time.monotonic()
+            # a bookmark never names a version the store has not reached (a watch from the
+            # future, see futureWatches, hears nothing at all)
+            bookmarks = request.bookmarks and cursor <= store.resource_version
             if now >= deadline:
-                if request.bookmarks:
+                if bookmarks:
                     yield _line("BOOKMARK", bookmark(cursor, False))
                 return
-            if request.bookmarks and now - last_bookmark >= cluster.bookmark_interval:
+            if bookmarks and now - last_bookmark >= cluster.bookmark_interval:
                 yield _line("BOOKMARK", bookmark(cursor, False))
                 last_bookmark = now
             wait = min(deadline - now, cluster.bookmark_interval)

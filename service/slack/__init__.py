@@ -3,13 +3,12 @@
     config     SlackSettings (signing secret from a file or DRA_MIRROR_SLACK_SIGNING_SECRET)
     endpoint   POST /slack/commands: signature check, answer in 3 s or post to response_url
     commands   the command text parsed and answered
-    questions  the GraphQL documents and the rows they give (shared with the CLI client)
-    holdings   who-holds: whoHolds as rows, holding since from history
-    explain    explainClaim asked through introspection (its shape belongs to diagnostics)
     blocks     Block Kit rendering
 
-The package reads the graph only through GraphQL documents (in-process here, over HTTP in
-`service.cli_client`); it never reads the stores itself.
+The questions, their GraphQL documents and the rows they give are `service.questions`
+(`chatops`, `holdings`, `explain`), shared with the command line. The package reads the graph
+only through those documents (in-process here, over HTTP in `service.cli.client`); it never
+reads the stores itself.
 """
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""Block Kit messages for the answers of `service.slack.questions` (and help, and errors).
+"""Block Kit messages for the answers of `service.questions` (and help, and errors).
 
 Each `render_*` returns a slash-command reply: `{"response_type", "text", "blocks"}`. `text` is
 the plain fallback Slack shows in notifications; `blocks` carry the answer. Slack's limits are
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from dra_mirror.service.questions.chatops import Claims, Free
+from dra_mirror.service.questions.chatops import Claims, Free, duration
 from dra_mirror.service.questions.explain import Explanation
 from dra_mirror.service.questions.holdings import HoldingRow, WhoHolds
 
@@ -74,18 +74,6 @@ def when(moment: str | None, now: datetime | None = None) -> str:
         return escape(moment)
     ago = ((now or datetime.now(UTC)) - at).total_seconds()
     return f"{at:%Y-%m-%d %H:%M} UTC ({duration(ago)} ago)"
-
-
-def duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m" if minutes else f"{seconds}s"
 
 
 def lines_block(header: str, lines: list[str], total: int) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@
     free [class] [cluster]          waiting [class] [cluster]          idle [cluster]
     explain <namespace/claim> [cluster]          help
 
-`answer(ask, text)` parses the text, asks the graph (`service.slack.questions`) and renders the
+`answer(ask, text)` parses the text, asks the graph (`service.questions`) and renders the
 reply (`service.slack.blocks`). Promises: it never raises for anything a person can type —
 unknown commands, missing arguments, unknown classes or clusters and refusals of the graph all
 come back as a message saying what went wrong.

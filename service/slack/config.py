@@ -16,6 +16,7 @@ naming the file, never its content.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,21 +83,23 @@ class SlackSettings:
             secret = read_secret_file(Path(secret_file))
         if not secret:
             return None
-        values: dict[str, object] = {"signing_secret": SigningSecret(secret)}
+        settings = cls(SigningSecret(secret))
         within = environ.get(f"{ENV_PREFIX}ANSWER_WITHIN")
         if within:
             try:
-                values["answer_within"] = float(within)
+                answer_within = float(within)
             except ValueError:
                 raise SettingsError(
                     f"{ENV_PREFIX}ANSWER_WITHIN={within!r}: expected seconds"
                 ) from None
-            if not 0 <= values["answer_within"] < 3:  # type: ignore[operator]
+            if not 0 <= answer_within < 3:
                 raise SettingsError(f"{ENV_PREFIX}ANSWER_WITHIN: Slack waits 3 s; give 0 to 2.9")
+            settings = dataclasses.replace(settings, answer_within=answer_within)
         urls = environ.get(f"{ENV_PREFIX}RESPONSE_URLS")
         if urls:
-            values["response_urls"] = tuple(u.strip() for u in urls.split(",") if u.strip())
-        return cls(**values)  # type: ignore[arg-type]
+            prefixes = tuple(u.strip() for u in urls.split(",") if u.strip())
+            settings = dataclasses.replace(settings, response_urls=prefixes)
+        return settings
 
 
 def read_secret_file(path: Path) -> str:

@@ -7,10 +7,11 @@ Per request, in this order:
 3. The v0 signature (`X-Slack-Signature` = HMAC-SHA256 of `v0:{X-Slack-Request-Timestamp}:{body}`
    with the signing secret) is checked by slack_sdk's `SignatureVerifier`, which also refuses a
    timestamp more than 5 minutes from now. Missing, forged or stale → 401, and the command is
-   not parsed, let alone run.
+   not run. A timestamp that is not a short run of ASCII digits, or a body that is not UTF-8,
+   is refused the same way before the verifier sees it (a 401, never a 500).
 4. The command's text is answered (`service.slack.commands.answer`) by executing GraphQL
-   documents on the app's schema in-process, with the same per-request context `/graphql`
-   builds (access scope, loaders, history, clock).
+   documents on the app's schema in-process (`service.questions.asking.in_process`), with the
+   same per-request context `/graphql` builds (access scope, loaders, history, clock).
 5. Slack waits 3 s for the HTTP reply. An answer ready within `answer_within` goes back in it;
    otherwise the reply is an immediate "working on it" and the answer is posted (httpx) to the
    command's `response_url` once ready — only when that URL starts with an allowed prefix
@@ -34,32 +35,20 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from dra_mirror.service.questions.chatops import Ask, QuestionError
+from dra_mirror.service.questions.asking import Ask, ExecutableSchema, in_process
 
 from . import blocks
+from .access import asker_scope
 from .commands import answer
 from .config import SlackSettings
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024
+MAX_TIMESTAMP = 12  # digits of X-Slack-Request-Timestamp (Unix seconds)
 POST_TIMEOUT = 10.0
 
 ContextFor = Callable[[Request], Awaitable[Any]]
-
-
-def in_process(schema: Any, context: Any) -> Ask:
-    """An `Ask` executing documents on `schema` with one request's `context`."""
-
-    async def ask(document: str, variables: Any) -> dict[str, Any]:
-        result = await schema.execute(
-            document, variable_values=dict(variables), context_value=context
-        )
-        if result.errors:
-            raise QuestionError("; ".join(e.message for e in result.errors))
-        return result.data or {}
-
-    return ask
 
 
 class SlackCommands:
@@ -67,11 +56,17 @@ class SlackCommands:
     per-request context its `/graphql` route uses."""
 
     def __init__(
-        self, schema: Any, context_for: ContextFor, settings: SlackSettings | None
+        self,
+        schema: ExecutableSchema,
+        context_for: ContextFor,
+        settings: SlackSettings | None,
+        *,
+        access: Callable[[], Any] = lambda: None,
     ) -> None:
         self.schema = schema
         self.context_for = context_for
         self.settings = settings
+        self.access_of = access  # the app's AccessControl (service.slack.access)
         self.verifier = (
             SignatureVerifier(settings.signing_secret.reveal()) if settings is not None else None
         )
@@ -101,8 +96,15 @@ class SlackCommands:
         signature = request.headers.get("x-slack-signature")
         if not timestamp or not signature:
             return "unsigned (no X-Slack-Signature or X-Slack-Request-Timestamp)"
-        if not timestamp.isdigit():
+        # ASCII digits only, and no longer than a Unix time in seconds can be for millennia:
+        # str.isdigit() also accepts "²" (which int() refuses), and int() refuses numbers of
+        # more than 4,300 digits, so either would otherwise escape as a 500.
+        if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > MAX_TIMESTAMP:
             return "malformed timestamp"
+        try:
+            body.decode("utf-8")  # slack_sdk decodes the body to sign it; Slack sends UTF-8
+        except UnicodeDecodeError:
+            return "body is not UTF-8"
         assert self.verifier is not None
         if not self.verifier.is_valid(body=body, timestamp=timestamp, signature=signature):
             age = abs(self.verifier.clock.now() - int(timestamp))
@@ -112,6 +114,15 @@ class SlackCommands:
     async def respond(self, request: Request, form: dict[str, str]) -> Response:
         assert self.settings is not None
         context = await self.context_for(request)
+        scope = await asker_scope(self.access_of(), form)
+        if isinstance(scope, dict):  # the asker is not mapped to any scope: a polite refusal
+            log.info("slack command from unmapped %s/%s refused", form.get("team_id", "?"),
+                     form.get("user_id", "?"))  # fmt: skip
+            return JSONResponse(scope)
+        if scope is not None:
+            context.reader.scope = scope
+            if not scope.history:
+                context.history = None
         ask = in_process(self.schema, context)
         text = form.get("text", "")
         command = form.get("command") or "/gpu"

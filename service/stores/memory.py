@@ -1,36 +1,38 @@
-"""The in-memory state store (embedded default): one `ClusterIndex` per cluster.
+"""The in-memory state store (embedded default): the reactors' own indexes, read in place.
 
 It implements `service.stores.protocols.StateStore` and promises:
 
-* it is fed ONLY by `apply(changes)`: each batch's deletes and upserts are folded into the
-  cluster's own index (the same pure code the reactor runs), so its reverse maps, device
-  statuses and `idle_since` are derived here exactly as the model derives them — nothing is
-  stored by hand;
-* `apply` runs without awaiting, so a reader never sees a half-applied batch;
+* it keeps no index of its own: `open_index(cluster)` makes the cluster's `ClusterIndex`, the
+  one the cluster's reactor folds its events into, and readers read that very index (through
+  `index(cluster)`, typed read-only). Records, reverse maps, device statuses and idle marks
+  are there exactly as the model derived them — nothing is derived or stored again here;
+* `apply(changes)` only publishes the batch's live events (`Changes.events`) on the
+  in-process bus, once the batch is visible: the reactor folded it before handing it out;
+* a reader never sees a half-applied batch: the index folds a batch without awaiting;
 * every read is batched (one call per DataLoader batch) and answers in the order of its keys;
   lists come sorted by key, so Relay cursors over them are stable;
 * keys may arrive as plain tuples or lists (e.g. decoded from a GraphQL cursor);
 * relations keyed by uuid or device name answer across clusters, the others within the
-  cluster named by the key's first element.
-
-Beyond the Protocol it offers `device_status(keys)` and `counters_free(...)` (derived device
-status needs the pool's counters), and `index(cluster)` for the CLI and tests.
+  cluster named by the key's first element;
+* `subscribe(cluster)` yields the cluster's live events from now on (service.stores.bus).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import builtins
+from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
 from msgspec.structs import replace
 
 from dra_mirror.service.model.changes import Changes
-from dra_mirror.service.model.index import DELETED, MODIFIED, ClusterIndex, Event
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
-from dra_mirror.service.stores.protocols import ClusterStatus, Relation
-
-# Relations whose key is not tied to one cluster.
-_ACROSS_CLUSTERS = frozenset({Relation.UUID_DEVICES, Relation.NAME_DEVICES})
+from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
+from dra_mirror.service.model.view import IndexView
+from dra_mirror.service.stores.bus import InProcessBus
+from dra_mirror.service.stores.protocols import ClusterStatus
 
 
 def _as_key(key: Any) -> Any:
@@ -40,11 +42,19 @@ def _as_key(key: Any) -> Any:
 class MemoryStore:
     """Current state of every cluster, in this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, live: InProcessBus | None = None) -> None:
         self._indexes: dict[str, ClusterIndex] = {}
         self._statuses: dict[str, ClusterStatus] = {}
+        self.live = live or InProcessBus()
 
-    def index(self, cluster: str) -> ClusterIndex | None:
+    def open_index(self, cluster: str) -> ClusterIndex:
+        """A fresh index for `cluster`, served from now on: the writer (the cluster's reactor)
+        folds its events into it; it replaces what an earlier writer of this process left."""
+        index = self._indexes[cluster] = ClusterIndex(cluster, link_deltas=False)
+        return index
+
+    def index(self, cluster: str) -> IndexView | None:
+        """The cluster's index, to read in place (None: no writer opened one)."""
         return self._indexes.get(cluster)
 
     def _sorted_indexes(self, cluster: str | None = None) -> list[ClusterIndex]:
@@ -56,19 +66,20 @@ class MemoryStore:
     # --- StateWriter ----------------------------------------------------------------------------
 
     async def apply(self, changes: Changes) -> None:
-        index = self._indexes.get(changes.cluster)
-        if index is None:
-            index = self._indexes[changes.cluster] = ClusterIndex(
-                changes.cluster, transitions=False
+        if changes.cluster not in self._indexes:
+            # The state lives in the index the writer folded into: one this store did not
+            # open is served by no one (run the reactors with open_index=store.open_index).
+            raise LookupError(
+                f"cluster {changes.cluster}: its reactor folds into an index this store did "
+                "not open, so nothing would serve it (open it with MemoryStore.open_index)"
             )
-        events = [Event(DELETED, record) for record in changes.deletes]
-        events.extend(Event(MODIFIED, record) for record in changes.upserts)
-        index.apply(
-            events,
-            at=changes.at,
-            resource_version=changes.resource_version,
-            listed=changes.listed_kind,
-        )
+        self.live.publish(changes.events)
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        """Nothing to do: the cluster's new index is opened by its writer."""
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        """Nothing to do: state has no gaps, only history does."""
 
     async def set_status(self, status: ClusterStatus) -> None:
         self._statuses[status.name] = replace(status, malformed=dict(status.malformed))
@@ -98,7 +109,7 @@ class MemoryStore:
             out.extend(sorted(records, key=lambda r: (r.meta.namespace, r.meta.name)))
         return out
 
-    async def devices(self, keys: Sequence[DeviceKey]) -> list[DeviceEntry | None]:
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         out: list[DeviceEntry | None] = []
         for key in keys:
             key = _as_key(key)
@@ -108,7 +119,7 @@ class MemoryStore:
 
     async def list_devices(
         self, *, cluster: str | None = None, driver: str | None = None
-    ) -> list[DeviceEntry]:
+    ) -> builtins.list[DeviceEntry]:
         out: list[DeviceEntry] = []
         for index in self._sorted_indexes(cluster):
             entries = index.devices()
@@ -117,22 +128,24 @@ class MemoryStore:
             out.extend(sorted(entries, key=lambda e: e.key))
         return out
 
-    async def lookup(self, relation: Relation | str, keys: Sequence[Any]) -> list[list[Any]]:
+    async def lookup(
+        self, relation: Relation | str, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]:
         relation = Relation(relation)
         out: list[list[Any]] = []
         for key in keys:
             key = _as_key(key)
-            if relation in _ACROSS_CLUSTERS:
+            if relation in ACROSS_CLUSTERS:
                 found: list[Any] = []
                 for index in self._sorted_indexes():
-                    found.extend(index.lookup(relation.value, key))
+                    found.extend(index.lookup(relation, key))
                 out.append(found)
                 continue
-            index = self._indexes.get(key[0]) if isinstance(key, tuple) and key else None
-            out.append(index.lookup(relation.value, key) if index is not None else [])
+            within = self._indexes.get(key[0]) if isinstance(key, tuple) and key else None
+            out.append(within.lookup(relation, key) if within is not None else [])
         return out
 
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         out: list[str | None] = []
         for key in claims:
             key = _as_key(key)
@@ -140,9 +153,7 @@ class MemoryStore:
             out.append(index.idle_since(key) if index is not None else None)
         return out
 
-    # --- beyond the Protocol --------------------------------------------------------------------
-
-    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
         out: list[str | None] = []
         for key in keys:
@@ -151,12 +162,8 @@ class MemoryStore:
             out.append(index.device_status(key) if index is not None else None)
         return out
 
-    async def counters_free(
-        self, cluster: str, driver: str, pool: str
-    ) -> dict[str, dict[str, Any]]:
-        """What is left of a pool's shared counters (Fractions), after its allocated devices."""
-        index = self._indexes.get(cluster)
-        return index.counters_free(driver, pool) if index is not None else {}
+    def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
+        return self.live.subscribe(cluster)
 
     async def close(self) -> None:
         self._indexes.clear()

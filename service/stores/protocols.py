@@ -1,11 +1,24 @@
 """The seams between the reactor, the stores and the schema.
 
-A state store holds the current records of every cluster and the indexes that walk the graph
-both ways. Writers (the reactor) call `apply` with one `Changes` per batch; readers (the
-GraphQL schema, the CLI, Slack) use only the batched read methods below, so that a per-request
-DataLoader can answer each relation with one store call. The in-memory store (embedded default)
-and the Redis store implement the same Protocol and pass the same contract tests
-(`tests/stores/test_contract.py`).
+A state store holds the current state of every cluster: records, the indexes that walk the
+graph both ways, device statuses, idle marks — all as the model derived them (the store
+derives nothing). Declared here, and implemented in full by every store and every wrapper:
+
+* `ChangeSink` — what the reactor hands each batch to (state store, history outbox): `apply`
+  one `Changes`, plus the watch hooks `cluster_started` / `record_gap` (a sink that keeps no
+  history implements them as no-ops);
+* `StatusSink` — where the reactor pushes each cluster's `ClusterStatus`;
+* `StateReader` — the batched reads of the GraphQL schema, the CLI and Slack (one store call
+  per DataLoader batch), the live events (`subscribe`) and, for a store whose indexes live in
+  this process, the index itself to read in place (`index`, else None);
+* `StateSink` — a sink and a status sink: a state store as a reactor writes it;
+* `StateWriter` — a `StateSink` that also says which index a writer folds a cluster into (`open_index`: the in-memory store's own, which it then serves; a fresh one for
+  a store outside the process, which persists the Changes alone);
+* `StateStore` — both, and `close`; `ClosableReader` — what an API replica is handed.
+
+Two capabilities are the Redis store's alone and are used only through its own type, by the
+composition root that built it (service.runtime): leases with fencing tokens, and the records
+it holds for a cluster (`RedisStore.held`) that a new watcher's index is seeded with.
 
 Errors: every store raises `StoreUnavailable` (and only that) when its backend cannot be
 reached; callers turn it into a clear API error or a retry.
@@ -13,13 +26,15 @@ reached; callers turn it into a clear API error or a retry.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Sequence
+import builtins
+from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from msgspec import Struct, field
 
 from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for readers)
     AllocationRef,
     DeviceEntry,
@@ -27,6 +42,8 @@ from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for r
     ObjectKey,
     Record,
 )
+from dra_mirror.service.model.relations import Relation
+from dra_mirror.service.model.view import IndexView
 
 
 class StoreError(Exception):
@@ -48,25 +65,29 @@ class ClusterStatus(Struct):
     events: int = 0
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
+    stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
 
 
-class Relation(enum.Enum):
-    """Indexed relations; the key type each takes is given after the arrow."""
+class ChangeSink(Protocol):
+    """Anything the reactor hands each batch to, in order (state store, history outbox)."""
 
-    DEVICE_ALLOCATIONS = "device_allocations"  # DeviceKey -> [AllocationRef]
-    CLAIM_REFERRERS = "claim_referrers"  # claim ObjectKey -> [pod ObjectKey] (pod.spec claims)
-    TEMPLATE_CLAIMS = "template_claims"  # template ObjectKey -> [claim ObjectKey]
-    CLASS_CLAIMS = "class_claims"  # (cluster, class name) -> [claim ObjectKey]
-    NODE_SLICES = "node_slices"  # (cluster, node name) -> [slice ObjectKey]
-    NODE_DEVICES = "node_devices"  # (cluster, node name) -> [DeviceKey]
-    NODE_PODS = "node_pods"  # (cluster, node name) -> [pod ObjectKey]
-    SLICE_DEVICES = "slice_devices"  # slice ObjectKey -> [DeviceKey]
-    POOL_DEVICES = "pool_devices"  # (cluster, driver, pool) -> [DeviceKey]
-    UUID_DEVICES = "uuid_devices"  # uuid -> [DeviceKey] (across clusters)
-    NAME_DEVICES = "name_devices"  # device name -> [DeviceKey] (across clusters)
+    async def apply(self, changes: Changes) -> None:
+        """Carry one batch out (atomically, for a state store)."""
+        ...
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        """A new index starts watching `cluster` (before its first Changes)."""
+        ...
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        """`cluster` was not watched from `start` to `end` (a reconnect)."""
+        ...
 
 
-@runtime_checkable
+class StatusSink(Protocol):
+    async def set_status(self, status: ClusterStatus) -> None: ...
+
+
 class StateReader(Protocol):
     async def clusters(self) -> list[ClusterStatus]: ...
 
@@ -76,31 +97,47 @@ class StateReader(Protocol):
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
     ) -> list[Record]: ...
 
-    async def devices(self, keys: Sequence[DeviceKey]) -> list[DeviceEntry | None]: ...
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]: ...
 
     async def list_devices(
         self, *, cluster: str | None = None, driver: str | None = None
-    ) -> list[DeviceEntry]: ...
+    ) -> builtins.list[DeviceEntry]: ...
 
-    async def lookup(self, relation: Relation, keys: Sequence[Any]) -> list[list[Any]]: ...
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]: ...
 
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]: ...
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]: ...
 
-
-@runtime_checkable
-class StateWriter(Protocol):
-    async def apply(self, changes: Changes) -> None:
-        """Apply one batch atomically: a reader never sees records and indexes disagree."""
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
+        """free | held | shared | blocked per device as the model derived it (None: not in a
+        valid pool, or a store that keeps no statuses)."""
         ...
 
-    async def set_status(self, status: ClusterStatus) -> None: ...
+    def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
+        """The cluster's live events from now on (service.model.live)."""
+        ...
+
+    def index(self, cluster: str) -> IndexView | None:
+        """The cluster's index when this store keeps it in this process (read in place,
+        synchronously); None for a store outside the process."""
+        ...
 
 
-class StateStore(StateReader, StateWriter, Protocol):
+class StateSink(ChangeSink, StatusSink, Protocol):
+    """A state store as a reactor writes it: each batch, each status."""
+
+
+class StateWriter(StateSink, Protocol):
+    def open_index(self, cluster: str) -> ClusterIndex:
+        """The index a (new) writer of `cluster` folds its events into."""
+        ...
+
+
+class ClosableReader(StateReader, Protocol):
     async def close(self) -> None: ...
 
 
-class ChangeSink(Protocol):
-    """Anything the reactor hands each batch to (state store, history outbox, live bus)."""
-
-    async def __call__(self, changes: Changes) -> None: ...
+@runtime_checkable  # for tests asserting that a store has every method
+class StateStore(StateReader, StateWriter, Protocol):
+    async def close(self) -> None: ...

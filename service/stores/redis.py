@@ -4,29 +4,32 @@
 answers exactly as the in-memory store does (the same contract tests run against both). The key
 layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
 
-* writes: each `apply(changes)` is one `MULTI … EXEC` per cluster (records, reverse maps,
-  device entries and statuses, idle marks and the batch's live events together;
-  redis_writes.py); when the store holds a fencing token for the cluster (`fence(cluster,
-  token)`, given by the lease), the transaction runs only while that token is the cluster's
-  current fence (WATCHed), else `Fenced` is raised; without a token it writes unfenced (one
-  writer, e.g. tests);
-* a failed write keeps everything pending and raises `StoreUnavailable`; the next `apply` (or
-  the reactor's retry of the same batch) writes it all;
+* writes: each `apply(changes)` writes what the Changes says — records, the model's derived
+  delta, live events — as one `MULTI … EXEC` per cluster (redis_writes.py); the store keeps
+  no index. When the store holds a fencing token for the cluster (`fence(cluster, token)`,
+  given by the lease), the transaction runs only while that token is the cluster's current
+  fence (WATCHed), else `Fenced` is raised; without a token it writes unfenced (one writer,
+  e.g. tests);
+* a failed or refused write keeps its batch pending and raises (`StoreUnavailable`,
+  `Fenced`); the next `apply` writes the pending batches first, in order, in the same
+  transaction (the reactor's retry of the same Changes is not written twice). A new fence
+  (a new holding of the lease) forgets what an earlier holding left pending;
+* `held(cluster)` is what the store holds of a cluster — records, idle marks, and which kinds
+  they are complete for — to seed a new writer's index (service.model.index, rule 8), so its
+  relists turn what vanished while nobody wrote into ordinary deletes;
 * reads are batched (one round trip per call), answer in key order, and sort lists as the
   in-memory store does; relations keyed by uuid or device name answer across clusters;
 * every Redis error (refused, reset, timeout, loading, read-only replica) becomes
   `StoreUnavailable`, raised from the original error; nothing else leaves this module;
 * `subscribe(cluster)` yields the cluster's live events (Redis pub/sub; service.stores.bus).
-
-Beyond the Protocol: `device_status(keys)` (kept by the writer, as MemoryStore derives it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
-import logging
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -35,9 +38,22 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-from dra_mirror.service.model.records import KINDS, DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.model.changes import Changes, Seed
+from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.live import LiveEvent
+from dra_mirror.service.model.records import (
+    KINDS,
+    RESOURCE_CLAIM,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+    key_of,
+)
+from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
+from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores import bus
-from dra_mirror.service.stores.protocols import ClusterStatus, Relation, StoreError
+from dra_mirror.service.stores.protocols import ClusterStatus, StoreError
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_keys import (
     DEFAULT_PREFIX,
@@ -59,11 +75,9 @@ from dra_mirror.service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
-from dra_mirror.service.stores.redis_writes import ClusterWriter, Ops, resp
+from dra_mirror.service.stores.redis_writes import Ops, resp
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-_ACROSS_CLUSTERS = frozenset({Relation.UUID_DEVICES, Relation.NAME_DEVICES})
 
 
 class Fenced(StoreError):
@@ -81,7 +95,8 @@ class RedisStore:
         self.redis = client
         self.prefix = prefix
         self._keys: dict[str, Keys] = {}
-        self._writers: dict[str, ClusterWriter] = {}
+        self._pending: dict[str, list[Changes]] = {}  # batches not written yet, in order
+        self._registered: set[str] = set()  # clusters this store added to the clusters set
         self._locks: dict[str, asyncio.Lock] = {}
         self._tokens: dict[str, str] = {}
 
@@ -102,73 +117,81 @@ class RedisStore:
     async def _call(self, awaitable: Awaitable[T]) -> T:
         return await redis_call(awaitable)
 
-    # --- fencing (service.stores.lease) -------------------------------------------------------
+    def _lock(self, cluster: str) -> asyncio.Lock:
+        return self._locks.setdefault(cluster, asyncio.Lock())
+
+    # --- fencing and seeding (service.stores.lease, service.reactor.leased) -------------------
 
     def fence(self, cluster: str, token: str) -> None:
-        """Write `cluster` only while `token` is its fence; forget what an earlier holding wrote
-        or left pending (the next batch reloads the cluster from Redis)."""
+        """Write `cluster` only while `token` is its fence; forget what an earlier holding left
+        pending (the new holder relists)."""
         self._tokens[cluster] = token
-        self._writers.pop(cluster, None)
+        self._pending.pop(cluster, None)
 
-    def unfence(self, cluster: str) -> None:
-        """The lease is gone: drop the cluster's writer and its pending writes."""
-        self._tokens.pop(cluster, None)
-        self._writers.pop(cluster, None)
-
-    # --- StateWriter --------------------------------------------------------------------------
-
-    async def apply(self, changes: Any) -> None:
-        cluster = changes.cluster
-        async with self._locks.setdefault(cluster, asyncio.Lock()):
-            writer = await self._writer(cluster)
-            listed = getattr(changes, "listed_kind", None)
-            writer.fold(changes.upserts, changes.deletes, changes.at, listed)
-            await self._flush(writer)
-
-    async def set_status(self, status: ClusterStatus) -> None:
-        cluster = status.name
-        async with self._locks.setdefault(cluster, asyncio.Lock()):
-            writer = await self._writer(cluster)
-            if status.synced and writer.unseen:
-                count = len(writer.unseen)
-                if writer.sweep(status.last_sync_at or ""):
-                    log.info(
-                        "removed %d objects gone since the last writer",
-                        count,
-                        extra={"cluster": cluster},
-                    )
-            await self._flush(writer, status=encode(status))
-
-    async def _writer(self, cluster: str) -> ClusterWriter:
-        writer = self._writers.get(cluster)
-        if writer is None:
-            writer = ClusterWriter(self.keys(cluster), self._tokens.get(cluster, ""))
-        if not writer.loaded:
-            records = await self._load(cluster)
-            writer.load(records)
-            self._writers[cluster] = writer
-        return writer
-
-    async def _load(self, cluster: str) -> list[Record]:
+    async def held(self, cluster: str) -> Seed:
+        """What the store holds of `cluster`, to seed a new writer's index: every record, the
+        idle marks, and the kinds those records are complete for (every kind once the cluster
+        was reported synced; else the kinds with records, each first written as one batch)."""
         keys = self.keys(cluster)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.sadd(clusters_key(self.prefix), cluster)
+            pipe.get(keys.status)
+            pipe.hgetall(keys.idle)
             for kind in KINDS:
                 pipe.hvals(keys.objects(kind))
-            found = await self._call(pipe.execute())
-        return [record_decoder.decode(raw) for values in found[1:] for raw in values]
+            _, status, idle, *values = await self._call(pipe.execute())
+        self._registered.add(cluster)
+        records = [record_decoder.decode(raw) for found in values for raw in found]
+        synced = status is not None and status_decoder.decode(status).synced
+        listed = frozenset(KINDS) if synced else frozenset(key_of(r).kind for r in records)
+        marks = {}
+        for field, since in idle.items():
+            namespace, name = split_object_field(field)
+            marks[ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)] = since.decode()
+        return Seed(records, marks, listed)
 
-    async def _flush(self, writer: ClusterWriter, *, status: bytes | None = None) -> None:
-        if not writer.pending() and status is None:
+    # --- StateWriter --------------------------------------------------------------------------
+
+    def open_index(self, cluster: str) -> ClusterIndex:
+        """A fresh index: this store persists the Changes of its writer, not the index."""
+        return ClusterIndex(cluster)
+
+    async def apply(self, changes: Changes) -> None:
+        cluster = changes.cluster
+        async with self._lock(cluster):
+            pending = self._pending.setdefault(cluster, [])
+            if not pending or pending[-1] is not changes:  # a retry of the same batch: once
+                pending.append(changes)
+            await self._flush(cluster)
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        """Nothing to do: the state of a cluster has no history."""
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        """Nothing to do: the state of a cluster has no history."""
+
+    async def set_status(self, status: ClusterStatus) -> None:
+        async with self._lock(status.name):
+            await self._flush(status.name, status=encode(status))
+
+    async def _flush(self, cluster: str, *, status: bytes | None = None) -> None:
+        pending = self._pending.get(cluster) or []
+        if not pending and status is None:
             return
-        ops = writer.ops()
+        if cluster not in self._registered:
+            # The untagged clusters set lives in another slot: not part of the transaction.
+            await self._call(self.redis.sadd(clusters_key(self.prefix), cluster))
+            self._registered.add(cluster)
+        keys = self.keys(cluster)
+        ops = Ops(keys)
+        for changes in pending:
+            ops.batch(changes)
         if status is not None:
-            ops.add(b"SET", writer.keys.status, [status])
-        events = bus.events_encoder.encode(writer.events) if writer.events else b""
-        await self._call(self._write(writer.token, ops, writer.keys.events, events))
-        writer.written()
+            ops.add(b"SET", keys.status, [status])
+        await self._call(self._write(self._tokens.get(cluster, ""), ops))
+        self._pending.pop(cluster, None)
 
-    async def _write(self, token: str, ops: Ops, channel: str, events: bytes) -> None:
+    async def _write(self, token: str, ops: Ops) -> None:
         """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
         packed as one request. EXEC answers nil when the fence changed after the WATCH.
 
@@ -176,11 +199,11 @@ class RedisStore:
         sent once more on a fresh connection. Sending twice is harmless: every command sets a
         final state, and the fence is checked again."""
         try:
-            await self._write_once(token, ops, channel, events)
+            await self._write_once(token, ops)
         except (RedisConnectionError, RedisTimeoutError, OSError):
-            await self._write_once(token, ops, channel, events)
+            await self._write_once(token, ops)
 
-    async def _write_once(self, token: str, ops: Ops, channel: str, events: bytes) -> None:
+    async def _write_once(self, token: str, ops: Ops) -> None:
         pool = self.redis.connection_pool
         connection = await pool.get_connection()
         try:
@@ -195,8 +218,8 @@ class RedisStore:
                     await connection.send_packed_command(resp([b"UNWATCH"]))
                     await connection.read_response()
                     raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
-            await connection.send_packed_command(ops.transaction(channel, events))
-            for _ in range(ops.replies(events) - 1):
+            await connection.send_packed_command(ops.transaction())
+            for _ in range(ops.replies() - 1):
                 await connection.read_response()
             result = await connection.read_response()
             if result is None:
@@ -212,7 +235,7 @@ class RedisStore:
 
     async def _cluster_names(self) -> list[str]:
         names = await self._call(self.redis.smembers(clusters_key(self.prefix)))
-        return sorted(n.decode() for n in names)
+        return sorted(n.decode() if isinstance(n, bytes) else n for n in names)
 
     async def clusters(self) -> list[ClusterStatus]:
         names = await self._cluster_names()
@@ -256,7 +279,7 @@ class RedisStore:
             out.extend(record_decoder.decode(raw) for _, raw in chosen)
         return out
 
-    async def devices(self, keys: Sequence[DeviceKey]) -> list[DeviceEntry | None]:
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         keys = [DeviceKey(*_as_key(k)) for k in keys]
         if not keys:
             return []
@@ -268,7 +291,7 @@ class RedisStore:
 
     async def list_devices(
         self, *, cluster: str | None = None, driver: str | None = None
-    ) -> list[DeviceEntry]:
+    ) -> builtins.list[DeviceEntry]:
         names = [cluster] if cluster is not None else await self._cluster_names()
         async with self.redis.pipeline(transaction=False) as pipe:
             for name in names:
@@ -285,11 +308,13 @@ class RedisStore:
             out.extend(entry_decoder.decode(raw) for _, raw in chosen)
         return out
 
-    async def lookup(self, relation: Relation | str, keys: Sequence[Any]) -> list[list[Any]]:
+    async def lookup(
+        self, relation: Relation | str, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]:
         relation = Relation(relation)
         name = relation.value
         keys = [_as_key(k) for k in keys]
-        across = relation in _ACROSS_CLUSTERS
+        across = relation in ACROSS_CLUSTERS
         names = await self._cluster_names() if across else []
         as_set = name in SET_RELATIONS
         plan: list[list[str]] = []  # per key: the clusters asked, in order
@@ -320,7 +345,7 @@ class RedisStore:
             out.append(values)
         return out
 
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> list[str | None]:
+    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         keys = [ObjectKey(*_as_key(k)) for k in claims]
         if not keys:
             return []
@@ -330,7 +355,7 @@ class RedisStore:
             found = await self._call(pipe.execute())
         return [raw.decode() if raw is not None else None for raw in found]
 
-    async def device_status(self, keys: Sequence[DeviceKey]) -> list[str | None]:
+    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
         keys = [DeviceKey(*_as_key(k)) for k in keys]
         if not keys:
@@ -343,7 +368,11 @@ class RedisStore:
 
     # --- live ---------------------------------------------------------------------------------
 
-    async def subscribe(self, cluster: str) -> AsyncIterator[bus.LiveEvent]:
+    def index(self, cluster: str) -> IndexView | None:
+        """None: the state lives in Redis, not in this process."""
+        return None
+
+    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
         """The cluster's live events from now on (Redis pub/sub; see service.stores.bus)."""
         pubsub = self.redis.pubsub()
         try:

@@ -39,23 +39,24 @@ from dra_mirror.service.model.records import (
     ObjectKey,
     Record,
 )
-from dra_mirror.service.stores.protocols import ClusterStatus, Relation
+from dra_mirror.service.model.relations import FAN_OUT, Relation
+from dra_mirror.service.stores.protocols import ClusterStatus
 
 DEFAULT_PREFIX = "dra-mirror"
 
 # Relations whose linked values are devices; the others link objects.
 DEVICE_VALUED = frozenset(
     {
-        Relation.NODE_DEVICES.value,
-        Relation.SLICE_DEVICES.value,
-        Relation.POOL_DEVICES.value,
-        Relation.UUID_DEVICES.value,
-        Relation.NAME_DEVICES.value,
+        Relation.NODE_DEVICES,
+        Relation.SLICE_DEVICES,
+        Relation.POOL_DEVICES,
+        Relation.UUID_DEVICES,
+        Relation.NAME_DEVICES,
     }
 )
-HOLDS = Relation.DEVICE_ALLOCATIONS.value
+HOLDS = Relation.DEVICE_ALLOCATIONS
 # Relations kept as one Redis set per from-key (many members: changed one by one).
-SET_RELATIONS = frozenset({Relation.CLASS_CLAIMS.value, Relation.NAME_DEVICES.value})
+SET_RELATIONS = FAN_OUT
 holds_decoder = msgspec.msgpack.Decoder(list[AllocationRef])
 
 _encoder = msgspec.msgpack.Encoder()
@@ -122,7 +123,8 @@ def link_part(from_key: Any) -> bytes:
     return orjson.dumps(from_key)
 
 
-def key_member(key: ObjectKey | DeviceKey) -> bytes:
+def key_member(key: tuple[Any, ...]) -> bytes:
+    """A linked key without its cluster: `["Pod","ns","a"]`, `["driver","pool","gpu-0"]`."""
     return orjson.dumps(list(key[1:]))
 
 

@@ -27,15 +27,17 @@ async def test_health_and_readiness_follow_the_cluster_statuses():
     async with client(create_app(Settings(), store=store)) as http:
         assert (await http.get("/healthz")).text == "ok\n"
         first = await http.get("/readyz")
-        assert first.status_code == 503 and first.text == "no cluster has reported yet\n"
+        open_note = "authentication is OFF (--insecure-no-auth): anyone who reaches this port sees everything\n"
+        assert first.status_code == 503
+        assert first.text == "no cluster has reported yet\n" + open_note
         await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
         await store.set_status(ClusterStatus(name="west", error="401 Unauthorized"))
         waiting = await http.get("/readyz")
         assert waiting.status_code == 503
-        assert waiting.text == "west: not synced; error: 401 Unauthorized\n"
+        assert waiting.text == "west: not synced; error: 401 Unauthorized\n" + open_note
         await store.set_status(ClusterStatus(name="west", connected=True, synced=True))
         ready = await http.get("/readyz")
-        assert (ready.status_code, ready.text) == (200, "ready\n")
+        assert (ready.status_code, ready.text) == (200, "ready\n" + open_note)
 
 
 async def test_graphql_route_answers_post_and_get_with_orjson():
@@ -92,7 +94,7 @@ async def test_lifespan_owns_resources_and_closes_the_store():
     app = create_app(
         Settings(),
         store=store,
-        reactors=start_watchers,
+        start_reactors=start_watchers,
         resources=[resource("sim"), resource("bus")],
     )
     async with client(app) as http:

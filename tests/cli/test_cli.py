@@ -39,7 +39,9 @@ def test_sim_usage_errors():
 
 
 def test_serve_refuses_a_missing_kubeconfig(tmp_path: Path):
-    result = CliRunner().invoke(main, ["serve", "--kubeconfig", str(tmp_path / "nope")])
+    result = CliRunner().invoke(
+        main, ["serve", "--kubeconfig", str(tmp_path / "nope"), "--insecure-no-auth"]
+    )
     assert result.exit_code == 2 and "does not exist" in result.output
 
 
@@ -51,10 +53,25 @@ def test_serve_fails_clearly_on_an_unknown_context(tmp_path: Path):
         "current-context: east\n"
     )
     result = CliRunner().invoke(
-        main, ["serve", "--kubeconfig", str(kubeconfig), "--context", "west", "--port", "0"]
-    )
-    assert result.exit_code == 1
-    assert "startup failed" in result.output and "has no context 'west'" in result.output
+        main,
+        ["serve", "--kubeconfig", str(kubeconfig), "--context", "west", "--port", "0",
+         "--insecure-no-auth"],
+    )  # fmt: skip
+    assert result.exit_code == 2  # a configuration problem, found before anything starts
+    assert "startup failed" not in result.output and "has no context 'west'" in result.output
+
+
+def test_serve_refuses_to_start_without_authentication(tmp_path: Path, monkeypatch):
+    for name in ("CONFIG", "STATIC_TOKENS", "OIDC_ISSUER", "KUBERNETES_CONTEXT",
+                 "INSECURE_NO_AUTH"):  # fmt: skip
+        monkeypatch.delenv(f"DRA_MIRROR_ACCESS_{name}", raising=False)
+    refused = CliRunner().invoke(main, ["serve", "--port", "0"])
+    assert refused.exit_code == 2
+    assert "no authentication is configured" in refused.output
+    assert "--insecure-no-auth" in refused.output
+    monkeypatch.setenv("DRA_MIRROR_ACCESS_STATIC_TOKENS", str(tmp_path / "absent.yaml"))
+    missing = CliRunner().invoke(main, ["watch", "--redis-url", "redis://127.0.0.1:1"])
+    assert missing.exit_code == 2 and "absent.yaml" in missing.output
 
 
 def test_bad_environment_is_a_usage_error(monkeypatch):

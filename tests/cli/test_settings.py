@@ -37,7 +37,7 @@ def test_environment_then_flags():
 
 
 def test_history_housekeeping_reaches_the_writer():
-    from dra_mirror.service.http.app import writer_options
+    from dra_mirror.service.runtime.stores import writer_options
 
     defaults = writer_options(Settings.from_env(environ={}))
     assert (defaults.retention_days, defaults.warm_days) == (None, 35.0)  # versions kept
@@ -90,3 +90,39 @@ def test_log_lines_carry_the_object_reference(as_json: bool):
             )
     finally:
         logging.getLogger().removeHandler(handler)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"DRA_MIRROR_HTTP_PORT": "99999"}, "port 99999: must be 1-65535"),
+        ({"DRA_MIRROR_HTTP_HOST": "two words"}, "must be a host name or address"),
+        ({"DRA_MIRROR_STORE_REDIS_URL": "http://:pw@cache"}, "Redis URL: must be redis://"),
+        ({"DRA_MIRROR_STORE_LEASE_TTL": "0"}, "store lease_ttl 0.0: must be a number > 0"),
+        ({"DRA_MIRROR_LOG_LEVEL": "chatty"}, "log level 'chatty'"),
+        ({"DRA_MIRROR_GRAPHQL_MAX_PAGE_SIZE": "0"}, "max_page_size 0"),
+        ({"DRA_MIRROR_HISTORY_RETENTION_DAYS": "-1"}, "retention_days -1.0: must be a number >= 0"),
+        ({"DRA_MIRROR_CLUSTERS_BOOKMARK_INTERVAL": "0"}, "bookmark_interval 0.0"),
+        ({"DRA_MIRROR_READINESS_CLUSTER_DOWN": "maybe"}, "serve-stale, not-ready"),
+    ],
+)
+def test_values_are_checked_when_the_settings_are_built(environ, message):
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env(environ=environ)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert "pw" not in str(raised.value)  # a URL is never repeated
+
+
+def test_watch_and_readiness_settings():
+    settings = Settings.from_env(
+        environ={
+            "DRA_MIRROR_CLUSTERS_BOOKMARK_INTERVAL": "30",
+            "DRA_MIRROR_CLUSTERS_STALL_INTERVALS": "3",
+            "DRA_MIRROR_READINESS_CLUSTER_DOWN": "not-ready",
+            "DRA_MIRROR_LOG_LEVEL": "debug",
+        }
+    )
+    assert (settings.clusters.bookmark_interval, settings.clusters.stall_intervals) == (30, 3)
+    assert settings.readiness.cluster_down == "not-ready"
+    assert Settings().readiness.cluster_down == "serve-stale"
+    assert Settings().clusters.bookmark_interval * Settings().clusters.stall_intervals == 120

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dra_mirror.service.clusters.config import close_all, connect
+from dra_mirror.service.clusters.config import ClusterPlan, close_all, connect, plan_clusters
 from dra_mirror.service.clusters.errors import ConfigurationError
 
 
@@ -104,3 +104,89 @@ async def test_in_cluster_without_a_service_account_is_a_configuration_error(
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     with pytest.raises(ConfigurationError, match="in-cluster configuration"):
         await connect(None, None)
+
+
+BAD_KUBECONFIGS = {
+    "garbage": ("{{{ not: yaml", "is not YAML"),
+    "empty": ("", "is empty"),
+    "a-list": ("- a\n- b\n", "is not a kubeconfig"),
+    "no-contexts": ("apiVersion: v1\nkind: Config\nclusters: []\n", "has no contexts"),
+    "contexts-not-a-list": ("contexts: {a: b}\n", "contexts is not a list"),
+    "nameless-context": ("contexts: [{context: {cluster: c}}]\n", "entry without a name"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_KUBECONFIGS))
+async def test_unusable_kubeconfigs_are_one_line_configuration_errors(
+    tmp_path: Path, name: str
+) -> None:
+    text, problem = BAD_KUBECONFIGS[name]
+    path = tmp_path / name
+    path.write_text(text)
+    for contexts in (None, ["east"]):
+        with pytest.raises(ConfigurationError) as raised:
+            plan_clusters(str(path), contexts)
+        message = str(raised.value)
+        if contexts and name == "no-contexts":
+            problem = "has no context 'east'"
+        assert problem in message and str(path) in message and "\n" not in message
+        with pytest.raises(ConfigurationError):
+            await connect(str(path), contexts)
+
+
+def test_a_dangling_current_context_does_not_matter(tmp_path: Path) -> None:
+    # kubectl accepts a kubeconfig whose current-context is gone when --context names one
+    path = write_kubeconfig(tmp_path / "config", {"east": {}, "west": {}}, current="gone")
+    assert plan_clusters(str(path), ["west"]) == ClusterPlan(str(path), ("west",))
+    assert plan_clusters(str(path), None).contexts == ("east", "west")
+
+
+async def test_a_dangling_current_context_connects(tmp_path: Path) -> None:
+    path = write_kubeconfig(tmp_path / "config", {"east": {}, "west": {}}, current="gone")
+    [west] = await connect(str(path), ["west"])
+    try:
+        assert west.api_client.configuration.host == "http://127.0.0.1:2222"
+    finally:
+        await west.close()
+
+
+def test_contexts_must_name_clusters_with_servers_and_existing_users(tmp_path: Path) -> None:
+    path = write_kubeconfig(tmp_path / "config", {"east": {}})  # no user "west"
+    with pytest.raises(ConfigurationError, match="names user 'west', which is not in it"):
+        plan_clusters(str(path), ["west"])
+    config = yaml.safe_load(path.read_text())
+    config["clusters"][0]["cluster"] = {}
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigurationError, match="cluster 'east', which is not in it or has no"):
+        plan_clusters(str(path), ["east"])
+
+
+def test_no_kubeconfig_at_all_says_how_to_give_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigurationError) as raised:
+        plan_clusters(None, None)
+    message = str(raised.value)
+    assert message.startswith(f"no kubeconfig found at {tmp_path}/.kube/config")
+    assert "--kubeconfig" in message and "KUBECONFIG" in message and "pod" in message
+
+
+def test_a_kubeconfig_path_list_merges_as_kubectl_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = write_kubeconfig(tmp_path / "first", {"east": {}, "west": {}})
+    second = tmp_path / "second"
+    second.write_text(
+        yaml.safe_dump(
+            {"clusters": [{"name": "north", "cluster": {"server": "http://127.0.0.1:3333"}}],
+             "contexts": [{"name": "north", "context": {"cluster": "north"}},
+                          {"name": "east", "context": {"cluster": "nowhere"}}]}
+        )
+    )  # fmt: skip
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'absent'}:{second}")
+    plan = plan_clusters(None, None)
+    assert plan.contexts == ("east", "west", "north")  # east from the first file wins

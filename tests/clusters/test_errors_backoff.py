@@ -19,6 +19,7 @@ from dra_mirror.service.clusters.errors import (
     NotServed,
     ServerError,
     Throttled,
+    TooLarge,
     Unreachable,
     from_status,
     parse_retry_after,
@@ -65,6 +66,30 @@ def test_too_large_resource_version_means_relist() -> None:
     body = status(504, "Timeout", causes=[{"reason": "ResourceVersionTooLarge"}])
     assert isinstance(from_status(504, body, {}), Expired)
     assert isinstance(from_status(504, status(504, "Timeout"), {}), ServerError)
+
+
+def _message(code: int, message: str, **details: object) -> bytes:
+    return orjson.dumps({"kind": "Status", "code": code, "message": message, "details": details})
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        status(504, "Timeout", causes=[{"reason": "ResourceVersionTooLarge"}]),
+        # 1.17-1.18: the cause's message only; before 1.17: the status message only
+        _message(504, "Timeout: x", causes=[{"message": "Too large resource version"}]),
+        _message(504, "Too large resource version: 159128021, current: 159127032"),
+        _message(410, "too large resource version: 900"),  # other servers, the simulator
+    ],
+)
+def test_every_form_of_too_large_is_evidence_of_a_reset(body: bytes) -> None:
+    code = orjson.loads(body)["code"]
+    assert type(from_status(code, body, {})) is TooLarge
+
+
+def test_too_old_is_expired_not_a_reset() -> None:
+    error = from_status(410, _message(410, "too old resource version: 5 (90)"), {})
+    assert type(error) is Expired
 
 
 def test_retry_after_from_header_or_body() -> None:

@@ -136,8 +136,9 @@ async def test_watch_410_relists(tmp_path: Path) -> None:
         async with watching(
             east, "ResourceClaim", settings=replace(FAST, watch_timeout=1)
         ) as watch:
-            await eventually(lambda: watch.of(Listed))
-            # the current stream ends after its next event; the watch after it gets 410
+            await eventually(lambda: watch.of(Listed) and watch.of(Connected))
+            # faults apply to streams opened after them: the current stream ends by its
+            # timeout (with a bookmark), the watch after it gets 410
             sim.served["east"].apply_faults({"dropWatchAfterEvents": 1, "expireWatches": 1})
             store.create("resourceclaims", claim("late"))
             await eventually(lambda: len(watch.of(Listed)) == 2)
@@ -280,7 +281,9 @@ async def test_upgraded_cluster_is_followed_without_a_relist(tmp_path: Path) -> 
             assert watch.of(Listed)[0].api_version == "v1beta1"
             sim.served["east"].apply_faults({"hideVersions": None})  # the upgrade
             await eventually(lambda: watch.watcher.api_version == "v1")
-            await eventually(lambda: watch.of(Connected)[-1].api_version == "v1")
+            await eventually(
+                lambda: watch.of(Connected) and watch.of(Connected)[-1].api_version == "v1"
+            )
             store.create("resourceclaims", claim("after-upgrade"))
             await eventually(lambda: watch.of(Observed))
             assert watch.of(Observed)[0].event.record.meta.name == "after-upgrade"

@@ -14,7 +14,7 @@ def test_the_pending_trainer_replica(east: Cluster) -> None:
     assert waiting.meta.name.startswith("trainer-") and waiting.reason == "Unschedulable"
     claim = east.claim("training", waiting.meta.name)
     # The deployment is pinned to east-h200-1 by nodeSelector, which the pod's record carries
-    # (the product derives the eligible nodes from it: service.diagnosis).
+    # (the product derives the eligible nodes from it: service.questions.diagnosis).
     assert waiting.node_selector == {"kubernetes.io/hostname": "east-h200-1"}
     assert eligible_nodes(waiting.node_selector, east.nodes) == ["east-h200-1"]
     d = east.explain(claim, eligible_nodes=["east-h200-1"])

@@ -110,6 +110,10 @@ def test_lint_offline(tmp_path: Path, shared_dir: Path) -> None:
     assert (result.exit_code, result.output) == (0, "no findings\n")
     result = runner.invoke(main, ["lint", "-"], input="kind: [")
     assert result.exit_code == 1 and "not YAML" in result.output
+    deep = "kind: Pod\nspec:\n" + "".join("  " * i + "b:\n" for i in range(1, 5000))
+    result = runner.invoke(main, ["lint", "-"], input=deep)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.exception
+    assert "nested deeper than" in result.output or "nesting depth" in result.output
     result = runner.invoke(main, ["lint"])
     assert result.exit_code == 2
 

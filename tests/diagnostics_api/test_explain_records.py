@@ -1,5 +1,5 @@
 """explainClaim through the app over a small record world in a real MemoryStore (raw v1 objects
-normalized by the model and applied as `Changes`, as the reactor does): the verdicts the
+normalized by the model and folded into the index the store serves, as the reactor does): the verdicts the
 simulator cannot stage (an allocated claim whose pod lacks CPU on its node, a selector that does
 not compile, deletion pending), and the allocation ledger kept in step as claims are allocated,
 released and deleted between questions — without rebuilding it until the inventory changes."""
@@ -18,13 +18,13 @@ from dra_mirror import schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.questions.diagnosis import ledgers_for, prepare
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
 from tests.diagnostics_api.conftest import EXPLAIN
+from tests.feeding import feed
 
 CLUSTER = "lab"
 AT = "2026-11-30T00:00:00Z"
@@ -153,23 +153,22 @@ def records(*objects: dict[str, Any]) -> list[Any]:
 @pytest.fixture
 async def lab() -> AsyncIterator[tuple[MemoryStore, httpx.AsyncClient]]:
     store = MemoryStore()
-    await store.apply(
-        Changes(
-            cluster=CLUSTER,
-            at=AT,
-            upserts=records(
-                node("n1", "8"),
-                device_class("gpu.nvidia.com", GPU_CLASS),
-                gpu_slice("n1", 2),
-                # n1 runs a batch pod asking for 7 CPUs; "trainer" holds gpu-0 and wants 2 more.
-                pod("batch", "none", phase="Running", node_name="n1", cpu="7"),
-                claim("trainer", device=("n1", "gpu-0"), users=("trainer",)),
-                pod("trainer", "trainer", phase="Pending", node_name=None, cpu="2"),
-                claim("typo", selectors=("device.attributes['gpu.nvidia.com'].productName ==",)),
-                claim("leaving", deleting=True),
-                claim("waiting"),
-            ),
-        )
+    await feed(
+        store,
+        CLUSTER,
+        at=AT,
+        upserts=records(
+            node("n1", "8"),
+            device_class("gpu.nvidia.com", GPU_CLASS),
+            gpu_slice("n1", 2),
+            # n1 runs a batch pod asking for 7 CPUs; "trainer" holds gpu-0 and wants 2 more.
+            pod("batch", "none", phase="Running", node_name="n1", cpu="7"),
+            claim("trainer", device=("n1", "gpu-0"), users=("trainer",)),
+            pod("trainer", "trainer", phase="Pending", node_name=None, cpu="2"),
+            claim("typo", selectors=("device.attributes['gpu.nvidia.com'].productName ==",)),
+            claim("leaving", deleting=True),
+            claim("waiting"),
+        ),
     )
     await store.set_status(ClusterStatus(name=CLUSTER, connected=True, synced=True))
     app = create_app(Settings(), store=store)
@@ -235,7 +234,7 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     builds = ledgers.builds
     # Someone takes the last free GPU: the next question sees every GPU held.
     [taker] = records(claim("taker", device=("n1", "gpu-1")))
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    await feed(store, CLUSTER, upserts=[taker], at=AT)
     held = await explain(http, "waiting")
     assert held["verdict"] == "ALL_HELD"
     assert [h["claim"]["name"] for h in held["holders"]] == ["taker", "trainer"]
@@ -245,18 +244,18 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
         (True, ["trainer"]),
     ]
     # The taker is deleted: free again.
-    await store.apply(Changes(cluster=CLUSTER, at=AT, deletes=[taker]))
+    await feed(store, CLUSTER, deletes=[taker], at=AT)
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
     # The trainer's claim is deallocated: its GPU is free, but its pod has no room on n1.
     [released] = records(claim("trainer"))
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[released]))
+    await feed(store, CLUSTER, upserts=[released], at=AT)
     again = await explain(http, "trainer")
     assert (again["state"], again["verdict"]) == ("pending", "NODE_RESOURCES")
     assert again["message"].startswith("devices are free on node n1, but pod trainer does not fit")
     assert ledgers.builds == builds  # all of it by commit/release, no rebuild
     # A new generation of the slice (a third GPU) changes the inventory: rebuilt once.
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=records(gpu_slice("n1", 3, 2))))
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    await feed(store, CLUSTER, upserts=records(gpu_slice("n1", 3, 2)), at=AT)
+    await feed(store, CLUSTER, upserts=[taker], at=AT)
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
     assert ledgers.builds == builds + 1
 
@@ -270,7 +269,7 @@ async def test_prepare_builds_the_ledger_before_the_first_question(lab) -> None:
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
     # A claim allocated after the preparation is committed to that ledger, not rebuilt.
     [taker] = records(claim("taker", device=("n1", "gpu-1")))
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[taker]))
+    await feed(store, CLUSTER, upserts=[taker], at=AT)
     assert (await explain(http, "waiting"))["verdict"] == "ALL_HELD"
     assert (ledgers.builds, ledgers.commits) == (1, 1)
     assert await prepare(store) == 0  # already in step: nothing rebuilt
@@ -291,7 +290,7 @@ async def test_a_narrowed_scope_never_shares_the_cached_ledger(lab) -> None:
             "name": "taker", "namespace": "ops", "uid": "uid-ops-taker"}},
         cluster=CLUSTER,
     )  # fmt: skip
-    await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=[hidden]))
+    await feed(store, CLUSTER, upserts=[hidden], at=AT)
     graph = schema.build_schema()
     variables = {"cluster": CLUSTER, "namespace": "ml", "name": "waiting"}
 
@@ -336,7 +335,7 @@ async def test_the_redis_store_gives_the_same_diagnoses(redis_url: str) -> None:
     try:
         answers = []
         for store in (memory, redis):
-            await store.apply(Changes(cluster=CLUSTER, at=AT, upserts=world))
+            await feed(store, CLUSTER, upserts=world, at=AT)
             await store.set_status(ClusterStatus(name=CLUSTER, connected=True, synced=True))
             got = []
             for name in ("trainer", "typo", "waiting", "waiting"):
@@ -386,20 +385,19 @@ async def test_the_nodes_a_waiting_pod_may_use_come_from_its_spec(lab) -> None:
     pinned["spec"]["affinity"] = affinity
     lost = pod("lost", "lost", phase="Pending", node_name=None, cpu="1")
     lost["spec"]["nodeSelector"] = {"rack": "r9"}  # no such node
-    await store.apply(
-        Changes(
-            cluster=CLUSTER,
-            at=AT,
-            upserts=records(
-                n2,
-                gpu_slice("n2", 1),
-                claim("parked", device=("n2", "gpu-0")),
-                claim("pinned"),
-                pinned,
-                claim("lost"),
-                lost,
-            ),
-        )
+    await feed(
+        store,
+        CLUSTER,
+        at=AT,
+        upserts=records(
+            n2,
+            gpu_slice("n2", 1),
+            claim("parked", device=("n2", "gpu-0")),
+            claim("pinned"),
+            pinned,
+            claim("lost"),
+            lost,
+        ),
     )
     d = await explain(http, "pinned")
     assert d["verdict"] == "ALL_HELD"

@@ -170,6 +170,15 @@ async def test_a_selector_that_does_not_compile_is_an_error(mirrored: Mirrored) 
     assert error["message"].startswith("selector does not compile: ")
     body = await mirrored.query(FIND, selector="device.attributes['gpu.nvidia.com'].cores + 1")
     assert "must evaluate to bool" in body["errors"][0]["message"]
+    # the compiler repeats the offending line: a long selector is not echoed back whole
+    for selector in ("device.driver == " + "'x" * 4_000, "device.driver === 'a'" + " " * 9_000):
+        [error] = (await mirrored.query(FIND, selector=selector))["errors"]
+        assert error["extensions"]["code"] == "BAD_SELECTOR"
+        assert len(error["message"]) < 2_000
+    # beyond the API's 10 Ki limit of a selector expression: refused before compiling
+    [error] = (await mirrored.query(FIND, selector="device.driver == 'a'" + " " * 90_000))["errors"]
+    assert error["extensions"]["code"] == "BAD_SELECTOR"
+    assert "at most 10240" in error["message"] and len(error["message"]) < 2_000
 
 
 async def test_evaluation_errors_are_listed_not_hidden(mirrored: Mirrored) -> None:

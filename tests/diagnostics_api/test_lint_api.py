@@ -191,3 +191,15 @@ async def test_text_that_is_not_yaml_is_an_error(mirrored: Mirrored) -> None:
     [error] = body["errors"]
     assert error["extensions"]["code"] == "BAD_YAML"
     assert error["message"].startswith("not YAML: ")
+
+
+async def test_hostile_yaml_is_a_clear_error(mirrored: Mirrored) -> None:
+    deep = "kind: Pod\nspec: " + "[" * 5000 + "]" * 5000
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+    )
+    for text in (deep, laughs):
+        body = await mirrored.query(LINT_MANIFESTS, yaml=text)
+        [error] = body["errors"]
+        assert error["extensions"]["code"] == "BAD_YAML", error
+        assert "nest" in error["message"] or "aliases expanded" in error["message"]

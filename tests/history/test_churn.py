@@ -127,12 +127,13 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
     store.add_listener(truth.record)
     pipeline = Pipeline(engine).start()
 
-    async def no_status(_status) -> None:
-        return None
+    class NoStatus:
+        async def set_status(self, _status) -> None:
+            return None
 
     try:
         async with serving(tmp_path, *world.specs) as (_sim, connections):
-            async with await run_reactors(connections, sinks=[pipeline.sink], status_sink=no_status,
+            async with await run_reactors(connections, sinks=[pipeline.sink], status_sink=NoStatus(),
                                           settings=SETTINGS, clock=clock) as reactors:  # fmt: skip
                 await reactors.wait_synced()
                 reactor = reactors.by_name["churn"]

@@ -241,7 +241,7 @@ async def test_a_watching_mirror_over_redis_writes_history_through_the_stream(
     from sqlalchemy import func, select
 
     from dra_mirror.service.history.models import ObjectVersion, OutboxPosition
-    from dra_mirror.service.http.app import mirror_app
+    from dra_mirror.service.runtime.mirror import mirror_app
     from dra_mirror.service.settings import (
         ClusterSettings,
         HistorySettings,

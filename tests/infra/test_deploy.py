@@ -1,5 +1,6 @@
 """The local stack and the image, read as data (Docker cannot run here): docker-compose has
-the five services wired in order with health checks and loopback-only ports; the Dockerfile
+the five services wired in order with health checks and loopback-only ports, Redis with its
+append-only file on a volume; the Dockerfile
 is multi-stage, non-root, with the console script as entrypoint, and copies only files that
 exist and that .dockerignore lets through."""
 
@@ -49,6 +50,16 @@ def test_compose_commands(compose: dict[str, Any]) -> None:
         services["migrate"]["environment"]["DRA_MIRROR_HISTORY_DATABASE_URL"]
         == (serve["DRA_MIRROR_HISTORY_DATABASE_URL"])
     )
+
+
+def test_compose_redis_keeps_an_append_only_file_on_a_volume(compose: dict[str, Any]) -> None:
+    redis = compose["services"]["redis"]
+    command = redis["command"]
+    assert command[0] == "redis-server"
+    options = dict(zip(command[1::2], command[2::2], strict=True))
+    assert options["--appendonly"] == "yes" and options["--appendfsync"] == "everysec"
+    assert options["--maxmemory-policy"] == "noeviction"
+    assert "redis:/data" in redis["volumes"] and "redis" in compose["volumes"]
 
 
 def test_compose_order_and_health(compose: dict[str, Any]) -> None:

@@ -62,6 +62,10 @@ GOOD_VARIANTS = [
      "clusters.contexts", ["east", "west"]),
     ("redis.urlSecret", {"name": "redis", "key": "url"}, "allInOne.replicas", 2),
     ("ingress.enabled", True, "ingress.tls", {"enabled": True, "secretName": "dra-mirror-tls"}),
+    ("mode", "split", "redis.deploy.enabled", True),  # the chart's own Redis
+    ("redis.deploy.enabled", True, "allInOne.replicas", 2),
+    ("redis.deploy.enabled", True, "redis.deploy.persistence",
+     {"size": "20Gi", "storageClassName": "fast-ssd"}),
 ]  # fmt: skip
 
 
@@ -102,6 +106,9 @@ BAD_VALUES = [
     ("redis.urlSecret", {"name": "redis", "key": ""}),
     ("allInOne.resources", {"requests": {"memory": "a lot"}}),
     ("replicaCount", 3),  # unknown top-level key
+    ("redis.deploy.persistence", {"size": "a lot", "storageClassName": ""}),
+    ("redis.deploy.image", {"repository": "redis", "tag": "", "pullPolicy": "Always"}),
+    ("redis.deploy.appendonly", False),  # persistence is not optional
 ]
 
 
@@ -186,3 +193,34 @@ def test_cluster_role_grants_exactly_what_is_watched() -> None:
         for resource in rule["resources"]
     }
     assert granted == set(WATCHED)
+
+
+def _redis_template() -> dict[str, Any]:
+    """The chart's own Redis StatefulSet, templating replaced by placeholders."""
+    text = ACTION.sub("templated", (CHART / "templates" / "redis.yaml").read_text())
+    # lines that were only template actions (blocks, comments) are dropped
+    text = "\n".join(line for line in text.splitlines() if line.strip() != "templated")
+    documents = list(yaml.safe_load_all(text))
+    (stateful,) = [d for d in documents if d and d.get("kind") == "StatefulSet"]
+    return stateful
+
+
+def test_the_charts_redis_keeps_an_append_only_file_on_a_volume() -> None:
+    stateful = _redis_template()
+    (container,) = stateful["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    pairs = dict(zip(args[::2], args[1::2], strict=True))
+    assert pairs["--appendonly"] == "yes" and pairs["--appendfsync"] == "everysec"
+    assert pairs["--maxmemory-policy"] == "noeviction" and pairs["--dir"] == "/data"
+    assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    (claim,) = stateful["spec"]["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "data"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_charts_redis_url_reaches_the_pods_from_a_secret() -> None:
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    env = helpers[helpers.index('define "dra-mirror.env"') :]
+    assert "redis.deploy.enabled" in env and "-redis-url" in env
+    text = (CHART / "templates" / "redis.yaml").read_text()
+    assert "kind: Secret" in text and "redis://" in text

@@ -1,5 +1,5 @@
 """The suite shares one process and tests leave its garbage collector as they found it: a
-mirror whose clusters synced freezes its heap (`service.app.freeze_heap`), so unfreeze after."""
+mirror whose clusters synced freezes its heap (`service.runtime.mirror.freeze_heap`), so unfreeze after."""
 
 from __future__ import annotations
 

@@ -39,7 +39,12 @@ async def demo(tmp_path_factory: pytest.TempPathFactory):
     settings = ReactorSettings(watch=FAST, status_interval=0.05)
     async with serving(tmp_path_factory.mktemp("demo"), *world.specs) as (_sim, connections):
         reactors = await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
+            connections,
+            sinks=[store],
+            status_sink=store,
+            open_index=store.open_index,
+            settings=settings,
+            tune_gc=False,
         )
         await reactors.wait_synced()
         # A fixed clock a while after every object was created: ages are exact.

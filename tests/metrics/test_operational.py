@@ -12,17 +12,18 @@ from pathlib import Path
 
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.runtime import History
-from dra_mirror.service.http.app import create_app, mirror_app
+from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics import MAX_OPERATIONS
-from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, HistorySettings, Settings
 from dra_mirror.service.sim.run import ClusterSpec, Simulator
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.redis import RedisStore
 from tests.clusters.conftest import FAST, eventually
 from tests.clusters.world import claim, device_class, device_slice, serving, small_world
+from tests.feeding import feed
 from tests.metrics.scrape import Scrape, client, scrape
 
 CLASS = normalize("DeviceClass", device_class(), cluster="east")
@@ -150,7 +151,7 @@ async def test_backlog_counts_what_waits_for_sql(tmp_path: Path) -> None:
 
 async def test_api_replicas_leave_the_dra_series_to_watchers() -> None:
     store = MemoryStore()
-    await store.apply(Changes(cluster="east", at="2026-01-01T00:00:00Z", upserts=[CLASS]))
+    await feed(store, "east", upserts=[CLASS], at="2026-01-01T00:00:00Z")
     async with client(create_app(Settings(), store=store)) as http:
         assert (await scrape(http)).series("kube_deviceclass_info", cluster="east")
     # `serve --no-watch`: the watchers report the DRA series, API replicas do not repeat them.
@@ -235,7 +236,12 @@ async def test_failed_requests_and_malformed_objects_are_counted(tmp_path: Path)
     settings = ReactorSettings(watch=FAST, status_interval=0.05)
     async with serving(tmp_path, ClusterSpec(world, faults=faults)) as (_sim, connections):
         reactors = await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
+            connections,
+            sinks=[store],
+            status_sink=store,
+            open_index=store.open_index,
+            settings=settings,
+            tune_gc=False,
         )
         async with client(create_app(Settings(), store=store, reactors=reactors)) as http:
             await reactors.wait_synced()

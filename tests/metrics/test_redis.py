@@ -10,7 +10,8 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from dra_mirror.service.http.app import create_app, mirror_app
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, Settings, StoreSettings
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.stores.memory import MemoryStore
@@ -60,7 +61,10 @@ async def test_redis_watcher_reports_what_the_memory_mirror_does(
             )
             store = RedisStore.from_url(redis_url, prefix=prefix)
             async with mirrored(store, redis_settings) as redis:
-                pass
+                # The composition root watches a Redis store under leases, whatever wraps it.
+                keys = store.keys("east")
+                assert await store.redis.get(keys.lease) is not None
+                assert await store.redis.get(keys.fence) is not None
             # An app that watches nothing reads the series from Redis itself.
             reader = RedisStore.from_url(redis_url, prefix=prefix)
             async with client(create_app(Settings(), store=reader)) as http:

@@ -1,4 +1,5 @@
-"""ClusterIndex: reverse maps and the transitions each event makes (index.py rules 1-6)."""
+"""ClusterIndex: reverse maps, the transitions each event makes, the derived delta and live
+events each batch carries, and seeding (index.py rules 1-8)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, ClaimEvent, DeviceEvent
 from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
@@ -314,26 +316,31 @@ def test_consumers_are_unknown_until_pods_are_listed() -> None:
 
 
 def test_deltas_report_net_changes_of_the_derived_state() -> None:
-    index = ClusterIndex(CLUSTER, deltas=True)
+    index = ClusterIndex(CLUSTER)
     for kind in KINDS:
-        index.resync(kind, [], at="t0")
-    assert not index.take_delta()
+        assert not index.resync(kind, [], at="t0").delta
     held = claim("c1", devices=(("n1", "gpu-0"),))
-    add(index, N1, held)
-    delta = index.take_delta()
+    delta = add(index, N1, held).delta
     assert delta.devices == {
         dk("n1", "gpu-0"): index.device(dk("n1", "gpu-0")),
         dk("n1", "gpu-1"): index.device(dk("n1", "gpu-1")),
     }
+    assert delta.statuses == {dk("n1", "gpu-0"): "held", dk("n1", "gpu-1"): "free"}
     assert delta.idle == {ck("c1"): "t1"}
     added = {(r, k, v) for r, k, v, _ in delta.links_added()}
     assert ("uuid_devices", "GPU-1", dk("n1", "gpu-1")) in added
     assert ("device_allocations", dk("n1", "gpu-0"), (ck("c1"), "r", "")) in added
     assert list(delta.links_removed()) == []
+    # Bounded relations come as whole lists; the two with a large fan-out only member-wise.
+    assert delta.lists[("node_devices", (CLUSTER, "n1"))] == [dk("n1", "gpu-0"), dk("n1", "gpu-1")]
+    assert [a.claim for a in delta.lists[("device_allocations", dk("n1", "gpu-0"))]] == [ck("c1")]
+    assert not any(relation in ("class_claims", "name_devices") for relation, _ in delta.lists)
     # Within one batch: the claim goes and comes back elsewhere; the slice goes.
     moved = claim("c1", devices=(("n1", "gpu-1"),), rv="2")
-    index.apply([Event("DELETED", held), Event("ADDED", moved), Event("DELETED", N1)], at="t2")
-    delta = index.take_delta()
+    changes = index.apply(
+        [Event("DELETED", held), Event("ADDED", moved), Event("DELETED", N1)], at="t2"
+    )
+    delta = changes.delta
     assert ("device_allocations", dk("n1", "gpu-0"), (ck("c1"), "r", "")) in set(
         delta.links_removed()
     )
@@ -341,4 +348,63 @@ def test_deltas_report_net_changes_of_the_derived_state() -> None:
         (r, k, v) for r, k, v, _ in delta.links_added()
     }
     assert delta.devices == {dk("n1", "gpu-0"): None, dk("n1", "gpu-1"): None}
+    assert delta.statuses == {dk("n1", "gpu-0"): None, dk("n1", "gpu-1"): None}
     assert delta.idle == {ck("c1"): "t2"}  # ended with the old claim, started with the new
+    assert delta.lists[("node_devices", (CLUSTER, "n1"))] == []
+
+
+def test_an_index_that_is_the_store_keeps_no_link_deltas() -> None:
+    index = ClusterIndex(CLUSTER, link_deltas=False)
+    delta = add(index, N1, claim("c1", devices=(("n1", "gpu-0"),))).delta
+    assert not delta.linked and not delta.unlinked and not delta.lists
+    assert delta.statuses == {dk("n1", "gpu-0"): "held", dk("n1", "gpu-1"): "free"}
+
+
+def test_a_derived_change_is_a_live_event_even_when_the_claim_did_not_change() -> None:
+    index = listed_index()
+    held = claim("c1", devices=(("n1", "gpu-0"),), consumers=(("p1", "uid-p1"),))
+    add(index, N1, pod("p1", uid="uid-p1", phase="Pending"), held, at="t1")
+    assert index.idle_since(ck("c1")) == "t1"
+    # The consumer pod starts running: the claim object is the same, its idleness is not.
+    changes = add(index, pod("p1", uid="uid-p1", phase="Running", rv="2"), at="t2")
+    [event] = [e for e in changes.events if isinstance(e, ClaimEvent)]
+    assert (event.type, event.name) == ("MODIFIED", "c1")
+    assert event.old == event.new == index.get(ck("c1"))
+    assert (event.old_idle_since, event.new_idle_since) == ("t1", None)
+    assert changes.delta.idle == {ck("c1"): None}
+    # Allocation moves a device from free to held: a device event with both states.
+    changes = add(index, claim("c2", devices=(("n1", "gpu-1"),), rv="3"), at="t3")
+    [device] = [e for e in changes.events if isinstance(e, DeviceEvent)]
+    assert device.key == dk("n1", "gpu-1") and device.type == "MODIFIED"
+    assert (device.old.status, device.new.status) == ("free", "held")
+
+
+def test_large_batches_carry_no_live_events_but_all_their_derived_state() -> None:
+    index = listed_index()
+    claims = [claim(f"c{i}") for i in range(LIVE_BATCH_LIMIT + 1)]
+    changes = add(index, *claims)
+    assert len(changes.upserts) == LIVE_BATCH_LIMIT + 1 and changes.events == []
+    assert len(changes.delta.linked) == LIVE_BATCH_LIMIT + 1  # every claim's class link
+    assert add(index, claim("one-more")).events  # small batches do
+
+
+def test_a_seeded_index_is_silent_and_its_first_lists_announce_what_it_holds() -> None:
+    held = claim("c1", devices=(("n1", "gpu-0"),))
+    earlier = listed_index()
+    add(earlier, N1, held, at="t1")
+    records = [r for kind in KINDS for r in earlier.records(kind)]
+    index = ClusterIndex(CLUSTER)
+    index.seed(ch.Seed(records, {ck("c1"): "t1"}, frozenset(KINDS)), at="t5")
+    assert index.idle_since(ck("c1")) == "t1" and index.device_status(dk("n1", "gpu-0")) == "held"
+    # The first claim LIST re-announces the holding although nothing changed...
+    changes = index.resync("ResourceClaim", [held], at="t6")
+    assert not changes.upserts and not changes.delta
+    assert types(changes) == [ch.CLAIM_CREATED, ch.ALLOCATED, ch.IDLE_STARTED]
+    assert changes.transitions[1].uuid == "GPU-0"  # the seed's device names it
+    # ...once: later lists of the same state say nothing.
+    assert not index.resync("ResourceClaim", [held], at="t7")
+    # The slices' first LIST announces the devices; what vanished is an ordinary delete.
+    changes = index.resync("ResourceSlice", [], at="t8")
+    assert [r.meta.name for r in changes.deletes] == [N1.meta.name]
+    assert types(changes).count(ch.DEVICE_DISAPPEARED) == 2
+    assert changes.delta.devices == {dk("n1", "gpu-0"): None, dk("n1", "gpu-1"): None}

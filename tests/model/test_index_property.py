@@ -1,7 +1,13 @@
 """The index's central property (STYLE.md point 2): folding ANY event sequence into a
 ClusterIndex gives the same records, reverse maps, devices, device statuses and idle claims
-as a fresh index built from the final state; and the Changes it emitted, replayed, rebuild
-that state, with transitions that balance (every allocation released at most once, …)."""
+as a fresh index built from the final state; the Changes it emitted — records, derived delta
+and live events — folded into plain dicts rebuild that state (a store needs no index of its
+own), with transitions that balance (every allocation released at most once, …).
+
+And across a takeover: an index seeded with what an earlier writer left, then relisting a
+cluster that changed meanwhile, ends as a fresh index over the new state; the store written
+from its Changes alone too; and history, which closed every interval when the new watcher
+started, ends with the same intervals open as a fresh index would leave."""
 
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
-from dra_mirror.service.model.delta import IndexDelta
+from dra_mirror.service.model import inventory
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
+from dra_mirror.service.model.live import ClaimEvent, DeviceState
 from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
+from dra_mirror.service.model.relations import FAN_OUT
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_
 
 POOLS = ("n0", "n1", "net")
@@ -61,20 +69,21 @@ def claims(draw: st.DrawFn) -> Record:
         )
     )
     shared = draw(st.booleans())
+    name = draw(st.sampled_from(CLAIMS))
+    consumers = draw(
+        st.lists(
+            st.tuples(st.sampled_from(PODS), st.sampled_from(("u1", "u2"))),
+            unique_by=lambda c: c[0],
+            max_size=2,
+        )
+    )
+    # Kubernetes never gives two objects one uid: a name's uid changes when it is recreated.
     return claim(
-        draw(st.sampled_from(CLAIMS)),
-        uid=draw(st.sampled_from(("u1", "u2"))),
+        name,
+        uid=f"{name}-{draw(st.sampled_from(('u1', 'u2')))}",
         devices=tuple(held),
         shares={dev: {"gpu.nvidia.com/memory": "1Gi"} for _, dev in held} if shared else None,
-        consumers=tuple(
-            draw(
-                st.lists(
-                    st.tuples(st.sampled_from(PODS), st.sampled_from(("pu1", "pu2"))),
-                    unique_by=lambda c: c[0],
-                    max_size=2,
-                )
-            )
-        ),
+        consumers=tuple((pod_name, f"{pod_name}-{uid}") for pod_name, uid in consumers),
         class_name=draw(st.sampled_from(("gpu", "mig"))),
         deleted=draw(st.booleans()),
         rv=str(draw(st.integers(0, 3))),
@@ -94,9 +103,10 @@ def pods(draw: st.DrawFn) -> Record:
             max_size=2,
         )
     )
+    name = draw(st.sampled_from(PODS))
     return pod(
-        draw(st.sampled_from(PODS)),
-        uid=draw(st.sampled_from(("pu1", "pu2"))),
+        name,
+        uid=f"{name}-{draw(st.sampled_from(('u1', 'u2')))}",
         phase=draw(st.sampled_from(("Running", "Pending", "Succeeded", "Failed"))),
         node=draw(st.sampled_from(("n0", "n1", None))),
         claims=tuple(entries),
@@ -144,86 +154,215 @@ def state(index: ClusterIndex) -> dict[str, Any]:
     }
 
 
-def fresh(final: dict[Any, Record]) -> ClusterIndex:
+def derived_now(index: ClusterIndex) -> dict[Any, str]:
+    """Every device's status computed from scratch by the model's pure rule (inventory.py)."""
+    out = {}
+    for entry in index.devices():
+        key = entry.key
+        free = index.counters_free(key.driver, key.pool) if entry.device.consumes_counters else None
+        out[key] = inventory.device_status(entry, index.holds(key), counters_free=free)
+    return out
+
+
+def fresh(final: dict[Any, Record], *, into: Replica | None = None, at: str = "t") -> ClusterIndex:
+    """A new index over `final`, listed kind by kind as a reactor lists (its Changes applied
+    to `into`, when given, as a store would apply them)."""
     index = ClusterIndex(CLUSTER)
     for kind in KINDS:
-        index.resync(kind, [r for k, r in final.items() if k.kind == kind], at="t")
+        changes = index.resync(kind, [r for k, r in final.items() if k.kind == kind], at=at)
+        if into is not None:
+            into.apply(changes)
     return index
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data())
-def test_folding_any_events_equals_building_from_the_final_state(data: st.DataObject) -> None:
-    index = ClusterIndex(CLUSTER, deltas=True)
-    for kind in KINDS:  # the reactor lists every kind first (an empty cluster here)
-        index.resync(kind, [], at="t0")
-    mirror = _DeltaMirror()
-    final: dict[Any, Record] = {}
-    replayed: dict[Any, Record] = {}
-    transitions: list[ch.Transition] = []
-    for position in range(data.draw(st.integers(0, 12), label="batches")):
+def draw_world(data: st.DataObject, final: dict[Any, Record], label: str) -> list[list[Event]]:
+    """Batches of random events, folded into `final` (the records they leave) as drawn."""
+    batches = []
+    for _ in range(data.draw(st.integers(0, 12), label=f"{label} batches")):
         batch = []
-        for _ in range(data.draw(st.integers(1, 5), label="batch size")):
+        for _ in range(data.draw(st.integers(1, 5), label=f"{label} batch size")):
             event = _step(data, final)
             batch.append(event)
             if event.type == "DELETED":
                 final.pop(key_of(event.record), None)
             else:
                 final[key_of(event.record)] = event.record
+        batches.append(batch)
+    return batches
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_folding_any_events_equals_building_from_the_final_state(data: st.DataObject) -> None:
+    index = ClusterIndex(CLUSTER)
+    replica = Replica()
+    for kind in KINDS:  # the reactor lists every kind first (an empty cluster here)
+        replica.apply(index.resync(kind, [], at="t0"))
+    final: dict[Any, Record] = {}
+    transitions: list[ch.Transition] = []
+    for position, batch in enumerate(draw_world(data, final, "events")):
         changes = index.apply(batch, at=f"t{position}")
         keys = [key_of(r) for r in changes.upserts] + [key_of(r) for r in changes.deletes]
         assert len(keys) == len(set(keys)), "a key twice in one Changes"
-        for record in changes.deletes:
-            replayed.pop(key_of(record), None)
-        for record in changes.upserts:
-            replayed[key_of(record)] = record
         transitions.extend(changes.transitions)
-        mirror.apply(index.take_delta())
+        replica.apply(changes)
 
     folded = state(index)
     assert folded == state(fresh(final))
-    # Stores that only carry Changes out end with the index's records.
-    assert replayed == {k: r for by_kind in folded["records"].values() for k, r in by_kind.items()}
+    assert folded["statuses"] == derived_now(index)  # kept derived = derived from scratch
     # The raw records are the final ones (claims differ only by the template the index fills).
     assert {
         k: replace(r, template_name=None) if isinstance(r, ClaimRecord) else r
-        for k, r in replayed.items()
+        for k, r in replica.records.items()
     } == final
     _transitions_balance(index, transitions)
-    # A store writing only the deltas ends with the index's derived state.
-    assert mirror.links == {
-        (r, k, v): p
-        for r in RELATIONS
-        for k, vs in index.links.mapping(r).items()
-        for v, p in vs.items()
-    }
-    assert mirror.devices == folded["devices"]
-    assert mirror.idle == {k: index.idle_since(k) for k in index.idle_claims()}
+    # A store that keeps nothing but what each Changes says ends with the index's state.
+    replica.assert_holds(index)
 
 
-class _DeltaMirror:
-    """What a remote store holds when it writes nothing but each batch's IndexDelta."""
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_seeded_index_relists_into_the_state_and_history_of_a_fresh_one(
+    data: st.DataObject,
+) -> None:
+    # An earlier writer left world A in a shared store (records, idle marks, derived keys).
+    before: dict[Any, Record] = {}
+    draw_world(data, before, "before")
+    replica = Replica()
+    earlier = fresh(before, into=replica)
+    # While nobody watched, the cluster became world B; a new watcher seeds, then relists.
+    after = dict(before)
+    draw_world(data, after, "meanwhile")
+    held = [r for kind in KINDS for r in earlier.records(kind)]
+    marks = {k: since for k in earlier.idle_claims() if (since := earlier.idle_since(k))}
+    index = ClusterIndex(CLUSTER)
+    index.seed(ch.Seed(held, marks, frozenset(KINDS)), at="t")
+    relist: list[ch.Transition] = []
+    for kind in KINDS:
+        changes = index.resync(kind, [r for k, r in after.items() if k.kind == kind], at="t2")
+        relist.extend(changes.transitions)
+        replica.apply(changes)
+    assert state(index) == state(fresh(after))
+    # A claim idle all along keeps the time the earlier writer saw it become idle.
+    ended = {(t.namespace, t.claim) for t in relist if t.type == ch.IDLE_ENDED}
+    for key in index.idle_claims():
+        if key in marks and (key.namespace, key.name) not in ended:
+            assert index.idle_since(key) == marks[key]
+    # The shared store, written from the relist's Changes alone, ends as world B.
+    replica.assert_holds(index)
+    # History closed every interval when the watcher started: what the relist opens is what
+    # a fresh index over world B holds open.
+    expected: list[ch.Transition] = []
+    empty = ClusterIndex(CLUSTER)
+    for kind in KINDS:
+        listed = [r for k, r in after.items() if k.kind == kind]
+        expected.extend(empty.resync(kind, listed, at="t3").transitions)
+    assert open_intervals(relist) == open_intervals(expected), (relist, expected)
+
+
+def open_intervals(transitions: list[ch.Transition]) -> set[tuple]:
+    """The intervals history leaves open after `transitions`, from nothing open (what its
+    "cluster started" leaves), by the identities service.history.recording keys them by."""
+    opened: set[tuple] = set()
+    for t in transitions:
+        hold = ("held", t.claim_uid, t.request, t.driver, t.pool, t.device, t.share_id)
+        ident = {
+            ch.ALLOCATED: hold,
+            ch.RELEASED: hold,
+            ch.CONSUMER_ADDED: ("consumer", t.claim_uid, t.pod_uid),
+            ch.CONSUMER_REMOVED: ("consumer", t.claim_uid, t.pod_uid),
+            ch.WAIT_STARTED: ("wait", t.claim_uid),
+            ch.WAIT_ENDED: ("wait", t.claim_uid),
+            ch.IDLE_STARTED: ("idle", t.claim_uid),
+            ch.IDLE_ENDED: ("idle", t.claim_uid),
+            ch.DEVICE_APPEARED: ("device", t.driver, t.pool, t.device),
+            ch.DEVICE_CHANGED: ("device", t.driver, t.pool, t.device),
+            ch.DEVICE_DISAPPEARED: ("device", t.driver, t.pool, t.device),
+        }.get(t.type)
+        if t.type in (ch.ALLOCATED, ch.CONSUMER_ADDED, ch.WAIT_STARTED, ch.IDLE_STARTED,
+                      ch.DEVICE_APPEARED, ch.DEVICE_CHANGED):  # fmt: skip
+            opened.add(ident)
+        elif t.type == ch.CLAIM_DELETED:
+            opened = {i for i in opened if i[0] == "device" or i[1] != t.claim_uid}
+        elif ident is not None:
+            opened.discard(ident)
+    return opened
+
+
+class Replica:
+    """What a store holds when it keeps nothing but what each Changes says — records, the
+    IndexDelta and the live events — in plain dicts, with no index of its own."""
 
     def __init__(self) -> None:
+        self.records: dict[Any, Record] = {}
         self.links: dict[tuple, Any] = {}
+        self.lists: dict[tuple, list] = {}
         self.devices: dict[Any, Any] = {}
+        self.statuses: dict[Any, str] = {}
         self.idle: dict[Any, str] = {}
+        self.live_claims: dict[Any, tuple] = {}  # claim -> (record, idle since), from events
+        self.live_devices: dict[Any, DeviceState] = {}  # from events
 
-    def apply(self, delta: IndexDelta) -> None:
+    def apply(self, changes: ch.Changes) -> None:
+        for record in changes.deletes:
+            self.records.pop(key_of(record), None)
+        for record in changes.upserts:
+            self.records[key_of(record)] = record
+        delta = changes.delta
         for relation, key, value in delta.links_removed():
             self.links.pop((relation, key, value), None)
         for relation, key, value, payload in delta.links_added():
             self.links[(relation, key, value)] = payload
-        for key, entry in delta.devices.items():
-            if entry is None:
-                self.devices.pop(key, None)
+        for relation_key, values in delta.lists.items():
+            if values:
+                self.lists[relation_key] = values
             else:
-                self.devices[key] = entry
-        for key, since in delta.idle.items():
-            if since is None:
-                self.idle.pop(key, None)
+                self.lists.pop(relation_key, None)
+        for target, changed in ((self.devices, delta.devices), (self.statuses, delta.statuses),
+                                (self.idle, delta.idle)):  # fmt: skip
+            for key, value in changed.items():
+                if value is None:
+                    target.pop(key, None)
+                else:
+                    target[key] = value
+        for event in changes.events:
+            if isinstance(event, ClaimEvent):
+                key = (CLUSTER, "ResourceClaim", event.namespace, event.name)
+                if event.new is None:
+                    self.live_claims.pop(key, None)
+                else:
+                    self.live_claims[key] = (event.new, event.new_idle_since)
+            elif event.new is None:
+                self.live_devices.pop(event.key, None)
             else:
-                self.idle[key] = since
+                self.live_devices[event.key] = event.new
+
+    def assert_holds(self, index: ClusterIndex) -> None:
+        folded = state(index)
+        assert self.records == {
+            k: r for by_kind in folded["records"].values() for k, r in by_kind.items()
+        }
+        assert self.links == {
+            (r, k, v): p
+            for r in RELATIONS
+            for k, vs in index.links.mapping(r).items()
+            for v, p in vs.items()
+        }
+        assert self.lists == {
+            (r, k): index.lookup(r, k)
+            for r in RELATIONS
+            if r not in FAN_OUT
+            for k in index.links.mapping(r)
+        }
+        assert self.devices == folded["devices"]
+        assert self.statuses == folded["statuses"]
+        assert self.idle == {k: index.idle_since(k) for k in index.idle_claims()}
+        assert self.live_claims == {
+            key_of(c): (c, index.idle_since(key_of(c))) for c in index.records("ResourceClaim")
+        }
+        assert self.live_devices == {
+            e.key: DeviceState(e, index.device_status(e.key)) for e in index.devices()
+        }
 
 
 def _transitions_balance(index: ClusterIndex, transitions: list[ch.Transition]) -> None:

@@ -42,11 +42,24 @@ class Statuses:
     def __init__(self) -> None:
         self.pushed: list[ClusterStatus] = []
 
-    async def __call__(self, status: ClusterStatus) -> None:
+    async def set_status(self, status: ClusterStatus) -> None:
         self.pushed.append(status)
 
     def last(self, cluster: str) -> ClusterStatus:
         return [s for s in self.pushed if s.name == cluster][-1]
+
+
+class ChangesOnly:
+    """A sink made of one coroutine function; its watch hooks do nothing."""
+
+    def __init__(self, apply) -> None:
+        self.apply = apply
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        return None
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        return None
 
 
 async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> None:
@@ -63,7 +76,8 @@ async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> 
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         reactors = await run_reactors(
             connections,
-            sinks=[store.apply, recorder],
+            open_index=store.open_index,
+            sinks=[store, ChangesOnly(recorder)],
             status_sink=statuses,
             settings=SETTINGS,
             tune_gc=False,
@@ -110,7 +124,12 @@ async def test_two_clusters_one_of_them_v1beta1_only(tmp_path: Path) -> None:
     async with serving(tmp_path, *specs) as (_sim, connections):
         gc.unfreeze()  # an earlier test's sync may have frozen the heap already
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=True
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=True,
         ) as reactors:
             before = gc.get_threshold()
             await reactors.wait_synced()
@@ -135,7 +154,7 @@ async def test_deletions_while_disconnected_become_deletes(
     class HistoryLike:
         """A sink with the history sink's optional hooks."""
 
-        async def __call__(self, changes: Changes) -> None:
+        async def apply(self, changes: Changes) -> None:
             calls.append(("changes",))
             batches.append(changes)
 
@@ -150,6 +169,7 @@ async def test_deletions_while_disconnected_become_deletes(
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
             connections,
+            open_index=store.open_index,
             sinks=[store, recorder],
             status_sink=store,
             settings=SETTINGS,
@@ -204,7 +224,12 @@ async def test_410_relist_keeps_the_store_exact(tmp_path: Path) -> None:
     settings = replace(SETTINGS, watch=replace(FAST, watch_timeout=1))
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=settings, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=settings,
+            tune_gc=False,
         ) as reactors:
             await reactors.wait_synced()
             sim.served["east"].apply_faults({"expireWatches": 6})
@@ -226,7 +251,12 @@ async def test_malformed_object_counted_logged_once_and_skipped(
     caplog.set_level(logging.WARNING, logger="dra_mirror.service.reactor.reactor")
     async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]
@@ -264,6 +294,7 @@ async def test_unreachable_cluster_is_reported_and_blocks_only_readiness(
         try:
             async with await run_reactors(
                 [*connections, gone],
+                open_index=store.open_index,
                 sinks=[store],
                 status_sink=store,
                 settings=SETTINGS,
@@ -300,7 +331,8 @@ async def test_sink_outage_retries_the_same_batch(
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         async with await run_reactors(
             connections,
-            sinks=[flaky],
+            open_index=store.open_index,
+            sinks=[ChangesOnly(flaky)],
             status_sink=store,
             settings=SETTINGS,
             tune_gc=False,
@@ -333,6 +365,9 @@ class HookOutageSink:
         self.received.append("changes")
         self.upserts += len(changes.upserts)
 
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        return None
+
 
 async def test_a_hook_whose_outbox_is_down_is_retried_before_any_batch(
     tmp_path: Path, recording_sleep: RecordingSleep
@@ -343,6 +378,7 @@ async def test_a_hook_whose_outbox_is_down_is_retried_before_any_batch(
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         async with await run_reactors(
             connections,
+            open_index=store.open_index,
             sinks=[store, sink],
             status_sink=store,
             settings=SETTINGS,
@@ -366,7 +402,12 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
     faults = {"hideVersions": ["v1", "v1beta2", "v1beta1"]}
     async with serving(tmp_path, ClusterSpec(world, faults=faults)) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
         ) as reactors:
             await reactors.wait_synced()  # not blocked forever by an API the cluster lacks
             reactor = reactors.by_name["bare"]
@@ -379,9 +420,9 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
 async def test_sync_gc_raises_then_restores_thresholds_and_freezes() -> None:
     before = gc.get_threshold()
     frozen = gc.get_freeze_count()
-    tuning = SyncGc(threshold=before[0] * 10)
+    tuning = SyncGc(threshold=before[0] * 10, older=before[1] * 10)
     try:
-        assert gc.get_threshold() == (before[0] * 10, *before[1:])
+        assert gc.get_threshold() == (before[0] * 10, before[1] * 10, *before[2:])
         tuning.done(freeze=False)
         assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
         tuning.done()  # once only
@@ -400,7 +441,12 @@ async def test_stop_applies_the_batch_already_received(tmp_path: Path) -> None:
     slow = replace(SETTINGS, batch_max_delay=60.0)  # a batch would wait a minute for company
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         reactors = await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=slow, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=slow,
+            tune_gc=False,
         )
         await reactors.wait_synced()
         reactor = reactors.by_name["east"]
@@ -436,7 +482,12 @@ async def test_demo_scenario_mirrors_exactly(tmp_path: Path) -> None:
     store = MemoryStore()
     async with serving(tmp_path, *world.specs) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=SETTINGS, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
         ) as reactors:
             await reactors.wait_synced()
             for name, cluster in world.stores.items():
@@ -459,7 +510,12 @@ async def test_a_model_bug_on_one_event_costs_only_that_event(
     slow = replace(SETTINGS, batch_max_delay=0.5)  # the three claims arrive in one batch
     async with serving(tmp_path, ClusterSpec(world)) as (_sim, connections):
         async with await run_reactors(
-            connections, sinks=[store], status_sink=store, settings=slow, tune_gc=False
+            connections,
+            open_index=store.open_index,
+            sinks=[store],
+            status_sink=store,
+            settings=slow,
+            tune_gc=False,
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]

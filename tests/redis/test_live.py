@@ -1,7 +1,8 @@
 """Live subscriptions end to end: a real `websockets` client speaking graphql-transport-ws to
 the app under a real uvicorn on loopback, the app reading a RedisStore (pub/sub) or the
-embedded LiveMemoryStore (in-process bus), and batches applied to that store (as the watchers
-do) arriving as claimEvents / deviceEvents with their change type and old and new state."""
+embedded MemoryStore (in-process bus), and batches folded into the index the store opens and
+applied to it (as the watchers do) arriving as claimEvents / deviceEvents with their change
+type and old and new state."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import uvicorn
 import websockets
 
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.index import Event
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.stores.bus import LiveMemoryStore
+from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.redis import RedisStore
 from tests.model.builders import claim, device, node, slice_
 
@@ -53,7 +54,7 @@ async def next_payload(ws) -> dict:
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def live_store(request: pytest.FixtureRequest):
     if request.param == "memory":
-        return LiveMemoryStore()
+        return MemoryStore()
     url = request.getfixturevalue("redis_url")
     return RedisStore.from_url(url, prefix=f"test-live-{uuid.uuid4().hex[:8]}")
 
@@ -63,7 +64,7 @@ async def test_claim_and_device_events_over_websocket(live_store) -> None:
     sock = free_socket()
     server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
-    index = ClusterIndex("east")
+    index = store.open_index("east")
     try:
         for _ in range(200):
             if server.started:

@@ -46,6 +46,7 @@ class Replica:
             **os.environ,
             "DRA_MIRROR_STORE_REDIS_PREFIX": prefix,
             "DRA_MIRROR_STORE_LEASE_TTL": "1.5",
+            "DRA_MIRROR_ACCESS_INSECURE_NO_AUTH": "true",  # loopback only, no credentials
         }
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "dra_mirror.service.cli", *args, "--redis-url", redis_url,

@@ -1,7 +1,7 @@
 """The test world loaded into a real MemoryStore, and the app over it through ASGI.
 
 Records are made by the model's own `normalize` from the raw objects in `world.py` and fed to
-the store only through `apply(Changes)`, as the reactor does. Queries go through the real
+the store only through the index it serves (`tests.feeding`), as the reactor does. Queries go through the real
 Starlette app (`httpx.AsyncClient` + `ASGITransport` inside `LifespanManager`).
 """
 
@@ -16,11 +16,11 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.settings import GraphQLSettings, Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
+from tests.feeding import feed
 
 from . import world
 
@@ -42,7 +42,7 @@ async def load_world(store: MemoryStore) -> None:
         upserts = [
             normalize(kind, raw, cluster=cluster) for kind in KIND_ORDER for raw in objects[kind]
         ]
-        await store.apply(Changes(cluster=cluster, at=LOADED_AT, upserts=upserts))
+        await feed(store, cluster, upserts=upserts, at=LOADED_AT)
         await store.set_status(
             ClusterStatus(
                 name=cluster,

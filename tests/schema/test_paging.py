@@ -81,3 +81,21 @@ def test_presorted_items_page_as_sorted_ones_do():
     assert page(ordered, after, presorted=True) == sorted_here
     assert [node for node, _ in sorted_here[0]] == ["D", "F"] and sorted_here[2] == 5
     assert sorted_here[1].has_next_page and sorted_here[1].has_previous_page
+
+
+async def test_bad_cursors_name_the_problem_and_never_echo_themselves(gql):
+    huge = "A" * 200_000  # well over the cursor limit, under the request body limit
+    mangled = {
+        huge: "longer than 1024 characters",
+        "not a cursor!": "not base64url",
+        encode_cursor(()).replace("W", "e"): "not a cursor of this API",  # base64 of no JSON
+        "eyJhIjoxfQ": "not a cursor of this API",  # {"a":1}
+        encode_cursor(([1, 2], {"x": 1})): "not a cursor of this API",  # not scalars
+        encode_cursor((1, 2, 3, 4)): "not a cursor of this list",  # ints against names
+    }
+    for cursor, problem in mangled.items():
+        bad = await gql.raw(Q, after=cursor)
+        (error,) = bad["errors"]
+        assert error["extensions"]["code"] == "BAD_CURSOR", error
+        assert error["message"].startswith("invalid cursor") and problem in error["message"]
+        assert len(error["message"]) < 120

@@ -44,7 +44,7 @@ class Mirror:
 
     def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
-        self.args = ["serve", "--port", str(self.port), *args]
+        self.args = ["serve", "--port", str(self.port), "--insecure-no-auth", *args]
         self.env = {**os.environ, **(env or {})}
         self.stdout = tmp_path / "stdout.log"
         self.stderr = tmp_path / "stderr.log"

@@ -161,6 +161,33 @@ async def test_restart_resets_resource_versions(
     assert status["restarts"] == 1
 
 
+async def test_future_watches_wait_silently_as_the_watch_cache_does(
+    sim: Simulator, api: client.ApiClient, store: ClusterStore
+):
+    for i in range(3):
+        store.create("resourceclaims", claim_body(f"c{i}"))
+    await set_faults(sim, {"restart": {"base": 1}, "futureWatches": "wait"})
+    ahead = store.resource_version + 2  # a position the restarted store has not reached
+    response = await raw_watch(
+        api, resourceVersion=str(ahead), allowWatchBookmarks="true", timeoutSeconds="30"
+    )
+    # accepted, and silent: no event, not even a bookmark (sent every 0.2 s otherwise)
+    assert response.status == 200
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(response.content.readline(), timeout=0.5)
+    for i in range(4):
+        store.create("resourceclaims", claim_body(f"n{i}"))
+    # once the counter passes the position, only what comes after it is sent
+    first = json.loads(await response.content.readline())
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "n2")
+    response.close()
+    await set_faults(sim, {"futureWatches": None})
+    response = await raw_watch(api, resourceVersion=str(store.resource_version + 5))
+    error = json.loads(await response.content.readline())
+    assert (error["type"], error["object"]["code"]) == ("ERROR", 410)
+    response.close()
+
+
 async def test_hidden_api_version(sim: Simulator, api: client.ApiClient):
     await set_faults(sim, {"hideVersions": ["v1beta1", "v1beta2"]})
     groups = await client.ApisApi(api).get_api_versions()

@@ -19,11 +19,11 @@ import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.sim.store import ClusterStore
 from tests.sim.conftest import deleted
 
-_BY_KIND = {r.kind: r for r in RESOURCES.values()}
+_BY_KIND = {r.kind: r for r in BY_PLURAL.values()}
 _SERVER_META = {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"}
 
 

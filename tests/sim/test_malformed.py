@@ -8,7 +8,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_mirror.service.sim.resources import RESOURCES
+from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.sim.served import ServedCluster
 from dra_mirror.service.sim.server import build_app
 from dra_mirror.service.sim.store import ApiError, ClusterStore
@@ -63,7 +63,7 @@ shaped = st.recursive(
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    plural=st.sampled_from(sorted(RESOURCES)),
+    plural=st.sampled_from(sorted(BY_PLURAL)),
     metadata=st.one_of(
         json_values,
         st.fixed_dictionaries(
@@ -84,7 +84,7 @@ def test_create_and_update_never_crash(plural: str, metadata, spec, status):
         return
     made["spec"] = status
     try:
-        store.update(plural, made, subresource="status" if RESOURCES[plural].has_status else None)
+        store.update(plural, made, subresource="status" if BY_PLURAL[plural].has_status else None)
     except ApiError as error:
         assert error.code in (400, 404, 409, 422), error.status()
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from dra_mirror.service.sim.generate import pod_object
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.sim.scenario import World, build_world, load_scenario, parse_scenario
+from dra_mirror.service.sim.shapes import pod_object
 from tests.sim.conftest import api_client_for
 
 

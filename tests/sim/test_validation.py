@@ -1,4 +1,4 @@
-"""Validation limits of docs/dra-api.md §2: each limit accepts its maximum and refuses one more."""
+"""Validation limits of ../shared/docs/dra-api.md §2: each limit accepts its maximum and refuses one more."""
 
 from __future__ import annotations
 

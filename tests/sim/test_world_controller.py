@@ -8,8 +8,8 @@ import pytest
 from dra_mirror.service.model.records import DELETE_PROTECTION_FINALIZER
 from dra_mirror.service.sim.churn import ChurnShape, ChurnSpec, schedule
 from dra_mirror.service.sim.claim_controller import generate_name
-from dra_mirror.service.sim.generate import pod_object
 from dra_mirror.service.sim.scenario import World, build_world, load_scenario, parse_scenario
+from dra_mirror.service.sim.shapes import pod_object
 from dra_mirror.service.sim.store import ClusterStore
 
 

@@ -2,7 +2,7 @@
 commands on, and requests signed by slack_sdk's own `SignatureVerifier.generate_signature`.
 
 The world (`tests.schema.world`: raw Kubernetes objects and the truth computed from the dicts)
-is fed to the store through the model's `normalize` and `apply(Changes)`, as the reactor does.
+is fed to the store through the model's `normalize` and the index it serves, as the reactor does.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SigningSecret, SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
+from tests.feeding import feed
 from tests.schema import world
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -51,7 +51,7 @@ async def load_world(store: MemoryStore) -> None:
     for cluster, build in world.WORLD.items():
         objects = build()
         upserts = [normalize(k, raw, cluster=cluster) for k in KIND_ORDER for raw in objects[k]]
-        await store.apply(Changes(cluster=cluster, at=LOADED_AT, upserts=upserts))
+        await feed(store, cluster, upserts=upserts, at=LOADED_AT)
         await store.set_status(ClusterStatus(name=cluster, connected=True, synced=True))
 
 

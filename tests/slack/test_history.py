@@ -9,7 +9,6 @@ from asgi_lifespan import LifespanManager
 
 from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -24,7 +23,7 @@ async def test_holding_since_comes_from_history(tmp_path):
     history = await History.open(f"sqlite+aiosqlite:///{tmp_path / 'history.db'}")
     store = MemoryStore()
     for cluster, build in world.WORLD.items():
-        index = ClusterIndex(cluster)
+        index = store.open_index(cluster)  # the index the store serves
         objects = build()
         await history.sink.cluster_started(cluster, LOADED_AT)
         for kind in KIND_ORDER:

@@ -4,6 +4,8 @@ response_url); the secret never reaches the log."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import time
 
@@ -24,6 +26,18 @@ async def test_a_signed_command_is_answered(slack):
     assert "who-holds" in reply["blocks"][1]["text"]["text"]
 
 
+def raw_signed(body: bytes, *, timestamp: str | None = None) -> tuple[bytes, dict[str, str]]:
+    """`body` signed over its raw bytes with the real secret (what a sender that knows the
+    secret could send; slack_sdk cannot sign bytes that are not UTF-8)."""
+    ts = timestamp or str(int(time.time()))
+    digest = hmac.new(SECRET.encode(), b"v0:" + ts.encode() + b":" + body, hashlib.sha256)
+    return body, {
+        "content-type": "application/x-www-form-urlencoded",
+        "x-slack-request-timestamp": ts,
+        "x-slack-signature": "v0=" + digest.hexdigest(),
+    }
+
+
 @pytest.mark.parametrize(
     "tamper",
     [
@@ -41,6 +55,23 @@ async def test_a_signed_command_is_answered(slack):
         pytest.param(
             lambda body, h: (body, {**h, "x-slack-signature": h["x-slack-signature"][3:]}),
             id="no-version",
+        ),
+        # hostile: digits str.isdigit() accepts but int() refuses, numbers int() refuses, a
+        # body slack_sdk cannot decode (each was a 500 with a traceback)
+        pytest.param(
+            lambda body, h: (
+                body,
+                {**h, "x-slack-request-timestamp": "\u00b2\u00b3".encode("latin-1")},
+            ),
+            id="superscript-digits",
+        ),
+        pytest.param(
+            lambda body, h: (body, {**h, "x-slack-request-timestamp": "9" * 5000}),
+            id="5000-digit-timestamp",
+        ),
+        pytest.param(lambda body, h: raw_signed(b"text=\xff\xfehelp"), id="not-utf-8"),
+        pytest.param(
+            lambda body, h: raw_signed(b"text=\xff", timestamp="0" * 30), id="zeros-not-utf-8"
         ),
     ],
 )

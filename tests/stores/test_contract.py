@@ -1,6 +1,7 @@
 """Contract of service.stores.protocols.StateStore, for every store in STORE_FACTORIES.
 
-The world below is fed the way the reactor feeds a store: records folded into a ClusterIndex,
+The world below is fed the way the reactor feeds a store: records folded into the index the
+store opens for the cluster (`open_index`: the in-memory store's own; a fresh one for Redis),
 whose Changes are handed to `store.apply`. Every expected answer is written out by hand from
 the world's definition (never computed by the code under test).
 """
@@ -99,7 +100,7 @@ async def sync(store: StateStore, index: ClusterIndex, records: list, at: str) -
 
 @pytest.fixture
 async def world(store: StateStore) -> dict[str, ClusterIndex]:
-    indexes = {EAST: ClusterIndex(EAST), WEST: ClusterIndex(WEST)}
+    indexes = {EAST: store.open_index(EAST), WEST: store.open_index(WEST)}
     await sync(store, indexes[EAST], EAST_RECORDS, "2026-11-01T00:00:00Z")
     await sync(store, indexes[WEST], [SLICE_WEST, node("w1", cluster=WEST)], "2026-11-01T00:00:01Z")
     return indexes
@@ -301,7 +302,7 @@ async def test_a_resync_of_identical_data_is_empty(store: StateStore, world) -> 
 async def test_consumers_missing_after_the_first_pod_list_make_the_claim_idle(
     store: StateStore,
 ) -> None:
-    north = ClusterIndex("north")
+    north = store.open_index("north")
     ghost = claim(
         "ghost-held", devices=(("n1", "gpu-0"),), consumers=(("ghost", "uid-g"),), cluster="north"
     )

@@ -1,7 +1,8 @@
-"""RedisStore beyond the shared contract: it answers like a MemoryStore fed the same batches
-(every read, every relation, device statuses), keys are cluster-tagged, a takeover leaves
-nothing stale, fencing refuses a writer that lost its lease, and live events are published
-with the batch. All against the suite's real redis-server."""
+"""RedisStore beyond the shared contract: written from the Changes alone, it answers like the
+MemoryStore serving the index that produced them (every read, every relation, device
+statuses), keys are cluster-tagged, a takeover (an index seeded from what Redis holds, then
+relisted) leaves nothing stale, fencing refuses a writer that lost its lease, and live events
+are published with the batch. All against the suite's real redis-server."""
 
 from __future__ import annotations
 
@@ -82,6 +83,7 @@ async def test_device_status_as_memory_derives_it(redis_store: RedisStore) -> No
 
 async def test_every_read_matches_memory_through_churn(redis_store: RedisStore) -> None:
     memory = MemoryStore()
+    served = memory.open_index(EAST)  # what the memory store answers from: the same events
     producer = ClusterIndex(EAST)
     batches = [
         [Event("ADDED", r) for r in [*EAST_RECORDS, MIG]],
@@ -91,9 +93,9 @@ async def test_every_read_matches_memory_through_churn(redis_store: RedisStore) 
         [Event("MODIFIED", pod("a", node="n4", claims=(("gpu", "manual", None),), rv="9"))],
     ]
     for number, events in enumerate(batches):
-        changes = producer.apply(events, at=f"2026-11-0{number + 1}T00:00:00Z")
-        await memory.apply(changes)
-        await redis_store.apply(changes)
+        at = f"2026-11-0{number + 1}T00:00:00Z"
+        await memory.apply(served.apply(events, at=at))
+        await redis_store.apply(producer.apply(events, at=at))
         await assert_same(redis_store, memory)
 
 
@@ -114,24 +116,26 @@ async def test_a_takeover_leaves_nothing_stale(redis_url: str, redis_store: Redi
         ClusterIndex(EAST).apply([Event("ADDED", r) for r in EAST_RECORDS], at="t1")
     )
     # Meanwhile pod b and slice n2-gpu vanished and pod a moved to n2. A new writer (fresh
-    # process: its own index) relists kind by kind, then reports synced.
+    # process) seeds its index with what Redis holds, relists kind by kind, reports synced.
     successor = RedisStore.from_url(redis_url, prefix=redis_store.prefix)
     moved = replace(POD_A, node_name="n2")
     now = [r for r in EAST_RECORDS if r not in (POD_B, SLICE_N2, POD_A)] + [moved]
     fresh, memory = ClusterIndex(EAST), MemoryStore()
+    fresh.seed(await successor.held(EAST), at="t2")
+    producer = memory.open_index(EAST)
     try:
         for kind in KINDS:
-            changes = fresh.resync(kind, [r for r in now if _kind(r) == kind], at="t2")
-            await successor.apply(changes)
-            await memory.apply(changes)
-        assert await successor.get([("east", "Pod", "ns", "b")]) == [POD_B]  # not yet
-        await successor.set_status(replace_status(EAST))
+            listed = [r for r in now if _kind(r) == kind]
+            await successor.apply(fresh.resync(kind, listed, at="t2"))
+            producer.resync(kind, listed, at="t2")
+        # The relist's diff against the seed deleted what vanished, with its derived keys.
         assert await successor.get([("east", "Pod", "ns", "b")]) == [None]
+        await successor.set_status(replace_status(EAST))
         await assert_same(successor, memory, idle=False)
         # Idle marks keep the earliest observation: "idle" was idle when the first writer saw
-        # it; the shared claims lost their consumer (pod b) to the sweep.
+        # it; the shared claims lost their consumer (pod b) in the relist.
         claims = [("east", "ResourceClaim", "ns", n) for n in ("idle", "share1", "manual")]
-        assert await successor.idle_since(claims) == ["t1", "t3", None]
+        assert await successor.idle_since(claims) == ["t1", "t2", None]
         assert await successor.lookup(Relation.NODE_PODS, [(EAST, "n1")]) == [[]]
     finally:
         await successor.close()

@@ -69,6 +69,12 @@ URLs come only from Secrets. */}}
     secretKeyRef:
       name: {{ .Values.redis.urlSecret.name }}
       key: {{ .Values.redis.urlSecret.key }}
+{{- else if .Values.redis.deploy.enabled }}
+- name: DRA_MIRROR_STORE_REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "dra-mirror.fullname" . }}-redis-url
+      key: url
 {{- end }}
 {{- if .Values.database.urlSecret.name }}
 - name: DRA_MIRROR_HISTORY_DATABASE_URL
@@ -80,6 +86,14 @@ URLs come only from Secrets. */}}
   value: {{ .Values.database.retentionDays | quote }}
 - name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
   value: {{ .Values.database.peakWarmDays | quote }}
+{{- end }}
+{{- with .Values.access.config }}
+- name: DRA_MIRROR_ACCESS_CONFIG
+  value: {{ . | quote }}
+{{- end }}
+{{- if .Values.access.insecureNoAuth }}
+- name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
+  value: "true"
 {{- end }}
 {{- end }}
 

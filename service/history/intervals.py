@@ -1,13 +1,23 @@
-"""How a batch's transitions become row writes: the interval rules, decided in Python.
+"""Which history intervals a run of transitions opens and closes: the decisions, without SQL.
 
-`Decider(plan, opened).apply(transitions)` walks transitions in order over the intervals open
-before the batch (read by `recording.BatchRecorder`, one SELECT per table), and fills a `Plan`
-— rows to insert, closes by (id, start), device data rewrites, the classes a device was
-allocated for — without any I/O. The rules are those of `service.history.recording`: an
-opening transition opens an interval only if none is open for its identity (a re-announcement
-keeps the first start); a closing one closes only an interval that started at or before it;
-claim_deleted closes everything open for the claim; device_changed closes and reopens (or
-rewrites the data of an interval that started at that same instant).
+Rules (each replay-safe, so at-least-once delivery writes every fact exactly once):
+
+* an opening transition (allocated, consumer_added, wait_started, idle_started,
+  device_appeared) opens an interval unless one is already open for the same identity — a
+  re-announcement (a relist, a replay) keeps the original start. Rows are inserted ON CONFLICT
+  DO NOTHING on (identity, start): the replay of an interval already closed is a no-op.
+* a closing transition closes the open interval of its identity if it started at or before
+  the closing instant; otherwise (nothing open, or a later interval open) it is a replay and
+  does nothing. claim_deleted closes everything still open for the claim.
+* device_changed closes the device's interval and opens one with the new data (or rewrites
+  the data of an interval that started at that same instant).
+
+A `Decider` walks transitions in order over the intervals open before the batch (read once by
+`service.history.recording.BatchRecorder`, keyed by `KEYS`) and fills a `Plan`: rows to
+insert, intervals to close (by id and start: the partition key), device data to rewrite, the
+newest instant per cluster, the classes a device was allocated for (`device_classes`).
+
+Promises: pure; the same transitions over the same open intervals give the same plan.
 """
 
 from __future__ import annotations
@@ -24,14 +34,17 @@ from dra_mirror.service.history.models import (
     ConsumerInterval,
     DeviceInterval,
     IdleInterval,
+    IntervalTable,
     WaitInterval,
 )
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model import changes as t
 from dra_mirror.service.model.changes import Transition
 
+__all__ = ["KEYS", "MULTI_TABLES", "Decider", "OpenInterval", "Opened", "Plan"]
+
 # identity columns of each interval table (after `cluster`)
-KEYS: dict[type, tuple[str, ...]] = {
+KEYS: dict[IntervalTable, tuple[str, ...]] = {
     AllocationInterval: ("cluster", "claim_uid", "request", "driver", "pool", "device", "share_id"),
     ConsumerInterval: ("cluster", "claim_uid", "pod_uid"),
     WaitInterval: ("cluster", "claim_uid"),
@@ -42,18 +55,28 @@ MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals 
 
 
 @dataclass(slots=True)
-class Open:
+class OpenInterval:
+    """An interval open before or during the batch."""
+
     start_us: int
     row_id: int | None = None  # committed row
     new_row: dict[str, Any] | None = None  # row to insert in this batch
+
+
+# per table: identity (the KEYS columns) -> the interval open for it
+Opened = dict[IntervalTable, dict[tuple, OpenInterval]]
 
 
 @dataclass
 class Plan:
     """Everything one segment of a batch writes."""
 
-    inserts: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
-    closes: dict[type, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    inserts: dict[IntervalTable, list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    closes: dict[IntervalTable, list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     data_updates: list[dict[str, Any]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
     waits_from: int | None = None  # earliest wait start or end written (peak cache)
@@ -67,13 +90,13 @@ class Plan:
 class Decider:
     """Walks transitions in order over the open intervals, filling a plan (no I/O)."""
 
-    def __init__(self, plan: Plan, opened: dict[type, dict]) -> None:
+    def __init__(self, plan: Plan, opened: Opened) -> None:
         self.plan = plan
         self.opened = opened
         # (cluster, claim uid) -> open intervals of the claim's tables keyed by more than the
         # claim (allocations, consumers), for claim_deleted; waits and idle holds are keyed by
         # the claim itself
-        self.by_claim: dict[tuple[str, str], set[tuple[type, tuple]]] = defaultdict(set)
+        self.by_claim: dict[tuple[str, str], set[tuple[IntervalTable, tuple]]] = defaultdict(set)
         for table in MULTI_TABLES:
             for key in opened[table]:
                 self.by_claim[(key[0], key[1])].add((table, key))
@@ -112,13 +135,6 @@ class Decider:
             if handler is not None:  # claim_created and the like open nothing by themselves
                 handler(tr, to_us(tr.at))
 
-    def _allocated(self, tr: Transition, at: int) -> None:
-        row = _allocation_row(tr)
-        if row["class_name"]:  # even a re-announcement: the class map is kept as a set
-            device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
-            self.plan.device_classes.add((tr.cluster, device, row["class_name"]))
-        self._open(AllocationInterval, tr, at, row)
-
     def _claim_deleted(self, tr: Transition, at: int) -> None:
         claim = (tr.cluster, tr.claim_uid)
         for table, key in list(self.by_claim.get(claim, ())):
@@ -126,7 +142,14 @@ class Decider:
         for table in (WaitInterval, IdleInterval):
             self._close(table, claim, at, "deleted")
 
-    def _open(self, table: type, tr: Transition, at: int, row: dict[str, Any]) -> None:
+    def _allocated(self, tr: Transition, at: int) -> None:
+        row = _allocation_row(tr)
+        if row["class_name"]:  # even a re-announcement: the class map is kept as a set
+            device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
+            self.plan.device_classes.add((tr.cluster, device, row["class_name"]))
+        self._open(AllocationInterval, tr, at, row)
+
+    def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
         if key in self.opened[table]:
             return  # already open: a re-announcement or a replay keeps the first start
@@ -135,12 +158,12 @@ class Decider:
         row["end_reason"] = None
         if table is WaitInterval:
             self.plan.wait_touched(at)
-        self.opened[table][key] = Open(start_us=at, new_row=row)
+        self.opened[table][key] = OpenInterval(start_us=at, new_row=row)
         self.plan.inserts[table].append(row)
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].add((table, key))
 
-    def _close(self, table: type, key: tuple, at: int, reason: str) -> None:
+    def _close(self, table: IntervalTable, key: tuple, at: int, reason: str) -> None:
         current = self.opened[table].get(key)
         if current is None or at < current.start_us:
             return  # nothing open, or a later interval is open: a replay
@@ -174,7 +197,7 @@ class Decider:
         self._open(DeviceInterval, tr, at, row)
 
 
-def _key(table: type, tr: Transition) -> tuple:
+def _key(table: IntervalTable, tr: Transition) -> tuple:
     if table is AllocationInterval:
         return (tr.cluster, tr.claim_uid, tr.request, tr.driver, tr.pool, tr.device,
                 tr.share_id or "")  # fmt: skip

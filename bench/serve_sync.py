@@ -1,0 +1,309 @@
+"""Benchmark: `dra-mirror serve` from process start to synced, against the tight floor.
+
+    prlimit --as=8000000000 .venv/bin/python bench/serve_sync.py --scenario scale-5000 --runs 5
+    prlimit --as=8000000000 .venv/bin/python bench/serve_sync.py --nodes 10000 --runs 3
+    ... --history   (also record history into a fresh SQLite file per run)
+
+The API server is `bench/page_server.py` (the scenario's pages encoded once, answered from
+memory: it costs next to nothing), in its own process. Runs alternate, each in a fresh process:
+
+* floor: a process that fetches every page of the six collections (all six at once, as the
+  watchers do; aiohttp, one connection each) and decodes each page with msgspec into minimal
+  typed Structs (an item's name, namespace, uid and resourceVersion) kept in a list — nothing
+  more. Timed from spawn to its exit (it prints its totals last); interpreter start and
+  imports included;
+* serve: `dra-mirror serve --kubeconfig …` (embedded defaults: state in memory, no history
+  unless `--history`), timed from spawn to the log line of every cluster saying "synced"
+  (then /readyz is checked). Peak RSS is the child's VmHWM read from /proc at that moment,
+  and again `--settle` seconds later (after the diagnostics' preparation that follows a sync).
+  `--loop uvloop` runs the same command on uvloop (the command line runs asyncio's own loop).
+
+Prints each run, the medians, the ratio of the medians and the load average around each run
+(the machine is shared: a busy one shows in `load`), and the CPU seconds each process used
+(user + system, from start to done or synced): on a loaded machine the wall-clock times
+stretch with the time the process waits for a core, its CPU seconds much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import msgspec
+
+REPO = Path(__file__).resolve().parents[1]
+PATHS = (
+    "/apis/resource.k8s.io/v1/deviceclasses",
+    "/apis/resource.k8s.io/v1/resourceslices",
+    "/apis/resource.k8s.io/v1/resourceclaims",
+    "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+    "/api/v1/pods",
+    "/api/v1/nodes",
+)
+
+
+# --- the floor client (runs in its own process) ----------------------------------------------
+
+
+class Meta(msgspec.Struct, gc=False):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+
+
+class Item(msgspec.Struct, gc=False):
+    metadata: Meta
+
+
+class ListMeta(msgspec.Struct, gc=False):
+    resourceVersion: str = ""
+    continue_: str = msgspec.field(default="", name="continue")
+
+
+class Page(msgspec.Struct, gc=False):
+    metadata: ListMeta
+    items: list[Item] = []
+
+
+def floor_client(url: str, limit: int) -> None:
+    import aiohttp
+
+    decoder = msgspec.json.Decoder(Page)
+    kept: list[Item] = []
+    totals = {"objects": 0, "bytes": 0, "pages": 0}
+
+    async def fetch(path: str) -> None:
+        async with aiohttp.ClientSession(url) as session:
+            token = ""
+            while True:
+                params = {"limit": str(limit), **({"continue": token} if token else {})}
+                async with session.get(path, params=params) as response:
+                    body = await response.read()
+                page = decoder.decode(body)
+                kept.extend(page.items)
+                totals["objects"] += len(page.items)
+                totals["bytes"] += len(body)
+                totals["pages"] += 1
+                token = page.metadata.continue_
+                if not token:
+                    return
+
+    async def everything() -> None:
+        await asyncio.gather(*(fetch(path) for path in PATHS))
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    asyncio.run(everything())
+    inside, cpu_inside = time.perf_counter() - start, time.process_time() - cpu_start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    result = totals | {"rss_mib": rss, "kept": len(kept), "inside": inside, "cpu": cpu}
+    result["cpu_inside"] = cpu_inside
+    print(json.dumps(result), flush=True)
+
+
+# --- the parent ----------------------------------------------------------------------------
+
+
+def _hwm_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/PID/stat, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def run_floor(url: str, limit: int, *, in_process: bool = False) -> dict:
+    """One floor run; `seconds` from spawn to exit, or (`in_process`) without start and imports."""
+    started = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, __file__, "--part", "floor", "--url", url, "--limit", str(limit)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - started
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result | {"seconds": result["inside"] if in_process else seconds}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# `dra-mirror serve` on uvloop instead of asyncio's own loop (what a one-line change to the
+# command line's runner would give; `--loop uvloop`).
+_ON_UVLOOP = (
+    "import asyncio, sys, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
+    "from dra_mirror.service.cli.main import main; sys.argv[0] = 'dra-mirror'; main()"
+)
+
+
+def run_serve(
+    kubeconfig: Path, clusters: int, *, history: Path | None, settle: float, loop: str = "asyncio"
+) -> dict:
+    port = _free_port()
+    program = [str(REPO / ".venv/bin/dra-mirror")]
+    if loop == "uvloop":
+        program = [sys.executable, "-c", _ON_UVLOOP]
+    command = [*program, "serve", "--kubeconfig", str(kubeconfig)]
+    command += ["--port", str(port)]
+    env = dict(os.environ, DRA_MIRROR_LOG_LEVEL="INFO")
+    if history is not None:
+        history.unlink(missing_ok=True)
+        command += ["--database-url", f"sqlite+aiosqlite:///{history}"]
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO
+    )
+    synced = threading.Event()
+    marks: dict[str, float] = {}
+    log: list[str] = []
+
+    def read_log() -> None:
+        seen = 0
+        assert child.stderr is not None
+        for raw in child.stderr:
+            line = raw.decode(errors="replace")
+            log.append(line)
+            if "synced: every kind listed once" in line:
+                seen += 1
+                if seen == clusters:
+                    marks["synced"] = time.perf_counter()
+                    marks["hwm"] = _hwm_mib(child.pid)
+                    marks["cpu"] = _cpu_seconds(child.pid)
+                    synced.set()
+            elif "Application startup complete" in line:
+                marks.setdefault("http", time.perf_counter())
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    reader.start()
+    try:
+        if not synced.wait(600):
+            raise SystemExit("serve did not sync in 600 s:\n" + "".join(log[-20:]))
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as answer:
+            ready = answer.status == 200
+        time.sleep(settle)
+        settled = _hwm_mib(child.pid)
+    finally:
+        child.terminate()
+        try:
+            child.wait(30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return {
+        "seconds": marks["synced"] - started,
+        "cpu": marks["cpu"],
+        "rss_mib": marks["hwm"],
+        "settled_rss_mib": settled,
+        "ready": ready,
+    }
+
+
+def start_server(args: argparse.Namespace, kubeconfig: Path) -> tuple[subprocess.Popen, str]:
+    command = [sys.executable, str(REPO / "bench/page_server.py"), "--kubeconfig-out"]
+    command += [str(kubeconfig), "--limit", str(args.limit)]
+    command += ["--nodes", str(args.nodes)] if args.nodes else ["--scenario", args.scenario]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if not line.startswith("ready "):
+        server.kill()
+        raise SystemExit("page server did not start")
+    return server, f"http://127.0.0.1:{line.split()[1]}"
+
+
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="scale-5000")
+    parser.add_argument("--nodes", type=int, help="a generated scale scenario of N nodes")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--limit", type=int, default=500)
+    parser.add_argument("--history", action="store_true", help="serve with a SQLite history")
+    parser.add_argument("--settle", type=float, default=3.0)
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--part", choices=("floor",), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.part == "floor":
+        floor_client(args.url, args.limit)
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        history = Path(tmp) / "history.db" if args.history else None
+        server, url = start_server(args, kubeconfig)
+        try:
+            warm = run_floor(url, args.limit)
+            print(
+                f"{args.nodes or args.scenario}: {warm['objects']:,} objects, "
+                f"{warm['bytes'] / 1e6:.0f} MB in {warm['pages']} pages (warm-up floor "
+                f"{warm['seconds']:.2f}s)"
+            )
+            floors, serves = [], []
+            for run in range(args.runs):
+                before = _load()
+                floors.append(run_floor(url, args.limit))
+                serves.append(
+                    run_serve(kubeconfig, 1, history=history, settle=args.settle, loop=args.loop)
+                )
+                floor, serve = floors[-1], serves[-1]
+                print(
+                    f"run {run + 1}: floor {floor['seconds']:.2f}s, {floor['cpu']:.2f} CPU s "
+                    f"({floor['rss_mib']:.0f} MiB)  serve {serve['seconds']:.2f}s, "
+                    f"{serve['cpu']:.2f} CPU s (peak RSS {serve['rss_mib']:.0f} MiB at sync, "
+                    f"{serve['settled_rss_mib']:.0f} MiB {args.settle:.0f}s later; ready "
+                    f"{serve['ready']})  ratio {serve['seconds'] / floor['seconds']:.2f}x wall, "
+                    f"{serve['cpu'] / floor['cpu']:.2f}x CPU  load {before:.1f}->{_load():.1f}"
+                )
+        finally:
+            server.terminate()
+            server.wait(30)
+    floor_s, serve_s = _median(floors, "seconds"), _median(serves, "seconds")
+    ratios = sorted(s["seconds"] / f["seconds"] for f, s in zip(floors, serves, strict=True))
+    print(
+        f"median: floor {floor_s:.2f}s ({warm['objects'] / floor_s:,.0f} objects/s, "
+        f"{_median(floors, 'rss_mib'):.0f} MiB)  serve {serve_s:.2f}s "
+        f"({warm['objects'] / serve_s:,.0f} objects/s), peak RSS at sync "
+        f"{_median(serves, 'rss_mib'):.0f} MiB, settled {_median(serves, 'settled_rss_mib'):.0f} "
+        f"MiB"
+    )
+    floor_cpu, serve_cpu = _median(floors, "cpu"), _median(serves, "cpu")
+    print(
+        f"ratio serve/floor: {serve_s / floor_s:.2f}x (per run {', '.join(f'{r:.2f}' for r in ratios)})"
+        f"; CPU seconds {serve_cpu:.2f} / {floor_cpu:.2f} = {serve_cpu / floor_cpu:.2f}x"
+        "  targets: <= 1.5x, peak RSS <= 450 MiB"
+    )
+
+
+if __name__ == "__main__":
+    main()

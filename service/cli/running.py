@@ -1,0 +1,74 @@
+"""How a command runs its coroutine: until done, Ctrl-C or SIGTERM, ending quietly (exit 0).
+
+`run(coro)` is what every long-running command (serve, watch, demo, sim) calls. Under uvicorn
+(serve, watch, demo) uvicorn takes both signals while it serves and shuts down gracefully: it
+stops accepting, gives open requests `SHUTDOWN_GRACE` seconds, and runs the app's lifespan
+shutdown — the watches stop and their last batches reach the state store, history drains,
+leases are released, stores close. uvicorn then raises the signal again with the previous
+handler, ours: for SIGTERM that cancels what is left of `coro` instead of letting the default
+action kill the process with status 143. Elsewhere (sim) SIGTERM cancels `coro` like Ctrl-C,
+so its cleanup runs.
+
+Promises: the previous SIGTERM handler is restored when `run` returns; a signal received before
+the coroutine starts ends it without running it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Coroutine
+from types import FrameType
+from typing import Any
+
+SHUTDOWN_GRACE = 5
+"""Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
+cancelled; then the watches stop and history drains (Kubernetes waits 30 s by default)."""
+
+
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    """Run until done, Ctrl-C or SIGTERM; either signal ends the program quietly, exit 0."""
+    termination = Termination()
+    # signal.signal, not loop.add_signal_handler: uvicorn installs its handlers with
+    # signal.signal and restores ours afterwards; a loop handler would fire under uvicorn's too
+    # and cut its graceful shutdown short. Ours stays installed until every task has ended
+    # (asyncio.run waits for them): a uvicorn server ending late re-raises into it, never into
+    # the default action.
+    previous = signal.signal(signal.SIGTERM, termination.on_signal)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(termination.run(coro))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Termination:
+    """SIGTERM cancels the main task (when it still runs); the cancellation then ends it
+    quietly."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.task: asyncio.Task[Any] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def on_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        self.received = True
+        task, loop = self.task, self.loop
+        if task is None or loop is None or task.done() or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(task.cancel)
+
+    async def run(self, coro: Coroutine[Any, Any, None]) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        if self.received:  # terminated before the program started
+            coro.close()
+            return
+        try:
+            await coro
+        except asyncio.CancelledError:
+            if not self.received:
+                raise
+            if self.task is not None:
+                self.task.uncancel()

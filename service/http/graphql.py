@@ -1,0 +1,392 @@
+"""The GraphQL endpoint: strawberry's ASGI view, with a short path for queries over HTTP.
+
+`MirrorGraphQL(schema, state=..., graphiql=...)` serves `/graphql` over HTTP (GET and POST)
+and WebSocket (subscriptions). Every request gets a fresh typed context
+(`schema.context.make_context`: the request's access scope, fresh DataLoaders), responses are
+encoded with orjson, and each operation's latency is observed by operation name
+(`state.metrics.timed_operation`).
+
+A query over HTTP — a JSON POST, or a GET with `query` or a persisted-query extension — takes
+the short path: the body is read with orjson, the document comes prepared from the
+`DocumentCache` (parsed and validated once per distinct text, bounded in bytes), persisted
+queries are resolved against the `PersistedQueries` registry (Apollo's protocol:
+`service.http.persisted`), and the operation runs on graphql-core's executor exactly as
+strawberry's `Schema.execute` would run it (same executor class, same error logging and
+response shape) — without strawberry's per-request extension and request-adapter machinery,
+most of a small query's cost. Everything else goes to strawberry's view unchanged: WebSocket
+subscriptions, GraphiQL, batches, multipart, mutations and subscriptions over HTTP, malformed
+requests (its 400 answers), clients asking for `application/graphql-response+json`. So does
+every request when the schema carries extensions or directives whose work the short path
+would skip. The guards (`schema.guard`) it does itself: the document limits before parsing,
+the token limit while parsing, the shape limits before executing, the execution budget (the
+schema's execution context class), the error masking after; a document the guards or
+validation refuse is handed to strawberry's view, which answers it exactly as it always does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, NamedTuple, Protocol
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+from graphql import ExecutionResult, OperationType, execute
+from starlette.requests import Request
+from starlette.types import Message, Receive, Scope, Send
+from strawberry.asgi import GraphQL
+from strawberry.execution import optimized_is_awaitable
+from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
+
+from dra_mirror.schema.context import Context, make_context
+from dra_mirror.schema.guard.errors import masked
+from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
+from dra_mirror.schema.reader import ReadScope
+from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
+from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.live_frames import TextFrames
+from dra_mirror.service.http.persisted import (
+    DocumentRegistry,
+    PersistedQueries,
+    PersistedQueryError,
+    resolve_persisted,
+)
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.protocols import StateReader
+
+# Extensions whose work the short path does itself (its document cache).
+_REPLACED_EXTENSIONS = (ParserCache, ValidationCache)
+
+
+class ViewState(Protocol):
+    """What the view reads of the app's shared state."""
+
+    settings: Settings
+
+    @property
+    def store(self) -> StateReader: ...
+
+    history: Any
+    scope_for: Callable[[Any], ReadScope]
+    now: Callable[[], datetime]
+    metrics: Any
+    access: Any  # the app's AccessControl (service.access), once the lifespan opened it
+
+
+class Operation(NamedTuple):
+    """One GraphQL operation of a request, as the metrics name it."""
+
+    query: str | None
+    operation_name: str | None
+
+
+class QueryRequest(NamedTuple):
+    query: str | None
+    variables: dict[str, Any] | None
+    operation_name: str | None
+    extensions: dict[str, Any] | None
+
+
+def _short_path_applies(schema: Any) -> bool:
+    extensions = [e if isinstance(e, SchemaExtension) else e() for e in schema.extensions]
+    return (
+        all(
+            isinstance(e, _REPLACED_EXTENSIONS) or getattr(e, "checked_by_short_path", False)
+            for e in extensions
+        )
+        and not schema.directives
+        and not schema.config.disable_field_suggestions
+    )
+
+
+def _request_fields(data: Any) -> QueryRequest | None:
+    """The fields of one GraphQL-over-HTTP request object; None when strawberry must judge it
+    (not an object, a batch, fields of the wrong type: its 400 answers say why)."""
+    if not isinstance(data, dict):
+        return None
+    query, variables = data.get("query"), data.get("variables")
+    name, extensions = data.get("operationName"), data.get("extensions")
+    if not (
+        isinstance(query, str | None)
+        and isinstance(variables, dict | None)
+        and isinstance(name, str | None)
+        and isinstance(extensions, dict | None)
+    ):
+        return None
+    return QueryRequest(query, variables, name, extensions)
+
+
+def _query_params(scope: Scope) -> QueryRequest | None:
+    params = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
+    if "query" not in params and "extensions" not in params:
+        return None  # GraphiQL, or strawberry's "no query" answer
+    data: dict[str, Any] = {
+        "query": params.get("query"),
+        "operationName": params.get("operationName"),
+    }
+    try:
+        for name in ("variables", "extensions"):
+            if params.get(name):
+                data[name] = orjson.loads(params[name])
+    except orjson.JSONDecodeError:
+        return None
+    return _request_fields(data)
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return b"application/json" in value.lower()
+    return False
+
+
+def _answers_plain_json(scope: Scope) -> bool:
+    """Whether the client takes the short path's `application/json` answer: no Accept header,
+    or one naming it (or anything) and not GraphQL over HTTP's own media type, whose status
+    codes strawberry's view gives (as it refuses, 406, what accepts neither)."""
+    for name, value in scope["headers"]:
+        if name == b"accept":
+            accept = value.lower()
+            if b"application/graphql-response+json" in accept:
+                return False
+            return b"application/json" in accept or b"*/*" in accept
+    return True
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body` once, then whatever the client sends next."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
+class MirrorGraphQL(GraphQLOverHttp, GraphQL):
+    """strawberry's ASGI view with our per-request context, orjson encoding and the short
+    path for queries over HTTP (see the module docstring), speaking GraphQL over HTTP
+    (`service.http.graphql_http`), with live events as text frames (browsers need them) and
+    GraphiQL from the package's own files."""
+
+    websocket_adapter_class = TextFrames
+
+    def __init__(
+        self,
+        schema: Any,
+        *,
+        state: ViewState,
+        graphiql: bool,
+        registry: DocumentRegistry | None = None,
+    ) -> None:
+        settings = state.settings.graphql
+        super().__init__(
+            schema,
+            graphql_ide="graphiql" if graphiql else None,
+            max_subscriptions_per_connection=settings.max_subscriptions_per_connection,
+        )
+        self.state = state
+        self.max_batch = settings.max_batch
+        self.documents = DocumentCache(
+            schema._schema,
+            max_bytes=settings.document_cache_bytes,
+            max_document_bytes=settings.cached_document_max_bytes,
+            max_tokens=settings.max_tokens,
+        )
+        self.persisted: DocumentRegistry = registry or PersistedQueries(
+            max_bytes=settings.persisted_queries_bytes,
+            max_document_bytes=settings.cached_document_max_bytes,
+        )
+        self.short_path = _short_path_applies(schema)
+
+    async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
+        return make_context(
+            self.state.store,
+            scope=self.state.scope_for(request),
+            settings=self.state.settings.graphql,
+            history=self.state.history,
+            now=self.state.now,
+            request=request,
+            response=response,
+        )
+
+    @property
+    def access(self) -> Any:
+        return self.state.access
+
+    def encode_json(self, data: object) -> bytes:
+        return orjson.dumps(data)
+
+    async def render_graphql_ide(self, request: Any) -> Any:
+        from dra_mirror.service.web.routes import graphiql_response
+
+        return graphiql_response(request)  # GraphiQL from the package's files, not a CDN
+
+    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
+        # One GraphQL operation (a batch runs several): its latency by operation name.
+        execution = super().execute_single(*args, **kwargs)
+        return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
+
+    # --- the short path -------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if (
+            scope["type"] != "http"
+            or not self.short_path
+            or method not in ("GET", "POST")
+            or not _answers_plain_json(scope)
+        ):
+            return await super().__call__(scope, receive, send)
+        body = b""
+        if method == "GET":
+            fields = _query_params(scope)
+        elif _is_json(scope):
+            body = await _read_body(receive)
+            try:
+                fields = _request_fields(orjson.loads(body))
+            except orjson.JSONDecodeError:
+                fields = None
+        else:
+            fields = None
+        if fields is not None and await self._run(fields, scope, receive, send, body):
+            return
+        await super().__call__(scope, _replay(body, receive), send)
+
+    async def _run(
+        self, fields: QueryRequest, scope: Scope, receive: Receive, send: Send, body: bytes
+    ) -> bool:
+        """Answer one query; False when strawberry's view must answer it instead."""
+        text, key, register = fields.query, None, False
+        if fields.extensions:
+            try:
+                resolved = resolve_persisted(fields.extensions, text, self.persisted)
+            except PersistedQueryError as error:
+                await self._send(send, error.status, error.body(), error.headers)
+                return True
+            if resolved is not None:
+                text, key, register = resolved
+                if fields.query is None:  # strawberry's view sees the registered text too
+                    scope, body = _with_query(scope, body, text)
+        if text is None:
+            return False
+        limits = self.state.settings.graphql
+        if document_refusal(text, limits, self.persisted) is not None:
+            return await self._hand_over(scope, receive, send, body)  # it answers the refusal
+        prepared = self.documents.prepare(text, key)
+        if prepared.errors or (
+            prepared.document is not None
+            and shape_refusal(
+                self.documents.schema, prepared.document, fields.operation_name,
+                fields.variables, limits,
+            ) is not None
+        ):  # fmt: skip
+            return await self._hand_over(scope, receive, send, body)
+        if prepared.document is not None and (
+            prepared.operation_type(fields.operation_name) is not OperationType.QUERY
+        ):
+            return await self._hand_over(scope, receive, send, body)
+        if register and key is not None and not limits.refuse_unregistered:
+            # only documents that parse and validate; and only while clients may register
+            self.persisted.register(key, text)
+        request = Request(scope, receive)
+        sub_response = await self.get_sub_response(request)
+        context = await self.get_context(request, sub_response)
+        result = await self.state.metrics.timed_operation(
+            Operation(text, fields.operation_name), self._execute(prepared, fields, context)
+        )
+        # strawberry's create_response, sent as it is: resolvers may set a status, headers or a
+        # background task on the context's response.
+        extra = [(name, value) for name, value in sub_response.headers.raw]
+        status = sub_response.status_code or 200
+        await _send_json(send, status, orjson.dumps(_response_data(result)), extra)
+        if sub_response.background is not None:
+            await sub_response.background()
+        return True
+
+    async def _hand_over(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> bool:
+        # Not a query (or no single operation to run): strawberry's view answers, with the
+        # persisted document's text in place of the hash.
+        await super().__call__(scope, _replay(body, receive), send)
+        return True
+
+    async def _execute(
+        self, prepared: PreparedDocument, fields: QueryRequest, context: Context
+    ) -> ExecutionResult:
+        # What strawberry's Schema.execute runs once parsing and validation are done; a document
+        # that did not parse or validate answers its errors, as strawberry's does.
+        if prepared.errors:
+            self.schema.process_errors(list(prepared.errors))
+            return ExecutionResult(data=None, errors=list(prepared.errors))
+        schema: Any = self.schema  # a strawberry.Schema: its graphql-core schema and executor
+        result: Any = execute(
+            schema._schema,
+            prepared.document,  # type: ignore[arg-type]
+            root_value=None,
+            context_value=context,
+            variable_values=fields.variables,
+            operation_name=fields.operation_name,
+            is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
+            executor_class=schema.execution_context_class,
+            operation_extensions=fields.extensions,
+        )
+        if optimized_is_awaitable(result):
+            result = await result
+        if result.errors:
+            self.schema.process_errors(result.errors)
+            result.errors = [masked(error) for error in result.errors]
+        return result
+
+    async def _send(
+        self,
+        send: Send,
+        status: int,
+        data: dict[str, Any],
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        raw = [(name.encode(), value.encode()) for name, value in headers]
+        await _send_json(send, status, orjson.dumps(data), raw)
+
+
+async def _send_json(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    raw = [
+        (b"content-length", str(len(body)).encode()),
+        (b"content-type", b"application/json"),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _response_data(result: ExecutionResult) -> dict[str, Any]:
+    data: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        data["errors"] = [error.formatted for error in result.errors]
+    return data
+
+
+def _with_query(scope: Scope, body: bytes, text: str) -> tuple[Scope, bytes]:
+    """The request as if it had carried `text` as its `query`."""
+    if scope["method"] == "GET":
+        params = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+        query_string = urlencode([*params, ("query", text)]).encode("latin-1")
+        return {**scope, "query_string": query_string}, body
+    return scope, orjson.dumps({**orjson.loads(body), "query": text})

@@ -1,0 +1,44 @@
+"""The pod side of the index's reverse maps: which node a pod runs on, which claims it names.
+
+`on_pod` updates `node_pods` ((cluster, node) -> pod keys) and `claim_referrers` (claim key ->
+pod keys whose spec names the claim) from the diff of a pod's old and new record, O(its own
+claims). Idleness and templates, which pods also drive, are the claim side's
+(`service.model.claims_index`).
+"""
+
+from __future__ import annotations
+
+from dra_mirror.service.model.links import Links
+from dra_mirror.service.model.records import RESOURCE_CLAIM, ObjectKey, PodRecord
+from dra_mirror.service.model.relations import CLAIM_REFERRERS, NODE_PODS
+
+
+def on_pod(
+    cluster: str, links: Links, key: ObjectKey, old: PodRecord | None, new: PodRecord | None
+) -> None:
+    old_node = old.node_name if old else None
+    new_node = new.node_name if new else None
+    if old_node != new_node:
+        if old_node:
+            links.remove(NODE_PODS, (cluster, old_node), key)
+        if new_node:
+            links.add(NODE_PODS, (cluster, new_node), key)
+    old_claims = pod_claim_keys(cluster, old)
+    new_claims = pod_claim_keys(cluster, new)
+    if old_claims != new_claims:
+        for claim in old_claims - new_claims:
+            links.remove(CLAIM_REFERRERS, claim, key)
+        for claim in new_claims - old_claims:
+            links.add(CLAIM_REFERRERS, claim, key)
+
+
+def pod_claim_keys(cluster: str, pod: PodRecord | None) -> set[ObjectKey]:
+    """The claims a pod's spec names (by their resolved names)."""
+    if pod is None:
+        return set()
+    namespace = pod.meta.namespace
+    return {
+        ObjectKey(cluster, RESOURCE_CLAIM, namespace, c.claim_name)
+        for c in pod.claims
+        if c.claim_name
+    }

@@ -1,0 +1,56 @@
+"""`IndexView`: a cluster's index as its readers see it — read-only, synchronous, in place.
+
+The in-memory store serves the very `ClusterIndex` its cluster's reactor writes into; readers
+(the store's batched reads, the diagnostics, the metrics of a watching process) are handed it
+typed as this Protocol, which has no way to change it. Every answer is the state as of the
+last batch the index settled (a batch is folded without awaiting, so no reader sees half of
+one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from fractions import Fraction
+from typing import Any, Protocol
+
+from dra_mirror.service.model.records import (
+    AllocationRef,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    Record,
+)
+from dra_mirror.service.model.relations import Relation
+
+
+class IndexView(Protocol):
+    @property
+    def cluster(self) -> str: ...
+
+    def get(self, key: ObjectKey) -> Record | None: ...
+
+    def records(self, kind: str) -> Iterable[Record]:
+        """Every record of a kind, in no particular order."""
+        ...
+
+    def count(self, kind: str) -> int: ...
+
+    def device(self, key: DeviceKey) -> DeviceEntry | None: ...
+
+    def devices(self) -> Iterable[DeviceEntry]:
+        """Every device of the valid generation of its pool, in no particular order."""
+        ...
+
+    def lookup(self, relation: Relation, key: Hashable) -> list[Any]: ...
+
+    def holds(self, key: Hashable) -> list[AllocationRef]: ...
+
+    def held(self, key: DeviceKey) -> bool: ...
+
+    def device_status(self, key: DeviceKey) -> str | None: ...
+
+    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Fraction]]: ...
+
+    def idle_since(self, claim: ObjectKey) -> str | None: ...
+
+    def idle_claims(self) -> Iterator[ObjectKey]: ...

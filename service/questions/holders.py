@@ -1,0 +1,165 @@
+"""Who holds a device, answered from a state store: from what a person types to the devices it
+names, and from those devices to the claims holding them and the pods using those claims.
+
+What people type (chatops, dashboards, the command line), tried in this order:
+
+1. a hardware uuid (`GPU-21f6a090-…`, `MIG-…`): the `UUID_DEVICES` index, across clusters;
+2. `driver/pool/device` (three or more parts: pool names may themselves contain `/`, so the
+   first part is the driver and the last the device);
+3. `node/device` (two parts): the node's devices with that name;
+4. a bare device name (`gpu-3`): the `NAME_DEVICES` index, across clusters.
+
+An ambiguous name (`gpu-0` exists on every node) names every match; `cluster` narrows the
+search. A device that exists but is free contributes no holding. Holdings are sorted by device
+key, then claim, request and share, so answers are stable. A claim's consumers are the pods of
+its `status.reservedFor` (the authoritative "in use" set); an entry whose pod is gone, or was
+replaced by a pod with another uid, is not that pod.
+
+The GraphQL `whoHolds` (`schema.whoholds`) is these functions over the request's scoped reader;
+the chat and command-line answers (`service.questions.holdings`) ask that field.
+
+Promises: one batched store call per step (devices, allocations, claims, pods), never one per
+device; reads only, through `HoldersReader` (four of the `StateReader` reads).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dra_mirror.service.model.records import (
+    POD,
+    AllocationRef,
+    ClaimRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    Record,
+)
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation
+
+__all__ = [
+    "UUID_PREFIXES",
+    "HoldersReader",
+    "Holding",
+    "Holdings",
+    "consumer_keys",
+    "holdings_of",
+    "resolve_devices",
+    "same_pod",
+]
+
+UUID_PREFIXES = ("GPU-", "MIG-")
+
+
+class HoldersReader(Protocol):
+    """The reads these questions make: part of `StateReader` (a store, or a GraphQL request's
+    scoped reader over one)."""
+
+    async def clusters(self) -> builtins.list[ClusterStatus]: ...
+
+    async def get(self, keys: Sequence[ObjectKey]) -> builtins.list[Record | None]: ...
+
+    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]: ...
+
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Any]
+    ) -> builtins.list[builtins.list[Any]]: ...
+
+
+async def resolve_devices(
+    reader: HoldersReader, spec: str, *, cluster: str | None
+) -> list[DeviceKey]:
+    """The device keys `spec` names, restricted to `cluster` when given."""
+    spec = spec.strip()
+    keys: list[DeviceKey] = []
+    parts = spec.split("/")
+    if "/" not in spec:
+        # A uuid first (any string may be one: drivers other than NVIDIA publish their own).
+        (keys,) = await reader.lookup(Relation.UUID_DEVICES, [spec])
+        if not keys and not spec.startswith(UUID_PREFIXES):
+            (keys,) = await reader.lookup(Relation.NAME_DEVICES, [spec])
+    else:
+        wanted = [cluster] if cluster else [s.name for s in await reader.clusters()]
+        if len(parts) >= 3:
+            driver, pool, device = parts[0], "/".join(parts[1:-1]), parts[-1]
+            candidates = [DeviceKey(c, driver, pool, device) for c in wanted]
+            entries = await reader.devices(candidates)
+            keys = [k for k, e in zip(candidates, entries, strict=True) if e is not None]
+        else:
+            node, device = parts
+            found = await reader.lookup(Relation.NODE_DEVICES, [(c, node) for c in wanted])
+            keys = [k for node_keys in found for k in node_keys if k.device == device]
+    if cluster:
+        keys = [k for k in keys if k.cluster == cluster]
+    return sorted(set(keys))
+
+
+def consumer_keys(claim: ClaimRecord) -> dict[ObjectKey, str]:
+    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
+    meta = claim.meta
+    return {
+        ObjectKey(meta.cluster, POD, meta.namespace, consumer.name): consumer.uid
+        for consumer in claim.reserved_for
+        if consumer.resource == "pods" and not consumer.api_group
+    }
+
+
+def same_pod(pod: object, uid: str) -> bool:
+    """A reservedFor entry names this pod (not a newer pod under the old name)."""
+    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+
+
+@dataclass(frozen=True)
+class Holding:
+    """One claim holding one device (a share of it, for a shared device)."""
+
+    device: DeviceKey
+    ref: AllocationRef
+    claim: ClaimRecord
+    pods: list[PodRecord]
+
+
+@dataclass
+class Holdings:
+    """The holdings of some devices, and every claim and pod read to build them (None: not
+    there, or out of scope); a GraphQL request primes its loaders with them, so the fields
+    resolve without reading again."""
+
+    holdings: list[Holding] = field(default_factory=list)
+    records: dict[ObjectKey, Record | None] = field(default_factory=dict)
+
+
+async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdings:
+    """The claims holding each of `keys` (in key order), with their consumer pods."""
+    if not keys:
+        return Holdings()
+    holds: list[list[AllocationRef]] = await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
+    claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
+    claims: dict[ObjectKey, Record | None] = (
+        dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
+    )
+    wanted: dict[ObjectKey, str] = {}
+    for claim in claims.values():
+        if isinstance(claim, ClaimRecord):
+            for pod_key, uid in consumer_keys(claim).items():
+                wanted.setdefault(pod_key, uid)
+    pods: dict[ObjectKey, Record | None] = (
+        dict(zip(wanted, await reader.get(list(wanted)), strict=True)) if wanted else {}
+    )
+    found = Holdings(records={**claims, **pods})
+    for device, refs in zip(keys, holds, strict=True):
+        for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
+            claim = claims.get(ref.claim)
+            if not isinstance(claim, ClaimRecord):
+                continue  # out of the request's scope, or deleted since the index answered
+            consumers = [
+                pod
+                for k, uid in consumer_keys(claim).items()
+                if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
+            ]
+            found.holdings.append(Holding(device=device, ref=ref, claim=claim, pods=consumers))
+    return found

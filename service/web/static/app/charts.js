@@ -1,0 +1,81 @@
+// Charts with Chart.js (vendored), loaded the first time a screen draws one, so screens
+// without charts never pay for it. `ChartBox` draws one chart; `Timeline` draws intervals
+// (holders of a device, a claim's life) as horizontal bars over time.
+import { config } from "./config.js";
+import { duration, instant } from "./format.js";
+import { html, useEffect, useRef } from "./ui.js";
+
+let loading = null;
+export function loadChart() {
+  if (window.Chart) return Promise.resolve(window.Chart);
+  if (!loading) {
+    loading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = config.chart;
+      script.onload = () => resolve(window.Chart);
+      script.onerror = () => { loading = null; reject(new Error("the chart library failed to load")); };
+      document.head.appendChild(script);
+    });
+  }
+  return loading;
+}
+
+export function ChartBox({ spec, label, height = 300 }) {
+  const canvas = useRef(null);
+  const chart = useRef(null);
+  const key = JSON.stringify(spec);
+  useEffect(() => {
+    let cancelled = false;
+    loadChart().then((Chart) => {
+      if (cancelled || !canvas.current) return;
+      if (chart.current) chart.current.destroy();
+      const built = JSON.parse(key);
+      built.options = { responsive: true, maintainAspectRatio: false, animation: false, ...(built.options || {}) };
+      // Functions do not survive JSON: put the formatters back from the spec itself.
+      if (spec.tickFormat) built.options.scales[spec.tickFormat.axis].ticks = { ...(built.options.scales[spec.tickFormat.axis].ticks || {}), callback: spec.tickFormat.format };
+      if (spec.tooltip) built.options.plugins = { ...(built.options.plugins || {}), tooltip: { callbacks: { label: spec.tooltip } } };
+      chart.current = new Chart(canvas.current, built);
+      canvas.current.dataset.drawn = "true";
+    });
+    return () => {
+      cancelled = true;
+      if (chart.current) { chart.current.destroy(); chart.current = null; }
+    };
+  }, [key]);
+  return html`<div class="chart-box" style=${{ height: `${height}px` }}><canvas ref=${canvas} role="img" aria-label=${label}></canvas></div>`;
+}
+
+const COLORS = ["#2859c5", "#6a3fb5", "#1d7a46", "#a05a00", "#b3261e", "#0f7c8c", "#7a6a00", "#555f6d"];
+export const color = (i) => COLORS[i % COLORS.length];
+
+// rows: [{ label, since, until (null: still open), kind }] drawn between `from` and `to` (ms).
+export function Timeline({ rows, from, to, label }) {
+  if (!rows.length) return null;
+  const hours = (t) => (t - to) / 3600000;
+  const labels = [...new Set(rows.map((r) => r.label))];
+  const kinds = [...new Set(rows.map((r) => r.kind))];
+  const datasets = kinds.map((kind, i) => ({
+    label: kind,
+    backgroundColor: color(i),
+    borderSkipped: false,
+    barPercentage: 0.7,
+    data: rows.filter((r) => r.kind === kind).map((r) => ({
+      y: r.label,
+      x: [hours(Math.max(Date.parse(r.since), from)), hours(r.until ? Math.min(Date.parse(r.until), to) : to)],
+    })),
+  }));
+  const spec = {
+    type: "bar",
+    data: { labels, datasets },
+    options: {
+      indexAxis: "y",
+      scales: {
+        x: { type: "linear", min: hours(from), max: 0, title: { display: true, text: `until ${instant(new Date(to).toISOString())}` } },
+        y: { stacked: true, ticks: { autoSkip: false } },
+      },
+      plugins: { legend: { position: "bottom" } },
+    },
+    tickFormat: { axis: "x", format: (v) => (v === 0 ? "now" : `${duration(-v * 3600).split(" ")[0]} ago`) },
+  };
+  return html`<${ChartBox} spec=${spec} label=${label} height=${110 + labels.length * 30} />`;
+}

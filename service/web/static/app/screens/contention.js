@@ -1,0 +1,134 @@
+// Contention: how long claims waited (p50 / p95) and how many device-hours were held idle,
+// per class or per namespace, over a chosen window — charts from the history audits.
+import { useQuery } from "../hooks.js";
+import { duration, instant, number } from "../format.js";
+import { ChartBox, color } from "../charts.js";
+import { ClaimLink, ErrorNote, Filters, Loading, Screen, html } from "../ui.js";
+
+const AUDIT = `query Contention($from: DateTime!, $to: DateTime!, $groupBy: ContentionGroup!, $bucket: String, $cluster: String) {
+  contention(from: $from, to: $to, groupBy: $groupBy, bucket: $bucket, cluster: $cluster) {
+    cluster group since until deviceHoursAvailable deviceHoursAllocated deviceHoursIdle utilization
+    claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds peakPending
+  }
+}`;
+const CONTEXT = `query ContentionContext($from: DateTime!, $to: DateTime!, $cluster: String) {
+  historyGaps(from: $from, to: $to, cluster: $cluster) { cluster since until }
+  idleHolders(from: $from, to: $to, cluster: $cluster, first: 20) { cluster namespace claim deviceHoursIdle deviceHoursHeld devices }
+}`;
+const WINDOW_DAYS = { "1d": 1, "7d": 7, "30d": 30 };
+
+// Whole hours, so the audit's hourly peak cache serves the window.
+function auditWindow(days) {
+  const hour = 3600000;
+  const to = new Date(Math.ceil(Date.now() / hour) * hour);
+  return { from: new Date(to.getTime() - days * 86400000).toISOString(), to: to.toISOString() };
+}
+
+const label = (row, many) => (many ? `${row.cluster}: ${row.group || "—"}` : row.group || "—");
+
+function WindowCharts({ rows, many, groupBy }) {
+  const labels = rows.map((r) => label(r, many));
+  const noun = groupBy === "CLASS" ? "device class" : "namespace";
+  const waits = {
+    type: "bar",
+    data: { labels, datasets: [
+      { label: "wait p50 (s)", data: rows.map((r) => r.waitP50Seconds ?? 0), backgroundColor: color(0) },
+      { label: "wait p95 (s)", data: rows.map((r) => r.waitP95Seconds ?? 0), backgroundColor: color(1) },
+    ] },
+    options: { plugins: { title: { display: true, text: `Wait before allocation, per ${noun}` } }, scales: { y: { title: { display: true, text: "seconds" } } } },
+  };
+  const hours = {
+    type: "bar",
+    data: { labels, datasets: [
+      { label: "in use", data: rows.map((r) => Math.max(0, r.deviceHoursAllocated - r.deviceHoursIdle)), backgroundColor: color(2), stack: "held" },
+      { label: "held idle", data: rows.map((r) => r.deviceHoursIdle), backgroundColor: color(4), stack: "held" },
+    ] },
+    options: { plugins: { title: { display: true, text: `Device-hours held, per ${noun}` } }, scales: { x: { stacked: true }, y: { stacked: true, title: { display: true, text: "device-hours" } } } },
+  };
+  return html`<div class="charts">
+    <${ChartBox} spec=${waits} label="wait p50 and p95 per group" />
+    <${ChartBox} spec=${hours} label="device-hours in use and idle per group" />
+  </div>`;
+}
+
+function BucketCharts({ rows, many, bucket }) {
+  const times = [...new Set(rows.map((r) => r.since))].sort();
+  const groups = [...new Set(rows.map((r) => label(r, many)))];
+  const series = (field) => groups.map((g, i) => ({
+    label: g,
+    borderColor: color(i),
+    backgroundColor: color(i),
+    data: times.map((t) => {
+      const row = rows.find((r) => r.since === t && label(r, many) === g);
+      return row ? row[field] ?? 0 : 0;
+    }),
+  }));
+  const labels = times.map((t) => instant(t).slice(5, 16));
+  const line = (title, field, unit) => ({
+    type: "line",
+    data: { labels, datasets: series(field) },
+    options: { plugins: { title: { display: true, text: `${title}, per ${bucket}` } }, scales: { y: { title: { display: true, text: unit } } } },
+  });
+  return html`<div class="charts">
+    <${ChartBox} spec=${line("Wait p95", "waitP95Seconds", "seconds")} label="wait p95 over time" />
+    <${ChartBox} spec=${line("Device-hours held idle", "deviceHoursIdle", "device-hours")} label="idle device-hours over time" />
+  </div>`;
+}
+
+function Table({ rows, many }) {
+  return html`<table class="list" data-rows=${rows.length}>
+    <thead><tr><th>group</th><th class="num">claims waited</th><th class="num">wait p50</th><th class="num">wait p95</th><th class="num">longest</th>
+      <th class="num">peak pending</th><th class="num">device-hours available</th><th class="num">allocated</th><th class="num">held idle</th><th class="num">utilization</th></tr></thead>
+    <tbody>${rows.map((r) => html`<tr key=${`${r.cluster}/${r.group}`} data-group=${`${r.cluster}/${r.group}`}>
+      <td class="mono">${label(r, many)}</td>
+      <td class="num" data-field="claimsWaited">${number(r.claimsWaited)}</td>
+      <td class="num" data-field="waitP50Seconds">${duration(r.waitP50Seconds)}</td>
+      <td class="num" data-field="waitP95Seconds">${duration(r.waitP95Seconds)}</td>
+      <td class="num">${duration(r.waitMaxSeconds)}</td>
+      <td class="num">${number(r.peakPending)}</td>
+      <td class="num">${r.deviceHoursAvailable === null ? "—" : number(r.deviceHoursAvailable, 1)}</td>
+      <td class="num">${number(r.deviceHoursAllocated, 1)}</td>
+      <td class="num" data-field="deviceHoursIdle">${number(r.deviceHoursIdle, 2)}</td>
+      <td class="num">${r.utilization === null ? "—" : `${number(r.utilization, 1)} %`}</td>
+    </tr>`)}</tbody></table>`;
+}
+
+export function Contention({ params }) {
+  const groupBy = params.groupBy === "NAMESPACE" ? "NAMESPACE" : "CLASS";
+  const windowName = WINDOW_DAYS[params.window] ? params.window : "7d";
+  const bucket = ["1h", "6h", "1d"].includes(params.bucket) ? params.bucket : null;
+  const span = auditWindow(WINDOW_DAYS[windowName]);
+  const cluster = params.cluster || null;
+  const totals = useQuery(AUDIT, { ...span, groupBy, bucket: null, cluster });
+  const buckets = useQuery(AUDIT, bucket ? { ...span, groupBy, bucket, cluster } : null);
+  const context = useQuery(CONTEXT, { ...span, cluster });
+  const rows = totals.data ? totals.data.contention : null;
+  const many = rows ? new Set(rows.map((r) => r.cluster)).size > 1 : false;
+  const filters = [
+    { name: "groupBy", label: "per", options: [["CLASS", "device class"], ["NAMESPACE", "namespace"]] },
+    { name: "window", label: "window", options: [["7d", "last 7 days"], ["1d", "last day"], ["30d", "last 30 days"]] },
+    { name: "bucket", label: "over time", options: [["", "whole window"], ["1h", "per hour"], ["6h", "per 6 hours"], ["1d", "per day"]] },
+  ];
+  const gaps = context.data ? context.data.historyGaps : [];
+  return html`<${Screen} name="contention" title="Contention" ready=${!!rows || !!totals.error} error=${totals.error}>
+    <${Filters} screen="contention" params=${params} fields=${filters} />
+    <p class="muted small">From ${instant(span.from)} to ${instant(span.to)}${cluster ? ` in ${cluster}` : ", every cluster"}.</p>
+    ${gaps.length ? html`<div class="notice" data-gaps=${gaps.length}>History has gaps in this window (clusters not watched): ${gaps.map((g) => `${g.cluster} ${instant(g.since)} – ${instant(g.until)}`).join("; ")}. Figures there are missing, not zero.</div>` : null}
+    ${!rows && !totals.error ? html`<${Loading} what="Auditing history" />` : null}
+    ${rows && rows.length === 0 ? html`<p class="muted">Nothing in this window.</p>` : null}
+    ${rows && rows.length ? html`<${WindowCharts} rows=${rows} many=${many} groupBy=${groupBy} />` : null}
+    ${bucket && buckets.data && buckets.data.contention.length ? html`<${BucketCharts} rows=${buckets.data.contention} many=${many} bucket=${bucket} />` : null}
+    <${ErrorNote} what="over time" error=${buckets.error} />
+    ${rows && rows.length ? html`<${Table} rows=${rows} many=${many} />` : null}
+    <h2>Idle holders in this window</h2>
+    <${ErrorNote} what="idle holders" error=${context.error} />
+    ${context.data ? (context.data.idleHolders.length
+      ? html`<table class="list" data-idle-holders=${context.data.idleHolders.length}>
+          <thead><tr><th>claim</th><th class="num">device-hours idle</th><th class="num">held</th><th class="num">devices</th></tr></thead>
+          <tbody>${context.data.idleHolders.map((h) => html`<tr key=${`${h.cluster}/${h.namespace}/${h.claim}`}>
+            <td><${ClaimLink} cluster=${h.cluster} namespace=${h.namespace} name=${h.claim} showCluster=${!cluster} /></td>
+            <td class="num">${number(h.deviceHoursIdle, 2)}</td><td class="num">${number(h.deviceHoursHeld, 2)}</td><td class="num">${h.devices}</td>
+          </tr>`)}</tbody></table>`
+      : html`<p class="muted">No claim held devices idle.</p>`) : null}
+  <//>`;
+}

@@ -1,0 +1,105 @@
+"""A reactor against the simulator over HTTP when the API server's resourceVersions reset or a
+watch stalls: claims deleted while the claims watch was failing do not survive a restore that
+restarted the counter lower (every kind relists once any kind sees the reset), and a stalled
+stream is counted in the cluster's status and watched again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from dra_mirror.service.reactor.reactor import run_reactors
+from dra_mirror.service.sim.run import ClusterSpec
+from dra_mirror.service.stores.memory import MemoryStore
+from tests.clusters.conftest import FAST, eventually
+from tests.clusters.world import all_truth, claim, small_world
+from tests.clusters.world import serving as served_by
+from tests.reactor.test_reactor import SETTINGS, mirrored
+
+
+async def test_claims_deleted_during_a_reset_do_not_survive_as_ghosts(tmp_path: Path) -> None:
+    world = small_world("east", nodes=3)
+    for i in range(6):
+        world.create("resourceclaims", claim(f"batch-{i}"))
+    for i in range(30):  # the counter well past what a restart renumbers
+        world.patch("nodes", None, "node-0", {"metadata": {"labels": {"tick": str(i)}}})
+    store = MemoryStore()
+    async with served_by(tmp_path, ClusterSpec(world)) as (sim, connections):
+        async with await run_reactors(
+            connections,
+            sinks=[store],
+            status_sink=store,
+            settings=SETTINGS,
+            tune_gc=False,
+            open_index=store.open_index,
+        ) as reactors:
+            await reactors.wait_synced()
+            reactor = reactors.by_name["east"]
+            current = str(world.resource_version)
+            # each kind's stream ends (2 s) with a bookmark at the cluster's version
+            await eventually(
+                lambda: all(w.resource_version == current for w in reactor.watchers.values())
+            )
+            served = sim.served["east"]
+            # The ResourceClaim watch fails with 503 from now on, and the API server comes
+            # back from an etcd restore: its counter starts again at 1, every stream ends.
+            served.apply_faults(
+                {"errors": {"code": 503, "count": 10**6, "path": "resourceclaims"},
+                 "restart": {"base": 1}}
+            )  # fmt: skip
+            # The other kinds reconnect: "too large resource version"; they relist.
+            await eventually(lambda: reactor.status.relists >= 5)
+            # Meanwhile seven claims are deleted and the counter passes the claims' position.
+            deleted = ["claim-1", "waiting", *(f"batch-{i}" for i in range(5))]
+            for name in deleted:
+                world.delete("resourceclaims", "default", name)
+            while world.resource_version <= int(current) + 10:
+                world.patch("nodes", None, "node-1", {"metadata": {"labels": {"t": "x"}}})
+                world.patch("nodes", None, "node-1", {"metadata": {"labels": {"t": "y"}}})
+            served.apply_faults({"errors": None})
+            # The claims watch relists instead of resuming from its old position, which the
+            # restored server has passed: the deleted claims are gone from the mirror.
+            await eventually(lambda: reactor.status.relists >= 6 and reactor.status.connected)
+            await eventually(lambda: not reactor._pending and reactor.feed.empty())
+            claims = {r.meta.name for r in await store.list("ResourceClaim", cluster="east")}
+            assert not claims & set(deleted)
+            assert await mirrored(store, "east") == all_truth(world)
+            assert reactor.resets.generation == 1  # one reset, however many kinds saw it
+
+
+async def test_a_stalled_watch_is_counted_in_the_status_and_watched_again(
+    tmp_path: Path,
+) -> None:
+    world = small_world("east")
+    store = MemoryStore()
+    # the first watch stream after a list goes silent for an hour (whichever kind it is)
+    spec = ClusterSpec(world, faults={"stallWatch": {"seconds": 3600, "afterEvents": 0}})
+    # bookmarks every 0.2 s (real time): two silent intervals are 0.4 s
+    watch = replace(FAST, bookmark_interval=0.2, stall_intervals=2.0, watch_timeout=60)
+    settings = replace(SETTINGS, watch=watch)
+    async with served_by(tmp_path, spec, bookmark_interval=0.2) as (_sim, connections):
+        async with await run_reactors(
+            connections,
+            sinks=[store],
+            status_sink=store,
+            settings=settings,
+            tune_gc=False,
+            open_index=store.open_index,
+        ) as reactors:
+            await reactors.wait_synced()
+            reactor = reactors.by_name["east"]
+            await eventually(lambda: sum(reactor.status.stalls.values()) == 1)
+            world.create("resourceclaims", claim("after-stall"))
+
+            async def exact() -> bool:
+                return await mirrored(store, "east") == all_truth(world)
+
+            await eventually(exact)
+            await eventually(lambda: reactor.status.connected and reactor.status.error is None)
+            assert reactor.status.relists == 0  # watched again from its position
+
+            async def pushed() -> bool:
+                [status] = await store.clusters()
+                return sum(status.stalls.values()) == 1 and status.connected
+
+            await eventually(pushed)
