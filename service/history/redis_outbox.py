@@ -51,6 +51,7 @@ from redis.exceptions import RedisClusterException, ResponseError
 
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
+from dra_mirror.service.stores.redis_connect import connect
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -88,18 +89,6 @@ for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
 end
 return removed
 """
-
-
-CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
-
-
-def connect(url: str, **options: Any) -> aioredis.Redis | RedisCluster:
-    """A client for `redis://…` (one server) or `redis+cluster://host:port` (a cluster, found
-    through that seed node; `rediss+cluster://` for TLS)."""
-    scheme, sep, rest = url.partition("://")
-    if sep and scheme in CLUSTER_SCHEMES:
-        return RedisCluster.from_url(f"{CLUSTER_SCHEMES[scheme]}://{rest}", **options)
-    return aioredis.Redis.from_url(url, **options)
 
 
 def stream_key(prefix: str = DEFAULT_PREFIX) -> str:

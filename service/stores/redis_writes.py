@@ -19,6 +19,9 @@ live events; `Ops.of(changes)` turns that into Redis commands. Promises:
   it — an initial sync of 40,000 devices is some 170 commands;
 * commands of several batches (those still pending after a failed write, then the new one)
   are concatenated in batch order: a later batch's command for the same entry runs later.
+
+`send_batch(client, token, ops)` sends it on one connection to where the cluster's keys live
+(`redis_connect.slot_connection`: the master of the `{cluster}` slot on a Redis Cluster).
 """
 
 from __future__ import annotations
@@ -26,10 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.records import key_of
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, Relation
 from dra_mirror.service.stores import bus
+from dra_mirror.service.stores.protocols import StoreError
+from dra_mirror.service.stores.redis_connect import Client, refresh, slot_connection
 from dra_mirror.service.stores.redis_keys import (
     Keys,
     device_field,
@@ -51,12 +59,17 @@ def resp(command: list[bytes]) -> bytes:
     return b"".join(parts)
 
 
+class Fenced(StoreError):
+    """This replica no longer holds the cluster's lease: its writes are refused."""
+
+
 class Ops:
     """The commands of one or more batches, sent as ONE `MULTI … EXEC` (Redis runs a
     transaction atomically: no reader sees part of it)."""
 
-    def __init__(self, keys: Keys) -> None:
+    def __init__(self, keys: Keys, *, publish: bytes = b"PUBLISH") -> None:
         self.keys = keys
+        self.publish = publish  # SPUBLISH on a Redis Cluster (sharded pub/sub)
         self.fence_key = keys.fence
         self.commands: list[list[bytes]] = []
         self.published: list[bytes] = []  # one encoded list of live events per batch
@@ -70,11 +83,11 @@ class Ops:
             self.commands.append([command, raw_key, *args[start : start + _CHUNK]])
 
     def transaction(self) -> bytes:
-        """MULTI, the commands, the PUBLISH of each batch's live events, EXEC."""
+        """MULTI, the commands, the (S)PUBLISH of each batch's live events, EXEC."""
         channel = self.keys.events.encode()
         parts = [resp([b"MULTI"])]
         parts.extend(resp(command) for command in self.commands)
-        parts.extend(resp([b"PUBLISH", channel, events]) for events in self.published)
+        parts.extend(resp([self.publish, channel, events]) for events in self.published)
         parts.append(resp([b"EXEC"]))
         return b"".join(parts)
 
@@ -141,3 +154,48 @@ class Ops:
             else:
                 sets.extend((field, value.encode() if isinstance(value, str) else encode(value)))
         self._hash(key, sets, dels)
+
+
+async def send_batch(client: Client, token: str, ops: Ops) -> None:
+    """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
+    packed as one request. EXEC answers nil when the fence changed after the WATCH.
+
+    A pooled connection that Redis closed (it restarted) fails on first use: the batch is
+    sent once more on a fresh connection. Sending twice is harmless: every command sets a
+    final state, and the fence is checked again."""
+    try:
+        await _send_once(client, token, ops)
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        await refresh(client)  # on a cluster the slot may have moved (a failover)
+        await _send_once(client, token, ops)
+
+
+async def _send_once(client: Client, token: str, ops: Ops) -> None:
+    connection, release = await slot_connection(client, ops.fence_key)
+    try:
+        if token:
+            await connection.send_packed_command(
+                resp([b"WATCH", ops.fence_key.encode()]) + resp([b"GET", ops.fence_key.encode()])
+            )
+            await connection.read_response()
+            current = await connection.read_response()
+            if current != token.encode():
+                await connection.send_packed_command(resp([b"UNWATCH"]))
+                await connection.read_response()
+                raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
+        await connection.send_packed_command(ops.transaction())
+        for _ in range(ops.replies() - 1):
+            await connection.read_response()
+        result = await connection.read_response()
+        if result is None:
+            raise Fenced(f"the fence of {ops.fence_key} moved during the write")
+    except BaseException as error:
+        if not isinstance(error, Fenced):
+            await connection.disconnect()
+            if not isinstance(error, RedisConnectionError | RedisTimeoutError | OSError):
+                await refresh(client)  # e.g. MOVED: the slot has a new master
+        raise
+    finally:
+        released = release(connection)
+        if released is not None:
+            await released
