@@ -26,7 +26,10 @@ layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
 On a Redis Cluster (`redis+cluster://` URLs, `service.stores.redis_connect`) nothing else
 changes: a cluster's keys share its `{cluster}` hash tag, so its transaction (fence included)
 goes to the master of its slot and is re-routed after a failover (a write that failed there
-stays pending, like any other); live events use sharded pub/sub (SPUBLISH inside the
+stays pending, like any other); each transaction is followed by `WAIT 1 500` on its connection
+(`wait_replicas`): a batch is written once the master's replica holds it too, so a master
+killed right after a write loses nothing its promoted replica should have had (when no
+replica answers, writes go on without waiting for `wait_backoff` seconds, logged); live events use sharded pub/sub (SPUBLISH inside the
 transaction, SSUBSCRIBE); reads are pipelines the cluster client splits by node. The one
 untagged key, the clusters set, is only ever written outside a transaction.
 """
@@ -36,9 +39,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
 
+from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
@@ -91,6 +96,7 @@ from dra_mirror.service.stores.redis_writes import Fenced, Ops, send_batch
 __all__ = ["Fenced", "RedisStore"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _as_key(key: Any) -> Any:
@@ -100,9 +106,22 @@ def _as_key(key: Any) -> Any:
 class RedisStore:
     """See the module docstring."""
 
-    def __init__(self, client: Client, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        wait_replicas: int | None = None,
+        wait_timeout: float = 0.5,
+        wait_backoff: float = 30.0,
+    ) -> None:
         self.redis = client
         self.publish = publish_command(client)
+        cluster = isinstance(client, RedisCluster)
+        self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
+        self.wait_ms = max(1, int(wait_timeout * 1000))
+        self.wait_backoff = wait_backoff
+        self._unreplicated_until = float("-inf")  # loop time until which writes do not WAIT
         self.prefix = prefix
         self._keys: dict[str, Keys] = {}
         self._pending: dict[str, list[Changes]] = {}  # batches not written yet, in order
@@ -198,7 +217,19 @@ class RedisStore:
             ops.batch(changes)
         if status is not None:
             ops.add(b"SET", keys.status, [status])
-        await self._call(send_batch(self.redis, self._tokens.get(cluster, ""), ops))
+        loop = asyncio.get_running_loop()
+        wait = None
+        if self.wait_replicas > 0 and loop.time() >= self._unreplicated_until:
+            wait = (self.wait_replicas, self.wait_ms)
+        token = self._tokens.get(cluster, "")
+        replicas = await self._call(send_batch(self.redis, token, ops, wait=wait))
+        if replicas is not None and replicas < self.wait_replicas:
+            self._unreplicated_until = loop.time() + self.wait_backoff
+            log.warning(
+                "state store: a batch of %s reached %d of %d replicas within %d ms; writing "
+                "without waiting for replicas for %.0fs", cluster, replicas, self.wait_replicas,
+                self.wait_ms, self.wait_backoff,
+            )  # fmt: skip
         self._pending.pop(cluster, None)
 
     # --- StateReader --------------------------------------------------------------------------

@@ -156,21 +156,26 @@ class Ops:
         self._hash(key, sets, dels)
 
 
-async def send_batch(client: Client, token: str, ops: Ops) -> None:
+async def send_batch(client: Client, token: str, ops: Ops, *, wait: tuple[int, int] | None = None
+) -> int | None:  # fmt: skip
     """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
-    packed as one request. EXEC answers nil when the fence changed after the WATCH.
+    packed as one request. EXEC answers nil when the fence changed after the WATCH. With
+    `wait` (replicas, milliseconds) a `WAIT` follows the EXEC in the same request: the answer
+    is how many replicas hold the batch (replication is asynchronous: a master killed right
+    after EXEC may not have sent it, and its promoted replica would lack it); else None.
 
     A pooled connection that Redis closed (it restarted) fails on first use: the batch is
     sent once more on a fresh connection. Sending twice is harmless: every command sets a
     final state, and the fence is checked again."""
     try:
-        await _send_once(client, token, ops)
+        return await _send_once(client, token, ops, wait)
     except (RedisConnectionError, RedisTimeoutError, OSError):
         await refresh(client)  # on a cluster the slot may have moved (a failover)
-        await _send_once(client, token, ops)
+        return await _send_once(client, token, ops, wait)
 
 
-async def _send_once(client: Client, token: str, ops: Ops) -> None:
+async def _send_once(client: Client, token: str, ops: Ops, wait: tuple[int, int] | None
+) -> int | None:  # fmt: skip
     connection, release = await slot_connection(client, ops.fence_key)
     try:
         if token:
@@ -183,12 +188,17 @@ async def _send_once(client: Client, token: str, ops: Ops) -> None:
                 await connection.send_packed_command(resp([b"UNWATCH"]))
                 await connection.read_response()
                 raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
-        await connection.send_packed_command(ops.transaction())
+        request = ops.transaction()
+        if wait is not None:
+            request += resp([b"WAIT", b"%d" % wait[0], b"%d" % wait[1]])
+        await connection.send_packed_command(request)
         for _ in range(ops.replies() - 1):
             await connection.read_response()
         result = await connection.read_response()
+        replicas = int(await connection.read_response()) if wait is not None else None
         if result is None:
             raise Fenced(f"the fence of {ops.fence_key} moved during the write")
+        return replicas
     except BaseException as error:
         if not isinstance(error, Fenced):
             await connection.disconnect()

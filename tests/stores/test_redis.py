@@ -249,3 +249,28 @@ async def test_a_restarted_redis_fences_the_writer_out(
         await redis_store.apply(index.apply([Event("ADDED", POD_A)], at="t2"))
     assert await redis_store.redis.exists(redis_store.keys(EAST).objects("Pod")) == 0
     assert not await lease.renew()
+
+
+async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster, caplog) -> None:
+    """Replication is asynchronous: each batch is followed by WAIT, so it counts as written
+    once the replica holds it. With the replica of the slot's master gone, WAIT answers 0
+    within its timeout: the batch is still written, and the store says so and stops waiting."""
+    import logging
+
+    from redis.crc import key_slot
+
+    store = RedisStore.from_url(redis_cluster.url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+    index = ClusterIndex(EAST)
+    try:
+        with caplog.at_level(logging.WARNING, logger="dra_mirror.service.stores.redis"):
+            await store.apply(index.apply([Event("ADDED", node("n1"))], at="t1"))
+            assert not caplog.records  # the replica answered
+            master = redis_cluster.master_of(key_slot(f"{{{EAST}}}".encode()))
+            port = int(master.info("replication")["slave0"].split("port=")[1].split(",")[0])
+            replica = next(n for n in redis_cluster.nodes if n.port == port)
+            await asyncio.to_thread(replica.kill)
+            await store.apply(index.apply([Event("ADDED", POD_A)], at="t2"))
+        assert "reached 0 of 1 replicas" in caplog.text
+        assert await store.get([("east", "Pod", "ns", "a")]) == [POD_A]
+    finally:
+        await store.close()
