@@ -164,6 +164,7 @@ async def _hold(
         if not share.room():  # this watcher holds its share: leave the lease to the others
             await asyncio.sleep(settings.retry_interval)
             continue
+        share.held += 1  # counted before the await: the other leases' attempts see it
         try:
             token = await lease.acquire()
         except (RedisError, OSError, Exception) as error:  # StoreUnavailable: try again later
@@ -175,10 +176,10 @@ async def _hold(
             )
             token = None
         if token is None:
+            share.held -= 1
             await asyncio.sleep(settings.retry_interval)
             continue
         log.info("lease taken (token %s): watching", token, extra=context)
-        share.held += 1
         try:
             await on_acquired(lease.cluster, token)
         except Exception:  # a bug starting the watch: let another replica try

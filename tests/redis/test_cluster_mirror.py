@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 from redis.crc import key_slot
 
 from dra_mirror.service.sim.run import ClusterSpec, Simulator
@@ -72,6 +73,7 @@ async def answers(http: httpx.AsyncClient) -> dict | None:
     return {"claims": claims, "slices": slices}
 
 
+@pytest.mark.slow
 async def test_mirror_on_redis_cluster_survives_a_master_failover(
     tmp_path: Path, redis_cluster
 ) -> None:
