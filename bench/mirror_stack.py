@@ -125,8 +125,10 @@ class MirrorStack:
             self.watcher.wait()
 
     def _spawn(self, args: list[str], name: str) -> subprocess.Popen:
+        # the bench's own processes on loopback: no credentials
         env = {**os.environ, "DRA_MIRROR_LOG_LEVEL": "WARNING",
-               "DRA_MIRROR_HISTORY_OUTBOX_CONSUMER": name}  # fmt: skip
+               "DRA_MIRROR_HISTORY_OUTBOX_CONSUMER": name,
+               "DRA_MIRROR_ACCESS_INSECURE_NO_AUTH": "true"}  # fmt: skip
         log = (self.run_dir / f"{name}.log").open("ab")
         return subprocess.Popen(
             [sys.executable, "-m", "dra_mirror.service.cli", *args,

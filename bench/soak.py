@@ -125,7 +125,8 @@ class Soak:
         scenario_file.write_text(yaml.safe_dump(
             scenario(self.args.clusters, self.args.events, self.args.lifetime)))  # fmt: skip
         kubeconfig = self.run_dir / "sim.kubeconfig"
-        quiet = {"DRA_MIRROR_LOG_LEVEL": "WARNING"}
+        # loopback only, no credentials: the bench's own processes
+        quiet = {"DRA_MIRROR_LOG_LEVEL": "WARNING", "DRA_MIRROR_ACCESS_INSECURE_NO_AUTH": "true"}
         # the simulator with a shorter event window than its default 100,000 per cluster:
         # at ~200 writes/s a cluster, each retained event (object and previous state) would
         # otherwise grow it by gigabytes before the window fills; the mirror reads live
