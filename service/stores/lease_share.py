@@ -7,7 +7,9 @@ live watchers and C clusters to watch, a watcher takes a lease only while it hol
 its share, ceil(C / N); one holding more than its share (another watcher joined) hands one
 lease back per surplus at its next renewal, so the newcomer takes it. A watcher alone takes
 every cluster; when one dies, the others' share grows once its announcement has run out —
-about when its leases do — and they take its clusters over.
+about when its leases do — and they take its clusters over. The share assumes every watcher
+of a prefix is given the same clusters (one kubeconfig, as the chart and compose run them);
+watchers given different sets still never hold a cluster twice, only spread less evenly.
 
 Promises:
 
