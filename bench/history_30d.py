@@ -4,7 +4,8 @@
     .venv/bin/python bench/history_30d.py --quick      # 50 nodes, 200k versions: a minute
     .venv/bin/python bench/history_30d.py --keep bench30d   # load once, keep; later runs reuse it
 
-Generates the history directly (no watch events): 8 GPUs per node (half the nodes h200, half
+Generates the history directly (no watch events; on a partitioned PostgreSQL the months are
+created first, and `device_classes` is filled from the allocations, as the writer would): 8 GPUs per node (half the nodes h200, half
 a100), each device's timeline a sequence of claims — a wait (mostly minutes, 5 % hours), an
 allocation of ~3 h (exponential), a consumer pod, and for 30 % of the claims an idle tail (the
 pod finished, the claim kept the device) — plus object versions (compact JSON bodies) up to
@@ -38,9 +39,11 @@ from sqlalchemy.engine import make_url
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.history_common import asyncpg_dsn, scratch_database, server_url
+from dra_mirror.service.history import partitions
 from dra_mirror.service.history.contention import warm_peaks
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.models import PARTITIONED
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND, to_us
 
@@ -180,11 +183,20 @@ async def timed(label: str, coro_factory, runs: int = 3) -> tuple[float, float]:
     return cold, median
 
 
-async def load(conn, args) -> dict:
+async def load(conn, args, url: str) -> dict:
+    engine = open_engine(url)  # the months of the window, as the writer's batches would
+    end = T0 + args.days * 24 * US_PER_HOUR
+    await partitions.create(engine, dict.fromkeys(PARTITIONED, partitions.months_between(T0, end)))
+    await engine.dispose()
     loader = Loader(conn)
     started = time.perf_counter()
     world = await generate(loader, nodes=args.nodes, days=args.days, versions=args.versions,
                            seed=args.seed)  # fmt: skip
+    await conn.execute(
+        "INSERT INTO device_classes SELECT DISTINCT cluster, COALESCE(uuid, driver || '/' || "
+        "pool || '/' || device), class_name FROM allocations WHERE class_name <> '' "
+        "ON CONFLICT DO NOTHING"
+    )
     await conn.execute("ANALYZE")
     load_s = time.perf_counter() - started
     size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
@@ -244,10 +256,12 @@ async def main() -> None:
         else fresh_database(server_url(args.url))
     )
     async with database as (url, fresh):
+        began = time.perf_counter()
         await migrate(url)
+        print(f"migrate to the newest revision: {time.perf_counter() - began:.1f}s")
         conn = await asyncpg.connect(asyncpg_dsn(url))
         if fresh:
-            world = await load(conn, args)
+            world = await load(conn, args, url)
         else:
             world = await reuse(conn, args.days)
         await conn.close()

@@ -5,6 +5,10 @@ The URL is taken, in order, from `config.attributes["url"]` (set by
 `render_as_batch` lets later migrations alter SQLite tables (which cannot ALTER most things)
 by copy-and-move; PostgreSQL gets plain ALTERs. A connection handed in through
 `config.attributes["connection"]` is used as is (tests and `migrate()` share one engine).
+
+Comparing models and database (`alembic check`): an index the models give one dialect only
+(`info={"dialect": …}`) is compared on that dialect only, and the monthly partitions of
+PostgreSQL (`service.history.partitions`) are not tables of the models: they are left out.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from dra_mirror.service.history.db import async_url, open_engine
 from dra_mirror.service.history.models import Base
+from dra_mirror.service.history.partitions import is_partition
 
 config = context.config
 target_metadata = Base.metadata
@@ -30,12 +35,32 @@ def _url() -> str:
     return async_url(url)
 
 
+def _include_name(dialect: str):
+    def include_name(name, type_, parent_names) -> bool:
+        return not (type_ == "table" and name is not None and is_partition(name))
+
+    return include_name
+
+
+def _include_object(dialect: str):
+    def include_object(obj, name, type_, reflected, compare_to) -> bool:
+        wanted = getattr(obj, "info", {}).get("dialect")
+        if type_ == "index" and not reflected and wanted not in (None, dialect):
+            return False
+        return True
+
+    return include_object
+
+
 def _configure(connection: Connection) -> None:
+    dialect = connection.dialect.name
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=dialect == "sqlite",
         compare_type=True,
+        include_name=_include_name(dialect),
+        include_object=_include_object(dialect),
     )
     with context.begin_transaction():
         context.run_migrations()

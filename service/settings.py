@@ -171,7 +171,8 @@ class ClusterSettings:
 @dataclass(frozen=True)
 class StoreSettings:
     redis_url: str | None = None
-    """Redis URL for current state (and the bus); None keeps state in this process's memory."""
+    """Redis URL for current state (and the bus); None keeps state in this process's memory.
+    `redis+cluster://HOST:PORT` names a Redis Cluster by one of its nodes."""
     redis_prefix: str = "dra-mirror"
     """First part of every Redis key (several mirrors may share one Redis under different ones)."""
     lease_ttl: float = 10.0
@@ -181,10 +182,11 @@ class StoreSettings:
         if self.redis_url is not None:
             scheme = urlsplit(self.redis_url).scheme if isinstance(self.redis_url, str) else ""
             _require(
-                scheme in ("redis", "rediss", "unix"),
+                scheme in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster"),
                 "Redis URL",
                 None,  # not repeated: it may hold a password
-                "must be redis://HOST[:PORT][/DB], rediss://… (TLS) or unix:///PATH",
+                "must be redis://HOST[:PORT][/DB], rediss://… (TLS), unix:///PATH, or "
+                "redis+cluster://HOST:PORT (a Redis Cluster; rediss+cluster:// for TLS)",
             )
         _positive("store lease_ttl", self.lease_ttl)
 

@@ -9,6 +9,11 @@ Promises:
   is marked ``redis``, one that uses ``postgres_url`` / ``postgres_server`` is marked
   ``postgres``, one that uses ``kubectl_binary`` is marked ``kubectl`` — so
   ``pytest -m "not redis and not postgres"`` runs without servers;
+* ``redis_cluster`` is a real Redis Cluster (three masters, one replica each): the one
+  ``stack up --redis-cluster`` started, else one started the first time a test asks for it
+  (a couple of seconds) and stopped at the end of the session. A test may kill masters
+  (``kill_master``); the nodes are restarted and the cluster is ok again before the next
+  test. Tests using it are marked ``redis_cluster``.
 * ``redis_server`` / ``postgres_server`` control the suite's real servers for outage
   tests: ``stop()`` returns once the port refuses connections, ``start()`` once the
   server accepts them again; both block (wrap them in ``asyncio.to_thread`` inside async
@@ -25,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.infra.redis_cluster import RedisCluster
 from tests.infra.servers import PostgresServer, RedisServer, ServerError, accepts_connections
+from tests.infra.stack import cluster_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +43,7 @@ _MARKED_FIXTURES = {
     "postgres_url": "postgres",
     "postgres_server": "postgres",
     "kubectl_binary": "kubectl",
+    "redis_cluster": "redis_cluster",
 }
 
 
@@ -108,6 +116,34 @@ def postgres_server(postgres_url: str) -> Iterator[PostgresServer]:
     yield server
     if not accepts_connections(server.port):
         server.start()
+
+
+@pytest.fixture(scope="session")
+def _redis_cluster_of_session() -> Iterator[RedisCluster]:
+    described = RedisCluster.from_env()
+    if described is not None:
+        yield described
+        return
+    run_dir = Path(_from_env("DRA_MIRROR_TEST_REDIS_DIR")).parent
+    binary = Path(_from_env("DRA_MIRROR_TEST_REDIS_SERVER"))
+    cluster = RedisCluster(binary, cluster_dir(run_dir))
+    try:
+        cluster.start()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster(_redis_cluster_of_session: RedisCluster) -> Iterator[RedisCluster]:
+    """The session's Redis Cluster, whole again after the test (killed nodes restarted)."""
+    cluster = _redis_cluster_of_session
+    cluster.heal()
+    yield cluster
+    cluster.heal()
 
 
 @pytest.fixture(scope="session")

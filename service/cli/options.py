@@ -53,7 +53,12 @@ def cluster_options(command: F) -> F:
         ),
         click.option("--host", default=None, help="Address to listen on (default 127.0.0.1)."),
         click.option("--port", type=int, default=None, help="Port to listen on (default 8000)."),
-        click.option("--redis-url", default=None, help="Keep state in Redis instead of memory."),
+        click.option(
+            "--redis-url",
+            default=None,
+            help="Keep state in Redis instead of memory (redis://HOST:PORT, or "
+            "redis+cluster://HOST:PORT for a Redis Cluster).",
+        ),
         click.option("--database-url", default=None, help="Record history in this SQL database."),
     ]
     for option in reversed(options):

@@ -21,10 +21,9 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
 percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the five
-statements run concurrently on their own connections, with `work_mem` raised so their sorts
-stay in memory, and without JIT or parallel workers: the statements already keep the server's
-cores busy, and on a small server (2 cores) workers on top of them only add overhead (30 days
-of a 500-node cluster: see bench/history_30d.py and docs/history.md).
+statements run concurrently on their own connections (`audit_sql.fetch_all`), and each reads
+only the partitions its window can reach: the floors of `service.history.pruning` bound the
+intervals' starts from below. Peak pending is `service.history.pending`'s.
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from dra_mirror.service.history import pruning
 from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
 from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-exported)
     CLAMP_AFTER_US,
@@ -110,6 +110,7 @@ async def contention(
     }
     if cluster is not None:
         params["cluster"] = cluster
+    params.update(await pruning.floor_params(engine, ("allocations", "idle_holds"), start_us))
     rows: dict[tuple[str, str, int], ContentionRow] = {}
 
     def row(cluster_name: str, group: str, idx: int) -> ContentionRow:
@@ -119,12 +120,15 @@ async def contention(
             rows[key] = ContentionRow(cluster_name, group, lo, min(lo + size, end_us))
         return rows[key]
 
-    overlap = "{a}.start_us < :t AND ({a}.end_us IS NULL OR {a}.end_us > :f)"
+    def overlap(alias: str, table: str) -> str:
+        return (f"{alias}.start_us < :t AND ({alias}.end_us IS NULL OR {alias}.end_us > :f)"
+                + pruning.bounded(alias, table, params))  # fmt: skip
+
     alloc_group = sql.text_key(_ALLOCATION_GROUP[group_by])
     allocated = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
-        FROM allocations AS a WHERE {overlap.format(a="a")}{where_cluster("a", cluster)}
+        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}
     """
     idle = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
@@ -132,18 +136,16 @@ async def contention(
                {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e
         FROM allocations AS a
         JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
-        WHERE {overlap.format(a="a")} AND {overlap.format(a="i")}{where_cluster("a", cluster)}
+        WHERE {overlap("a", "allocations")} AND {overlap("i", "idle_holds")}
+              {where_cluster("a", cluster)}
     """
     queries = [sql.split(allocated, count), sql.split(idle, count)]
     if group_by != "NAMESPACE":
         if group_by == "CLASS":
             inventory_group = "k.class_name"
             # a device is its uuid where published (it survives renames), else its key
-            ident = "COALESCE({t}.uuid, {t}.driver || '/' || {t}.pool || '/' || {t}.device)"
-            join = f"""JOIN (SELECT DISTINCT cluster, {ident.format(t="allocations")} AS ident,
-                                   class_name
-                            FROM allocations WHERE class_name <> '') AS k
-                      ON k.cluster = d.cluster AND k.ident = {ident.format(t="d")}"""
+            join = """JOIN device_classes AS k ON k.cluster = d.cluster
+                      AND k.device = COALESCE(d.uuid, d.driver || '/' || d.pool || '/' || d.device)"""
         else:
             inventory_group = "COALESCE(d.node, '')" if group_by == "NODE" else "d.cluster"
             join = ""
@@ -151,7 +153,7 @@ async def contention(
             SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
                    {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e
             FROM device_inventory AS d {join}
-            WHERE {overlap.format(a="d")}{where_cluster("d", cluster)}
+            WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
     queries.append(_waits_query(sql, group_by, cluster))
@@ -198,7 +200,7 @@ def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
     # (sorting integers is several times cheaper than sorting strings; a collision needs 2^64
     # luck), and the lowest wait id of each group, whose row names the group afterwards (by
     # primary key: LIMIT keeps the planner from flattening the lookup into a hash join over
-    # the whole table).
+    # the whole table; the window's bounds keep it to the window's partitions).
     return f"""
         SELECT n.cluster, n.grp, s.idx, s.waited, s.percentiles, s.longest
         FROM (
@@ -214,7 +216,8 @@ def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
             GROUP BY d.part, d.idx
         ) AS s
         CROSS JOIN LATERAL (SELECT w.cluster, {WAIT_GROUP[group_by]} AS grp
-                            FROM waits AS w WHERE w.id = s.example LIMIT 1) AS n
+                            FROM waits AS w WHERE w.id = s.example
+                              AND w.start_us >= :f AND w.start_us < :t LIMIT 1) AS n
     """
 
 

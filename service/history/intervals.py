@@ -17,7 +17,8 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
 
 A `Decider` walks transitions in order over the intervals open before the batch (read once by
 `service.history.recording.BatchRecorder`, keyed by `KEYS`) and fills a `Plan`: rows to
-insert, intervals to close, device data to rewrite, the newest instant per cluster.
+insert, intervals to close (by id and start: the partition key), device data to rewrite, the
+newest instant per cluster, the classes a device was allocated for (`device_classes`).
 
 Promises: pure; the same transitions over the same open intervals give the same plan.
 """
@@ -84,6 +85,7 @@ class Plan:
     # (cluster, driver, pool, device) -> the uuid a slice now publishes for it
     identified: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
     waits_from: int | None = None  # earliest wait start or end written (peak cache)
+    device_classes: set[tuple[str, str, str]] = field(default_factory=set)
 
     def wait_touched(self, at: int) -> None:
         if self.waits_from is None or at < self.waits_from:
@@ -107,7 +109,7 @@ class Decider:
         self.unnamed: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
 
         self._handlers: dict[str, Callable[[Transition, int], None]] = {
-            t.ALLOCATED: lambda tr, at: self._open(AllocationInterval, tr, at, _allocation_row(tr)),
+            t.ALLOCATED: self._allocated,
             t.RELEASED: lambda tr, at: self._close(
                 AllocationInterval, _key(AllocationInterval, tr), at, "released"
             ),
@@ -147,6 +149,13 @@ class Decider:
         for table in (WaitInterval, IdleInterval):
             self._close(table, claim, at, "deleted")
 
+    def _allocated(self, tr: Transition, at: int) -> None:
+        row = _allocation_row(tr)
+        if row["class_name"]:  # even a re-announcement: the class map is kept as a set
+            device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
+            self.plan.device_classes.add((tr.cluster, device, row["class_name"]))
+        self._open(AllocationInterval, tr, at, row)
+
     def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
         if key in self.opened[table]:
@@ -173,7 +182,9 @@ class Decider:
             current.new_row["end_us"] = at
             current.new_row["end_reason"] = reason
         else:
-            self.plan.closes[table].append({"row_id": current.row_id, "end": at, "reason": reason})
+            self.plan.closes[table].append(
+                {"row_id": current.row_id, "start": current.start_us, "end": at, "reason": reason}
+            )
         del self.opened[table][key]
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].discard((table, key))

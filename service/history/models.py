@@ -19,6 +19,17 @@ SQLite and PostgreSQL; `migrations/` is the only thing that creates these tables
 * `outbox_positions` — the last outbox entry written per stream, committed with its batch.
 * `pending_peaks`, `pending_peak_hours`, `cache_epochs` — a cache of hourly peak pending
   counts for `contention` (`service.history.peaks`), invalidated by the writer.
+* `device_classes` — every class a device (uuid, else driver/pool/device) was allocated for:
+  what `contention` by CLASS counts as available, without reading every allocation.
+
+On PostgreSQL the tables that grow with time — `object_versions` (by `observed_us`) and the
+claim intervals `allocations`, `consumers`, `waits`, `idle_holds` (by `start_us`) — are
+partitioned by month (`PARTITIONED`; `service.history.partitions` creates and drops the
+partitions). PostgreSQL wants the partition key in every unique index and primary key, so
+there the primary key is (id, key column) and object versions are unique with their
+observation time (the writer skips a version already stored, see `recording`); the id still
+comes from one sequence per table. Indexes only one dialect has carry `info={"dialect": …}`
+(`migrations/env.py` compares each database with its own). SQLite is not partitioned.
 """
 
 from __future__ import annotations
@@ -44,13 +55,39 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
+# PostgreSQL: table -> the column it is partitioned by (monthly ranges of microseconds)
+PARTITIONED = {
+    "object_versions": "observed_us",
+    "allocations": "start_us",
+    "consumers": "start_us",
+    "waits": "start_us",
+    "idle_holds": "start_us",
+}
+POSTGRES_ONLY = {"dialect": "postgresql"}
+SQLITE_ONLY = {"dialect": "sqlite"}
+
+
+def _partitioned(table: str) -> dict[str, str]:
+    return {"postgresql_partition_by": f"RANGE ({PARTITIONED[table]})"}
+
+
+def _ends(table: str) -> Index:
+    """Where intervals end (NULL: still open), for the audits' lower partition bound
+    (`service.history.pruning`): PostgreSQL only, SQLite reads no partitions."""
+    return Index(f"ix_{table}_end", "end_us", info=POSTGRES_ONLY)
+
+
 class ObjectVersion(Base):
     __tablename__ = "object_versions"
     __table_args__ = (
         Index("uq_object_versions_version", "cluster", "uid", "resource_version", "deleted",
-              unique=True),
+              unique=True, info=SQLITE_ONLY),
+        # PostgreSQL: unique with the partition key; the writer looks versions up by its prefix
+        Index("uq_object_versions_observed_version", "cluster", "uid", "resource_version",
+              "deleted", "observed_us", unique=True, info=POSTGRES_ONLY),
         Index("ix_object_versions_object", "cluster", "kind", "namespace", "name", "observed_us"),
         Index("ix_object_versions_observed", "observed_us"),
+        _partitioned("object_versions"),
     )  # fmt: skip
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -75,6 +112,8 @@ class AllocationInterval(Base):
         Index("ix_allocations_claim", "cluster", "namespace", "claim"),
         Index("ix_allocations_claim_uid", "claim_uid"),
         Index("ix_allocations_start", "start_us"),
+        _ends("allocations"),
+        _partitioned("allocations"),
     )  # fmt: skip
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -102,6 +141,8 @@ class ConsumerInterval(Base):
         Index("uq_consumers_interval", "cluster", "claim_uid", "pod_uid", "start_us", unique=True),
         Index("ix_consumers_claim_uid", "claim_uid"),
         Index("ix_consumers_claim", "cluster", "namespace", "claim"),
+        _ends("consumers"),
+        _partitioned("consumers"),
     )
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -123,6 +164,8 @@ class WaitInterval(Base):
         Index("ix_waits_claim_uid", "claim_uid"),
         Index("ix_waits_claim", "cluster", "namespace", "claim"),
         Index("ix_waits_start", "start_us"),
+        _ends("waits"),
+        _partitioned("waits"),
     )
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -142,6 +185,8 @@ class IdleInterval(Base):
     __table_args__ = (
         Index("uq_idle_holds_interval", "cluster", "claim_uid", "start_us", unique=True),
         Index("ix_idle_holds_claim_uid", "claim_uid"),
+        _ends("idle_holds"),
+        _partitioned("idle_holds"),
     )
 
     id: Mapped[int] = mapped_column(RowId, primary_key=True, autoincrement=True)
@@ -244,3 +289,14 @@ class CacheEpoch(Base):
 
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     epoch: Mapped[int] = mapped_column(BigInteger)
+
+
+class DeviceClass(Base):
+    """Every class a device was allocated for (`contention` by CLASS: available hours).
+    `device` is the uuid where the driver publishes one, else "driver/pool/device"."""
+
+    __tablename__ = "device_classes"
+
+    cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    device: Mapped[str] = mapped_column(String(3 * NAME + 2), primary_key=True)
+    class_name: Mapped[str] = mapped_column(String(NAME), primary_key=True)

@@ -22,9 +22,9 @@ class WriterOptions:
     reject_after: int = 3
     """Attempts before a batch SQL refuses (not unreachable) is split entry by entry."""
     retention_days: float | None = None
-    """Delete object versions older than this many days; None keeps them forever."""
+    """Drop object versions older than this many days; None keeps them forever."""
     prune_every: float = 3600.0
-    """Seconds between retention runs."""
+    """Seconds between partition upkeep and retention runs."""
     warm_days: float | None = None
     """Keep the hourly peak cache of the contention audit filled for the last this many days
     (every grouping), in a background task; None leaves it to the audits."""

@@ -57,12 +57,17 @@ class ChangesEntry(msgspec.Struct, tag="changes", gc=False):
     # backlog out of full collections
     versions: tuple[Version, ...]
     transitions: tuple[Transition, ...]
+    # the batch reconciles a complete LIST (Changes.listed_kind): its versions may have been
+    # stored long before (a new watch re-announces every object); entries written before
+    # this field decode as False
+    listed: bool = False
 
     @classmethod
     def of(cls, changes: Changes) -> ChangesEntry:
         versions = (*(_version(record, False) for record in changes.upserts),
                     *(_version(record, True) for record in changes.deletes))  # fmt: skip
-        return cls(changes.cluster, changes.at, versions, tuple(changes.transitions))
+        return cls(changes.cluster, changes.at, versions, tuple(changes.transitions),
+                   changes.listed_kind is not None)  # fmt: skip
 
 
 _json = msgspec.json.Encoder()

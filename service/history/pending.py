@@ -4,6 +4,8 @@
 window, sorted per group. `pending_peaks` answers it from the hourly peak cache
 (`service.history.peaks`) when the window and buckets are whole hours, else live with one
 statement; `warm_peaks` fills the cache ahead of the audits (the history writer runs it).
+On PostgreSQL each statement reads only the partitions of `waits` its window can reach
+(`service.history.pruning`).
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from dra_mirror.service.history import peaks
+from dra_mirror.service.history import peaks, pruning
 from dra_mirror.service.history.audit_sql import WAIT_GROUP, AuditSql, fetch_all, where_cluster
 from dra_mirror.service.history.audit_windows import GROUPS
 
 
-def _peak_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
+def _peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict) -> str:
+    """The running count of waits over [:f, :t), bucketed by :b (`params` may hold the
+    waits' floor, `pruning.floor_params`)."""
     wait_group = sql.text_key(WAIT_GROUP[group_by])
     g = sql.greatest
-    where = f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f){where_cluster('w', cluster)}"
+    where = (f"w.start_us < :t AND (w.end_us IS NULL OR w.end_us > :f)"
+             f"{pruning.bounded('w', 'waits', params)}{where_cluster('w', cluster)}")  # fmt: skip
     # The running count needs the events sorted per group. On PostgreSQL the group is
     # partitioned by a 64-bit hash of (cluster, group) — sorting integers is several times
     # cheaper than sorting strings; two groups would need a 64-bit collision to mix.
@@ -78,7 +83,8 @@ def _hourly_compute(
     async def compute(a: int, b: int) -> peaks.HourlyPeaks:
         hours = (b - a) // peaks.HOUR
         hourly = {"f": a, "t": b, "b": peaks.HOUR, "n": hours}
-        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, None)], hourly)
+        hourly.update(await pruning.floor_params(engine, ("waits",), a))
+        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, None, hourly)], hourly)
         return {(c, grp, a + idx * peaks.HOUR): v
                 for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
 
@@ -107,7 +113,8 @@ async def pending_peaks(
     neither read nor computed."""
     start, end = params["f"], params["t"]
     if not peaks.cacheable(start, end, size):
-        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, cluster)], params)
+        live = params | await pruning.floor_params(engine, ("waits",), start)
+        (found,) = await fetch_all(engine, [_peak_query(sql, group_by, cluster, live)], live)
         return _peak_values(found, count)
 
     compute = _hourly_compute(engine, sql, group_by)

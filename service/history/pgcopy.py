@@ -65,19 +65,24 @@ async def copy_insert(
 
 
 async def copy_close(conn: AsyncConnection, table: str, closes: list[dict[str, Any]]) -> None:
-    """Set end_us/end_reason of rows by id (dicts of row_id, end, reason), through COPY."""
+    """Set end_us/end_reason of rows by (id, start) — the primary key of a partitioned table
+    (dicts of row_id, start, end, reason) — through COPY. The oldest start, as a constant,
+    lets PostgreSQL leave out the partitions before it when it plans the UPDATE."""
     stage = f"stage_close_{table}"
     pg = await _driver(conn)
     await pg.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {stage} "
-        "(row_id bigint, end_us bigint, end_reason varchar(32)) ON COMMIT DELETE ROWS"
+        "(row_id bigint, start_us bigint, end_us bigint, end_reason varchar(32)) "
+        "ON COMMIT DELETE ROWS"
     )
     await pg.copy_records_to_table(
-        stage, records=[(c["row_id"], c["end"], c["reason"]) for c in closes],
-        columns=["row_id", "end_us", "end_reason"],
+        stage, records=[(c["row_id"], c["start"], c["end"], c["reason"]) for c in closes],
+        columns=["row_id", "start_us", "end_us", "end_reason"],
     )  # fmt: skip
+    oldest = int(min(c["start"] for c in closes))
     await pg.execute(
         f"UPDATE {table} AS t SET end_us = s.end_us, end_reason = s.end_reason "
-        f"FROM {stage} AS s WHERE t.id = s.row_id;"
+        f"FROM {stage} AS s WHERE t.id = s.row_id AND t.start_us = s.start_us "
+        f"AND t.start_us >= {oldest};"
         f"TRUNCATE {stage}"
     )

@@ -18,7 +18,9 @@ it; a device with a uuid is then followed by its uuid, across renames (drivers r
 `gpu-N`), a device without one by its (cluster, driver, pool, device) key. Intervals are
 half-open, [start, end): at the instant a claim releases a device the new holder holds it.
 Times in and out are microseconds (`service.history.times` converts). Errors reaching the
-database become `HistoryUnavailable`.
+database become `HistoryUnavailable`. On PostgreSQL the reads over a window add the floors of
+`service.history.pruning`, so they read only the partitions the window reaches; lookups of
+one device or claim go through each partition's index instead.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
+from dra_mirror.service.history import pruning
 from dra_mirror.service.history.db import sql_errors
 from dra_mirror.service.history.models import (
     AllocationInterval,
@@ -72,8 +75,12 @@ def _allocation(a: Row[Any]) -> AllocationSpan:
     )  # fmt: skip
 
 
-def _overlaps(table, start_us: int, end_us: int):
-    return and_(table.start_us < end_us, or_(table.end_us.is_(None), table.end_us > start_us))
+def _overlaps(table, start_us: int, end_us: int, floors: dict[str, int] | None = None):
+    """Intervals of `table` overlapping [start_us, end_us); `floors` (pruning.floors) bound
+    their starts from below, so PostgreSQL reads only the partitions the window reaches."""
+    overlap = and_(table.start_us < end_us, or_(table.end_us.is_(None), table.end_us > start_us))
+    floor = (floors or {}).get(table.__tablename__)
+    return overlap if floor is None else and_(overlap, table.start_us >= floor)
 
 
 class HistoryQueries:
@@ -138,10 +145,13 @@ class HistoryQueries:
         a, d = AllocationInterval, DeviceInterval
         with sql_errors("deviceHistory"):
             async with self.engine.connect() as conn:
+                floors = await pruning.floors(conn, ("allocations",), start_us)
                 allocations = (
                     await conn.execute(
                         select(a)
-                        .where(_device_filter(a, identities), _overlaps(a, start_us, end_us))
+                        .where(
+                            _device_filter(a, identities), _overlaps(a, start_us, end_us, floors)
+                        )
                         .order_by(a.start_us, a.id)
                     )
                 ).all()
@@ -189,6 +199,14 @@ class HistoryQueries:
         query = select(c).where(c.claim_uid.in_(uids))
         if at_us is not None:
             query = query.where(c.start_us <= at_us, or_(c.end_us.is_(None), c.end_us > at_us))
+        else:  # the pods overlapping any span (a superset: filtered per span below)
+            earliest = min(s.start_us for s in spans)
+            floors = await pruning.floors(conn, ("consumers",), earliest)
+            query = query.where(or_(c.end_us.is_(None), c.end_us > earliest))
+            if "consumers" in floors:
+                query = query.where(c.start_us >= floors["consumers"])
+            if all(s.end_us is not None for s in spans):
+                query = query.where(c.start_us < max(s.end_us or 0 for s in spans))
         pods: dict[tuple[str, str], list[PodSpan]] = defaultdict(list)
         for row in (await conn.execute(query.order_by(c.start_us, c.pod))).all():
             pods[(row.cluster, row.claim_uid)].append(
@@ -291,24 +309,26 @@ class HistoryQueries:
         overlap_ok = least(a_end, func.coalesce(i.end_us, horizon), end_us) > greatest(
             a.start_us, i.start_us, start_us
         )
-        query = (
-            select(a.cluster, a.namespace, a.claim, a.claim_uid, idle_us.label("idle_us"))
-            .join(i, and_(i.cluster == a.cluster, i.claim_uid == a.claim_uid))
-            .where(_overlaps(a, start_us, end_us), _overlaps(i, start_us, end_us), overlap_ok)
-            .group_by(a.cluster, a.namespace, a.claim, a.claim_uid)
-            .order_by(idle_us.desc(), a.cluster, a.namespace, a.claim)
-            .limit(limit)
-        )
         held_us = func.sum(least(a_end, end_us) - greatest(a.start_us, start_us))
         with sql_errors("idleHolders"):
             async with self.engine.connect() as conn:
+                floors = await pruning.floors(conn, ("allocations", "idle_holds"), start_us)
+                query = (
+                    select(a.cluster, a.namespace, a.claim, a.claim_uid, idle_us.label("idle_us"))
+                    .join(i, and_(i.cluster == a.cluster, i.claim_uid == a.claim_uid))
+                    .where(_overlaps(a, start_us, end_us, floors),
+                           _overlaps(i, start_us, end_us, floors), overlap_ok)
+                    .group_by(a.cluster, a.namespace, a.claim, a.claim_uid)
+                    .order_by(idle_us.desc(), a.cluster, a.namespace, a.claim)
+                    .limit(limit)
+                )  # fmt: skip
                 ranked = (await conn.execute(query)).all()
                 uids = [r.claim_uid for r in ranked]
                 held = {}
                 if uids:
                     held_rows = await conn.execute(
                         select(a.claim_uid, held_us, func.count(func.distinct(a.device)))
-                        .where(a.claim_uid.in_(uids), _overlaps(a, start_us, end_us))
+                        .where(a.claim_uid.in_(uids), _overlaps(a, start_us, end_us, floors))
                         .group_by(a.claim_uid)
                     )
                     held = {uid: (int(us), n) for uid, us, n in held_rows}

@@ -8,9 +8,17 @@
   observation written for that cluster and closes every interval left open then, with reason
   `unwatched` — the fresh index re-announces what is still held, opening new intervals.
 
+On PostgreSQL the growing tables are partitioned by month (`service.history.partitions`): a
+batch first makes sure the months it writes exist (`partitions.cover`); object versions are
+unique only with their observation time there, so a version already stored (a re-announcement
+after a restart) is looked up and skipped before the COPY; closes name the row by (id, start),
+the partitioned primary key. Allocations also record the classes a device was allocated for
+(`device_classes`, read by `contention` by CLASS).
+
 Two steps: `prepare(entries)` is pure (object version rows, instants, transitions in order), so
 the writer prepares the next batch while SQL works on the current one; `BatchRecorder` then reads
-the open intervals a batch touches once (one SELECT per table), decides in Python, and writes
+the open intervals a batch touches once (one SELECT per table), decides in Python
+(`service.history.intervals`), and writes
 with one executemany per table — on PostgreSQL through COPY and a staging table (`pgcopy`): the
 cost is a few statements per batch, not per row.
 """
@@ -22,18 +30,20 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import String, any_, bindparam, func, select, update
+from sqlalchemy import String, any_, bindparam, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dra_mirror.service.history import peaks, pgcopy
+from dra_mirror.service.history import partitions, peaks, pgcopy
 from dra_mirror.service.history.intervals import KEYS, Decider, Opened, OpenInterval, Plan
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
+    PARTITIONED,
     AllocationInterval,
     Base,
     ClusterMark,
+    DeviceClass,
     DeviceInterval,
     Gap,
     ObjectVersion,
@@ -42,8 +52,10 @@ from dra_mirror.service.history.models import (
 from dra_mirror.service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model.changes import Transition
+from dra_mirror.service.model.records import RESOURCE_CLAIM
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
+RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is looked for
 
 
 def _insert(conn: AsyncConnection, table: type[Base]) -> postgresql.Insert | sqlite.Insert:
@@ -64,6 +76,16 @@ class Segment:
     versions: list[tuple[Any, ...]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
     transitions: list[Transition] = field(default_factory=list)
+    first_us: int | None = None  # earliest instant written (a version or a transition)
+    last_us: int | None = None
+    # versions of entries that reconcile a complete LIST: stored possibly long before
+    listed: set[tuple[str, str, str, bool]] = field(default_factory=set)
+
+    def saw(self, us: int) -> None:
+        if self.first_us is None or us < self.first_us:
+            self.first_us = us
+        if self.last_us is None or us > self.last_us:
+            self.last_us = us
 
 
 Prepared = list[Segment | GapEntry | StartedEntry]
@@ -90,10 +112,24 @@ def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Pre
                 (cluster, v.kind, v.namespace, v.name, v.uid, v.resource_version, observed,
                  v.deleted, v.body.decode())
             )  # fmt: skip
+            if entry.listed:
+                segment.listed.add((cluster, v.uid, v.resource_version, v.deleted))
         if observed > segment.marks.get(cluster, -1):
             segment.marks[cluster] = observed
+        segment.saw(observed)
+        for tr in entry.transitions:
+            segment.saw(to_us(tr.at))
         segment.transitions.extend(entry.transitions)
     return prepared
+
+
+def months_needed(prepared: Prepared) -> dict[str, set[partitions.Month]]:
+    """The months of the partitioned tables a prepared batch may write rows into."""
+    months: set[partitions.Month] = set()
+    for part in prepared:
+        if isinstance(part, Segment) and part.first_us is not None and part.last_us is not None:
+            months |= partitions.months_between(part.first_us, part.last_us)
+    return dict.fromkeys(PARTITIONED, months) if months else {}
 
 
 class BatchRecorder:
@@ -104,6 +140,7 @@ class BatchRecorder:
         self.rows = 0  # rows inserted or updated, for the writer's metrics
 
     async def record_prepared(self, prepared: Prepared) -> None:
+        await partitions.cover(self.conn.engine, self.conn, months_needed(prepared))
         for part in prepared:
             if isinstance(part, Segment):
                 await self._segment(part)
@@ -127,21 +164,71 @@ class BatchRecorder:
     async def _segment(self, segment: Segment) -> None:
         # object versions first: the largest write, which needs no decision; while SQL takes
         # it in, the writer's read-ahead prepares the next batch
-        await self._write_versions(segment.versions)
+        await self._write_versions(segment)
         plan = Plan(marks=segment.marks)
         if segment.transitions:
             opened = await self._open_intervals(segment.transitions)
             Decider(plan, opened).apply(segment.transitions)
         await self._write(plan)
 
-    async def _write_versions(self, versions: list[tuple[Any, ...]]) -> None:
+    async def _write_versions(self, segment: Segment) -> None:
         conn = self.conn
+        versions = segment.versions
+        if conn.dialect.name == "postgresql" and versions:
+            versions = await self._unseen(versions, segment)
         if conn.dialect.name == "postgresql" and len(versions) >= pgcopy.MIN_ROWS:
             await pgcopy.copy_insert(conn, ObjectVersion.__tablename__, VERSION_COLUMNS, versions)
         elif versions:
             rows = [dict(zip(VERSION_COLUMNS, version, strict=True)) for version in versions]
             await conn.execute(_insert(conn, ObjectVersion).on_conflict_do_nothing(), rows)
         self.rows += len(versions)
+
+    async def _unseen(self, versions: list[tuple[Any, ...]], segment: Segment) -> list[tuple]:
+        """PostgreSQL: the versions not stored yet, each once. Its unique key holds the
+        observation time (the partition key), so a version stored before under another
+        observation time does not conflict; it is looked up by its whole identity (one probe
+        of a partition's unique index, finding nothing for a new version) and left out here.
+        Where to look: for a batch reconciling a LIST (a new watch re-announces every object,
+        however long unchanged), every partition; otherwise a version stored already can only
+        be a view the index re-emitted — a claim whose template it fills in when the claim's
+        pod arrives (`ClusterIndex.replace_claim_view`, the model's one re-emission) — so only
+        claims are looked up, in the last `RECENT` before the batch."""
+        first: dict[tuple[str, str, str, bool], tuple[Any, ...]] = {}
+        for version in versions:  # (cluster, kind, ns, name, uid, rv, observed, deleted, body)
+            first.setdefault((version[0], version[4], version[5], version[7]), version)
+        since = (segment.first_us or 0) - RECENT
+        until = segment.last_us or 0  # what is stored was observed at the latest then
+        anywhere = [key for key in first if key in segment.listed]
+        recent = [key for key, version in first.items()
+                  if key not in segment.listed and version[1] == RESOURCE_CLAIM]  # fmt: skip
+        for keys, bound in ((anywhere, None), (recent, since)):
+            for start in range(0, len(keys), CHUNK):
+                for key in await self._stored(keys[start : start + CHUNK], bound, until):
+                    first.pop(key, None)
+        return list(first.values())
+
+    async def _stored(
+        self, keys: list[tuple[str, str, str, bool]], since: int | None, until: int
+    ) -> list:
+        # constants, not parameters: the planner leaves out the partitions outside them
+        recent = f" AND v.observed_us <= {int(until)}"
+        if since is not None:
+            recent += f" AND v.observed_us >= {int(since)}"
+        # one index probe per key (LATERAL … LIMIT 1 keeps the planner from turning it into
+        # a scan of every recent version hashed against the keys)
+        stored = await self.conn.execute(
+            text(
+                "SELECT k.c, k.u, k.r, k.d "
+                "FROM unnest(CAST(:clusters AS text[]), CAST(:uids AS text[]), "
+                "CAST(:versions AS text[]), CAST(:deleted AS boolean[])) AS k(c, u, r, d) "
+                "CROSS JOIN LATERAL (SELECT 1 FROM object_versions AS v "
+                "WHERE v.cluster = k.c AND v.uid = k.u AND v.resource_version = k.r "
+                f"AND v.deleted = k.d{recent} LIMIT 1) AS found"
+            ),
+            {"clusters": [k[0] for k in keys], "uids": [k[1] for k in keys],
+             "versions": [k[2] for k in keys], "deleted": [k[3] for k in keys]},
+        )  # fmt: skip
+        return [tuple(row) for row in stored]
 
     async def _open_intervals(self, transitions: list[Transition]) -> Opened:
         claim_uids = sorted({tr.claim_uid for tr in transitions if tr.claim_uid})
@@ -189,12 +276,14 @@ class BatchRecorder:
             elif rows:
                 stmt = (
                     update(table)
-                    .where(table.id == bindparam("row_id"))
+                    .where(table.id == bindparam("row_id"), table.start_us == bindparam("start"))
                     .values(end_us=bindparam("end"), end_reason=bindparam("reason"))
                 )
                 await conn.execute(stmt, rows)
         if plan.identified:
             await self._fill_uuids(plan.identified)
+        if plan.device_classes:
+            await self._device_classes(sorted(plan.device_classes))
         if plan.data_updates:
             stmt = (
                 update(DeviceInterval)
@@ -246,6 +335,24 @@ class BatchRecorder:
         )
         await self.conn.execute(stmt, rows)
         self.rows += len(rows)
+
+    async def _device_classes(self, found: list[tuple[str, str, str]]) -> None:
+        """Classes devices were allocated for: most are known already (ON CONFLICT); on
+        PostgreSQL one statement for the batch, not one per row."""
+        conn = self.conn
+        if conn.dialect.name == "postgresql":
+            await conn.execute(
+                text(
+                    "INSERT INTO device_classes (cluster, device, class_name) "
+                    "SELECT * FROM unnest(CAST(:clusters AS text[]), CAST(:devices AS text[]), "
+                    "CAST(:classes AS text[])) ON CONFLICT DO NOTHING"
+                ),
+                {"clusters": [f[0] for f in found], "devices": [f[1] for f in found],
+                 "classes": [f[2] for f in found]},
+            )  # fmt: skip
+            return
+        rows = [{"cluster": c, "device": d, "class_name": k} for c, d, k in found]
+        await conn.execute(_insert(conn, DeviceClass).on_conflict_do_nothing(), rows)
 
     # --- gaps --------------------------------------------------------------------------
 

@@ -26,6 +26,16 @@ Promises:
   Redis is down; the history runtime restarts its writer after one.
 * `backlog()` is XLEN (acknowledged entries are deleted); `pending_count()` is XPENDING's
   total, the entries handed out and not yet acknowledged.
+
+Redis Cluster: `from_url("redis+cluster://host:port")` (or `rediss+cluster://`) connects to
+a cluster through that seed node. Every key here carries the `{history}` hash tag, so the
+stream, its lease and its consumer group live in one slot and every script and transaction
+stays on one node. Replication to replicas is asynchronous: a master that crashes right after
+an XADD may take the entry with it when its replica is promoted. `wait_replicas=N` (1 by
+default on a cluster) makes `append` send WAIT N after its XADD on the same connection, so it
+returns only once N replicas hold the entry (or after `wait_timeout`); when fewer answer —
+no replica left after a failover — the append goes on without waiting for `wait_backoff`
+seconds (logged), rather than stalling every watch.
 """
 
 from __future__ import annotations
@@ -36,10 +46,12 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from redis import asyncio as aioredis
-from redis.exceptions import ResponseError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, ResponseError
 
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
+from dra_mirror.service.stores.redis_connect import connect
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -92,7 +104,7 @@ class RedisStreamOutbox:
 
     def __init__(
         self,
-        redis: aioredis.Redis,
+        redis: aioredis.Redis | RedisCluster,
         *,
         stream_key: str,
         group: str = GROUP,
@@ -100,8 +112,16 @@ class RedisStreamOutbox:
         maxlen: int | None = None,
         claim_idle: float = 30.0,
         lease_ttl: float = 15.0,
+        wait_replicas: int | None = None,
+        wait_timeout: float = 0.5,
+        wait_backoff: float = 30.0,
     ) -> None:
         self.redis = redis
+        self.cluster = isinstance(redis, RedisCluster)
+        self.wait_replicas = (1 if self.cluster else 0) if wait_replicas is None else wait_replicas
+        self.wait_timeout_ms = max(1, int(wait_timeout * 1000))
+        self.wait_backoff = wait_backoff
+        self._unreplicated_until = float("-inf")  # loop time until which appends do not WAIT
         self.name = stream_key
         self.group = group
         self.consumer = consumer
@@ -125,11 +145,14 @@ class RedisStreamOutbox:
     def from_url(
         cls, url: str, *, prefix: str = DEFAULT_PREFIX, **kwargs: Any
     ) -> RedisStreamOutbox:
-        client = aioredis.Redis.from_url(url, socket_connect_timeout=2.0, socket_timeout=30.0)
+        client = connect(url, socket_connect_timeout=2.0, socket_timeout=30.0)
         return cls(client, stream_key=stream_key(prefix), **kwargs)
 
     async def _call(self, awaitable: Awaitable[T]) -> T:
-        return await redis_call(awaitable, "redis outbox")
+        try:
+            return await redis_call(awaitable, "redis outbox")
+        except RedisClusterException as error:  # e.g. a slot no master serves (a failover)
+            raise StoreUnavailable(f"redis outbox: {error}") from error
 
     async def _ensure_group(self) -> None:
         """XGROUP CREATE … MKSTREAM from the stream's start; again after Redis lost it (a
@@ -158,15 +181,30 @@ class RedisStreamOutbox:
     # --- the Outbox protocol -----------------------------------------------------------------
 
     async def append(self, payload: bytes) -> str:
-        entry_id = await self._call(
-            self.redis.xadd(
-                self.name,
-                {"e": payload},
-                maxlen=self.maxlen,
-                approximate=True,
+        loop = asyncio.get_running_loop()
+        if self.wait_replicas <= 0 or loop.time() < self._unreplicated_until:
+            entry_id = await self._call(
+                self.redis.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
             )
-        )
-        return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+            return _id(entry_id)
+        # XADD then WAIT on one connection (a pipeline to the stream's node): WAIT counts the
+        # replicas that hold every write of *this* connection
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
+        target = {}
+        if isinstance(self.redis, RedisCluster):
+            await self._call(self.redis.initialize())  # the slot map, once
+            target = {"target_nodes": self.redis.get_node_from_key(self.name)}
+        pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
+        entry_id, replicas = await self._call(pipe.execute())
+        if int(replicas) < self.wait_replicas:
+            self._unreplicated_until = loop.time() + self.wait_backoff
+            log.warning(
+                "history outbox: entry %s reached %s of %d replicas within %d ms; appending "
+                "without waiting for replicas for %.0fs", _id(entry_id), replicas,
+                self.wait_replicas, self.wait_timeout_ms, self.wait_backoff,
+            )  # fmt: skip
+        return _id(entry_id)
 
     async def holds_lease(self) -> bool:
         held = bool(

@@ -17,8 +17,9 @@ Promises:
 * SQL rejecting a batch (a value it cannot store; or any other failure to write it): after `reject_after` attempts the batch is
   written entry by entry; an entry still rejected is counted, logged once with its cluster and
   skipped, so one bad object never blocks history.
-* Retention: every `prune_every` seconds object versions older than `retention_days` are
-  deleted (intervals are kept).
+* Partitions and retention (`service.history.partitions.maintain`): when it starts and every
+  `prune_every` seconds, the writer keeps the coming months' partitions created (PostgreSQL)
+  and drops the object versions older than `retention_days` (intervals are kept).
 * Peak cache: every `warm_every` seconds, when it committed anything since the last time, the
   writer fills the contention audit's hourly peak cache for the last `warm_days` days in a
   background task (contention.warm_peaks): the first audit of a grouping then reads it.
@@ -34,13 +35,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from dra_mirror.service.history import partitions
 from dra_mirror.service.history.contention import warm_peaks
-from dra_mirror.service.history.models import ObjectVersion, OutboxPosition
+from dra_mirror.service.history.models import OutboxPosition
 from dra_mirror.service.history.options import WriterOptions, WriterStats
 from dra_mirror.service.history.outbox import (
     ChangesEntry,
@@ -347,15 +349,15 @@ class HistoryWriter:
                 await self.sleep(delay)
 
     async def _maybe_prune(self) -> None:
-        days = self.options.retention_days
         now = self.clock()
-        if days is None or now - self._last_prune < self.options.prune_every:
+        if now - self._last_prune < self.options.prune_every:
             return
         self._last_prune = now
         try:
-            self.stats.pruned += await prune_versions(
-                self.engine, older_than_us=int((now - days * 86400) * US_PER_SECOND)
+            done = await partitions.maintain(
+                self.engine, now=now, versions_days=self.options.retention_days
             )
+            self.stats.pruned += done.rows
         except (SQLAlchemyError, OSError) as error:
             log.warning("history retention failed: %s; next run in %.0fs",
                         str(error).splitlines()[0], self.options.prune_every)  # fmt: skip
@@ -386,12 +388,3 @@ class HistoryWriter:
         if hours:
             log.info("history: peak cache filled for %d hours in %.1fs", hours,
                      time.monotonic() - started)  # fmt: skip
-
-
-async def prune_versions(engine: AsyncEngine, *, older_than_us: int) -> int:
-    """Delete object versions observed before `older_than_us`; returns how many."""
-    async with engine.begin() as conn:
-        result = await conn.execute(
-            delete(ObjectVersion).where(ObjectVersion.observed_us < older_than_us)
-        )
-    return result.rowcount or 0

@@ -21,7 +21,9 @@ Promises:
 `hold_leases(...)` runs the loop for many clusters: try to acquire every `retry_interval`,
 renew every `renew_interval`; on each acquisition it awaits `on_acquired(cluster, token)`,
 on each loss `on_lost(cluster)`. Redis errors count as "not renewed": a holder that cannot
-renew before its TTL runs out treats the lease as lost.
+renew before its TTL runs out treats the lease as lost. The leases spread over the watchers:
+each takes at most its fair share of the clusters and hands back a surplus when another
+watcher joins (`service.stores.lease_share`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
+from dra_mirror.service.stores.lease_share import FairShare
 from dra_mirror.service.stores.redis import RedisStore
 
 log = logging.getLogger(__name__)
@@ -131,23 +134,37 @@ async def hold_leases(
     settings = settings or LeaseSettings()
     holder = holder or secrets.token_hex(8)
     leases = {c: Lease(store, c, ttl=settings.ttl, holder=holder) for c in clusters}
+    share = FairShare(store, clusters=len(leases), holder=holder, ttl=settings.ttl)
+    await share.announce()
     try:
         await asyncio.gather(
-            *(_hold(lease, on_acquired, on_lost, settings) for lease in leases.values())
+            _announce(share, settings),
+            *(_hold(lease, on_acquired, on_lost, settings, share) for lease in leases.values()),
         )
     finally:
         for lease in leases.values():
             if lease.token is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(lease.release())
+        await asyncio.shield(share.withdraw())
+
+
+async def _announce(share: FairShare, settings: LeaseSettings) -> None:
+    while True:
+        await asyncio.sleep(settings.renew_interval)
+        await share.announce()
 
 
 async def _hold(
-    lease: Lease, on_acquired: Acquired, on_lost: Lost, settings: LeaseSettings
+    lease: Lease, on_acquired: Acquired, on_lost: Lost, settings: LeaseSettings, share: FairShare
 ) -> None:
     loop = asyncio.get_running_loop()
     context = {"cluster": lease.cluster, "holder": lease.holder}
     while True:
+        if not share.room():  # this watcher holds its share: leave the lease to the others
+            await asyncio.sleep(settings.retry_interval)
+            continue
+        share.held += 1  # counted before the await: the other leases' attempts see it
         try:
             token = await lease.acquire()
         except (RedisError, OSError, Exception) as error:  # StoreUnavailable: try again later
@@ -159,6 +176,7 @@ async def _hold(
             )
             token = None
         if token is None:
+            share.held -= 1
             await asyncio.sleep(settings.retry_interval)
             continue
         log.info("lease taken (token %s): watching", token, extra=context)
@@ -166,6 +184,7 @@ async def _hold(
             await on_acquired(lease.cluster, token)
         except Exception:  # a bug starting the watch: let another replica try
             log.exception("starting the watch failed; releasing the lease", extra=context)
+            share.held -= 1
             await on_lost(lease.cluster)
             with contextlib.suppress(Exception):
                 await lease.release()
@@ -177,7 +196,17 @@ async def _hold(
             try:
                 if await lease.renew():
                     renewed_at = loop.time()
-                    continue
+                    if not share.surplus():
+                        continue
+                    share.held -= 1  # decided before any await: one hand-back per surplus
+                    log.info("lease handed back: %d watchers share %d clusters, at most %d "
+                             "each", share.live, share.clusters, share.share, extra=context)  # fmt: skip
+                    lease.token = None
+                    await on_lost(lease.cluster)
+                    with contextlib.suppress(Exception):
+                        await lease.release()
+                    await asyncio.sleep(settings.ttl)  # let the newcomer take it
+                    break
                 reason = "another replica holds it, or Redis lost it"
             except Exception as error:
                 if loop.time() - renewed_at < settings.ttl - settings.renew_interval:
@@ -185,6 +214,7 @@ async def _hold(
                     continue
                 reason = f"not renewed within its TTL ({error})"
             log.warning("lease lost: %s; stopping the watch", reason, extra=context)
+            share.held -= 1
             lease.token = None
             await on_lost(lease.cluster)
             break

@@ -22,6 +22,16 @@ layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
 * every Redis error (refused, reset, timeout, loading, read-only replica) becomes
   `StoreUnavailable`, raised from the original error; nothing else leaves this module;
 * `subscribe(cluster)` yields the cluster's live events (Redis pub/sub; service.stores.bus).
+
+On a Redis Cluster (`redis+cluster://` URLs, `service.stores.redis_connect`) nothing else
+changes: a cluster's keys share its `{cluster}` hash tag, so its transaction (fence included)
+goes to the master of its slot and is re-routed after a failover (a write that failed there
+stays pending, like any other); each transaction is followed by `WAIT 1 500` on its connection
+(`wait_replicas`): a batch is written once the master's replica holds it too, so a master
+killed right after a write loses nothing its promoted replica should have had (when no
+replica answers, writes go on without waiting for `wait_backoff` seconds, logged); live events use sharded pub/sub (SPUBLISH inside the
+transaction, SSUBSCRIBE); reads are pipelines the cluster client splits by node. The one
+untagged key, the clusters set, is only ever written outside a transaction.
 """
 
 from __future__ import annotations
@@ -29,13 +39,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
 
-import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from dra_mirror.service.model.changes import Changes, Seed
@@ -53,8 +62,15 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores import bus
-from dra_mirror.service.stores.protocols import ClusterStatus, StoreError
+from dra_mirror.service.stores.protocols import ClusterStatus
 from dra_mirror.service.stores.redis_calls import redis_call
+from dra_mirror.service.stores.redis_connect import (
+    Client,
+    Subscription,
+    connect,
+    ping,
+    publish_command,
+)
 from dra_mirror.service.stores.redis_keys import (
     DEFAULT_PREFIX,
     HOLDS,
@@ -75,13 +91,12 @@ from dra_mirror.service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
-from dra_mirror.service.stores.redis_writes import Ops, resp
+from dra_mirror.service.stores.redis_writes import Fenced, Ops, send_batch
+
+__all__ = ["Fenced", "RedisStore"]
 
 T = TypeVar("T")
-
-
-class Fenced(StoreError):
-    """This replica no longer holds the cluster's lease: its writes are refused."""
+log = logging.getLogger(__name__)
 
 
 def _as_key(key: Any) -> Any:
@@ -91,8 +106,22 @@ def _as_key(key: Any) -> Any:
 class RedisStore:
     """See the module docstring."""
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        wait_replicas: int | None = None,
+        wait_timeout: float = 0.5,
+        wait_backoff: float = 30.0,
+    ) -> None:
         self.redis = client
+        self.publish = publish_command(client)
+        cluster = isinstance(client, RedisCluster)
+        self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
+        self.wait_ms = max(1, int(wait_timeout * 1000))
+        self.wait_backoff = wait_backoff
+        self._unreplicated_until = float("-inf")  # loop time until which writes do not WAIT
         self.prefix = prefix
         self._keys: dict[str, Keys] = {}
         self._pending: dict[str, list[Changes]] = {}  # batches not written yet, in order
@@ -106,7 +135,7 @@ class RedisStore:
         options.setdefault("socket_timeout", 30.0)
         options.setdefault("retry", Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
         options.setdefault("health_check_interval", 10)
-        return cls(aioredis.Redis.from_url(url, **options), prefix=prefix)
+        return cls(connect(url, **options), prefix=prefix)
 
     def keys(self, cluster: str) -> Keys:
         found = self._keys.get(cluster)
@@ -187,53 +216,25 @@ class RedisStore:
             await self._call(self.redis.sadd(clusters_key(self.prefix), cluster))
             self._registered.add(cluster)
         keys = self.keys(cluster)
-        ops = Ops(keys)
+        ops = Ops(keys, publish=self.publish)
         for changes in pending:
             ops.batch(changes)
         if status is not None:
             ops.add(b"SET", keys.status, [status])
-        await self._call(self._write(self._tokens.get(cluster, ""), ops))
+        loop = asyncio.get_running_loop()
+        wait = None
+        if self.wait_replicas > 0 and loop.time() >= self._unreplicated_until:
+            wait = (self.wait_replicas, self.wait_ms)
+        token = self._tokens.get(cluster, "")
+        replicas = await self._call(send_batch(self.redis, token, ops, wait=wait))
+        if replicas is not None and replicas < self.wait_replicas:
+            self._unreplicated_until = loop.time() + self.wait_backoff
+            log.warning(
+                "state store: a batch of %s reached %d of %d replicas within %d ms; writing "
+                "without waiting for replicas for %.0fs", cluster, replicas, self.wait_replicas,
+                self.wait_ms, self.wait_backoff,
+            )  # fmt: skip
         self._pending.pop(cluster, None)
-
-    async def _write(self, token: str, ops: Ops) -> None:
-        """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
-        packed as one request. EXEC answers nil when the fence changed after the WATCH.
-
-        A pooled connection that Redis closed (it restarted) fails on first use: the batch is
-        sent once more on a fresh connection. Sending twice is harmless: every command sets a
-        final state, and the fence is checked again."""
-        try:
-            await self._write_once(token, ops)
-        except (RedisConnectionError, RedisTimeoutError, OSError):
-            await self._write_once(token, ops)
-
-    async def _write_once(self, token: str, ops: Ops) -> None:
-        pool = self.redis.connection_pool
-        connection = await pool.get_connection()
-        try:
-            if token:
-                await connection.send_packed_command(
-                    resp([b"WATCH", ops.fence_key.encode()])
-                    + resp([b"GET", ops.fence_key.encode()])
-                )
-                await connection.read_response()
-                current = await connection.read_response()
-                if current != token.encode():
-                    await connection.send_packed_command(resp([b"UNWATCH"]))
-                    await connection.read_response()
-                    raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
-            await connection.send_packed_command(ops.transaction())
-            for _ in range(ops.replies() - 1):
-                await connection.read_response()
-            result = await connection.read_response()
-            if result is None:
-                raise Fenced(f"the fence of {ops.fence_key} moved during the write")
-        except BaseException as error:
-            if not isinstance(error, Fenced):
-                await connection.disconnect()
-            raise
-        finally:
-            await pool.release(connection)
 
     # --- StateReader --------------------------------------------------------------------------
 
@@ -394,24 +395,22 @@ class RedisStore:
         return None
 
     async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        """The cluster's live events from now on (Redis pub/sub; see service.stores.bus)."""
-        pubsub = self.redis.pubsub()
+        """The cluster's live events from now on (Redis pub/sub, sharded on a cluster; see
+        service.stores.bus)."""
+        subscription = Subscription(self.redis, self.keys(cluster).events)
         try:
-            await self._call(pubsub.subscribe(self.keys(cluster).events))
+            await self._call(subscription.start())
             while True:
-                message = await self._call(
-                    pubsub.get_message(ignore_subscribe_messages=True, timeout=30.0)
-                )
-                if message is None or message.get("type") != "message":
+                data = await self._call(subscription.message(wait=30.0))
+                if data is None:
                     continue
-                for event in bus.events_decoder.decode(message["data"]):
+                for event in bus.events_decoder.decode(data):
                     yield event
         finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
+            await subscription.close()
 
     async def ping(self) -> None:
-        await self._call(self.redis.ping())
+        await self._call(ping(self.redis))
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):

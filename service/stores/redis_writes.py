@@ -20,6 +20,9 @@ live events; `Ops.of(changes)` turns that into Redis commands. Promises:
   it — an initial sync of 40,000 devices is some 170 commands;
 * commands of several batches (those still pending after a failed write, then the new one)
   are concatenated in batch order: a later batch's command for the same entry runs later.
+
+`send_batch(client, token, ops)` sends it on one connection to where the cluster's keys live
+(`redis_connect.slot_connection`: the master of the `{cluster}` slot on a Redis Cluster).
 """
 
 from __future__ import annotations
@@ -27,10 +30,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.records import key_of
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, Relation
 from dra_mirror.service.stores import bus
+from dra_mirror.service.stores.protocols import StoreError
+from dra_mirror.service.stores.redis_connect import Client, refresh, slot_connection
 from dra_mirror.service.stores.redis_keys import (
     Keys,
     device_field,
@@ -52,12 +60,17 @@ def resp(command: list[bytes]) -> bytes:
     return b"".join(parts)
 
 
+class Fenced(StoreError):
+    """This replica no longer holds the cluster's lease: its writes are refused."""
+
+
 class Ops:
     """The commands of one or more batches, sent as ONE `MULTI … EXEC` (Redis runs a
     transaction atomically: no reader sees part of it)."""
 
-    def __init__(self, keys: Keys) -> None:
+    def __init__(self, keys: Keys, *, publish: bytes = b"PUBLISH") -> None:
         self.keys = keys
+        self.publish = publish  # SPUBLISH on a Redis Cluster (sharded pub/sub)
         self.fence_key = keys.fence
         self.commands: list[list[bytes]] = []
         self.published: list[bytes] = []  # one encoded list of live events per batch
@@ -71,11 +84,11 @@ class Ops:
             self.commands.append([command, raw_key, *args[start : start + _CHUNK]])
 
     def transaction(self) -> bytes:
-        """MULTI, the commands, the PUBLISH of each batch's live events, EXEC."""
+        """MULTI, the commands, the (S)PUBLISH of each batch's live events, EXEC."""
         channel = self.keys.events.encode()
         parts = [resp([b"MULTI"])]
         parts.extend(resp(command) for command in self.commands)
-        parts.extend(resp([b"PUBLISH", channel, events]) for events in self.published)
+        parts.extend(resp([self.publish, channel, events]) for events in self.published)
         parts.append(resp([b"EXEC"]))
         return b"".join(parts)
 
@@ -145,3 +158,58 @@ class Ops:
             else:
                 sets.extend((field, value.encode() if isinstance(value, str) else encode(value)))
         self._hash(key, sets, dels)
+
+
+async def send_batch(client: Client, token: str, ops: Ops, *, wait: tuple[int, int] | None = None
+) -> int | None:  # fmt: skip
+    """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
+    packed as one request. EXEC answers nil when the fence changed after the WATCH. With
+    `wait` (replicas, milliseconds) a `WAIT` follows the EXEC in the same request: the answer
+    is how many replicas hold the batch (replication is asynchronous: a master killed right
+    after EXEC may not have sent it, and its promoted replica would lack it); else None.
+
+    A pooled connection that Redis closed (it restarted) fails on first use: the batch is
+    sent once more on a fresh connection. Sending twice is harmless: every command sets a
+    final state, and the fence is checked again."""
+    try:
+        return await _send_once(client, token, ops, wait)
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        await refresh(client)  # on a cluster the slot may have moved (a failover)
+        return await _send_once(client, token, ops, wait)
+
+
+async def _send_once(client: Client, token: str, ops: Ops, wait: tuple[int, int] | None
+) -> int | None:  # fmt: skip
+    connection, release = await slot_connection(client, ops.fence_key)
+    try:
+        if token:
+            await connection.send_packed_command(
+                resp([b"WATCH", ops.fence_key.encode()]) + resp([b"GET", ops.fence_key.encode()])
+            )
+            await connection.read_response()
+            current = await connection.read_response()
+            if current != token.encode():
+                await connection.send_packed_command(resp([b"UNWATCH"]))
+                await connection.read_response()
+                raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
+        request = ops.transaction()
+        if wait is not None:
+            request += resp([b"WAIT", b"%d" % wait[0], b"%d" % wait[1]])
+        await connection.send_packed_command(request)
+        for _ in range(ops.replies() - 1):
+            await connection.read_response()
+        result = await connection.read_response()
+        replicas = int(await connection.read_response()) if wait is not None else None
+        if result is None:
+            raise Fenced(f"the fence of {ops.fence_key} moved during the write")
+        return replicas
+    except BaseException as error:
+        if not isinstance(error, Fenced):
+            await connection.disconnect()
+            if not isinstance(error, RedisConnectionError | RedisTimeoutError | OSError):
+                await refresh(client)  # e.g. MOVED: the slot has a new master
+        raise
+    finally:
+        released = release(connection)
+        if released is not None:
+            await released

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
+
 from dra_mirror.service.model.changes import Changes, Transition
 from dra_mirror.service.model.records import ClaimRecord, Meta
 
@@ -180,3 +182,29 @@ TRUTH_INVENTORY = [
     ("GPU-C", "n2", "gpu-0", 0, 80),
     ("GPU-C", "n2", "gpu-0", 80, 150),
 ]
+
+
+def moved(changes: list[Changes], *, cluster: str, days: float) -> list[Changes]:
+    """The same history for another cluster, `days` later: every instant shifted, every
+    cluster field renamed (claim and pod uids stay: they are unique per cluster)."""
+    delta = timedelta(days=days)
+
+    def later(text: str) -> str:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00")) + delta
+        return moment.isoformat().replace("+00:00", "Z")
+
+    def record(r):
+        return msgspec.structs.replace(r, meta=msgspec.structs.replace(r.meta, cluster=cluster))
+
+    return [
+        Changes(
+            cluster,
+            later(c.at),
+            upserts=[record(r) for r in c.upserts],
+            deletes=[record(r) for r in c.deletes],
+            transitions=[msgspec.structs.replace(t, cluster=cluster, at=later(t.at))
+                         for t in c.transitions],
+            resource_version=c.resource_version,
+        )
+        for c in changes
+    ]  # fmt: skip

@@ -12,16 +12,19 @@ from sqlalchemy import inspect
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.migrate import check, downgrade, migrate
 from dra_mirror.service.history.models import Base
+from dra_mirror.service.history.partitions import is_partition
 
 TABLES = set(Base.metadata.tables)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _tables(url: str) -> set[str]:
+    """The tables of the database, without PostgreSQL's monthly partitions."""
     engine = open_engine(url)
     try:
         async with engine.connect() as conn:
-            return set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
+            names = await conn.run_sync(lambda c: inspect(c).get_table_names())
+            return {name for name in names if not is_partition(name)}
     finally:
         await engine.dispose()
 

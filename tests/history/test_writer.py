@@ -18,9 +18,10 @@ from dra_mirror.service.history.models import (
     WaitInterval,
 )
 from dra_mirror.service.history.outbox import MemoryOutbox
+from dra_mirror.service.history.partitions import maintain
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.times import to_us
-from dra_mirror.service.history.writer import WriterOptions, prune_versions
+from dra_mirror.service.history.writer import WriterOptions
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from tests.history.conftest import Pipeline, eventually, fresh_database
@@ -150,14 +151,23 @@ async def test_a_watch_started_with_an_empty_index_records_the_gap(engine, pipel
 async def test_retention_prunes_object_versions_and_keeps_intervals(engine, pipeline):
     await _load(pipeline)
     before = await _counts(engine)
-    removed = await prune_versions(engine, older_than_us=to_us(at(11)))
+    eleven = to_us(at(11)) / 1e6  # the cutoff falls inside the script's month (March 2026)
+    done = await maintain(engine, now=eleven + 86400, versions_days=1.0)
+    if engine.dialect.name == "postgresql":  # only whole months are dropped: March is kept
+        assert (done.rows, done.dropped) == (0, [])
+    else:  # SQLite deletes rows: claim A's versions at 0 and 10
+        assert done.rows == 2
     after = await _counts(engine)
-    assert removed == 2  # claim A's versions at 0 and 10
-    assert after == {**before, "object_versions": before["object_versions"] - 2}
+    assert after == {**before, "object_versions": before["object_versions"] - done.rows}
+    may = to_us("2026-05-01T00:00:00Z") / 1e6  # March is over by more than 30 days
+    done = await maintain(engine, now=may, versions_days=30.0)
+    assert (await _counts(engine)) == {**before, "object_versions": 0}  # intervals kept
+    if engine.dialect.name == "postgresql":
+        assert done.dropped == ["object_versions_y2026m03"]
 
 
 async def test_the_writer_prunes_on_its_own_schedule(engine):
-    now = to_us(at(END)) / 1e6 + 86400 * 10  # ten days after the script
+    now = to_us(at(END)) / 1e6 + 86400 * 60  # two months after the script
     options = WriterOptions(linger=0.01, retention_days=9.99, prune_every=0.0)
     running = Pipeline(engine, options=options)
     running.writer.clock = lambda: now

@@ -2,6 +2,10 @@
 prints ``export`` lines describing a fresh redis-server and PostgreSQL (with the
 ``dramirror_test`` database) under RUN_DIR; ``python -m tests.infra.stack down`` stops the
 pair those variables describe. ``scripts/test`` calls both (``down`` from its exit trap).
+``up --redis-cluster RUN_DIR`` also starts a Redis Cluster (three masters, one replica each;
+``tests.infra.redis_cluster``) and exports ``DRA_MIRROR_TEST_REDIS_CLUSTER_URL``; without it
+the test fixture starts one under RUN_DIR the first time a test needs it. ``down`` stops a
+cluster found under RUN_DIR either way.
 
 Promises: ``up`` either starts both servers or stops what it started and fails; ``down``
 stops both even if one is already stopped; PostgreSQL never runs as root (as root it runs
@@ -18,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.infra.redis_cluster import RedisCluster
 from tests.infra.servers import (
     FALLBACK_PG_USER,
     PostgresServer,
@@ -77,8 +82,14 @@ def postgres_account() -> str:
     return FALLBACK_PG_USER
 
 
-def up(run_dir: Path) -> dict[str, str]:
-    """Start both servers under ``run_dir``; return the variables that describe them."""
+def cluster_dir(run_dir: Path) -> Path:
+    """Where a run's Redis Cluster lives (started by ``up`` or lazily by the fixture)."""
+    return run_dir / "redis-cluster"
+
+
+def up(run_dir: Path, *, redis_cluster: bool = False) -> dict[str, str]:
+    """Start both servers under ``run_dir`` (and a Redis Cluster when asked); return the
+    variables that describe them."""
     run_dir.mkdir(parents=True, exist_ok=True)
     run_dir.chmod(0o755)  # the PostgreSQL account must reach its data directory below
     redis = RedisServer(binary=find_redis_server(), port=free_port(), workdir=run_dir / "redis")
@@ -96,7 +107,17 @@ def up(run_dir: Path) -> dict[str, str]:
     except BaseException:
         redis.stop()
         raise
-    return {
+    extra: dict[str, str] = {}
+    if redis_cluster:
+        cluster = RedisCluster(redis.binary, cluster_dir(run_dir))
+        try:
+            cluster.start()
+        except BaseException:
+            redis.stop()
+            postgres.stop()
+            raise
+        extra = cluster.exports()
+    return extra | {
         "DRA_MIRROR_TEST_REDIS_URL": redis.url,
         "DRA_MIRROR_TEST_REDIS_SERVER": str(redis.binary),
         "DRA_MIRROR_TEST_REDIS_PORT": str(redis.port),
@@ -112,6 +133,10 @@ def down(env: os._Environ[str] | dict[str, str] = os.environ) -> None:
     """Stop whatever ``up`` started (as described by ``env``); already stopped is fine."""
     errors: list[str] = []
     try:
+        stop_clusters(env)
+    except ServerError as error:
+        errors.append(str(error))
+    try:
         RedisServer.from_env(env).stop()
     except ServerError as error:
         errors.append(str(error))
@@ -125,15 +150,33 @@ def down(env: os._Environ[str] | dict[str, str] = os.environ) -> None:
         raise ServerError("\n".join(errors))
 
 
+def stop_clusters(env: os._Environ[str] | dict[str, str]) -> None:
+    """Stop the Redis Cluster of this run, whether ``up`` or the fixture started it."""
+    described = RedisCluster.from_env(env)
+    if described is not None:
+        described.stop()
+    redis_dir = env.get("DRA_MIRROR_TEST_REDIS_DIR")
+    if redis_dir:
+        lazy = RedisCluster.found_in(cluster_dir(Path(redis_dir).parent))
+        if lazy is not None:
+            lazy.stop()
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["up"] and len(argv) == 2:
-        for name, value in up(Path(argv[1]).resolve()).items():
+    if argv[:1] == ["up"] and len(argv) in (2, 3):
+        flags, (where,) = argv[1:-1], argv[-1:]
+        if flags not in ([], ["--redis-cluster"]):
+            print(
+                "usage: python -m tests.infra.stack up [--redis-cluster] RUN_DIR", file=sys.stderr
+            )
+            return 2
+        for name, value in up(Path(where).resolve(), redis_cluster=bool(flags)).items():
             print(f"export {name}={shlex.quote(value)}")
         return 0
     if argv == ["down"]:
         down()
         return 0
-    print("usage: python -m tests.infra.stack up RUN_DIR | down", file=sys.stderr)
+    print("usage: python -m tests.infra.stack up [--redis-cluster] RUN_DIR | down", file=sys.stderr)
     return 2
 
 

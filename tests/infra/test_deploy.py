@@ -123,3 +123,31 @@ def test_dockerfile_copies_existing_files_that_dockerignore_keeps(dockerfile: li
         assert not _docker_ignored(source, patterns), f"COPY {source}: excluded by .dockerignore"
     assert _docker_ignored(".venv", patterns)
     assert _docker_ignored(".git", patterns)
+
+
+def test_compose_redis_cluster_variant() -> None:
+    """docker-compose.redis-cluster.yml: six cluster-mode nodes with their append-only files
+    on volumes, joined once as three masters with one replica each, and serve given a
+    redis+cluster:// URL naming one of them, after the cluster is formed."""
+    variant = yaml.safe_load((REPO / "docker-compose.redis-cluster.yml").read_text())
+    services = variant["services"]
+    nodes = sorted(name for name in services if name.startswith("redis-node-"))
+    assert len(nodes) == 6
+    for name in nodes:
+        node = services[name]
+        line = node["entrypoint"] + node["command"]
+        options = dict(zip(line[1::2], line[2::2], strict=True))
+        assert line[0] == "redis-server" and options["--cluster-enabled"] == "yes"
+        assert options["--appendonly"] == "yes" and options["--appendfsync"] == "everysec"
+        assert options["--cluster-announce-hostname"] == name
+        assert node["volumes"] == [f"{name}:/data"] and name in variant["volumes"]
+    init = services["redis-cluster-init"]
+    script = init["command"][-1]
+    assert "redis-cli --cluster create" in script
+    assert "--cluster-replicas 1" in script
+    assert set(init["depends_on"]) == set(nodes)
+    serve = services["serve"]
+    assert serve["environment"]["DRA_MIRROR_STORE_REDIS_URL"] == "redis+cluster://redis-node-1:6379"
+    assert serve["depends_on"]["redis-cluster-init"]["condition"] == (
+        "service_completed_successfully"
+    )

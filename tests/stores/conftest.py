@@ -29,14 +29,23 @@ async def redis_store(request: pytest.FixtureRequest) -> StateStore:
     return RedisStore.from_url(url, prefix=f"test-{uuid.uuid4().hex[:12]}")
 
 
+async def redis_cluster_store(request: pytest.FixtureRequest) -> StateStore:
+    # The same store on a real Redis Cluster (three masters): every cluster's keys in its slot.
+    from dra_mirror.service.stores.redis import RedisStore
+
+    cluster = request.getfixturevalue("redis_cluster")
+    return RedisStore.from_url(cluster.url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+
+
 STORE_FACTORIES: dict[str, Callable[[pytest.FixtureRequest], Awaitable[StateStore]]] = {
     "memory": memory_store,
     "redis": redis_store,
+    "redis-cluster": redis_cluster_store,
 }
 
 
 # Stores that need a server carry its marker (`-m "not redis"` runs without one).
-_MARKS = {"redis": pytest.mark.redis}
+_MARKS = {"redis": pytest.mark.redis, "redis-cluster": pytest.mark.redis_cluster}
 
 
 @pytest.fixture(

@@ -2,7 +2,9 @@
 MemoryStore serving the index that produced them (every read, every relation, device
 statuses), keys are cluster-tagged, a takeover (an index seeded from what Redis holds, then
 relisted) leaves nothing stale, fencing refuses a writer that lost its lease, and live events
-are published with the batch. All against the suite's real redis-server."""
+are published with the batch. All against the suite's real redis-server; the tests that need
+no outage also against the suite's real Redis Cluster (three masters), where the same store
+writes each cluster's transaction on its slot's master and publishes with SPUBLISH."""
 
 from __future__ import annotations
 
@@ -35,9 +37,26 @@ MIG = slice_(
 
 
 @pytest.fixture
-async def redis_store(redis_url: str):
+async def server_store(redis_url: str):
+    """A store on the suite's one redis-server (the outage tests stop it)."""
     prefix = f"test-{uuid.uuid4().hex[:12]}"
     store = RedisStore.from_url(redis_url, prefix=prefix)
+    yield store
+    await store.close()
+
+
+@pytest.fixture(params=["server", pytest.param("cluster", marks=pytest.mark.redis_cluster)])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The URL of one redis-server, then of a Redis Cluster."""
+    if request.param == "cluster":
+        return request.getfixturevalue("redis_cluster").url
+    return request.getfixturevalue("redis_url")
+
+
+@pytest.fixture
+async def redis_store(store_url: str):
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    store = RedisStore.from_url(store_url, prefix=prefix)
     yield store
     await store.close()
 
@@ -110,14 +129,14 @@ async def test_every_key_carries_the_cluster_hash_tag(redis_store: RedisStore) -
         redis_store.keys("a}b")
 
 
-async def test_a_takeover_leaves_nothing_stale(redis_url: str, redis_store: RedisStore) -> None:
+async def test_a_takeover_leaves_nothing_stale(store_url: str, redis_store: RedisStore) -> None:
     # The first writer mirrors the full world, then dies.
     await redis_store.apply(
         ClusterIndex(EAST).apply([Event("ADDED", r) for r in EAST_RECORDS], at="t1")
     )
     # Meanwhile pod b and slice n2-gpu vanished and pod a moved to n2. A new writer (fresh
     # process) seeds its index with what Redis holds, relists kind by kind, reports synced.
-    successor = RedisStore.from_url(redis_url, prefix=redis_store.prefix)
+    successor = RedisStore.from_url(store_url, prefix=redis_store.prefix)
     moved = replace(POD_A, node_name="n2")
     now = [r for r in EAST_RECORDS if r not in (POD_B, SLICE_N2, POD_A)] + [moved]
     fresh, memory = ClusterIndex(EAST), MemoryStore()
@@ -193,8 +212,9 @@ async def test_live_events_are_published_with_the_batch(redis_store: RedisStore)
 
 
 async def test_outage_raises_unavailable_and_keeps_the_batch(
-    redis_store: RedisStore, redis_server
+    server_store: RedisStore, redis_server
 ) -> None:
+    redis_store = server_store
     index = ClusterIndex(EAST)
     await redis_store.apply(index.apply([Event("ADDED", node("n1"))], at="t1"))
     await asyncio.to_thread(redis_server.stop)
@@ -210,8 +230,9 @@ async def test_outage_raises_unavailable_and_keeps_the_batch(
 
 
 async def test_a_restarted_redis_fences_the_writer_out(
-    redis_store: RedisStore, redis_server
+    server_store: RedisStore, redis_server
 ) -> None:
+    redis_store = server_store
     from dra_mirror.service.stores.lease import Lease
 
     lease = Lease(redis_store, EAST, ttl=60.0)
@@ -228,3 +249,28 @@ async def test_a_restarted_redis_fences_the_writer_out(
         await redis_store.apply(index.apply([Event("ADDED", POD_A)], at="t2"))
     assert await redis_store.redis.exists(redis_store.keys(EAST).objects("Pod")) == 0
     assert not await lease.renew()
+
+
+async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster, caplog) -> None:
+    """Replication is asynchronous: each batch is followed by WAIT, so it counts as written
+    once the replica holds it. With the replica of the slot's master gone, WAIT answers 0
+    within its timeout: the batch is still written, and the store says so and stops waiting."""
+    import logging
+
+    from redis.crc import key_slot
+
+    store = RedisStore.from_url(redis_cluster.url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+    index = ClusterIndex(EAST)
+    try:
+        with caplog.at_level(logging.WARNING, logger="dra_mirror.service.stores.redis"):
+            await store.apply(index.apply([Event("ADDED", node("n1"))], at="t1"))
+            assert not caplog.records  # the replica answered
+            master = redis_cluster.master_of(key_slot(f"{{{EAST}}}".encode()))
+            port = int(master.info("replication")["slave0"].split("port=")[1].split(",")[0])
+            replica = next(n for n in redis_cluster.nodes if n.port == port)
+            await asyncio.to_thread(replica.kill)
+            await store.apply(index.apply([Event("ADDED", POD_A)], at="t2"))
+        assert "reached 0 of 1 replicas" in caplog.text
+        assert await store.get([("east", "Pod", "ns", "a")]) == [POD_A]
+    finally:
+        await store.close()

@@ -1,0 +1,212 @@
+"""Fault suite: a real deployment under API-server, PostgreSQL and watcher faults, checked
+after each one against the simulator's own objects and a reference history.
+
+    .venv/bin/python bench/fault_suite.py [--only NAME ...] [--churn-seconds 20] [--keep]
+
+Two simulated clusters (the `churn` scenario's hardware, pods arriving at `--rate` per second
+each) served by the simulator in this process; a private redis-server and PostgreSQL;
+`dra-mirror watch` and `dra-mirror serve --no-watch` as child processes
+(`bench.mirror_stack`). Every write the simulator makes is also folded through the model
+into a reference history (`bench.mirror_checks.Reference`). Then, one after the other, with
+the world moving (churn) during each fault:
+
+    drops      every watch stream of alpha ends after 3 events
+    gone       the next 4 watches of each cluster answer 410 Gone (relists)
+    errors     alpha: the next 20 requests 503; beta: 10 claim requests 500
+    stalls     alpha's next 3 watch streams go silent for 15 s
+               (each of these first ends the watch streams already open — faults apply to
+               the streams that start after them — and what a stage left unconsumed is
+               cleared before the next one)
+    restart    alpha's API server restarts, resourceVersions reset (etcd restore)
+    postgres   PostgreSQL stopped for 60 s (--postgres-seconds)
+    watcher    the watcher SIGKILLed (mid-batch, under churn), restarted 5 s later
+
+After each: the world is paused; `state s` is the time until the mirror equals the API
+servers object by object (GraphQL vs. the simulator's store: claims with state, devices and
+consumers, pods with phase and node, slices, classes, nodes, templates); `history s` the
+time until the Redis outbox is empty; then the history in PostgreSQL is compared interval by
+interval with the reference (LOST, DUPLICATE, PHANTOM, UNCLOSED, CLOSED, LATE; intervals
+that lay entirely inside a recorded gap count as unobservable). Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.mirror_checks import Reference, compare
+from bench.mirror_stack import ROOT, MirrorStack
+
+KINDS = ("LOST", "DUPLICATE", "PHANTOM", "UNCLOSED", "CLOSED", "LATE")
+
+
+def scenario(rate: float, lifetime: float) -> dict:
+    """Two clusters like the shipped `churn` scenario, with their own churn each."""
+    base = yaml.safe_load((ROOT / "service/sim/scenarios/churn.yaml").read_text())
+    template = base["clusters"][0]
+    clusters = []
+    for index, name in enumerate(("alpha", "beta")):
+        cluster = copy.deepcopy(template)
+        cluster["name"] = name
+        for group in cluster["nodes"]:
+            group["name"] = group["name"].replace("churn", name)
+        cluster["nodes"][0]["count"] = 4
+        cluster["churn"].update(rate=rate, lifetime=lifetime, seed=7 + index)
+        clusters.append(cluster)
+    return {"name": "faults", "seed": 7, "clusters": clusters}
+
+
+async def churn(stack: MirrorStack, seconds: float) -> None:
+    stack.resume()
+    await asyncio.sleep(seconds)
+
+
+async def drops(stack, s):
+    stack.faults("alpha", {"dropWatchAfterEvents": 3})
+    await stack.drop_watches("alpha")  # the running streams too
+    await churn(stack, s)
+
+
+async def gone(stack, s):
+    # streams that end after 5 events come back for more, and meet the 410s
+    for cluster in stack.clusters:
+        stack.faults(cluster, {"expireWatches": 4, "dropWatchAfterEvents": 5})
+        await stack.drop_watches(cluster)
+    await churn(stack, s)
+
+
+async def errors(stack, s):
+    stack.faults("alpha", {"errors": {"code": 503, "count": 20, "retryAfter": 1},
+                           "dropWatchAfterEvents": 5})  # fmt: skip
+    stack.faults("beta", {"errors": {"code": 500, "count": 10, "path": "resourceclaims"},
+                          "dropWatchAfterEvents": 5})  # fmt: skip
+    for cluster in stack.clusters:
+        await stack.drop_watches(cluster)
+    await churn(stack, s)
+
+
+async def stalls(stack, s):
+    stack.faults("alpha", {"stallWatch": {"seconds": 15, "afterEvents": 1, "count": 3}})
+    await stack.drop_watches("alpha")
+    await churn(stack, max(s, 30))
+
+
+async def restart(stack, s):
+    await churn(stack, s / 2)
+    stack.faults("alpha", {"restart": True})
+    await churn(stack, s / 2)
+
+
+async def postgres(stack, s, seconds: float = 60.0):
+    await asyncio.to_thread(stack.postgres().stop)
+    try:
+        await churn(stack, seconds)
+    finally:
+        await asyncio.to_thread(stack.postgres().start)
+
+
+async def watcher(stack, s):
+    await churn(stack, s / 2)
+    stack.kill_watcher()
+    await churn(stack, 5)
+    await stack.start_watcher()
+    await churn(stack, s / 2)
+
+
+FAULTS = {"drops": drops, "gone": gone, "errors": errors, "stalls": stalls, "restart": restart,
+          "postgres": postgres, "watcher": watcher}  # fmt: skip
+
+
+async def check(stack: MirrorStack, reference: Reference, name: str, began: float) -> dict:
+    stack.pause()
+    assert stack.sim is not None
+    # what a fault left unconsumed (counts are consumed by requests) is dropped: each stage
+    # starts clean
+    leftover = {c: dict(stack.sim.served[c].faults.settings) for c in stack.clusters}
+    for cluster in stack.clusters:
+        stack.faults(cluster, dict.fromkeys(stack.sim.served[cluster].faults.settings))
+    state_s, diffs = await stack.converged()
+    history_s = await stack.drained()
+    await reference.write()
+    result = await compare(reference.url, stack.database_url)
+    row = {"fault": name, "state_s": state_s, "history_s": history_s, "diffs": diffs,
+           "result": result, "watcher_alive": stack.watcher.poll() is None,
+           "api_alive": stack.api.poll() is None, "total_s": time.monotonic() - began}  # fmt: skip
+    late = sorted(result.lateness) or [0.0]
+    print(f"{name:<9} state {state_s:6.1f}s  history {history_s:6.1f}s  "
+          f"diffs {len(diffs):3d}  " + "  ".join(f"{k} {result.count(k)}" for k in KINDS)
+          + f"  unobservable {result.unobservable}  sub-second: reference "
+          f"{result.transient['reference']}, mirror {result.transient['mirror']}  start lag p50 {statistics.median(late):.2f}s "
+          f"max {late[-1]:.2f}s  (intervals {sum(result.intervals.values())})", flush=True)  # fmt: skip
+    for cluster, settings in leftover.items():
+        if settings:
+            print(f"    {cluster}: faults left unconsumed at the end: {settings}")
+    for line in diffs[:5]:
+        print(f"    state: {line}")
+    for kind in KINDS:
+        for line in result.findings.get(kind, [])[:3]:
+            print(f"    {kind}: {line}")
+    if not row["watcher_alive"] or not row["api_alive"]:
+        print(
+            f"    a mirror process exited: watcher {stack.watcher.poll()}, api {stack.api.poll()}"
+        )
+    return row
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", choices=sorted(FAULTS), default=None)
+    parser.add_argument("--churn-seconds", type=float, default=20.0)
+    parser.add_argument("--postgres-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--rate", type=float, default=2.0, help="pods arriving per second, each cluster"
+    )
+    parser.add_argument("--lifetime", type=float, default=15.0)
+    parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
+    args = parser.parse_args()
+    run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-faults-", dir="/tmp"))
+    print(f"run directory {run_dir}")
+    try:
+        async with MirrorStack(scenario(args.rate, args.lifetime), run_dir) as stack:
+            assert stack.sim is not None
+            await stack.start_mirror()  # the world waits until the mirror has synced it
+            synced, diffs = await stack.converged()
+            print(f"first sync: {synced:.1f}s")
+            if diffs:
+                raise SystemExit(f"the mirror never matched the simulator: {diffs[:5]}")
+            # the reference starts from the same state, and sees every write from now on
+            reference = Reference(stack.sim.clusters, f"sqlite+aiosqlite:///{run_dir}/reference.db")
+            await reference.start()
+            stack.before_faults = reference.poll
+            began = time.monotonic()
+            await churn(stack, args.churn_seconds)
+            rows = [await check(stack, reference, "baseline", began)]
+            for name in args.only or list(FAULTS):
+                began = time.monotonic()
+                fault = FAULTS[name]
+                if name == "postgres":
+                    await postgres(stack, args.churn_seconds, args.postgres_seconds)
+                else:
+                    await fault(stack, args.churn_seconds)
+                rows.append(await check(stack, reference, name, began))
+            await reference.close()
+            print(f"reference: {reference.events} simulator writes folded, "
+                  f"{reference.malformed} malformed")  # fmt: skip
+    finally:
+        if not args.keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
