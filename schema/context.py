@@ -34,6 +34,7 @@ class Context:
     now: Callable[[], datetime] = utc_now
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
+    own_documents: bool = False  # the mirror's own in-process questions, not a client's text
 
     @property
     def scope(self) -> ReadScope:

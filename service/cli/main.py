@@ -6,7 +6,7 @@
     dra-mirror demo [--port N]
 
 The other commands live in their own modules and are registered here: `sim` (simulator),
-`migrate` (database), `schema` (sdl), `who-holds|free|waiting|idle` (client), `explain` and
+`migrate` (database), `schema` (sdl), `persisted-queries` (registered documents' hashes), `who-holds|free|waiting|idle` (client), `explain` and
 `lint` (diagnostics). Settings are built at the edge (`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
@@ -23,6 +23,7 @@ import click
 from dra_mirror.service.cli import client, diagnostics, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
+from dra_mirror.service.cli.persisted import persisted_queries
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
 from dra_mirror.service.cli.sdl import schema_command
 from dra_mirror.service.cli.simulator import sim
@@ -154,6 +155,7 @@ for command in (
     sim,
     migrate,
     schema_command,
+    persisted_queries,
     client.who_holds,
     client.free,
     client.waiting,
