@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .chatops import CLUSTERS_AND_CLASSES, FREE, IDLE, PENDING
 from .explain import SHAPE, explain_document
-from .holdings import HELD_SINCE, WHO_HOLDS, WHO_HOLDS_BRIEF
+from .holdings import HELD_ELSEWHERE, HELD_SINCE, WHO_HOLDS, WHO_HOLDS_BRIEF
 from .lint import LINT_CLUSTER, LINT_MANIFESTS
 
 CLUSTER_NAMES = "{ clusters { name } }"
@@ -26,6 +26,7 @@ QUESTION_DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("WhoHolds", WHO_HOLDS),
     ("WhoHoldsBrief", WHO_HOLDS_BRIEF),
     ("HeldSince", HELD_SINCE),
+    ("HeldElsewhere", HELD_ELSEWHERE),
     ("Explain", explain_document(None)),
     ("Shape", SHAPE),
     ("Lint", LINT_CLUSTER),
