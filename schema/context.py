@@ -35,6 +35,8 @@ class Context:
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
     own_documents: bool = False  # the mirror's own in-process questions, not a client's text
+    viewer: Any = None  # who asks (`service.access.subjects.Subject`), for `Query.viewer`
+    connection_params: Any = None  # a WebSocket's connection_init payload (strawberry sets it)
 
     @property
     def scope(self) -> ReadScope:
@@ -50,6 +52,7 @@ def make_context(
     now: Callable[[], datetime] = utc_now,
     request: Any = None,
     response: Any = None,
+    viewer: Any = None,
 ) -> Context:
     reader = ScopedReader(store, scope or Scope.everything())
     return Context(
@@ -60,4 +63,5 @@ def make_context(
         now=now,
         request=request,
         response=response,
+        viewer=viewer,
     )

@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dra_mirror.service.access.errors import AccessError, ReviewUnavailable, Throttled
 from dra_mirror.service.access.scope import AccessScope
-from dra_mirror.service.access.subjects import ANONYMOUS
+from dra_mirror.service.access.subjects import ANONYMOUS, Subject
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,15 @@ def is_page(scope: Scope) -> bool:
     return "text/html" in accept
 
 
+def subject_of(request: Any) -> Subject | None:
+    """Who sent a request the gate let through (None when it did not, or not yet)."""
+    state = getattr(request, "scope", {}).get("state") or {}
+    return state.get(SUBJECT_KEY)
+
+
 def scope_for(request: Any) -> AccessScope:
     """The access scope of a request the gate let through (nothing when it did not)."""
-    state = getattr(request, "scope", {}).get("state") or {}
-    subject = state.get(SUBJECT_KEY)
+    subject = subject_of(request)
     return subject.scope if subject is not None else AccessScope.nothing()
 
 
