@@ -98,9 +98,13 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
             await asyncio.gather(movement, return_exceptions=True)
 
 
-def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
+def demo_app(
+    settings: Settings, *, workdir: Path, scenario: str = "demo", access: Any = None
+) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
-    in a SQLite file in `workdir` unless a database is configured)."""
+    in a SQLite file in `workdir` unless a database is configured). `access`: an access
+    configuration (`service.access.config.AccessConfig`) for the browser tests of sign-in;
+    the demo itself serves open."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
@@ -111,6 +115,7 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
         store=store,
         kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
+        access=access,
     )
     return demo
 
