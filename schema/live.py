@@ -82,7 +82,7 @@ class Subscription:
         self, info: Info[Context, None], cluster: str, namespace: str | None = None
     ) -> AsyncGenerator[ClaimEvent, None]:
         reader = info.context.reader
-        if not reader.scope.allows_cluster(cluster):
+        if not reader.scope.allows(cluster, ""):
             return
         async for event in reader.subscribe(cluster):
             if not isinstance(event, ClaimChange):
@@ -107,7 +107,7 @@ class Subscription:
         self, info: Info[Context, None], cluster: str, node: str | None = None
     ) -> AsyncGenerator[DeviceEvent, None]:
         reader = info.context.reader
-        if not reader.scope.allows_cluster(cluster):
+        if not reader.scope.allows(cluster, ""):
             return
         async for event in reader.subscribe(cluster):
             if not isinstance(event, DeviceChange):
