@@ -1,8 +1,9 @@
 """The GraphQL graph of dra-mirror (strawberry), read-only over the state store.
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
-(`schema.query`, the contract in API.md) merged with the history (`schema.history`) and
-diagnostics (`schema.diagnostics`) and plan (`schema.plan`) entry points, the live `Subscription` (`schema.live`), and
+(`schema.query`, the contract in API.md) merged with the history (`schema.history`),
+diagnostics (`schema.diagnostics`), plan (`schema.plan`) and `viewer` (`schema.viewer`) entry
+points, the live `Subscription` (`schema.live`), and
 the parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
 instead of 4 to 6 ms).
 
@@ -30,10 +31,11 @@ from .plan import Query as PlanQuery
 from .query import Query as CoreQuery
 from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
+from .viewer import Query as ViewerQuery
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
-ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery, PlanQuery)
+ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery, PlanQuery, ViewerQuery)
 
 
 def build_schema(

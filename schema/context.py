@@ -36,6 +36,9 @@ class Context:
     now: Callable[[], datetime] = utc_now
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
+    own_documents: bool = False  # the mirror's own in-process questions, not a client's text
+    viewer: Any = None  # who asks (`service.access.subjects.Subject`), for `Query.viewer`
+    connection_params: Any = None  # a WebSocket's connection_init payload (strawberry sets it)
 
     @property
     def scope(self) -> ReadScope:
@@ -51,6 +54,7 @@ def make_context(
     now: Callable[[], datetime] = utc_now,
     request: Any = None,
     response: Any = None,
+    viewer: Any = None,
 ) -> Context:
     reader = ScopedReader(store, scope or Scope.everything())
     return Context(
@@ -61,4 +65,5 @@ def make_context(
         now=now,
         request=request,
         response=response,
+        viewer=viewer,
     )

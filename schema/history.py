@@ -357,7 +357,8 @@ class Query:
         start, end = _window(from_, to)
         cluster = _text(cluster, "cluster")
         first = max(0, min(first, 1000))
-        holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first))
+        holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first,
+                                                          scope=getattr(info.context, "scope", None)))  # fmt: skip
         return [
             IdleHolder(cluster=h.cluster, namespace=h.namespace, claim=h.claim,
                        claim_uid=h.claim_uid, device_hours_idle=h.device_hours_idle,

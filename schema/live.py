@@ -8,7 +8,8 @@ as the queries type them (`ResourceClaim`, `Device` with its status). Events com
 store's `subscribe(cluster)` (Redis pub/sub, or the in-process bus of the embedded store),
 published only once the batch is visible to queries. Promises:
 
-* only what the request's scope may see is sent (claims by namespace, devices by cluster);
+* only what the request's scope may see is sent (claims by namespace, devices by cluster); a
+  subscription to a cluster outside the scope ends at once, with nothing sent;
 * a store that cannot be reached answers "state store unavailable" and ends the subscription;
 * pub/sub is at-most-once: a client that falls behind or reconnects re-reads with a query; a
   batch of more than LIVE_BATCH_LIMIT objects (an initial sync, a relist) carries no
@@ -81,6 +82,8 @@ class Subscription:
         self, info: Info[Context, None], cluster: str, namespace: str | None = None
     ) -> AsyncGenerator[ClaimEvent, None]:
         reader = info.context.reader
+        if not reader.scope.allows(cluster, ""):
+            return
         async for event in reader.subscribe(cluster):
             if not isinstance(event, ClaimChange):
                 continue

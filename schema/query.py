@@ -34,7 +34,7 @@ from .pods import Pod
 from .pods import uses_devices as pod_uses_devices
 from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
-from .whoholds import who_holds
+from .whoholds import devices_named, who_holds
 
 
 def _identity(record) -> tuple[str, str, str]:
@@ -256,3 +256,12 @@ class Query:
     )
     async def who_holds(self, info: Info, device: str, cluster: str | None = None) -> list[Holding]:
         return await who_holds(info, device, cluster)
+
+    @strawberry.field(
+        description="The devices a name designates, as whoHolds reads it (uuid, node/device, "
+        "driver/pool/device or a bare device name), held or free."
+    )
+    async def devices_named(
+        self, info: Info, device: str, cluster: str | None = None
+    ) -> list[Device]:
+        return await devices_named(info, device, cluster)

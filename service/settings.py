@@ -126,7 +126,12 @@ class GraphQLSettings:
     """Answer introspection queries (__schema, __type). GraphiQL needs them."""
 
     refuse_unregistered: bool = False
-    """Execute only documents registered as persisted queries (by hash)."""
+    """Execute only registered documents: those of `persisted_documents` and the mirror's own
+    (screens, command line); clients cannot register more (docs/security.md)."""
+
+    persisted_documents: str = ""
+    """A file or directory of documents registered as persisted queries (by SHA-256): `.graphql`
+    files, or `.json` manifests (Apollo's, or SHA-256 -> text). Read and checked at start."""
 
     document_cache_bytes: int = 4 * 1024 * 1024
     """Bytes of query text whose parsed and validated documents `/graphql` keeps (least recently

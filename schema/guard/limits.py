@@ -4,7 +4,9 @@
 never shared instances: strawberry builds one per request) that enforce, in this order:
 
 1. registered documents only (`refuse_unregistered`, with a `DocumentRegistry`): a document
-   whose SHA-256 is not registered is refused (PERSISTED_QUERY_NOT_FOUND);
+   whose SHA-256 is not registered is refused (PERSISTED_QUERY_NOT_FOUND) — unless the request's
+   context says the documents are the mirror's own (`own_documents`: Slack's questions, run
+   in-process);
 2. document size (`max_document_bytes`) before parsing, and the parser's token limit
    (`max_tokens`: graphql-core stops lexing past it, so a 10 MB document of tokens costs
    milliseconds, not seconds);
@@ -48,10 +50,15 @@ def _operation(document: Any, name: str | None) -> OperationDefinitionNode | Non
 
 
 def document_refusal(
-    query: str, settings: GraphQLSettings, registry: DocumentRegistry | None = None
+    query: str,
+    settings: GraphQLSettings,
+    registry: DocumentRegistry | None = None,
+    *,
+    registered_only: bool = True,
 ) -> GraphQLError | None:
     """Why a document's text may not run (size; unregistered when only registered documents
-    may), or None. Checked before parsing."""
+    may, unless `registered_only` is False: the mirror's own in-process documents), or None.
+    Checked before parsing."""
     s = settings
     size = len(query.encode("utf-8")) if len(query) * 4 > s.max_document_bytes else 0
     if size > s.max_document_bytes:
@@ -59,7 +66,7 @@ def document_refusal(
             f"document too large: {size} bytes (at most {s.max_document_bytes})",
             "DOCUMENT_TOO_LARGE",
         )
-    if s.refuse_unregistered:
+    if s.refuse_unregistered and registered_only:
         digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
         if registry is None or not registry.is_registered(digest):
             return _refuse(
@@ -112,7 +119,10 @@ def limit_extensions(
         def on_operation(self) -> Iterator[None]:
             context = self.execution_context
             if context.query is not None:
-                refusal = document_refusal(context.query, s, registry)
+                # The mirror's own in-process questions (Slack) are not a client's documents.
+                own = getattr(context.context, "own_documents", False)
+                refusal = document_refusal(context.query, s, None if own else registry,
+                                           registered_only=not own)  # fmt: skip
                 if refusal is not None:
                     raise refusal
             context.parse_options["max_tokens"] = s.max_tokens

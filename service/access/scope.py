@@ -153,6 +153,11 @@ class AccessScope:
             return None
         return granted
 
+    def namespace_grants(self) -> Mapping[str, frozenset[str]] | None:
+        """The grants, for readers that filter by them themselves (the history's SQL): None
+        when every namespace of every cluster is visible."""
+        return None if not self.may_hide() else self.grants
+
     @property
     def sees_everything(self) -> bool:
         return self.is_admin or (self.history and self.all_namespaces(ANY))

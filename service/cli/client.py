@@ -99,6 +99,10 @@ def who_holds(device: str, cluster: str | None, server: str, token: str | None, 
         body = dataclasses.asdict(answer) | {"ambiguous": answer.ambiguous}
         click.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2))
         return
+    if not answer.holdings and answer.withheld:
+        click.echo(f"{device} is held in another namespace "
+                   f"({answer.held_elsewhere} allocation(s) you may not see)")  # fmt: skip
+        return
     if not answer.holdings:
         click.echo(f"no claim holds {device}: it is free, or no device is named so")
         return

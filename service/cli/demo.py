@@ -119,10 +119,17 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
 
 
 def demo_app(
-    settings: Settings, *, workdir: Path, scenario: str = "demo", alerts: AlertsConfig | None = None
+    settings: Settings,
+    *,
+    workdir: Path,
+    scenario: str = "demo",
+    alerts: AlertsConfig | None = None,
+    access: Any = None,
 ) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
-    in a SQLite file in `workdir` unless a database is configured)."""
+    in a SQLite file in `workdir` unless a database is configured). `access`: an access
+    configuration (`service.access.config.AccessConfig`) for the browser tests of sign-in;
+    the demo itself serves open."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
@@ -134,6 +141,7 @@ def demo_app(
         kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
         alerts=alerts,
+        access=access,
     )
     return demo
 

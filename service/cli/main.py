@@ -6,9 +6,10 @@
     dra-mirror demo [--port N]
 
 The other commands live in their own modules and are registered here: `sim` (simulator),
-`migrate` (database), `history partitions` (history), `schema` (sdl),
-`who-holds|free|waiting|idle` (client), `explain` and `lint` (diagnostics), `plan` (plan), `mcp`
-(MCP tools on stdio). Settings are built at the edge (`service.cli.options`) and passed down;
+`migrate` (database), `history partitions` (history), `schema` (sdl), `persisted-queries`
+(registered documents' hashes), `who-holds|free|waiting|idle` (client), `explain` and `lint`
+(diagnostics), `plan` (plan), `mcp` (MCP tools on stdio). Settings are built at the edge
+(`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
 (`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
 """
@@ -26,6 +27,7 @@ from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.history import history
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
+from dra_mirror.service.cli.persisted import persisted_queries
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
 from dra_mirror.service.cli.sdl import schema_command
 from dra_mirror.service.cli.simulator import sim
@@ -190,6 +192,7 @@ for command in (
     migrate,
     history,
     schema_command,
+    persisted_queries,
     client.who_holds,
     client.free,
     client.waiting,

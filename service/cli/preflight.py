@@ -9,6 +9,8 @@ the HTTP server is started:
   (`service.history.db.check_url`);
 * with watching: the kubeconfig and contexts (`service.clusters.kubeconfig.plan_clusters`), or
   the in-cluster service account;
+* the registered documents (`DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS`): read, parsed and
+  validated against the schema (`service.http.registered`);
 * the listening address: the host resolves to an address of this machine and the port is
   free (a socket is bound as uvicorn binds it, and closed again).
 
@@ -55,10 +57,23 @@ def check(settings: Settings, *, watch: bool, listen: bool = True) -> None:
             plan_clusters(clusters.kubeconfig, clusters.contexts or None)
         except ConfigurationError as error:
             raise ConfigurationProblem(error.detail()) from None
+    if settings.graphql.persisted_documents:
+        check_documents(settings)
     if listen:
         problem = listen_problem(settings.http.host, settings.http.port)
         if problem:
             raise ConfigurationProblem(problem)
+
+
+def check_documents(settings: Settings) -> None:
+    """The registered documents (DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS) read and checked
+    against the schema, as the app checks them when it is built."""
+    from dra_mirror.service.http.registered import RegisteredDocumentsError, check_configured
+
+    try:
+        check_configured(settings.graphql)
+    except RegisteredDocumentsError as error:
+        raise ConfigurationProblem(f"registered documents: {error}") from None
 
 
 def check_database(url: str) -> None:

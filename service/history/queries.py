@@ -9,7 +9,8 @@
 * `claim_history(cluster, namespace, name)` — every incarnation (uid) of a claim: versions,
   waits, allocations, consumers, idle spells;
 * `contention(...)` — see `service.history.contention`;
-* `idle_holders(start, end)` — claims ranked by device-hours held with no running consumer;
+* `idle_holders(start, end, grants=…)` — claims ranked by device-hours held with no running
+  consumer, among those the asker's grants show (filtered in SQL, before the limit);
 * `gaps(start, end)` — when clusters were not watched.
 
 Devices are named as `whoHolds` names them: a uuid (`GPU-…`, `MIG-…`), `node/device`,
@@ -27,10 +28,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
-from sqlalchemy import Row, and_, func, or_, select
+from sqlalchemy import Row, and_, false, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
@@ -60,6 +62,27 @@ from dra_mirror.service.history.spans import (
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
 ContentionRow = contention_audit.ContentionRow
+
+ANY = "*"
+# What an asker may see of namespaced rows: cluster (ANY: every cluster) -> namespaces (ANY in
+# them: every namespace) — the shape of `service.access.scope.AccessScope.grants`.
+Grants = Mapping[str, Collection[str]]
+
+
+class Visibility(Protocol):
+    """What the history asks of an asker's access scope (`service.access.scope.AccessScope`,
+    or the graph's `schema.reader.Scope`)."""
+
+    def allows(self, cluster: str, namespace: str = "") -> bool: ...
+
+    def may_hide(self) -> bool: ...
+
+
+@runtime_checkable
+class Granting(Visibility, Protocol):
+    def namespace_grants(self) -> Grants | None:
+        """The grants as `Grants`, or None when every namespace of every cluster is shown."""
+        ...
 
 
 def _now_us() -> int:
@@ -295,8 +318,28 @@ class HistoryQueries:
             )  # fmt: skip
 
     async def idle_holders(
-        self, start_us: int, end_us: int, *, cluster: str | None = None, limit: int = 100
+        self,
+        start_us: int,
+        end_us: int,
+        *,
+        cluster: str | None = None,
+        limit: int = 100,
+        scope: Visibility | None = None,
     ) -> list[IdleHolder]:
+        """The `limit` claims holding devices idle longest over the window, among the claims
+        the asker's `scope` shows (None: every claim) — filtered before the limit, in SQL, so
+        a narrower scope still gets up to `limit` rows."""
+        grants = scope.namespace_grants() if isinstance(scope, Granting) else None
+        if scope is not None and grants is None and scope.may_hide():
+            # a scope that only answers `allows`: every row, filtered here, then the limit
+            rows = await self._idle_holders(start_us, end_us, cluster, None, None)
+            return [r for r in rows if scope.allows(r.cluster, r.namespace)][:limit]
+        return await self._idle_holders(start_us, end_us, cluster, limit, grants)
+
+    async def _idle_holders(
+        self, start_us: int, end_us: int, cluster: str | None, limit: int | None,
+        grants: Grants | None,
+    ) -> list[IdleHolder]:  # fmt: skip
         a, i = AllocationInterval, IdleInterval
         horizon = min(end_us, self.now_us())
         greatest = func.greatest if self._postgres else func.max
@@ -318,6 +361,8 @@ class HistoryQueries:
                     .join(i, and_(i.cluster == a.cluster, i.claim_uid == a.claim_uid))
                     .where(_overlaps(a, start_us, end_us, floors),
                            _overlaps(i, start_us, end_us, floors), overlap_ok)
+                    .where(visible(a, grants),
+                           *([a.cluster == cluster] if cluster is not None else []))
                     .group_by(a.cluster, a.namespace, a.claim, a.claim_uid)
                     .order_by(idle_us.desc(), a.cluster, a.namespace, a.claim)
                     .limit(limit)
@@ -353,6 +398,24 @@ class HistoryQueries:
     @property
     def _postgres(self) -> bool:
         return self.engine.dialect.name == "postgresql"
+
+
+def visible(table, grants: Grants | None):
+    """The rows of `table` (with `cluster` and `namespace` columns) that `grants` shows: for
+    each cluster (`*`: any), its namespaces (`*`: every one); a cluster granted no namespace
+    shows none of its namespaced rows. None shows everything."""
+    if grants is None:
+        return true()
+    clauses = []
+    for cluster, namespaces in sorted(grants.items()):
+        if not namespaces:
+            continue
+        in_cluster = [] if cluster == ANY else [table.cluster == cluster]
+        if ANY in namespaces:
+            clauses.append(and_(true(), *in_cluster))
+        else:
+            clauses.append(and_(table.namespace.in_(sorted(namespaces)), *in_cluster))
+    return or_(false(), *clauses)
 
 
 def _span_overlap(pod: PodSpan, span: AllocationSpan) -> bool:

@@ -8,10 +8,8 @@ For each HTTP request and WebSocket handshake, `AccessGate`:
   for HTML without a query) — the data they show is asked of `/graphql` with the browser's
   own credentials, through this gate;
 * for `/metrics` asks `control.scraper` (a configured `metrics` scope may scrape without a
-  token) and requires a scope that sees every namespace (`*/*`): the DRA series carry
-  namespaced labels (claims, pods) and namespace-wide aggregates, so a narrower scraper is
-  refused (403) rather than shown partial series; for everything else `control.subject`
-  with the `Authorization` header;
+  token); the scraper's scope decides which series it gets (`service.http.metrics_scope`);
+  for everything else `control.subject` with the `Authorization` header;
 * stores the `Subject` in the ASGI state (`SUBJECT_KEY`); `scope_for(request)` reads its scope
   (the app's `create_app(scope_for=…)`): a request without one sees nothing;
 * refuses with the access error's status — 401 (with `WWW-Authenticate: Bearer`), 403, 429
@@ -32,9 +30,9 @@ from urllib.parse import parse_qs
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dra_mirror.service.access.errors import AccessError, Forbidden, ReviewUnavailable, Throttled
-from dra_mirror.service.access.scope import ANY, AccessScope
-from dra_mirror.service.access.subjects import ANONYMOUS
+from dra_mirror.service.access.errors import AccessError, ReviewUnavailable, Throttled
+from dra_mirror.service.access.scope import AccessScope
+from dra_mirror.service.access.subjects import ANONYMOUS, Subject
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +56,15 @@ def is_page(scope: Scope) -> bool:
     return "text/html" in accept
 
 
+def subject_of(request: Any) -> Subject | None:
+    """Who sent a request the gate let through (None when it did not, or not yet)."""
+    state = getattr(request, "scope", {}).get("state") or {}
+    return state.get(SUBJECT_KEY)
+
+
 def scope_for(request: Any) -> AccessScope:
     """The access scope of a request the gate let through (nothing when it did not)."""
-    state = getattr(request, "scope", {}).get("state") or {}
-    subject = state.get(SUBJECT_KEY)
+    subject = subject_of(request)
     return subject.scope if subject is not None else AccessScope.nothing()
 
 
@@ -111,12 +114,7 @@ class AccessGate:
             return
         try:
             if scope["path"] == "/metrics":
-                subject = await control.scraper(header)
-                if not subject.scope.all_namespaces(ANY):
-                    raise Forbidden(
-                        "/metrics carries every namespace's claims and pods: scrape with a "
-                        "token whose scope is */* (or give the access file a metrics scope)"
-                    )
+                subject = await control.scraper(header)  # its scope filters the series
             else:
                 subject = await control.subject(header)
         except AccessError as error:

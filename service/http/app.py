@@ -25,7 +25,9 @@ GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses a
 orjson; every request gets a fresh typed context (`schema.context.make_context`; `scope_for`
 gives each request its access scope, `now` is the clock of time-derived fields such as
 `pendingSeconds`). The view is `service.http.graphql`'s (its short path for queries, persisted
-queries against one registry shared with the guards' registered-only rule). The history
+queries against one registry shared with the guards' registered-only rule; the documents
+registered ahead of time are `service.http.registered`'s, read and checked when the app is
+built: `RegisteredDocumentsError`). The history
 audits are also served as CSV: `/export/contention.csv`, `/export/idle-holders.csv`. Slack
 slash commands are `POST /slack/commands` (`service.slack`; off unless `slack` is given). The
 Devices screens (`/ui/`) and GraphiQL's page are `service.web`'s (files of the package).
@@ -75,6 +77,7 @@ from dra_mirror.service.http.readiness import (
     StoreHealth,
     readiness,
 )
+from dra_mirror.service.http.registered import registered_documents
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.mcp.http import McpEndpoint
 from dra_mirror.service.settings import Settings
@@ -179,13 +182,18 @@ def create_app(
         role=role,
     )  # fmt: skip
     # One registry of persisted documents: the view resolves hashes against it, and the
-    # guards' registered-only rule (DRA_MIRROR_GRAPHQL_REFUSE_UNREGISTERED) reads it.
+    # guards' registered-only rule (DRA_MIRROR_GRAPHQL_REFUSE_UNREGISTERED) reads it. Documents
+    # registered ahead of time are read and checked now (a bad one stops the start); clients
+    # may add theirs only while other documents may run.
     registry = PersistedQueries(
         max_bytes=settings.graphql.persisted_queries_bytes,
         max_document_bytes=settings.graphql.cached_document_max_bytes,
+        learn=not settings.graphql.refuse_unregistered,
     )
+    schema = build_schema(settings.graphql, registry=registry)
+    registry.registered.update(registered_documents(schema._schema, settings.graphql))
     view = MirrorGraphQL(
-        build_schema(settings.graphql, registry=registry),
+        schema,
         state=state,
         graphiql=settings.http.graphiql,
         registry=registry,

@@ -143,7 +143,7 @@ async def idle_holders_csv(request: Request) -> Response:
         except ValueError as error:
             raise _BadRequest("`first` must be a number") from error
         holders = await history.idle_holders(start, end, cluster=_cluster(request),
-                                             limit=first)  # fmt: skip
+                                             limit=first, scope=scope)  # fmt: skip
         return _csv(
             IDLE_COLUMNS,
             (

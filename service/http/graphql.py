@@ -42,6 +42,7 @@ from dra_mirror.schema.context import Context, make_context
 from dra_mirror.schema.guard.errors import masked
 from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
+from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
 from dra_mirror.service.http.graphql_http import GraphQLOverHttp
 from dra_mirror.service.http.live_frames import TextFrames
@@ -224,6 +225,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             now=self.state.now,
             request=request,
             response=response,
+            viewer=subject_of(request),
         )
 
     @property

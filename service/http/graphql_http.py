@@ -131,4 +131,5 @@ class GraphQLOverHttp:
             raise ConnectionRejectionError({"message": error.message, "code": error.code}) from None
         state[SUBJECT_KEY] = subject
         context.reader.scope = subject.scope
+        context.viewer = subject
         return await super().on_ws_connect(context)  # type: ignore[misc]

@@ -29,6 +29,9 @@ routes (`service.http.app.AppState`): `store`, `reactors` (set once the lifespan
   for every cluster of the state store, read from it. Rendered as text and
   cached for `dra_ttl` seconds — concurrent scrapes share one computation.
   `dra_mirror_state_snapshot_seconds` is what the last computation cost (reads and text).
+
+A scraper whose scope is narrower than every namespace (`scope_for(request)`) gets only the
+DRA series its scope may see (`service.http.metrics_scope`), none of the mirror's own.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from dra_mirror.service.http.metrics_collectors import (
     WatchCollector,
 )
 from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_scope import ScopedSeries
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
 
@@ -124,6 +128,7 @@ class Metrics:
         self.registry.register(HistoryCollector(source))
         self.dra_text = b""  # the DRA series as of the last computation, rendered
         self._dra_gzip: tuple[bytes, bytes, Any] | None = None  # (text, compressed, compressor)
+        self.scoped = ScopedSeries()  # the DRA series of narrower scrapers' scopes
         self._operations: set[str] = set()
         self._dra_at = float("-inf")
         self._dra_lock = asyncio.Lock()
@@ -171,8 +176,17 @@ class Metrics:
         """`GET /metrics`: the Prometheus text format, gzipped when the client accepts it (as
         Prometheus does): the DRA series of a 40,000-claim cluster are some 25 MB of text."""
         await self.refresh()
-        own = generate_latest(self.registry)
         dra = self.dra_text if self.dra_enabled else b""
+        scope = self.source.scope_for(request)
+        if scope.may_hide():  # a scraper narrower than every namespace: its own series only
+            body = self.scoped.text(dra, scope)
+            if "gzip" not in request.headers.get("accept-encoding", ""):
+                return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4)
+            compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+            body = compressor.compress(body) + compressor.flush()
+            headers = {"content-encoding": "gzip", "vary": "accept-encoding"}
+            return Response(body, media_type=CONTENT_TYPE_PLAIN_0_0_4, headers=headers)
+        own = generate_latest(self.registry)
         if "gzip" not in request.headers.get("accept-encoding", ""):
             return Response(dra + own, media_type=CONTENT_TYPE_PLAIN_0_0_4)
         if self._dra_gzip is None or self._dra_gzip[0] is not dra:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -36,6 +36,9 @@ class MetricsSource(Protocol):
 
     @property
     def now(self) -> Callable[[], datetime]: ...
+
+    @property
+    def scope_for(self) -> Callable[[Any], Any]: ...  # a request's access scope
 
 
 def _timestamp(text: str | None) -> float | None:

@@ -12,15 +12,21 @@ Apollo's automatic persisted queries protocol (what Apollo Client, urql and gql 
 * another `version` is HTTP 400 "Unsupported persisted query version".
 
 `resolve_persisted(extensions, query)` applies those rules to one request and says which text
-to run and whether to register it; `PersistedQueries` is the registry. The registry decides
-what it keeps (`register`) and what it knows (`lookup`): the seam for a deployment that runs
-only documents registered ahead of time.
+to run and whether to register it; `PersistedQueries` is the registry. It holds two kinds of
+document:
+
+* registered ahead of time (`registered`: the operator's file or directory and the mirror's
+  own documents, `service.http.registered`): always known, never evicted;
+* learned from clients through the protocol above, bounded in bytes — only while `learn` is
+  on. A server that runs only registered documents (`refuse_unregistered`) learns nothing: a
+  client cannot register a document by sending it with its hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 NOT_CACHEABLE = (("cache-control", "private, no-cache, must-revalidate"),)
@@ -85,31 +91,45 @@ class DocumentRegistry(Protocol):
 
 
 class PersistedQueries:
-    """An in-process registry bounded in bytes of text: at most `max_bytes` in all, least
-    recently used first out; a document over `max_document_bytes` is not kept (its client
-    simply sends the text each time)."""
+    """An in-process registry: the documents `registered` ahead of time (by SHA-256), and those
+    learned from clients (while `learn`), bounded in bytes of text — at most `max_bytes` in
+    all, least recently used first out; a document over `max_document_bytes` is not learned
+    (its client simply sends the text each time)."""
 
-    def __init__(self, *, max_bytes: int, max_document_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        max_document_bytes: int,
+        registered: Mapping[str, str] | None = None,
+        learn: bool = True,
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_document_bytes = min(max_document_bytes, max_bytes)
+        self.learn = learn
         self.bytes = 0
+        self.registered: dict[str, str] = dict(registered or {})
         self._texts: OrderedDict[str, str] = OrderedDict()
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self.registered) + len(self._texts)
 
     def lookup(self, sha256: str) -> str | None:
+        text = self.registered.get(sha256)
+        if text is not None:
+            return text
         text = self._texts.get(sha256)
         if text is not None:
             self._texts.move_to_end(sha256)
         return text
 
     def is_registered(self, sha256: str) -> bool:
-        return sha256 in self._texts
+        return sha256 in self.registered or sha256 in self._texts
 
     def register(self, sha256: str, text: str) -> None:
+        """Learn a client's document (nothing while `learn` is off)."""
         size = len(text.encode())
-        if size > self.max_document_bytes or sha256 in self._texts:
+        if not self.learn or self.is_registered(sha256) or size > self.max_document_bytes:
             return
         self._texts[sha256] = text
         self.bytes += size

@@ -6,13 +6,15 @@ uuid, model), its cluster and node, the claim (namespace/name, origin, state), t
 pods, since when it is held and whether it is idle. When the API server gives no
 allocationTimestamp, "since" is read from history (`whoHeld` at this instant) if the server has
 history. In chat only a list of candidates is shown for an ambiguous name, so the candidates
-can be asked first in a light document (`brief_when_ambiguous`).
+can be asked first in a light document (`brief_when_ambiguous`). Holders in namespaces the
+asker may not see are not shown, but counted (`withheld`): a device held only there is "held in
+another namespace", never "free".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +35,14 @@ WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
 WHO_HOLDS_BRIEF = """query WhoHoldsBrief($device: String!, $cluster: String) {
   whoHolds(device: $device, cluster: $cluster) {
     cluster shareID device { driver pool name uuid nodeName } claim { namespace name }
+  }
+}"""
+
+# Devices the asker sees (their cluster is in scope) may be held by claims it may not see:
+# whoHolds leaves those out, the devices themselves count them.
+HELD_ELSEWHERE = """query HeldElsewhere($device: String!, $cluster: String) {
+  devicesNamed(device: $device, cluster: $cluster) {
+    cluster driver pool name uuid nodeName withheldAllocations
   }
 }"""
 
@@ -69,11 +79,34 @@ class HoldingRow:
 
 
 @dataclass
+class WithheldRow:
+    """A device held (also) by claims in namespaces the asker may not see."""
+
+    cluster: str
+    node: str | None
+    device: str
+    driver: str
+    pool: str
+    uuid: str | None
+    allocations: int  # allocation results of claims outside the asker's scope
+
+    @property
+    def device_ref(self) -> tuple[str, str, str, str]:
+        return (self.cluster, self.driver, self.pool, self.device)
+
+
+@dataclass
 class WhoHolds:
     spec: str
     cluster: str | None
     holdings: list[HoldingRow]
     detailed: bool = True  # False: an ambiguous answer with only device, cluster and claim
+    withheld: list[WithheldRow] = field(default_factory=list)  # held in other namespaces
+
+    @property
+    def held_elsewhere(self) -> int:
+        """Allocations of the named devices the asker may not see."""
+        return sum(w.allocations for w in self.withheld)
 
     @property
     def devices(self) -> list[tuple[str, str, str, str]]:
@@ -101,7 +134,10 @@ async def ask_who_holds(
     if brief_when_ambiguous:
         data = await ask(WHO_HOLDS_BRIEF, {"device": spec, "cluster": cluster})
         brief = WhoHolds(spec, cluster, [_brief_row(h) for h in data["whoHolds"]], detailed=False)
-        if brief.ambiguous or not brief.holdings:
+        if brief.ambiguous:
+            return brief
+        if not brief.holdings:
+            brief.withheld = await _held_elsewhere(ask, spec, cluster)
             return brief
         where, driver, pool, device = brief.devices[0]
         wanted = f"{driver}/{pool}/{device}"  # exactly the one device, whatever `spec` was
@@ -109,7 +145,21 @@ async def ask_who_holds(
     rows = [_row(h) for h in data["whoHolds"]]
     if history and any(r.since is None for r in rows):
         await _since_from_history(ask, wanted, where, rows)
-    return WhoHolds(spec=spec, cluster=cluster, holdings=rows)
+    answer = WhoHolds(spec=spec, cluster=cluster, holdings=rows)
+    if len(answer.devices) <= 1:  # one device (or none): say what the asker may not see of it
+        answer.withheld = await _held_elsewhere(ask, wanted, where)
+    return answer
+
+
+async def _held_elsewhere(ask: Ask, spec: str, cluster: str | None) -> list[WithheldRow]:
+    data = await ask(HELD_ELSEWHERE, {"device": spec, "cluster": cluster})
+    return [
+        WithheldRow(cluster=d["cluster"], node=d["nodeName"], device=d["name"],
+                    driver=d["driver"], pool=d["pool"], uuid=d["uuid"],
+                    allocations=d["withheldAllocations"])
+        for d in data["devicesNamed"]
+        if d["withheldAllocations"]
+    ]  # fmt: skip
 
 
 def _brief_row(h: Mapping[str, Any]) -> HoldingRow:

@@ -8,7 +8,8 @@ access=None, role=API)`:
 
 * `access` is the checked access configuration (`service.access.config.AccessConfig`): the
   app opens its authenticators first in its lifespan (Kubernetes reviews through the same
-  kubeconfig); None serves everything to everyone (the demo, tests);
+  kubeconfig; Slack user groups through Slack's Web API when `slack` has a bot token,
+  `service.slack.directory`); None serves everything to everyone (the demo, tests);
 
 * the state store is `store`, or the one the settings ask for (`stores.open_state_store`);
 * with `history.database_url`, the history database is opened inside the app's lifespan
@@ -85,8 +86,14 @@ def mirror_app(
 
     async def open_access() -> AccessControl:
         assert access is not None
+        from dra_mirror.service.slack.directory import SlackDirectory  # slack_sdk's web client
+
         path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
-        return await AccessControl.open(access, kubeconfig=path)
+        directory = SlackDirectory.from_settings(slack) if slack is not None else None
+        if access.slack.user_groups and directory is None:
+            log.warning("the access file maps Slack user groups, but no Slack bot token is "
+                        "set (DRA_MIRROR_SLACK_BOT_TOKEN): those mappings match nobody")  # fmt: skip
+        return await AccessControl.open(access, kubeconfig=path, slack_directory=directory)
 
     async def history() -> History:
         return await open_history(settings, upgrade=watch)

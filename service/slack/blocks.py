@@ -7,6 +7,8 @@ section (longer lists are cut and say how many more there are).
 
 A holding shows the device (name, uuid, model), its cluster and node, the claim
 (namespace/name, origin, state), its consumer pods, since when it is held, and whether it is idle.
+Holders the asker may not see are never named: a device held only by them is "held in another
+namespace", with their count.
 """
 
 from __future__ import annotations
@@ -127,9 +129,21 @@ def holding_block(h: HoldingRow, now: datetime | None) -> dict[str, Any]:
     )
 
 
+def elsewhere(count: int) -> str:
+    return f"{count} allocation{'s' if count != 1 else ''} you may not see"
+
+
 def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
     spec = escape(answer.spec)
     where = f" in {answer.cluster}" if answer.cluster else ""
+    if not answer.holdings and answer.withheld:
+        devices = len(answer.withheld)
+        text = (
+            f"`{answer.spec}`{where} is held in another namespace "
+            f"({elsewhere(answer.held_elsewhere)}"
+            + (f", on {devices} devices)." if devices > 1 else ").")
+        )
+        return message(text, [section(escape(text))])
     if not answer.holdings:
         text = f"No claim holds `{answer.spec}`{where}: it is free, or no device is named so."
         return message(text, [section(escape(text))])
@@ -162,6 +176,10 @@ def render_who_holds(answer: WhoHolds, now: datetime | None = None) -> Message:
         more = len(answer.holdings) - MAX_HOLDINGS
         blocks.append(context(f"…and {more} more holdings (`dra-mirror who-holds` lists all)"))
     claims = ", ".join(h.claim for h in answer.holdings)
+    if answer.withheld:
+        also = f"also held in another namespace ({elsewhere(answer.held_elsewhere)})"
+        blocks.append(context(f"…{also}"))
+        claims += f"; {also}"
     return message(f"{answer.spec} is held by {claims}", blocks)
 
 

@@ -8,11 +8,17 @@ app; tests build their own. Environment names follow `service.settings`
     DRA_MIRROR_SLACK_SIGNING_SECRET_FILE   or a file holding it (a mounted Kubernetes Secret)
     DRA_MIRROR_SLACK_ANSWER_WITHIN         seconds to answer in the HTTP reply (default 2.0)
     DRA_MIRROR_SLACK_RESPONSE_URLS         comma-separated prefixes a response_url must start with
-    DRA_MIRROR_SLACK_BOT_TOKEN[_FILE]      the bot token `/gpu plan` reads attached files with
+    DRA_MIRROR_SLACK_BOT_TOKEN             a bot token (xoxb-…, scopes usergroups:read,
+    DRA_MIRROR_SLACK_BOT_TOKEN_FILE        users:read, files:read), or a file holding it: user
+                                           groups are then read from Slack (service.slack.directory)
+                                           and `/gpu plan` reads attached files with it
+    DRA_MIRROR_SLACK_API_URL               Slack's Web API (default https://slack.com/api/)
+    DRA_MIRROR_SLACK_DIRECTORY_TTL         seconds a group's members and an account are kept (60)
+    DRA_MIRROR_SLACK_FILE_URLS             prefixes an attached file's url_private must start with
 
-Promises: the secret is held in a `SigningSecret` whose `repr`/`str` never show it, so logging the
-settings (or an exception holding them) cannot leak it; a missing or empty file is an error
-naming the file, never its content.
+Promises: the secret and the bot token are held in a `SigningSecret` whose `repr`/`str` never
+show it, so logging the settings (or an exception holding them) cannot leak it; a missing or
+empty file is an error naming the file, never its content.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ ENV_PREFIX = "DRA_MIRROR_SLACK_"
 # Slack posts slash-command follow-ups only to its own hooks host. Anything else in a signed
 # request's response_url is refused, so the mirror never becomes a request forwarder.
 SLACK_HOOKS = ("https://hooks.slack.com/",)
+SLACK_API = "https://slack.com/api/"
 
 
 class SigningSecret:
@@ -75,6 +82,16 @@ class SlackSettings:
     bot: SlackBot | None = None
     """The app's bot token and Web API address (`/gpu plan` reads attached files with it)."""
 
+    bot_token: SigningSecret | None = None
+    """Reads user groups and accounts from Slack's Web API (`usergroups.users.list`,
+    `users.info`); without it, user groups in the access mapping match nobody."""
+
+    api_url: str = SLACK_API
+    """Slack's Web API."""
+
+    directory_ttl: float = 60.0
+    """Seconds a user group's members and an account stay cached."""
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SlackSettings | None:
         """The settings, or None when no secret is configured (Slack commands are off)."""
@@ -105,15 +122,40 @@ class SlackSettings:
         if urls:
             prefixes = tuple(u.strip() for u in urls.split(",") if u.strip())
             settings = dataclasses.replace(settings, response_urls=prefixes)
-        return settings
+        return _directory(settings, environ)
 
 
-def read_secret_file(path: Path) -> str:
+def _directory(settings: SlackSettings, environ: Mapping[str, str]) -> SlackSettings:
+    token = environ.get(f"{ENV_PREFIX}BOT_TOKEN") or None
+    token_file = environ.get(f"{ENV_PREFIX}BOT_TOKEN_FILE") or None
+    if token and token_file:
+        raise SettingsError(f"{ENV_PREFIX}BOT_TOKEN and {ENV_PREFIX}BOT_TOKEN_FILE: give one")
+    if token_file:
+        token = read_secret_file(Path(token_file), what="bot token")
+    api_url = environ.get(f"{ENV_PREFIX}API_URL") or SLACK_API
+    if not api_url.startswith(("https://", "http://")):
+        raise SettingsError(f"{ENV_PREFIX}API_URL: expected an http(s) URL")
+    ttl = environ.get(f"{ENV_PREFIX}DIRECTORY_TTL")
+    try:
+        directory_ttl = float(ttl) if ttl else settings.directory_ttl
+    except ValueError:
+        raise SettingsError(f"{ENV_PREFIX}DIRECTORY_TTL={ttl!r}: expected seconds") from None
+    if not 0 <= directory_ttl <= 3600:
+        raise SettingsError(f"{ENV_PREFIX}DIRECTORY_TTL: give 0 to 3600 seconds")
+    return dataclasses.replace(
+        settings,
+        bot_token=SigningSecret(token) if token else None,
+        api_url=api_url if api_url.endswith("/") else api_url + "/",
+        directory_ttl=directory_ttl,
+    )
+
+
+def read_secret_file(path: Path, *, what: str = "signing secret") -> str:
     """The secret in `path` (surrounding whitespace dropped, as a mounted Secret ends in \\n)."""
     try:
         text = path.read_text()
     except OSError as error:
-        raise SettingsError(f"Slack signing secret file {path}: {error.strerror}") from None
+        raise SettingsError(f"Slack {what} file {path}: {error.strerror}") from None
     if not text.strip():
-        raise SettingsError(f"Slack signing secret file {path} is empty")
+        raise SettingsError(f"Slack {what} file {path} is empty")
     return text.strip()

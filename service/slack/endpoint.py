@@ -119,6 +119,7 @@ class SlackCommands:
     async def respond(self, request: Request, form: dict[str, str]) -> Response:
         assert self.settings is not None
         context = await self.context_for(request)
+        context.own_documents = True  # our questions' documents, not a client's text
         scope = await asker_scope(self.access_of(), form)
         if isinstance(scope, dict):  # the asker is not mapped to any scope: a polite refusal
             log.info("slack command from unmapped %s/%s refused", form.get("team_id", "?"),

@@ -142,3 +142,41 @@ async def test_configuration_errors(simulated):
     open_access = await AccessControl.open(AccessConfig(insecure_no_auth=True))
     assert open_access.insecure and "anyone who reaches this port" in open_access.describe()
     assert (await open_access.subject(None)).scope.is_admin
+
+
+async def test_the_decision_cache_is_bounded_and_expires_into_a_fresh_review(simulated):
+    import asyncio
+
+    sim, kubeconfig = simulated
+    control = await control_for(kubeconfig, cache_size=2, cache_ttl=0.3)
+    try:
+        kube = control.authenticators.authenticators[0]
+        for token in ("alice-token", "bob-token", "grafana-east"):  # three subjects, room for two
+            await control.subject(f"Bearer {token}")
+        assert kube.reviews == 3
+        await control.subject("Bearer grafana-east")
+        await control.subject("Bearer bob-token")
+        assert kube.reviews == 3  # the two most recent are kept
+        await control.subject("Bearer alice-token")
+        assert kube.reviews == 4  # the oldest was dropped: reviewed again
+        assert len(kube._subjects) == 2
+        await asyncio.sleep(0.4)
+        sim.served["east"].apply_faults({"errors": {"code": 503, "count": 100}})
+        with pytest.raises(ReviewUnavailable):  # an expired decision is never served stale
+            await control.subject("Bearer alice-token")
+    finally:
+        await control.close()
+
+
+async def test_an_outage_of_any_cluster_whose_rbac_counts_fails_closed(simulated):
+    sim, kubeconfig = simulated
+    control = await control_for(kubeconfig)
+    try:
+        sim.served["west"].apply_faults({"errors": {"code": 503, "count": 100}})
+        with pytest.raises(ReviewUnavailable, match="cluster west"):  # not a narrower scope
+            await control.subject("Bearer alice-token")
+        sim.served["west"].apply_faults({"errors": None})
+        alice = await control.subject("Bearer alice-token")
+        assert alice.scope.allows("west", "ml")
+    finally:
+        await control.close()

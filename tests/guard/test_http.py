@@ -214,7 +214,9 @@ async def test_authentication_scopes_and_rate_limits(store, tmp_path):
         data = (await http.post("/graphql", json=query, headers=team)).json()["data"]
         spaces = {n["namespace"] for n in data["resourceClaims"]["nodes"]}
         assert spaces == {"team-a"} and data["resourceClaims"]["totalCount"] > 0
-        assert (await http.get("/metrics", headers=team)).status_code == 403
+        scraped = await http.get("/metrics", headers=team)  # only what team-a may see
+        assert scraped.status_code == 200 and 'namespace="team-a"' in scraped.text
+        assert 'namespace="team-b"' not in scraped.text
         assert (
             await http.get("/metrics", headers={"authorization": "Bearer prom-token"})
         ).status_code == 200

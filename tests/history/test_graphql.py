@@ -14,6 +14,7 @@ from starlette.routing import Route
 from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope
+from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.http.exports import contention_csv, idle_holders_csv
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.history.script import END, at
@@ -161,3 +162,62 @@ async def test_csv_without_history_is_404():
     async with httpx.AsyncClient(transport=transport, base_url="http://history") as client:
         response = await client.get("/export/contention.csv", params={"from": at(0), "to": at(1)})
     assert response.status_code == 404
+
+
+class TeamB(Scope):
+    def allows(self, cluster: str, namespace: str = "") -> bool:
+        return namespace in ("", "team-b")
+
+
+IDLE_FIRST = """query($from: DateTime!, $to: DateTime!, $cluster: String) {
+  idleHolders(from: $from, to: $to, first: 1, cluster: $cluster) { claim namespace } }"""
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        AccessScope.parse(["east/team-b"], history=True),
+        AccessScope.parse(["*/team-b"], history=True),
+        TeamB(),
+    ],
+    ids=["grants", "any-cluster", "allows-only"],
+)
+async def test_a_narrow_scope_gets_first_rows_of_what_it_sees(loaded, scope):
+    # A (team-a) is idle longest, D (team-b) next: the team-b asker's first row is D, not none.
+    window = {"from": at(0), "to": at(END)}
+    result = await _run(IDLE_FIRST, loaded, scope, **window)
+    assert result.errors is None and result.data["idleHolders"] == [
+        {"claim": "D", "namespace": "team-b"}
+    ]
+    transport = httpx.ASGITransport(app=_export_app(loaded, scope))
+    async with httpx.AsyncClient(transport=transport, base_url="http://history") as client:
+        csv_text = (await client.get("/export/idle-holders.csv",
+                                     params={**window, "first": "1"})).text  # fmt: skip
+    assert [r["claim"] for r in csv.DictReader(io.StringIO(csv_text))] == ["D"]
+
+
+async def test_idle_holders_of_one_cluster_and_of_a_scope_seeing_no_namespace(loaded):
+    window = {"from": at(0), "to": at(END)}
+    west = await _run(IDLE_FIRST, loaded, None, cluster="west", **window)
+    assert west.errors is None and west.data["idleHolders"] == []
+    east = await _run(IDLE_FIRST, loaded, None, cluster="east", **window)
+    assert [h["claim"] for h in east.data["idleHolders"]] == ["A"]
+    only_devices = AccessScope.parse([], clusters=["east"], history=True)
+    nothing = await _run(IDLE_FIRST, loaded, only_devices, **window)
+    assert nothing.errors is None and nothing.data["idleHolders"] == []
+
+
+async def test_a_scope_without_history_is_forbidden_everywhere(loaded):
+    scope = AccessScope.parse(["east/*"], history=False)
+    window = {"from": at(0), "to": at(END)}
+    for query in (IDLE_FIRST,
+                  'query($from: DateTime!, $to: DateTime!) { contention(from: $from, to: $to)'
+                  " { group } historyGaps(from: $from, to: $to) { cluster } }",
+                  '{ whoHeld(device: "GPU-A", at: "2026-03-02T00:00:00Z") { claim } }',
+                  '{ claimHistory(cluster: "east", namespace: "team-a", name: "A") { uid } }'):  # fmt: skip
+        result = await _run(query, loaded, scope, **window)
+        assert {e.extensions["code"] for e in result.errors} == {"FORBIDDEN"}, query
+    transport = httpx.ASGITransport(app=_export_app(loaded, scope))
+    async with httpx.AsyncClient(transport=transport, base_url="http://history") as client:
+        for path in ("/export/idle-holders.csv", "/export/contention.csv"):
+            assert (await client.get(path, params=window)).status_code == 403

@@ -1,7 +1,8 @@
 """The Helm chart without Helm (it cannot be installed here): the shipped values validate
 against values.schema.json and bad ones do not; every value a template reads exists in
 values.yaml and in the schema; template blocks balance and every include is defined; the
-ClusterRole grants exactly get/list/watch on what the watchers watch."""
+ClusterRole grants exactly get/list/watch on what the watchers watch; the Kubernetes access
+method's grants (system:auth-delegator, list namespaces) only when asked for."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ GOOD_VARIANTS = [
     ("redis.deploy.enabled", True, "allInOne.replicas", 2),
     ("redis.deploy.enabled", True, "redis.deploy.persistence",
      {"size": "20Gi", "storageClassName": "fast-ssd"}),
+    ("access.kubernetesReview", True, "access.config", "/etc/dra-mirror/access.yaml"),
 ]  # fmt: skip
 
 
@@ -109,6 +111,7 @@ BAD_VALUES = [
     ("redis.deploy.persistence", {"size": "a lot", "storageClassName": ""}),
     ("redis.deploy.image", {"repository": "redis", "tag": "", "pullPolicy": "Always"}),
     ("redis.deploy.appendonly", False),  # persistence is not optional
+    ("access.kubernetesReview", "yes"),
 ]
 
 
@@ -224,3 +227,27 @@ def test_the_charts_redis_url_reaches_the_pods_from_a_secret() -> None:
     assert "redis.deploy.enabled" in env and "-redis-url" in env
     text = (CHART / "templates" / "redis.yaml").read_text()
     assert "kind: Secret" in text and "redis://" in text
+
+
+def test_the_kubernetes_access_method_is_granted_only_when_asked_for() -> None:
+    text = (CHART / "templates" / "access-rbac.yaml").read_text()
+    actions = [a for a in ACTION.findall(text) if not a.startswith("/*")]
+    assert actions[0] == "if .Values.access.kubernetesReview" and actions[-1] == "end"
+    rendered = "\n".join(line for line in ACTION.sub("templated", text).splitlines()
+                         if line.strip() != "templated")  # fmt: skip
+    documents = [d for d in yaml.safe_load_all(rendered) if d]
+    kinds = {(d["kind"], d["roleRef"]["name"] if "roleRef" in d else None) for d in documents}
+    assert kinds == {("ClusterRoleBinding", "system:auth-delegator"), ("ClusterRole", None),
+                     ("ClusterRoleBinding", "templated-access-review")}  # fmt: skip
+    (role,) = [d for d in documents if d["kind"] == "ClusterRole"]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}]
+    for binding in (d for d in documents if d["kind"] == "ClusterRoleBinding"):
+        (subject,) = binding["subjects"]
+        assert subject["kind"] == "ServiceAccount"
+    assert text.count('include "dra-mirror.serviceAccountName"') == 2
+    # what the access code asks of the reviewing cluster with these grants
+    from dra_mirror.service.access import kube_api, kubernetes
+
+    assert '"/api/v1/namespaces"' in Path(kube_api.__file__).read_text()  # list, paged
+    assert kubernetes.TOKEN_REVIEWS.endswith("/tokenreviews")  # system:auth-delegator's
+    assert kubernetes.ACCESS_REVIEWS.endswith("/subjectaccessreviews")

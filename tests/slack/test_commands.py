@@ -175,8 +175,11 @@ async def test_answers_follow_the_request_scope(slack_store):
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
             slack = Slack(http)
-            hidden = await slack.command("who-holds n2/gpu-0")
-            assert hidden["text"].startswith("No claim holds")
+            hidden = await slack.command("who-holds n2/gpu-0")  # team-c's: held, not free
+            assert hidden["text"] == (
+                "`n2/gpu-0` is held in another namespace (1 allocation you may not see)."
+            )
+            assert "team-c" not in str(hidden)
             assert bullet_lines(await slack.command("idle")) == []
 
 

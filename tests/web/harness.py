@@ -1,7 +1,7 @@
 """A real browser against a real mirror of the demo scenario, for the browser tests, the
 screenshots (`scripts/screenshots`) and the first-paint benchmark.
 
-* `serve_demo(workdir)`: the `dra-mirror demo` wiring (simulator, watchers through the real
+* `serve_demo(workdir, settings=None, access=None)`: the `dra-mirror demo` wiring (simulator, watchers through the real
   Kubernetes client, in-memory state, SQLite history) under uvicorn on a free loopback port;
   yields a `Site` once every cluster synced (`/readyz` 200).
 * `serve_app(app)`: any ASGI app the same way (the benchmark's scale-5000 mirror).
@@ -115,11 +115,13 @@ async def serve_app(
 
 
 @contextlib.asynccontextmanager
-async def serve_demo(workdir: Path) -> AsyncIterator[Site]:
+async def serve_demo(
+    workdir: Path, *, settings: Any = None, access: Any = None
+) -> AsyncIterator[Site]:
     from dra_mirror.service.cli.demo import demo_app
     from dra_mirror.service.settings import Settings
 
-    demo = demo_app(Settings(), workdir=workdir)
+    demo = demo_app(settings or Settings(), workdir=workdir, access=access)
     async with serve_app(demo.app) as site:
         site.demo = demo
         yield site

@@ -28,6 +28,20 @@ function authorization() {
   }
 }
 
+// The sign-in (signin.js) keeps the token for this tab only: sessionStorage dies with it.
+export function signedIn() {
+  return Boolean(authorization().Authorization);
+}
+
+export function signIn(token) {
+  const value = token.trim();
+  window.sessionStorage.setItem(AUTHORIZATION_KEY, /^bearer\s/i.test(value) ? value : `Bearer ${value}`);
+}
+
+export function signOut() {
+  window.sessionStorage.removeItem(AUTHORIZATION_KEY);
+}
+
 export async function query(document, variables = {}, { signal } = {}) {
   let response;
   try {

@@ -1,10 +1,12 @@
 // The Devices screens: one page, one screen per URL under /ui/ (see router.js), each asking
 // /graphql for what it shows. This module draws the frame — navigation, the cluster picker,
-// the live-events indicator — and picks the screen.
+// who you are signed in as, the live-events indicator — and picks the screen (or the sign-in,
+// when the mirror refuses the page's credentials).
 import { config } from "./config.js";
 import { useLiveState, useQuery } from "./hooks.js";
 import { navigate, useRoute } from "./router.js";
-import { html, href, Link } from "./ui.js";
+import { SignInForm, ViewerBadge, isUnauthenticated } from "./signin.js";
+import { html, href, Link, useState } from "./ui.js";
 import { Overview } from "./screens/overview.js";
 import { DeviceClasses } from "./screens/classes.js";
 import { ResourceSlices } from "./screens/slices.js";
@@ -68,7 +70,9 @@ function ClusterPicker({ route, clusters }) {
 function App() {
   const route = useRoute();
   const { data, error } = useQuery(CLUSTERS, {});
+  const [asked, setAsked] = useState(false);
   const clusters = data ? data.clusters : null;
+  const refused = isUnauthenticated(error);
   const Screen = SCREENS[route.screen];
   const section = SECTION[route.screen] || route.screen;
   const keep = route.params.cluster ? { cluster: route.params.cluster } : {};
@@ -82,12 +86,15 @@ function App() {
     <div class="body">
       <div class="topbar">
         <${ClusterPicker} route=${route} clusters=${clusters} />
+        <${ViewerBadge} onSignIn=${() => setAsked(true)} />
         <${LiveIndicator} />
       </div>
-      ${error ? html`<div class="error" role="alert">clusters: ${error.message}</div>` : null}
-      ${Screen
-        ? html`<${Screen} key=${route.screen} params=${route.params} clusters=${clusters} />`
-        : html`<main data-screen="missing" data-ready="true"><h1>No such screen</h1></main>`}
+      ${error && !refused ? html`<div class="error" role="alert">clusters: ${error.message}</div>` : null}
+      ${refused || asked
+        ? html`<${SignInForm} reason=${refused ? `The mirror refused: ${error.message}.` : null} />`
+        : Screen
+          ? html`<${Screen} key=${route.screen} params=${route.params} clusters=${clusters} />`
+          : html`<main data-screen="missing" data-ready="true"><h1>No such screen</h1></main>`}
     </div>
   </div>`;
 }

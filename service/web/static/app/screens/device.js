@@ -4,7 +4,7 @@ import { useLive, useQuery, useThrottled } from "../hooks.js";
 import { duration, instant } from "../format.js";
 import { Timeline } from "../charts.js";
 import { Attributes, Badge, ClaimLink, ClaimState, DeviceStatus, ErrorNote, KeyValues, Link, Loading, NodeName, PodLink, PodPhase, Screen, href, html, useState } from "../ui.js";
-import { DEVICE_FIELDS } from "./slices.js";
+import { DEVICE_FIELDS, Withheld } from "./slices.js";
 import { capacityText } from "./slice_groups.js";
 
 const ON_NODE = `query DeviceOnNode($cluster: String!, $node: String!, $driver: String!) {
@@ -122,7 +122,10 @@ export function DevicePage({ params }) {
       <${Attributes} attributes=${device.attributes} />
     </section>` : null}
     <h2>Held by now</h2>
-    ${holdings && holdings.length === 0 ? html`<p class="muted" data-holders="0">Nobody holds it.</p>` : null}
+    ${holdings && holdings.length === 0 && !(device && device.withheldAllocations) ? html`<p class="muted" data-holders="0">Nobody holds it.</p>` : null}
+    ${holdings && holdings.length === 0 && device && device.withheldAllocations
+      ? html`<p class="withheld" data-holders="withheld" data-withheld=${device.withheldAllocations}>Held in another namespace: the holder is a claim your access does not show${device.withheldAllocations > 1 ? ` (${device.withheldAllocations} allocations)` : ""}.</p>`
+      : null}
     ${holdings && holdings.length ? html`<table class="list" data-holders=${holdings.length}>
       <thead><tr><th>claim</th><th>state</th><th>since</th><th>request / share</th><th>pods</th></tr></thead>
       <tbody>${holdings.map((h, i) => html`<tr key=${i} data-holder=${`${h.claim.namespace}/${h.claim.name}`}>
@@ -134,6 +137,7 @@ export function DevicePage({ params }) {
         <td class="mono small">${h.request}${h.shareID ? ` · ${h.shareID.slice(0, 8)}` : ""}${Object.keys(h.consumedCapacity || {}).length ? ` · ${Object.entries(h.consumedCapacity).map(([k, v]) => `${k.split("/").pop()} ${v}`).join(", ")}` : ""}</td>
         <td>${h.pods.length ? h.pods.map((p) => html`<div key=${p.name}><${PodLink} cluster=${p.cluster} namespace=${p.namespace} name=${p.name} node=${p.nodeName} /> <${PodPhase} phase=${p.phase} /></div>`) : html`<span class="muted">none</span>`}</td>
       </tr>`)}</tbody></table>` : null}
+    ${holdings && holdings.length && device ? html`<${Withheld} count=${device.withheldAllocations} />` : null}
     <${ErrorNote} what="holders" error=${holders.error} />
     <h2>Holders over the last ${windowName}
       ${Object.keys(WINDOWS).map((w) => html` <${Link} key=${w} to=${href("device", { ...params, window: w })} className=${w === windowName ? "badge badge-info" : "badge"}>${w}<//>`)}</h2>

@@ -18,6 +18,7 @@ export const DEVICE_FIELDS = `fragment SliceDevice on Device {
   remainingCapacity { name value }
   slice { name nodeName allNodes pool { name generation resourceSliceCount complete } }
   allocations { request shareID consumedCapacity claim { cluster namespace name state idle } }
+  withheldAllocations
 }`;
 const DEVICES = `query SliceDevices($cluster: String, $node: String, $driver: String, $className: String,
     $status: DeviceStatus, $first: Int, $after: String) {
@@ -51,13 +52,19 @@ function useNodeSlices(devices) {
   return key === null ? null : slices;
 }
 
+// Holders outside the viewer's access are not named, only counted: the device is still held.
+export function Withheld({ count }) {
+  if (!count) return null;
+  return html`<div class="withheld small" data-withheld=${count} title="claims in namespaces your access does not show">held in another namespace${count > 1 ? ` (${count})` : ""}</div>`;
+}
+
 function Holders({ device }) {
-  if (!device.allocations.length) return html`<span class="muted">—</span>`;
+  if (!device.allocations.length && !device.withheldAllocations) return html`<span class="muted">—</span>`;
   return html`${device.allocations.map((a, i) => html`<div key=${i}>
     <${ClaimLink} cluster=${a.claim.cluster} namespace=${a.claim.namespace} name=${a.claim.name} />
     ${a.shareID ? html` <span class="muted small">share ${a.shareID.slice(0, 8)}</span>` : null}
     ${a.claim.idle ? html` <${Badge} kind="bad" title="allocated, no consumer pod Running">idle<//>` : null}
-  </div>`)}`;
+  </div>`)}<${Withheld} count=${device.withheldAllocations} />`;
 }
 
 function Kind({ device }) {
