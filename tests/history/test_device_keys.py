@@ -3,11 +3,15 @@ before the device itself (the reactor lists the kinds concurrently), by its key 
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy import insert
 
 from dra_mirror.service.history.models import AllocationInterval, DeviceInterval
 
-START, LATER = 1_796_000_000_000_000, 1_796_000_600_000_000
+# now: PostgreSQL keeps history in monthly partitions, created for this month and the next two
+START = int(time.time() - 600) * 1_000_000
+LATER = START + 300_000_000
 KEY = {"cluster": "east", "driver": "gpu.nvidia.com", "pool": "east-h200-1", "device": "gpu-0"}
 
 
