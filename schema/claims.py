@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
+from dra_mirror.service.model.consumers import group_refs, pod_refs, same_pod
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
@@ -28,7 +29,6 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.records import Device as DeviceRecord
-from dra_mirror.service.questions.holders import consumer_keys, same_pod
 from dra_mirror.service.stores.protocols import Relation
 
 from .devices import Device
@@ -49,24 +49,33 @@ async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
 
 
 async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
-    """Pods in the claims' status.reservedFor (the authoritative "in use" set), deduplicated.
-    A reservedFor entry whose pod is gone, or was replaced by a pod with another uid, is not
-    that pod: it is skipped."""
+    """The pods consuming the claims (service.model.consumers), deduplicated, by name: those of
+    status.reservedFor (the authoritative "in use" set; an entry whose pod is gone, or was
+    replaced by a pod with another uid, is not that pod), and the pods of the PodGroups it
+    names."""
     from .pods import Pod
 
     loaders = info.context.loaders
     claims = await loaders.records.load_many(claim_keys)
     wanted: dict[ObjectKey, str] = {}
+    groups = []
     for claim in claims:
         if isinstance(claim, ClaimRecord):
-            for key, uid in consumer_keys(claim).items():
+            for key, uid in pod_refs(claim).items():
                 wanted.setdefault(key, uid)
+            groups += group_refs(claim)
+    if groups:
+        members = await loaders.relation(Relation.GROUP_PODS).load_many(groups)
+        for keys in members:
+            for key in keys:
+                wanted.setdefault(key, "")
     pods = await loaders.records.load_many(list(wanted))
-    return [
-        Pod(record=pod)
+    found = [
+        pod
         for pod, uid in zip(pods, wanted.values(), strict=True)
-        if same_pod(pod, uid)
+        if same_pod(pod, uid) and isinstance(pod, PodRecord)
     ]
+    return [Pod(record=pod) for pod in sorted(found, key=lambda p: (p.meta.namespace, p.meta.name))]
 
 
 async def device_for(info: Info, key: DeviceKey) -> Device:
@@ -250,7 +259,9 @@ class ResourceClaim(NamespacedUidFields):
             allocated_at=to_datetime(allocation.allocated_at),
         )
 
-    @strawberry.field(description="Pods in status.reservedFor.")
+    @strawberry.field(
+        description="Pods in status.reservedFor, and the pods of the PodGroups it names."
+    )
     async def consumers(self, info: Info) -> list[PodT]:
         return await consumer_pods(info, [claim_key(self.record)])
 

@@ -21,16 +21,19 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    `wait_ended` "allocated" or "deleted"). A deleted claim releases everything it held and ends
    its reservations, wait and idleness.
 5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
-   Pending, Succeeded or Failed; a consumer that is not a pod — a PodGroup — counts as
-   running because the mirror cannot see it). `idle_started`/`idle_ended`, `idle_since`.
-   Pod changes re-evaluate the claims that list the pod in reservedFor. Until Pods have been
+   Pending, Succeeded or Failed; the consumers of a PodGroup entry are the group's pods,
+   service.model.consumers; a consumer of a kind the mirror does not watch counts as
+   running). `idle_started`/`idle_ended`, `idle_since`. Pod changes re-evaluate the claims
+   that list the pod, or its PodGroup, in reservedFor. Until Pods have been
    listed once, a consumer pod the index has not seen is unknown, not gone, and counts as
    running: otherwise every claim synced before the pods would start and end an idle spell at
    each start of the mirror. The first complete Pod LIST re-evaluates the claims whose
    consumers are still missing.
-6. Templates: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
-   claim whose generated name (status.resourceClaimStatuses) is the claim; the index fills it
-   into its view of the claim (and re-emits the claim when it changes).
+6. Views: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
+   claim whose generated name (status.resourceClaimStatuses) is the claim, and its origin is
+   EXTENDED_RESOURCE when a pod's status.extendedResourceClaimStatus names it
+   (service.model.claim_views); the index fills both into its view of the claim (and re-emits
+   the claim when they change).
 7. At the end of each batch the index settles: device statuses are re-derived where the batch
    moved them (devices_index.py), and the batch's `IndexDelta` and live events are built from
    what it touched (batch.py; no events for more than LIVE_BATCH_LIMIT objects, live.py).
@@ -51,8 +54,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
-
-from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events, identity
@@ -310,13 +311,16 @@ class ClusterIndex:
             on_pod(self.cluster, self.links, key, old, new)
             self._claims.on_pod(key, old, new, batch)
 
-    def replace_claim_view(self, key: ObjectKey, template_name: str | None, batch: Batch) -> None:
-        """A pod changed which template a claim came from: re-emit the claim's view."""
+    def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:
+        """A pod changed what it says of a claim (template, origin): re-emit the claim's view."""
         claims = self._objects[RESOURCE_CLAIM]
         claim = claims.get(key)
-        if isinstance(claim, ClaimRecord) and claim.template_name != template_name:
+        if not isinstance(claim, ClaimRecord):
+            return
+        view = self._claims.view(key, claim)
+        if view != claim:
             self.touched.claim(key, claim, self._claims.idle_since.get(key))
-            claims[key] = view = replace(claim, template_name=template_name)
+            claims[key] = view
             batch.upsert(key, view)
 
 

@@ -20,6 +20,8 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model import inventory
+from dra_mirror.service.model.claims import claim_origin
+from dra_mirror.service.model.consumers import POD_GROUP_API
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
 from dra_mirror.service.model.live import ClaimEvent, DeviceState
 from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
@@ -30,6 +32,7 @@ POOLS = ("n0", "n1", "net")
 DEVICE_NAMES = ("d0", "d1", "d2")
 CLAIMS = ("c0", "c1", "c2")
 PODS = ("p0", "p1", "p2")
+GROUPS = ("g0", "g1")
 
 
 @st.composite
@@ -78,7 +81,7 @@ def claims(draw: st.DrawFn) -> Record:
         )
     )
     # Kubernetes never gives two objects one uid: a name's uid changes when it is recreated.
-    return claim(
+    made = claim(
         name,
         uid=f"{name}-{draw(st.sampled_from(('u1', 'u2')))}",
         devices=tuple(held),
@@ -88,6 +91,10 @@ def claims(draw: st.DrawFn) -> Record:
         deleted=draw(st.booleans()),
         rv=str(draw(st.integers(0, 3))),
     )
+    if draw(st.booleans()):  # reserved for a PodGroup as well [1.36+]
+        group = Consumer("podgroups", draw(st.sampled_from(GROUPS)), "pg", POD_GROUP_API)
+        made = replace(made, reserved_for=(*made.reserved_for, group))
+    return made
 
 
 @st.composite
@@ -111,6 +118,8 @@ def pods(draw: st.DrawFn) -> Record:
         node=draw(st.sampled_from(("n0", "n1", None))),
         claims=tuple(entries),
         rv=str(draw(st.integers(0, 3))),
+        pod_group=draw(st.sampled_from((*GROUPS, None))),
+        extended_claim=draw(st.sampled_from((*CLAIMS, None, None))),
     )
 
 
@@ -210,9 +219,12 @@ def test_folding_any_events_equals_building_from_the_final_state(data: st.DataOb
     folded = state(index)
     assert folded == state(fresh(final))
     assert folded["statuses"] == derived_now(index)  # kept derived = derived from scratch
-    # The raw records are the final ones (claims differ only by the template the index fills).
+    # The raw records are the final ones (claims differ only by the template and the origin
+    # the index fills in from what pods say of them).
     assert {
-        k: replace(r, template_name=None) if isinstance(r, ClaimRecord) else r
+        k: replace(r, template_name=None, origin=claim_origin(r.meta))
+        if isinstance(r, ClaimRecord)
+        else r
         for k, r in replica.records.items()
     } == final
     _transitions_balance(index, transitions)

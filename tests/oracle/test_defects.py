@@ -97,14 +97,12 @@ async def test_an_admin_access_partition_blocks_no_sibling(scenario):
     assert await scenario.mismatches("device.status") == []
 
 
-@xfail("podgroup-consumers")
 async def test_the_consumers_of_a_claim_reserved_for_a_podgroup_are_its_pods(scenario):
     claim = o.claim("shared", results=[o.result("gpu", GPU, "n1", "gpu-0")], podgroup="trainers")
     await scenario.show(SLICE, claim, o.pod("w0", podgroup="trainers", phase="Running"))
     assert await scenario.mismatches("claim.consumers") == []
 
 
-@xfail("podgroup-consumers")
 async def test_a_claim_whose_podgroup_runs_no_pod_is_idle(scenario):
     claim = o.claim("shared", results=[o.result("gpu", GPU, "n1", "gpu-0")], podgroup="trainers")
     await scenario.show(SLICE, claim, o.pod("w0", podgroup="trainers", phase="Succeeded"))

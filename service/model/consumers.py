@@ -1,0 +1,60 @@
+"""Who consumes a claim: the rules of status.reservedFor, read once for the model and the graph.
+
+`ResourceClaimConsumerReference` (resource/v1 types.go): `apiGroup` is empty for the core API,
+`resource` names the kind (normally "pods"), `uid` "identifies exactly one incarnation of the
+resource". So:
+
+* a `pods` entry (core group) is consumed by the pod of that name in the claim's namespace,
+  and only while that pod has the uid reserved (a new pod under the old name is not it);
+* a `podgroups` entry of `scheduling.k8s.io` [1.36+, DRAWorkloadResourceClaims] is consumed by
+  the group's pods: those whose `spec.schedulingGroup.podGroupName` names it, in the same
+  namespace (the index keeps them as the `group_pods` relation);
+* any other entry names something the mirror does not watch: it counts as in use.
+
+Pure functions over records; nothing here reads a store.
+"""
+
+from __future__ import annotations
+
+from dra_mirror.service.model.records import POD, ClaimRecord, Consumer, ObjectKey, PodRecord
+
+POD_GROUP_API = "scheduling.k8s.io"
+POD_GROUPS = "podgroups"
+
+GroupKey = tuple[str, str, str]  # (cluster, namespace, PodGroup name): a `group_pods` key
+
+
+def is_pod(consumer: Consumer) -> bool:
+    return consumer.resource == "pods" and not consumer.api_group
+
+
+def is_pod_group(consumer: Consumer) -> bool:
+    return consumer.resource == POD_GROUPS and consumer.api_group == POD_GROUP_API
+
+
+def pod_refs(claim: ClaimRecord) -> dict[ObjectKey, str]:
+    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
+    meta = claim.meta
+    return {
+        ObjectKey(meta.cluster, POD, meta.namespace, c.name): c.uid
+        for c in claim.reserved_for
+        if is_pod(c)
+    }
+
+
+def group_refs(claim: ClaimRecord) -> list[GroupKey]:
+    """The PodGroups a claim is reserved for, as `group_pods` keys."""
+    meta = claim.meta
+    return [(meta.cluster, meta.namespace, c.name) for c in claim.reserved_for if is_pod_group(c)]
+
+
+def pod_group_key(pod: PodRecord | None) -> GroupKey | None:
+    """The `group_pods` key of the PodGroup a pod belongs to, if any."""
+    if pod is None or not pod.pod_group:
+        return None
+    return (pod.meta.cluster, pod.meta.namespace, pod.pod_group)
+
+
+def same_pod(pod: object, uid: str) -> bool:
+    """A reservedFor entry names this pod (not a newer pod under the old name)."""
+    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
