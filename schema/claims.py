@@ -8,6 +8,7 @@ its claims. Derived states (state, origin, idle, idleSince) are the model's, rea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -218,9 +219,20 @@ def _seconds_since(now: datetime, stamp: str | None) -> float | None:
     return max(0.0, (now - then).total_seconds())
 
 
+@dataclass(frozen=True)
+class ClaimMoment:
+    """A claim's derived fields as one live event carries them (service.model.live): a
+    subscriber is answered from the event's own moment, not from whatever the store holds
+    when the event is resolved."""
+
+    idle_since: str | None
+    consumers: tuple[PodRecord, ...]
+
+
 @strawberry.type
 class ResourceClaim(NamespacedUidFields):
     record: strawberry.Private[ClaimRecord]
+    moment: strawberry.Private[ClaimMoment | None] = None
 
     @strawberry.field
     def state(self) -> ClaimState:
@@ -263,14 +275,23 @@ class ResourceClaim(NamespacedUidFields):
         description="Pods in status.reservedFor, and the pods of the PodGroups it names."
     )
     async def consumers(self, info: Info) -> list[PodT]:
+        if self.moment is not None:
+            from .pods import Pod
+
+            return [Pod(record=pod) for pod in self.moment.consumers]
         return await consumer_pods(info, [claim_key(self.record)])
 
     @strawberry.field(description="Allocated, and no consumer pod Running.")
     async def idle(self, info: Info) -> bool:
-        return await info.context.loaders.idle_since.load(claim_key(self.record)) is not None
+        return await self._idle_since(info) is not None
 
     @strawberry.field(description="When it last became idle (null when not idle).")
     async def idle_since(self, info: Info) -> DateTime | None:
+        return to_datetime(await self._idle_since(info))
+
+    async def _idle_since(self, info: Info) -> str | None:
+        if self.moment is not None:
+            return self.moment.idle_since
         return await info.context.loaders.idle_since.load(claim_key(self.record))
 
     @strawberry.field

@@ -19,6 +19,7 @@ from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
     GroupKey,
+    consumers_of,
     group_refs,
     is_pod,
     is_pod_group,
@@ -348,12 +349,36 @@ class ClaimTracker:
     ) -> None:
         for claim, (before, after) in self.views.on_pod(key, old, new).items():
             self._view_changed(claim, before, after, batch)
-        if old is None or new is None or old.phase != new.phase or old.meta.uid != new.meta.uid:
-            claims = set(self._consumers.get(key, ()))
-            for group in {pod_group_key(old), pod_group_key(new)} - {None}:
-                claims.update(self._groups.get(group, ()))  # type: ignore[arg-type]
+        claims = set(self._consumers.get(key, ()))
+        for group in {pod_group_key(old), pod_group_key(new)} - {None}:
+            claims.update(self._groups.get(group, ()))  # type: ignore[arg-type]
+        if not claims:
+            return
+        # The claims' live events show their consumers as they are (a derived change).
+        touched = self._index.touched
+        touched.pod(key, old)
+        for claim_key in claims:
+            record = self._claim(claim_key)
+            if record is not None:
+                touched.claim(claim_key, record, self.idle_since.get(claim_key))
+        if (
+            old is None
+            or new is None
+            or old.phase != new.phase
+            or old.meta.uid != new.meta.uid
+            or old.pod_group != new.pod_group  # immutable in Kubernetes; cheap to honour
+        ):
             for claim_key in sorted(claims):
                 self._refresh_idle(claim_key, self._claim(claim_key), batch)
+
+    def consumer_pods(
+        self, claim: ClaimRecord, before: Mapping[ObjectKey, PodRecord | None] | None
+    ) -> tuple[PodRecord, ...]:
+        """The pods consuming `claim`; with `before`, as they were before the batch."""
+        links = self._index.links
+        return consumers_of(
+            claim, get=self._index.get, members=lambda g: links.get(GROUP_PODS, g), before=before
+        )
 
     def _view_changed(
         self, claim: ObjectKey, before: str | None, after: str | None, batch: Batch

@@ -11,10 +11,13 @@ resource". So:
   namespace (the index keeps them as the `group_pods` relation);
 * any other entry names something the mirror does not watch: it counts as in use.
 
-Pure functions over records; nothing here reads a store.
+Pure functions over records; nothing here reads a store (`consumers_of` is handed the reads).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from dra_mirror.service.model.records import POD, ClaimRecord, Consumer, ObjectKey, PodRecord
 
@@ -58,3 +61,34 @@ def pod_group_key(pod: PodRecord | None) -> GroupKey | None:
 def same_pod(pod: object, uid: str) -> bool:
     """A reservedFor entry names this pod (not a newer pod under the old name)."""
     return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+
+
+def consumers_of(
+    claim: ClaimRecord,
+    *,
+    get: Callable[[ObjectKey], Any],
+    members: Callable[[GroupKey], Iterable[Any]],
+    before: Mapping[ObjectKey, PodRecord | None] | None = None,
+) -> tuple[PodRecord, ...]:
+    """The pods consuming `claim`, sorted by key: `get(key)` reads a record, `members(group)`
+    the pods of a PodGroup; `before` overrides the pods it holds (their state before a batch:
+    None for a pod that did not exist), so the answer is the claim's consumers as they were."""
+
+    def pod_at(key: ObjectKey) -> PodRecord | None:
+        found = before[key] if before is not None and key in before else get(key)
+        return found if isinstance(found, PodRecord) else None
+
+    found: dict[ObjectKey, PodRecord] = {}
+    for key, uid in pod_refs(claim).items():
+        pod = pod_at(key)
+        if pod is not None and same_pod(pod, uid):
+            found[key] = pod
+    for group in group_refs(claim):
+        keys = set(members(group))
+        if before:
+            keys.update(k for k, p in before.items() if pod_group_key(p) == group)
+        for key in keys:
+            pod = pod_at(key)
+            if pod is not None and pod_group_key(pod) == group:
+                found[key] = pod
+    return tuple(found[k] for k in sorted(found))

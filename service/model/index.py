@@ -161,6 +161,10 @@ class ClusterIndex:
     def idle_claims(self) -> Iterator[ObjectKey]:
         return iter(self._claims.idle_since)
 
+    def consumers(self, claim: ClaimRecord) -> tuple[PodRecord, ...]:
+        """The pods consuming a claim now (service.model.consumers), by key."""
+        return self._claims.consumer_pods(claim, None)
+
     # --- writing --------------------------------------------------------------------------------
 
     def apply(
@@ -244,8 +248,11 @@ class ClusterIndex:
         if live and batch.size <= LIVE_BATCH_LIMIT:
             claims = self._objects[RESOURCE_CLAIM]
             events.extend(
-                claim_events(self.cluster, touched.claims, claims, self._claims.idle_since)
-            )
+                claim_events(
+                    self.cluster, touched, claims, self._claims.idle_since,
+                    self._claims.consumer_pods,
+                )
+            )  # fmt: skip
             events.extend(
                 device_events(
                     touched.entries.keys() | statuses_before.keys(),

@@ -312,7 +312,8 @@ class Replica:
         self.devices: dict[Any, Any] = {}
         self.statuses: dict[Any, str] = {}
         self.idle: dict[Any, str] = {}
-        self.live_claims: dict[Any, tuple] = {}  # claim -> (record, idle since), from events
+        # claim -> (record, idle since, consumer pods), from events
+        self.live_claims: dict[Any, tuple] = {}
         self.live_devices: dict[Any, DeviceState] = {}  # from events
 
     def apply(self, changes: ch.Changes) -> None:
@@ -343,7 +344,7 @@ class Replica:
                 if event.new is None:
                     self.live_claims.pop(key, None)
                 else:
-                    self.live_claims[key] = (event.new, event.new_idle_since)
+                    self.live_claims[key] = (event.new, event.new_idle_since, event.new_consumers)
             elif event.new is None:
                 self.live_devices.pop(event.key, None)
             else:
@@ -370,7 +371,8 @@ class Replica:
         assert self.statuses == folded["statuses"]
         assert self.idle == {k: index.idle_since(k) for k in index.idle_claims()}
         assert self.live_claims == {
-            key_of(c): (c, index.idle_since(key_of(c))) for c in index.records("ResourceClaim")
+            key_of(c): (c, index.idle_since(key_of(c)), index.consumers(c))
+            for c in index.records("ResourceClaim")
         }
         assert self.live_devices == {
             e.key: DeviceState(e, index.device_status(e.key)) for e in index.devices()

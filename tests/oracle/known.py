@@ -34,7 +34,6 @@ DEFECTS = {
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
         Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
         Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
-        Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
         Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
         Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
         Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
@@ -148,8 +147,6 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         key = _device_key(m.key)
         if set(m.expected) - _rule_taints(machine, key) == set(m.actual):
             return "taint-rules-not-mirrored"
-    if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
-        return "live-idle-stale"
     if m.area in ("device.status", "device.remaining", "device.holders"):
         key = _device_key(m.key)
         holds = _holds(machine, key)

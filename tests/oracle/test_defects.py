@@ -118,14 +118,12 @@ async def test_a_claim_whose_pods_are_gone_is_idle_in_a_cluster_without_pods(tmp
     assert answer.data["resourceClaims"]["nodes"][0]["idle"] is True
 
 
-@xfail("live-idle-stale")
 async def test_claim_events_carry_the_idle_of_their_moment(scenario):
     await scenario.show(SLICE, o.claim("train"))  # the first event: pending, not idle
     await scenario.show(HELD)  # allocated, no consumer: idle
     assert await scenario.mismatches("live.claim") == []
 
 
-@xfail("live-idle-stale")
 async def test_a_pod_starting_ends_its_claims_idleness_for_subscribers(scenario):
     reserved = o.claim("train", results=[o.result("gpu", GPU, "n1", "gpu-0")], reserved=[("p", "uid-p")])  # fmt: skip
     await scenario.show(SLICE, reserved, o.pod("p", uid="uid-p", claims=["train"], phase="Pending"))
