@@ -14,8 +14,9 @@
 
 Devices are named as `whoHolds` names them: a uuid (`GPU-…`, `MIG-…`), `node/device`,
 `driver/pool/device`, or a bare device name. A name resolves to every device that ever carried
-it; a device with a uuid is then followed by its uuid, across renames (drivers renumber
-`gpu-N`), a device without one by its (cluster, driver, pool, device) key. Intervals are
+it; a device with a uuid is then followed by its uuid within its cluster, across renames
+(drivers renumber `gpu-N`), a device without one by its (cluster, driver, pool, device) key.
+`cluster` narrows every question to one cluster. Intervals are
 half-open, [start, end): at the instant a claim releases a device the new holder holds it.
 Times in and out are microseconds (`service.history.times` converts). Errors reaching the
 database become `HistoryUnavailable`.
@@ -347,11 +348,16 @@ def _name_filters(device: str) -> list:
 
 
 def _device_filter(table, identities: list[DeviceIdentity]):
-    uuids = sorted({d.uuid for d in identities if d.uuid})
+    """Rows of the identities' devices: by uuid within each identity's own cluster (a GPU that
+    moved between clusters, or one mirrored twice, is another cluster's story), else by key."""
+    uuids: dict[str, set[str]] = defaultdict(set)
+    for d in identities:
+        if d.uuid:
+            uuids[d.cluster].add(d.uuid)
     keyed = [d for d in identities if not d.uuid]
     clauses = []
-    if uuids:
-        clauses.append(table.uuid.in_(uuids))
+    for cluster, in_cluster in sorted(uuids.items()):
+        clauses.append(and_(table.cluster == cluster, table.uuid.in_(sorted(in_cluster))))
     for d in keyed:
         clauses.append(
             and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,

@@ -35,7 +35,6 @@ DEFECTS = {
         Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
         Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
-        Defect("history-uuid-ignores-cluster", "whoHeld and deviceHistory given a cluster match a uuid in every cluster: a GPU that moved between clusters (or two mirrored clusters) answers with the other cluster's holders"),
         Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
 }  # fmt: skip

@@ -153,7 +153,6 @@ async def test_a_takeover_keeps_the_holdings_of_a_quiet_cluster(history_scenario
     assert [(s["since"], s["until"]) for s in spans] == [(at(1).replace(".000", ""), None)]
 
 
-@xfail("history-uuid-ignores-cluster")
 async def test_who_held_by_uuid_stays_in_the_cluster_asked(history_scenario, history):
     # The same GPU, moved from cluster `east` to this one: east's holding is not this one's.
     east = await System.start("east-" + history_scenario.system.cluster, history=history, at=at(0))
@@ -162,6 +161,8 @@ async def test_who_held_by_uuid_stays_in_the_cluster_asked(history_scenario, his
         await history_scenario.show(SLICE)
         held = await history_scenario.system.who_held(["GPU-21f6a090"], [at(1.5)])
         assert held[("GPU-21f6a090", at(1.5))].data["whoHeld"] == []
+        timeline = await history_scenario.system.device_history(["GPU-21f6a090"], start=at(0), end=at(9))  # fmt: skip
+        assert [t["allocations"] for t in timeline["GPU-21f6a090"].data["deviceHistory"]] == [[]]
     finally:
         await east.close()
 
