@@ -24,6 +24,8 @@ from dra_mirror.service.model.consumers import (
     is_pod,
     is_pod_group,
     pod_group_key,
+    pod_refs,
+    reservations,
 )
 from dra_mirror.service.model.records import (
     POD,
@@ -87,23 +89,6 @@ def _holds(
         )
         holds[(device, hold_id)] = (ref, result)
     return holds
-
-
-def _consumers(claim: ClaimRecord | None) -> dict[str, Consumer]:
-    if claim is None:
-        return {}
-    return {c.uid or f"{c.resource}/{c.name}": c for c in claim.reserved_for}
-
-
-def _pod_consumers(cluster: str, claim: ClaimRecord | None) -> set[ObjectKey]:
-    if claim is None:
-        return set()
-    ns = claim.meta.namespace
-    return {ObjectKey(cluster, POD, ns, c.name) for c in claim.reserved_for if is_pod(c)}
-
-
-def _group_consumers(claim: ClaimRecord | None) -> set[GroupKey]:
-    return set(group_refs(claim)) if claim is not None else set()
 
 
 def _drop(index: dict[Any, set[ObjectKey]], key: Any, claim: ObjectKey) -> None:
@@ -209,20 +194,19 @@ class ClaimTracker:
         batch: Batch,
         fields: dict[str, Any],
     ) -> None:
-        cluster = self._cluster
-        old_consumers, new_consumers = _consumers(old), _consumers(new)
+        old_consumers, new_consumers = reservations(old), reservations(new)
         for uid in old_consumers.keys() - new_consumers.keys():
             c = old_consumers[uid]
             batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
         for uid in new_consumers.keys() - old_consumers.keys():
             c = new_consumers[uid]
             batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
-        old_pods, new_pods = _pod_consumers(cluster, old), _pod_consumers(cluster, new)
+        old_pods, new_pods = set(pod_refs(old)), set(pod_refs(new))
         for pod in old_pods - new_pods:
             _drop(self._consumers, pod, key)
         for pod in new_pods - old_pods:
             self._consumers.setdefault(pod, set()).add(key)
-        old_groups, new_groups = _group_consumers(old), _group_consumers(new)
+        old_groups, new_groups = set(group_refs(old)), set(group_refs(new))
         for group in old_groups - new_groups:
             _drop(self._groups, group, key)
         for group in new_groups - old_groups:
@@ -316,10 +300,17 @@ class ClaimTracker:
             batch.transition(ch.WAIT_STARTED, **fields)
         for (device, _), hold in _holds(self._cluster, key, claim).items():
             self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
-        for consumer in _consumers(claim).values():
+        for consumer in reservations(claim).values():
             batch.transition(ch.CONSUMER_ADDED, pod=consumer.name, pod_uid=consumer.uid, **fields)
         if key in self.idle_since:
             batch.transition(ch.IDLE_STARTED, **fields)
+
+    def announce_idle(self, batch: Batch) -> None:
+        """`idle_started` for every claim idle now (the batch that completes idleness)."""
+        for key in sorted(self.idle_since):
+            claim = self._claim(key)
+            if claim is not None:
+                batch.transition(ch.IDLE_STARTED, **self._claim_fields(key, claim))
 
     def seed_idle(self, marks: dict[ObjectKey, str]) -> None:
         """Idle claims keep the time a store says they became idle (an earlier writer's)."""

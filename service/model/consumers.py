@@ -35,8 +35,17 @@ def is_pod_group(consumer: Consumer) -> bool:
     return consumer.resource == POD_GROUPS and consumer.api_group == POD_GROUP_API
 
 
-def pod_refs(claim: ClaimRecord) -> dict[ObjectKey, str]:
+def reservations(claim: ClaimRecord | None) -> dict[str, Consumer]:
+    """A claim's status.reservedFor entries by uid (the list's map key)."""
+    if claim is None:
+        return {}
+    return {c.uid or f"{c.resource}/{c.name}": c for c in claim.reserved_for}
+
+
+def pod_refs(claim: ClaimRecord | None) -> dict[ObjectKey, str]:
     """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
+    if claim is None:
+        return {}
     meta = claim.meta
     return {
         ObjectKey(meta.cluster, POD, meta.namespace, c.name): c.uid
@@ -45,8 +54,10 @@ def pod_refs(claim: ClaimRecord) -> dict[ObjectKey, str]:
     }
 
 
-def group_refs(claim: ClaimRecord) -> list[GroupKey]:
+def group_refs(claim: ClaimRecord | None) -> list[GroupKey]:
     """The PodGroups a claim is reserved for, as `group_pods` keys."""
+    if claim is None:
+        return []
     meta = claim.meta
     return [(meta.cluster, meta.namespace, c.name) for c in claim.reserved_for if is_pod_group(c)]
 

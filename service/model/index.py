@@ -44,6 +44,12 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    when this index started watching ("cluster started"), so the first LIST of claims and of
    slices after a seed re-announces the opening transitions of everything it holds (history
    takes the re-announcement of an open interval as a no-op).
+9. Announcing: every index, seeded or fresh, says once which batch carries a group of facts
+   complete (`Changes.announced`): its first LIST of claims (holds, reservations, waits), its
+   first LIST of slices (devices), and the first batch after which both claims and pods are
+   listed (idleness — a fresh index re-announces there every claim idle by then). History
+   keeps its intervals open across a new index's start and, at those batches, ends only what
+   was not re-announced: a holding the cluster kept through a handover is one interval.
 
 A `Changes` holds each key at most once, in `upserts` (the final view) or `deletes` (the last
 known record), so stores may apply them in any order.
@@ -105,6 +111,8 @@ class ClusterIndex:
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
         self._unannounced: set[str] = set()  # kinds a seed holds and no LIST re-announced yet
+        self._announced: set[str] = set()  # fact groups a batch carried complete (rule 9)
+        self._own_lists: set[str] = set()  # kinds this index listed itself (a seed's do not count)
         self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
 
@@ -182,7 +190,10 @@ class ClusterIndex:
         if listed in self._unannounced:
             self._unannounced.discard(listed)
             self._announce(listed, batch)
-        return self._settle(batch, resource_version, listed)
+        announced = self._complete(batch, listed) if listed is not None else ()
+        changes = self._settle(batch, resource_version, listed)
+        changes.announced = announced
+        return changes
 
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
@@ -218,6 +229,28 @@ class ClusterIndex:
             self.listed.add(listed)
             if listed == POD:
                 self._claims.pods_listed(batch)
+
+    def _complete(self, batch: Batch, listed: str) -> tuple[str, ...]:
+        """The fact groups this LIST batch makes complete for the first time (rule 9)."""
+        found = []
+        self._own_lists.add(listed)
+        if listed == RESOURCE_CLAIM and ch.CLAIM_FACTS not in self._announced:
+            found.append(ch.CLAIM_FACTS)
+        if listed == RESOURCE_SLICE and ch.DEVICE_FACTS not in self._announced:
+            found.append(ch.DEVICE_FACTS)
+        self._announced.update(found)
+        if (
+            ch.IDLE_FACTS not in self._announced
+            and ch.CLAIM_FACTS in self._announced
+            and POD in self._own_lists
+        ):
+            seen = {identity(t) for t in batch.transitions}
+            scratch = Batch(self.cluster, batch.at)
+            self._claims.announce_idle(scratch)
+            batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
+            self._announced.add(ch.IDLE_FACTS)
+            found.append(ch.IDLE_FACTS)
+        return tuple(found)
 
     def _announce(self, kind: str, batch: Batch) -> None:
         # What the batch's own diff opened is not said twice.

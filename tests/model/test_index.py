@@ -38,7 +38,8 @@ def listed_index() -> ClusterIndex:
     """An index past its first LIST of every kind (an empty cluster), as a reactor's is."""
     index = ClusterIndex(CLUSTER)
     for kind in KINDS:
-        assert not index.resync(kind, [], at="t0")
+        changes = index.resync(kind, [], at="t0")
+        assert not (changes.upserts or changes.deletes or changes.transitions or changes.delta)
     return index
 
 

@@ -250,10 +250,14 @@ def test_a_seeded_index_relists_into_the_state_and_history_of_a_fresh_one(
     index = ClusterIndex(CLUSTER)
     index.seed(ch.Seed(held, marks, frozenset(KINDS)), at="t")
     relist: list[ch.Transition] = []
-    for kind in KINDS:
+    announced: dict[str, set[tuple]] = {}  # fact group -> what its announcing batch opened
+    for kind in data.draw(st.permutations(KINDS), label="relist order"):
         changes = index.resync(kind, [r for k, r in after.items() if k.kind == kind], at="t2")
         relist.extend(changes.transitions)
         replica.apply(changes)
+        for group in changes.announced:
+            assert group not in announced, "a fact group announced twice"
+            announced[group] = _opened(changes.transitions, group)
     assert state(index) == state(fresh(after))
     # A claim idle all along keeps the time the earlier writer saw it become idle.
     ended = {(t.namespace, t.claim) for t in relist if t.type == ch.IDLE_ENDED}
@@ -270,6 +274,46 @@ def test_a_seeded_index_relists_into_the_state_and_history_of_a_fresh_one(
         listed = [r for k, r in after.items() if k.kind == kind]
         expected.extend(empty.resync(kind, listed, at="t3").transitions)
     assert open_intervals(relist) == open_intervals(expected), (relist, expected)
+    # Each fact group was announced once, complete: its batch opened all of it that is open.
+    assert sorted(announced) == sorted(ch.FACT_GROUPS)
+    for group, opened in announced.items():
+        assert opened == _in_group(open_intervals(expected), group), group
+
+
+def test_a_fresh_index_announces_each_fact_group_once_in_any_listing_order() -> None:
+    world = {key_of(r): r for r in (
+        slice_("n0-a", pool="n0", node="n0", devices=(device("d0"),)),
+        claim("c0", devices=(("n0", "d0"),), consumers=(("p0", "p0-u1"),)),
+        claim("c1", devices=(("n0", "d1"),)),
+        pod("p0", uid="p0-u1", phase="Succeeded"),
+    )}  # fmt: skip
+    for order in (KINDS, tuple(reversed(KINDS))):
+        index = ClusterIndex(CLUSTER)
+        announced: dict[str, set[tuple]] = {}
+        everything: list[ch.Transition] = []
+        for kind in order:
+            changes = index.resync(kind, [r for k, r in world.items() if k.kind == kind], at="t")
+            everything.extend(changes.transitions)
+            for group in changes.announced:
+                announced[group] = _opened(changes.transitions, group)
+        assert sorted(announced) == sorted(ch.FACT_GROUPS)
+        for group, opened in announced.items():
+            assert opened == _in_group(open_intervals(everything), group), (order, group)
+        assert ("idle", "uid-c0") in announced["idle"] and ("idle", "uid-c1") in announced["idle"]
+
+
+_GROUP_OF = {"held": ch.CLAIM_FACTS, "consumer": ch.CLAIM_FACTS, "wait": ch.CLAIM_FACTS,
+             "idle": ch.IDLE_FACTS, "device": ch.DEVICE_FACTS}  # fmt: skip
+
+
+def _in_group(intervals: set[tuple], group: str) -> set[tuple]:
+    return {i for i in intervals if _GROUP_OF[i[0]] == group}
+
+
+def _opened(transitions: list[ch.Transition], group: str) -> set[tuple]:
+    """The intervals of `group` a batch's transitions leave open (opened or re-announced;
+    one opened and closed again within the batch is not)."""
+    return _in_group(open_intervals(transitions), group)
 
 
 def open_intervals(transitions: list[ch.Transition]) -> set[tuple]:
