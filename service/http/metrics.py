@@ -242,6 +242,9 @@ class TimedSink:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         await self._sink.record_gap(cluster, start, end)
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        await self._sink.cluster_watched(cluster, until)
+
 
 class TimedStore(TimedSink):
     """The state store as the reactors write it, with `apply` timed."""

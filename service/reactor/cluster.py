@@ -12,7 +12,8 @@ and the live events the Changes carry.
 Before its first batch it calls every sink's `cluster_started(cluster, at)` (history: a new
 index starts watching) and, when given a `seed_from` (a shared store's `held`), seeds its
 index with what the store holds (service.model.index, rule 8); `record_gap(cluster, start,
-end)` follows a reconnection. A sink (or hook, or the seed's read) raising `StoreError` gets
+end)` follows a reconnection; `cluster_watched(cluster, until)` (a bookmark while connected,
+at most every `watched_interval`; a clean stop) says a quiet cluster is still watched. A sink (or hook, or the seed's read) raising `StoreError` gets
 the same call again after a backoff, and nothing after it is handed out meanwhile (nothing
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
@@ -80,6 +81,7 @@ class ReactorSettings:
     """Longest wait between retries of a sink whose backend is down, seconds."""
     stop_grace: float = 10.0
     """How long `stop()` waits for the last batch to reach the sinks, seconds."""
+    watched_interval: float = 15.0  # a quiet cluster's "watched until" at most this often
     watch: WatchSettings = field(default_factory=WatchSettings)
     """The watchers' settings."""
 
@@ -153,6 +155,7 @@ class Reactor:
         self._gaps: list[tuple[str, str]] = []
         self._status_due = True
         self._status_pushed_at = float("-inf")
+        self._watched_at = float("-inf")
         self._watch_tasks: list[asyncio.Task[None]] = []
         self._consumer: asyncio.Task[None] | None = None
         self._log = {"cluster": self.name}
@@ -190,6 +193,11 @@ class Reactor:
             error = await asyncio.gather(consumer, return_exceptions=True)
             if error and isinstance(error[0], Exception):
                 log.error("reactor failed", exc_info=error[0], extra=self._log)
+        if self.status.connected and consumer.done() and not consumer.cancelled():
+            # Watched up to here, every batch delivered: a stop is not a gap.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.stop_grace):
+                    await self.delivery.watched(self._at())
         self.status.connected = False
         await self.push_status(force=True)
 
@@ -281,6 +289,8 @@ class Reactor:
                 self._status_due |= self.status.api_version != message.api_version
                 self.status.api_version = message.api_version  # follows a cluster upgrade
             self._mark_up(kind)
+            if isinstance(message, Bookmarked):
+                await self._watched()
         elif isinstance(message, Failed):
             self.errors[kind] = self.errors.get(kind, 0) + 1
             if isinstance(message.error, WatchStalled):
@@ -291,6 +301,15 @@ class Reactor:
                 self._unserved.add(kind)
                 self._check_synced()
             self._refresh_connection()
+
+    async def _watched(self) -> None:
+        """A quiet cluster is still watched: say until when (every watch up, all delivered)."""
+        now = asyncio.get_running_loop().time()
+        if not self.status.connected or now - self._watched_at < self.settings.watched_interval:
+            return
+        self._watched_at = now
+        await self._flush()
+        await self.delivery.watched(self._at())
 
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing:

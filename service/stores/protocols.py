@@ -83,6 +83,11 @@ class ChangeSink(Protocol):
         """`cluster` was not watched from `start` to `end` (a reconnect)."""
         ...
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        """`cluster` was watched until `until`, though nothing changed (a bookmark, a lease
+        renewal, a clean stop)."""
+        ...
+
 
 class StatusSink(Protocol):
     async def set_status(self, status: ClusterStatus) -> None: ...

@@ -35,7 +35,6 @@ DEFECTS = {
         Defect("capacity-names-unqualified", "remainingCapacity subtracts nothing when consumedCapacity names a capacity without its domain (device capacities are qualified, consumedCapacity keys are not)"),
         Defect("admin-access-consumes", "an adminAccess allocation makes its device HELD and takes its capacity and counters, though admin-access claims ignore ordinary claims and allocations"),
         Defect("history-identity-before-slice", "an allocation folded before the slice of its device is recorded without the device's uuid: whoHeld(uuid) and deviceHistory miss it"),
-        Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
 }  # fmt: skip
 
@@ -77,10 +76,6 @@ def _rule_taints(machine: Any, key: tuple[str, str, str]) -> set[tuple[str, str,
     return found
 
 
-def _spans_handover(machine: Any, since: str, until: str | None) -> bool:
-    return any(since < h and (until is None or h < until) for h in machine.handovers)
-
-
 def _before_slice(machine: Any, interval: Any) -> bool:
     """The holding may have been folded before the slice of its device: the device was not
     published when it began, or it began at a step that listed claims before slices."""
@@ -96,18 +91,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
         ]
         if any(_before_slice(machine, i) for i in intervals):
             return "history-identity-before-slice"
-        if any(_spans_handover(machine, i.since, i.until) for i in intervals):
-            return "handover-false-gap"
-        return None
-    if m.area == "history.claim":
-        namespace, name = m.key.split("/", 1)
-        intervals = [
-            i
-            for i in machine.timeline.intervals()
-            if (i.holding.namespace, i.holding.claim) == (namespace, name)
-        ]
-        if any(_spans_handover(machine, i.since, i.until) for i in intervals):
-            return "handover-false-gap"
         return None
     if m.area == "history.whoHeld":
         uuid, instant = m.key.split("@")
@@ -118,8 +101,6 @@ def _history(m: Mismatch, machine: Any) -> str | None:
         ]  # fmt: skip
         if any(_before_slice(machine, i) for i in intervals):
             return "history-identity-before-slice"
-        if any(_spans_handover(machine, instant, i.until) for i in intervals):
-            return "handover-false-gap"
     return None
 
 

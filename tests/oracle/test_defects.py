@@ -140,7 +140,6 @@ async def test_history_knows_the_uuid_of_a_device_held_before_its_slice(history_
     assert [h["claim"] for h in held[("GPU-21f6a090", at(2.5))].data["whoHeld"]] == ["train"]
 
 
-@xfail("handover-false-gap")
 async def test_a_takeover_keeps_the_holdings_of_a_quiet_cluster(history_scenario):
     await history_scenario.show(SLICE, HELD)
     history_scenario.step += 5  # a quiet cluster, watched all along

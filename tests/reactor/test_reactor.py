@@ -61,6 +61,9 @@ class ChangesOnly:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         return None
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        return None
+
 
 async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> None:
     world = small_world("east", nodes=4)
@@ -163,6 +166,9 @@ async def test_deletions_while_disconnected_become_deletes(
 
         async def record_gap(self, cluster: str, start: str, end: str) -> None:
             calls.append(("gap", cluster, start, end))
+
+        async def cluster_watched(self, cluster: str, until: str) -> None:
+            calls.append(("watched", cluster, until))
 
     recorder = HistoryLike()
 
@@ -366,6 +372,9 @@ class HookOutageSink:
         self.upserts += len(changes.upserts)
 
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        return None
+
+    async def cluster_watched(self, cluster: str, until: str) -> None:
         return None
 
 
