@@ -98,6 +98,15 @@ class ClusterStatus:
     events: int
     relists: int
     malformed: JSON = strawberry.field(description="Objects skipped as malformed, per kind.")
+    dra_served: bool | None = strawberry.field(
+        description="Whether the cluster serves a resource.k8s.io version the mirror reads "
+        "(v1, v1beta2, v1beta1); null until known. When false, pods and nodes are mirrored "
+        "and nothing of DRA is."
+    )
+    dra_versions: list[str] = strawberry.field(
+        description="The resource.k8s.io versions the cluster's discovery lists, served or not "
+        "(e.g. only v1alpha3 on a cluster too old for the mirror)."
+    )
 
 
 @strawberry.type
@@ -129,6 +138,8 @@ class Cluster:
             events=s.events,
             relists=s.relists,
             malformed=JSON(dict(s.malformed)),
+            dra_served=s.dra_served,
+            dra_versions=list(s.dra_versions),
         )
 
     @strawberry.field(description="Counted from current state when asked (costs a scan).")

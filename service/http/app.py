@@ -63,6 +63,7 @@ from dra_mirror.service.http.guard import RequestGuard
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.http.persisted import PersistedQueries
 from dra_mirror.service.http.watchers import Watchers
+from dra_mirror.service.model.kinds import DRA_VERSIONS
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 from dra_mirror.service.stores.protocols import ClosableReader, StoreUnavailable
@@ -101,6 +102,21 @@ class AppState:
         if error is not None and not self._started:
             self.startup_error = error
         return False  # never swallow it
+
+    async def notes(self) -> list[str]:
+        """What a ready mirror should still say: each cluster that serves no DRA version the
+        mirror reads (its pods and nodes are mirrored, nothing of DRA is)."""
+        try:
+            statuses = await self.store.clusters()
+        except StoreUnavailable:
+            return []
+        return [
+            f"{s.name}: DRA is not served (resource.k8s.io versions served: "
+            f"{', '.join(s.dra_versions) or 'none'}; the mirror reads {', '.join(DRA_VERSIONS)}): "
+            "pods and nodes are mirrored"
+            for s in statuses
+            if s.dra_served is False
+        ]
 
     async def readiness(self) -> list[str]:
         """Reasons the mirror is not ready; empty when it is."""
@@ -166,6 +182,7 @@ def create_app(
         reasons = await state.readiness()
         control = state.access
         open_note = f"{control.describe()}\n" if control is not None and control.insecure else ""
+        open_note = "".join(f"{note}\n" for note in await state.notes()) + open_note
         if reasons:
             return PlainTextResponse("\n".join(reasons) + "\n" + open_note, status_code=503)
         return PlainTextResponse("ready\n" + open_note)

@@ -66,6 +66,8 @@ class ClusterStatus(Struct):
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
     stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
+    dra_served: bool | None = None  # None: not known yet; False: no version the mirror reads
+    dra_versions: list[str] = field(default_factory=list)  # resource.k8s.io versions discovered
 
 
 class ChangeSink(Protocol):

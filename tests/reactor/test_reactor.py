@@ -421,6 +421,11 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
             await reactors.wait_synced()  # not blocked forever by an API the cluster lacks
             reactor = reactors.by_name["bare"]
             assert "resource.k8s.io" in (reactor.status.error or "")
+            # said plainly, not only in the error text: no DRA, and no version of the group
+            assert (reactor.status.dra_served, reactor.status.dra_versions) == (False, [])
+            await reactor.push_status(force=True)
+            [pushed] = await store.clusters()
+            assert (pushed.dra_served, pushed.synced, pushed.connected) == (False, True, True)
             held = await mirrored(store, "bare")
             expected = {k: v for k, v in all_truth(world).items() if k.kind in ("Pod", "Node")}
             assert held == expected
