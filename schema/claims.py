@@ -38,10 +38,11 @@ from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .nodes import Node
-    from .pods import Pod
+    from .pods import Pod, PodDeviceHealth
 
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
+HealthT = Annotated["PodDeviceHealth", strawberry.lazy("dra_mirror.schema.pods")]
 
 
 async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
@@ -129,6 +130,20 @@ class Allocation:
     @strawberry.field
     async def device(self, info: Info) -> Device:
         return await device_for(info, self.device_key)
+
+    @strawberry.field(description="The health the kubelets of the claim's consumer pods report "
+                      "for this device (containerStatuses[].allocatedResourcesStatus).")  # fmt: skip
+    async def health(self, info: Info) -> list[HealthT]:
+        from .pods import PodDeviceHealth
+
+        key, claim = self.device_key, self.claim_key.name
+        return [
+            PodDeviceHealth(pod=pod.record, report=r)
+            for pod in await consumer_pods(info, [self.claim_key])
+            for r in pod.record.device_health
+            if (r.driver, r.pool, r.device) == (key.driver, key.pool, key.device)
+            and r.claim_name in (None, claim)
+        ]
 
     @strawberry.field
     async def claim(self, info: Info) -> ResourceClaim:
