@@ -49,7 +49,8 @@ from dra_mirror.service.http.metrics_collectors import (
     MetricsSource,
     WatchCollector,
 )
-from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader
+from dra_mirror.service.http.metrics_dra_text import render
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
 
