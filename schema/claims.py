@@ -131,6 +131,24 @@ class Allocation:
     async def device(self, info: Info) -> Device:
         return await device_for(info, self.device_key)
 
+    async def _result(self, info: Info) -> AllocationResult | None:
+        claim, key = await info.context.loaders.records.load(self.claim_key), self.device_key
+        allocation = claim.allocation if isinstance(claim, ClaimRecord) else None
+        wanted = (self.request, key.driver, key.pool, key.device, self.share_id)
+        return next((r for r in allocation.results if (r.request, r.driver, r.pool, r.device, r.share_id) == wanted), None) if allocation else None  # fmt: skip
+
+    @strawberry.field(description="Conditions the device must reach before the pod binds (from the slice, 1.34+).")  # fmt: skip
+    async def binding_conditions(self, info: Info) -> list[str]:
+        return list(r.binding_conditions) if (r := await self._result(info)) else []
+
+    @strawberry.field
+    async def binding_failure_conditions(self, info: Info) -> list[str]:
+        return list(r.binding_failure_conditions) if (r := await self._result(info)) else []
+
+    @strawberry.field(description="Node operations the kubelet skips for it (1.37).")
+    async def skip_node_operations(self, info: Info) -> list[str]:
+        return list(r.skip_node_operations) if (r := await self._result(info)) else []
+
     @strawberry.field(description="The health the kubelets of the claim's consumer pods report "
                       "for this device (containerStatuses[].allocatedResourcesStatus).")  # fmt: skip
     async def health(self, info: Info) -> list[HealthT]:

@@ -115,6 +115,16 @@ class PodDeviceHealth:
         return await device_for(info, DeviceKey(self.pod.meta.cluster, r.driver, r.pool, r.device))
 
 
+@strawberry.type(
+    description="Which request of the pod's extended-resource claim serves a container's "
+    "extended resource (status.extendedResourceClaimStatus.requestMappings)."
+)
+class ExtendedResourceRequest:
+    container: str
+    resource_name: str
+    request: str
+
+
 @strawberry.type
 class Container:
     name: str
@@ -190,6 +200,22 @@ class Pod(NamespacedUidFields):
                 claims=[f"{cc.claim}/{cc.request}" if cc.request else cc.claim for cc in c.claims],
             )
             for c in self.record.containers
+        ]
+
+    @strawberry.field(
+        description="spec.schedulingGroup.podGroupName: the PodGroup it belongs to (a claim "
+        "reserved for that group is consumed by its pods)."
+    )
+    def pod_group_name(self) -> str | None:
+        return self.record.pod_group
+
+    @strawberry.field
+    def extended_resource_requests(self) -> list[ExtendedResourceRequest]:
+        return [
+            ExtendedResourceRequest(
+                container=r.container, resource_name=r.resource, request=r.request
+            )
+            for r in self.record.extended_requests
         ]
 
     @strawberry.field(

@@ -21,6 +21,12 @@ def _objects() -> dict[str, list[dict]]:
     pod = world.pod("ml", "trainer", node_name="n1", phase="Running", claims={"gpu": "gpus"},
                     uid="uid-ml-trainer")  # fmt: skip
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "trainers"}
+    pod["status"]["extendedResourceClaimStatus"] = {
+        "resourceClaimName": "trainer-extended-resources-x1",
+        "requestMappings": [{"containerName": "main", "resourceName": "nvidia.com/gpu",
+                             "requestName": "container-0-request-0"}],
+    }  # fmt: skip
     pod["status"]["containerStatuses"] = [{
         "name": "main", "image": "busybox", "ready": True, "restartCount": 0,
         "allocatedResourcesStatus": [{"name": "claim:gpu", "resources": [
@@ -45,7 +51,16 @@ def _objects() -> dict[str, list[dict]]:
                 "gpu",
                 count=2,
                 reserved=["trainer"],
-                results=[world.result(GPU, "n1", "gpu-0"), world.result(GPU, "n1", "gpu-1")],
+                results=[
+                    world.result(
+                        GPU,
+                        "n1",
+                        "gpu-0",
+                        bindingConditions=["dra.example.com/attached"],
+                        bindingFailureConditions=["dra.example.com/failed"],
+                    ),
+                    world.result(GPU, "n1", "gpu-1", skipNodeOperations=["*"]),
+                ],
             )
         ],
         "Pod": [pod],
@@ -53,11 +68,13 @@ def _objects() -> dict[str, list[dict]]:
 
 
 QUERY = """{
-  pods(cluster: "c", namespace: "ml") { edges { node { name
+  pods(cluster: "c", namespace: "ml") { edges { node { name podGroupName
+    extendedResourceRequests { container resourceName request }
     deviceHealth { container resource claimName request driver pool deviceName health message
                    device { name uuid } } } } }
   resourceClaim(cluster: "c", namespace: "ml", name: "gpus") {
-    allocation { devices { device { name } health { container health message } } } }
+    allocation { devices { device { name } health { container health message }
+                           bindingConditions bindingFailureConditions skipNodeOperations } } }
 }"""
 
 
@@ -81,7 +98,14 @@ async def test_the_health_the_kubelet_reports_is_shown_per_device() -> None:
          "driver": GPU, "pool": "n1", "deviceName": "gpu-1", "health": "Healthy",
          "message": None, "device": {"name": "gpu-1", "uuid": "GPU-1"}},
     ]  # fmt: skip
+    assert pod["podGroupName"] == "trainers"
+    assert pod["extendedResourceRequests"] == [
+        {"container": "main", "resourceName": "nvidia.com/gpu", "request": "container-0-request-0"}
+    ]
     devices = body["data"]["resourceClaim"]["allocation"]["devices"]
+    assert [(d["bindingConditions"], d["bindingFailureConditions"], d["skipNodeOperations"])
+            for d in devices] == [(["dra.example.com/attached"], ["dra.example.com/failed"], []),
+                                  ([], [], ["*"])]  # fmt: skip
     assert {d["device"]["name"]: d["health"] for d in devices} == {
         "gpu-0": [{"container": "main", "health": "Unhealthy", "message": "XID 79"}],
         "gpu-1": [{"container": "main", "health": "Healthy", "message": None}],
