@@ -98,6 +98,12 @@ class ClusterStatus:
     events: int
     relists: int
     malformed: JSON = strawberry.field(description="Objects skipped as malformed, per kind.")
+    stalls: JSON = strawberry.field(
+        description="Watch streams ended for silence (no event, no bookmark), per kind."
+    )
+    resets: int = strawberry.field(
+        description="resourceVersion resets seen (each made every kind relist)."
+    )
     dra_served: bool | None = strawberry.field(
         description="Whether the cluster serves a resource.k8s.io version the mirror reads "
         "(v1, v1beta2, v1beta1); null until known. When false, pods and nodes are mirrored "
@@ -138,6 +144,8 @@ class Cluster:
             events=s.events,
             relists=s.relists,
             malformed=JSON(dict(s.malformed)),
+            stalls=JSON(dict(s.stalls)),
+            resets=s.resets,
             dra_served=s.dra_served,
             dra_versions=list(s.dra_versions),
         )

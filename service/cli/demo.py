@@ -25,6 +25,8 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.cli.deadline import ShutdownDeadline
+from dra_mirror.service.cli.server import DeadlineServer
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
@@ -116,7 +118,11 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
 
 
 async def run_demo(
-    settings: Settings, *, scenario: str = "demo", announce: Callable[[str], None] = print
+    settings: Settings,
+    *,
+    scenario: str = "demo",
+    announce: Callable[[str], None] = print,
+    deadline: ShutdownDeadline | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
@@ -129,7 +135,8 @@ async def run_demo(
             access_log=False,
             lifespan="on",
         )
-        server = uvicorn.Server(config)
+        deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
+        server = DeadlineServer(config, deadline=deadline)
         serving = asyncio.create_task(server.serve(), name="demo-api")
         url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"
         try:

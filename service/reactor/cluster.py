@@ -19,8 +19,9 @@ is skipped, order is kept); any other exception is a bug: it is logged and the b
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served; whether DRA is served, in which resource.k8s.io version, and which
-versions discovery lists; last event and sync; error; counters) and pushes it to its
-`StatusSink` on every state change, at most about once a second for counters alone.
+versions discovery lists; last event and sync; error; counters, resourceVersion resets,
+malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
+state change, at most about once a second for counters alone.
 """
 
 from __future__ import annotations
@@ -191,6 +192,12 @@ class Reactor:
                 self.index.seed(seed, at=self._at())
                 log.info("index seeded with %d objects the store held", len(seed.records),
                          extra=self._log)  # fmt: skip
+                if set(self.kinds) <= seed.listed:
+                    # An earlier holder synced every kind: what the store serves is whole, if
+                    # not current (not connected until the watches open; the relists follow).
+                    self.status.synced = True
+                    self._status_pushed_at = float("-inf")
+                    self._status_due = True
         try:
             while True:
                 message = await self.feed.take(self._status_wait())
@@ -377,6 +384,7 @@ class Reactor:
             return
         self._status_due = False
         self._status_pushed_at = now
+        self.status.resets = self.resets.generation
         snapshot = msgspec.structs.replace(
             self.status, malformed=dict(self.status.malformed), stalls=dict(self.status.stalls)
         )

@@ -66,6 +66,7 @@ class ClusterStatus(Struct):
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
     stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
+    resets: int = 0  # resourceVersion resets seen (each relisted every kind)
     dra_served: bool | None = None  # None: not known yet; False: no version the mirror reads
     dra_versions: list[str] = field(default_factory=list)  # resource.k8s.io versions discovered
 
