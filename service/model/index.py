@@ -247,10 +247,11 @@ class ClusterIndex:
             and ch.CLAIM_FACTS in self._announced
             and POD in self._own_lists
         ):
-            seen = {identity(t) for t in batch.transitions}
-            scratch = Batch(self.cluster, batch.at)
-            self._claims.announce_idle(scratch)
-            batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
+            if batch.keep_transitions:
+                seen = {identity(t) for t in batch.transitions}
+                scratch = Batch(self.cluster, batch.at)
+                self._claims.announce_idle(scratch)
+                batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
             self._announced.add(ch.IDLE_FACTS)
             found.append(ch.IDLE_FACTS)
         return tuple(found)
