@@ -8,12 +8,14 @@ its claims. Derived states (state, origin, idle, idleSince) are the model's, rea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.types import Info
 
+from dra_mirror.service.model.consumers import group_refs, pod_refs, same_pod
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
@@ -28,7 +30,6 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.records import Device as DeviceRecord
-from dra_mirror.service.questions.holders import consumer_keys, same_pod
 from dra_mirror.service.stores.protocols import Relation
 
 from .devices import Device
@@ -37,10 +38,11 @@ from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .nodes import Node
-    from .pods import Pod
+    from .pods import Pod, PodDeviceHealth
 
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
+HealthT = Annotated["PodDeviceHealth", strawberry.lazy("dra_mirror.schema.pods")]
 
 
 async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
@@ -49,24 +51,33 @@ async def load_claims(info: Info, keys: list[ObjectKey]) -> list[ResourceClaim]:
 
 
 async def consumer_pods(info: Info, claim_keys: list[ObjectKey]) -> list[Pod]:
-    """Pods in the claims' status.reservedFor (the authoritative "in use" set), deduplicated.
-    A reservedFor entry whose pod is gone, or was replaced by a pod with another uid, is not
-    that pod: it is skipped."""
+    """The pods consuming the claims (service.model.consumers), deduplicated, by name: those of
+    status.reservedFor (the authoritative "in use" set; an entry whose pod is gone, or was
+    replaced by a pod with another uid, is not that pod), and the pods of the PodGroups it
+    names."""
     from .pods import Pod
 
     loaders = info.context.loaders
     claims = await loaders.records.load_many(claim_keys)
     wanted: dict[ObjectKey, str] = {}
+    groups = []
     for claim in claims:
         if isinstance(claim, ClaimRecord):
-            for key, uid in consumer_keys(claim).items():
+            for key, uid in pod_refs(claim).items():
                 wanted.setdefault(key, uid)
+            groups += group_refs(claim)
+    if groups:
+        members = await loaders.relation(Relation.GROUP_PODS).load_many(groups)
+        for keys in members:
+            for key in keys:
+                wanted.setdefault(key, "")
     pods = await loaders.records.load_many(list(wanted))
-    return [
-        Pod(record=pod)
+    found = [
+        pod
         for pod, uid in zip(pods, wanted.values(), strict=True)
-        if same_pod(pod, uid)
+        if same_pod(pod, uid) and isinstance(pod, PodRecord)
     ]
+    return [Pod(record=pod) for pod in sorted(found, key=lambda p: (p.meta.namespace, p.meta.name))]
 
 
 async def device_for(info: Info, key: DeviceKey) -> Device:
@@ -122,6 +133,38 @@ class Allocation:
     @strawberry.field
     async def device(self, info: Info) -> Device:
         return await device_for(info, self.device_key)
+
+    async def _result(self, info: Info) -> AllocationResult | None:
+        claim, key = await info.context.loaders.records.load(self.claim_key), self.device_key
+        allocation = claim.allocation if isinstance(claim, ClaimRecord) else None
+        wanted = (self.request, key.driver, key.pool, key.device, self.share_id)
+        return next((r for r in allocation.results if (r.request, r.driver, r.pool, r.device, r.share_id) == wanted), None) if allocation else None  # fmt: skip
+
+    @strawberry.field(description="Conditions the device must reach before the pod binds (from the slice, 1.34+).")  # fmt: skip
+    async def binding_conditions(self, info: Info) -> list[str]:
+        return list(r.binding_conditions) if (r := await self._result(info)) else []
+
+    @strawberry.field
+    async def binding_failure_conditions(self, info: Info) -> list[str]:
+        return list(r.binding_failure_conditions) if (r := await self._result(info)) else []
+
+    @strawberry.field(description="Node operations the kubelet skips for it (1.37).")
+    async def skip_node_operations(self, info: Info) -> list[str]:
+        return list(r.skip_node_operations) if (r := await self._result(info)) else []
+
+    @strawberry.field(description="The health the kubelets of the claim's consumer pods report "
+                      "for this device (containerStatuses[].allocatedResourcesStatus).")  # fmt: skip
+    async def health(self, info: Info) -> list[HealthT]:
+        from .pods import PodDeviceHealth
+
+        key, claim = self.device_key, self.claim_key.name
+        return [
+            PodDeviceHealth(pod=pod.record, report=r)
+            for pod in await consumer_pods(info, [self.claim_key])
+            for r in pod.record.device_health
+            if (r.driver, r.pool, r.device) == (key.driver, key.pool, key.device)
+            and r.claim_name in (None, claim)
+        ]
 
     @strawberry.field(
         description="The holding claim (null: deleted since the device's holds were read, "
@@ -213,9 +256,20 @@ def _seconds_since(now: datetime, stamp: str | None) -> float | None:
     return max(0.0, (now - then).total_seconds())
 
 
+@dataclass(frozen=True)
+class ClaimMoment:
+    """A claim's derived fields as one live event carries them (service.model.live): a
+    subscriber is answered from the event's own moment, not from whatever the store holds
+    when the event is resolved."""
+
+    idle_since: str | None
+    consumers: tuple[PodRecord, ...]
+
+
 @strawberry.type
 class ResourceClaim(NamespacedUidFields):
     record: strawberry.Private[ClaimRecord]
+    moment: strawberry.Private[ClaimMoment | None] = None
 
     @strawberry.field
     def state(self) -> ClaimState:
@@ -254,16 +308,27 @@ class ResourceClaim(NamespacedUidFields):
             allocated_at=to_datetime(allocation.allocated_at),
         )
 
-    @strawberry.field(description="Pods in status.reservedFor.")
+    @strawberry.field(
+        description="Pods in status.reservedFor, and the pods of the PodGroups it names."
+    )
     async def consumers(self, info: Info) -> list[PodT]:
+        if self.moment is not None:
+            from .pods import Pod
+
+            return [Pod(record=pod) for pod in self.moment.consumers]
         return await consumer_pods(info, [claim_key(self.record)])
 
     @strawberry.field(description="Allocated, and no consumer pod Running.")
     async def idle(self, info: Info) -> bool:
-        return await info.context.loaders.idle_since.load(claim_key(self.record)) is not None
+        return await self._idle_since(info) is not None
 
     @strawberry.field(description="When it last became idle (null when not idle).")
     async def idle_since(self, info: Info) -> DateTime | None:
+        return to_datetime(await self._idle_since(info))
+
+    async def _idle_since(self, info: Info) -> str | None:
+        if self.moment is not None:
+            return self.moment.idle_since
         return await info.context.loaders.idle_since.load(claim_key(self.record))
 
     @strawberry.field

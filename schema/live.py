@@ -8,6 +8,12 @@ as the queries type them (`ResourceClaim`, `Device` with its status). Events com
 store's `subscribe(cluster)` (Redis pub/sub, or the in-process bus of the embedded store),
 published only once the batch is visible to queries. Promises:
 
+* each event is answered from its own moment: a claim's idle mark and consumers are the ones
+  the event carries (its old and new side each), and every other field is read through
+  DataLoaders made fresh for the event (a subscription lives long; values cached while
+  answering an earlier event would be stale);
+* a change of a derived field alone is an event: a consumer pod starting to run sends its
+  claims' MODIFIED with equal records and the new idle mark and consumers;
 * only what the request's scope may see is sent (claims by namespace, devices by cluster); a
   subscription to a cluster outside the scope ends at once, with nothing sent;
 * a store that cannot be reached answers "state store unavailable" and ends the subscription;
@@ -28,9 +34,10 @@ from dra_mirror.service.model.live import ClaimEvent as ClaimChange
 from dra_mirror.service.model.live import DeviceEvent as DeviceChange
 from dra_mirror.service.model.live import DeviceState
 
-from .claims import ResourceClaim
+from .claims import ClaimMoment, ResourceClaim
 from .context import Context
 from .devices import Device
+from .loaders import Loaders
 from .scalars import DeviceStatus
 
 
@@ -91,13 +98,23 @@ class Subscription:
                 continue
             if not reader.scope.allows(event.cluster, event.namespace):
                 continue
+            info.context.loaders = Loaders(reader)  # nothing cached from an earlier event
+            old, new = event.old, event.new
             yield ClaimEvent(
                 type=ChangeType(event.type),
                 cluster=event.cluster,
                 namespace=event.namespace,
                 name=event.name,
-                old=ResourceClaim(record=event.old) if event.old is not None else None,
-                new=ResourceClaim(record=event.new) if event.new is not None else None,
+                old=ResourceClaim(
+                    record=old, moment=ClaimMoment(event.old_idle_since, event.old_consumers)
+                )
+                if old is not None
+                else None,
+                new=ResourceClaim(
+                    record=new, moment=ClaimMoment(event.new_idle_since, event.new_consumers)
+                )
+                if new is not None
+                else None,
             )
 
     @strawberry.subscription(
@@ -115,6 +132,7 @@ class Subscription:
             nodes = {s.entry.node for s in (event.old, event.new) if s is not None}
             if node is not None and node not in nodes:
                 continue
+            info.context.loaders = Loaders(reader)  # nothing cached from an earlier event
             yield DeviceEvent(
                 type=ChangeType(event.type),
                 cluster=event.key.cluster,

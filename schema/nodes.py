@@ -104,6 +104,15 @@ class ClusterStatus:
     resets: int = strawberry.field(
         description="resourceVersion resets seen (each made every kind relist)."
     )
+    dra_served: bool | None = strawberry.field(
+        description="Whether the cluster serves a resource.k8s.io version the mirror reads "
+        "(v1, v1beta2, v1beta1); null until known. When false, pods and nodes are mirrored "
+        "and nothing of DRA is."
+    )
+    dra_versions: list[str] = strawberry.field(
+        description="The resource.k8s.io versions the cluster's discovery lists, served or not "
+        "(e.g. only v1alpha3 on a cluster too old for the mirror)."
+    )
 
 
 @strawberry.type
@@ -137,6 +146,8 @@ class Cluster:
             malformed=JSON(dict(s.malformed)),
             stalls=JSON(dict(s.stalls)),
             resets=s.resets,
+            dra_served=s.dra_served,
+            dra_versions=list(s.dra_versions),
         )
 
     @strawberry.field(description="Counted from current state when asked (costs a scan).")

@@ -14,6 +14,7 @@ from strawberry.types import Info
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     ClaimRecord,
+    DeviceHealth,
     DeviceKey,
     ObjectKey,
     PodRecord,
@@ -60,6 +61,68 @@ class PodClaim:
         key = ObjectKey(meta.cluster, RESOURCE_CLAIM, meta.namespace, self.entry.claim_name)
         record = await info.context.loaders.records.load(key)
         return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
+
+
+@strawberry.type(
+    description="The health the kubelet reports for one device allocated to one of the pod's "
+    "containers (containerStatuses[].allocatedResourcesStatus)."
+)
+class PodDeviceHealth:
+    pod: strawberry.Private[PodRecord]
+    report: strawberry.Private[DeviceHealth]
+
+    @strawberry.field
+    def container(self) -> str:
+        return self.report.container
+
+    @strawberry.field(
+        description='The status entry\'s name as written: "claim:<claim>[/<request>]".'
+    )
+    def resource(self) -> str:
+        return self.report.resource
+
+    @strawberry.field(description="The ResourceClaim it names, resolved through the pod's claims.")
+    def claim_name(self) -> str | None:
+        return self.report.claim_name
+
+    @strawberry.field
+    def request(self) -> str | None:
+        return self.report.request
+
+    @strawberry.field
+    def driver(self) -> str:
+        return self.report.driver
+
+    @strawberry.field
+    def pool(self) -> str:
+        return self.report.pool
+
+    @strawberry.field(name="deviceName")
+    def device_name(self) -> str:
+        return self.report.device
+
+    @strawberry.field(description="Healthy, Unhealthy or Unknown.")
+    def health(self) -> str:
+        return self.report.health
+
+    @strawberry.field
+    def message(self) -> str | None:
+        return self.report.message
+
+    @strawberry.field(description="The device (answered from the report's key when unpublished).")
+    async def device(self, info: Info) -> Device:
+        r = self.report
+        return await device_for(info, DeviceKey(self.pod.meta.cluster, r.driver, r.pool, r.device))
+
+
+@strawberry.type(
+    description="Which request of the pod's extended-resource claim serves a container's "
+    "extended resource (status.extendedResourceClaimStatus.requestMappings)."
+)
+class ExtendedResourceRequest:
+    container: str
+    resource_name: str
+    request: str
 
 
 @strawberry.type
@@ -138,6 +201,28 @@ class Pod(NamespacedUidFields):
             )
             for c in self.record.containers
         ]
+
+    @strawberry.field(
+        description="spec.schedulingGroup.podGroupName: the PodGroup it belongs to (a claim "
+        "reserved for that group is consumed by its pods)."
+    )
+    def pod_group_name(self) -> str | None:
+        return self.record.pod_group
+
+    @strawberry.field
+    def extended_resource_requests(self) -> list[ExtendedResourceRequest]:
+        return [
+            ExtendedResourceRequest(
+                container=r.container, resource_name=r.resource, request=r.request
+            )
+            for r in self.record.extended_requests
+        ]
+
+    @strawberry.field(
+        description="Per device allocated to its containers, the health the kubelet reports."
+    )
+    def device_health(self) -> list[PodDeviceHealth]:
+        return [PodDeviceHealth(pod=self.record, report=r) for r in self.record.device_health]
 
     @strawberry.field(description="Devices allocated to the claims this pod uses.")
     async def devices(self, info: Info) -> list[Device]:

@@ -100,6 +100,9 @@ class AlertEngine:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         return None
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        return None  # nothing changed: no condition starts or ends
+
     # --- evaluation --------------------------------------------------------------------------
 
     def evaluate(self) -> tuple[list[Alert], list[Alert]]:

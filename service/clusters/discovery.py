@@ -8,7 +8,8 @@ only needs a relist.
 
 A version counts as served when the group's discovery document lists it AND its resource list
 names every DRA collection the mirror watches. None served → `NotServed`, which the reactor
-reports in the cluster's status while the rest of the cluster (pods, nodes) goes on.
+reports in the cluster's status (DRA not served, and `listed`: the versions the group's
+discovery does list) while the rest of the cluster (pods, nodes) goes on.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class DraVersions:
         self.max_age = max_age
         self.clock = clock
         self.current: str | None = None
+        self.listed: tuple[str, ...] = ()  # versions the group's discovery lists, last asked
         self._found_at = float("-inf")
         self._lock = asyncio.Lock()
 
@@ -97,8 +99,10 @@ class DraVersions:
         try:
             group = _decode(await self.api.get(group_path, time_limit=30), group_path, cluster)
         except NotServed as error:
+            self.listed = ()
             raise NotServed(f"{DRA_GROUP} is not served", cluster=cluster, code=404) from error
         listed = {v.get("version") for v in group.get("versions") or () if isinstance(v, dict)}
+        self.listed = tuple(sorted(v for v in listed if isinstance(v, str) and v))
         for version in self.preference:
             if version not in listed:
                 continue

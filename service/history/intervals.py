@@ -14,6 +14,11 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
 * a device appearing (or changing) with a uuid names the device of the allocations that held
   it without one (folded before any slice published it): rows of this batch get the uuid
   here, open rows already written are listed in `Plan.identified` for the recorder to fill.
+* an interval still open when a new index started is `unconfirmed` (its end reason, while
+  it stays open; service.history.recording): a re-announcement confirms it (one interval
+  across the handover, its first start kept), a closing transition closes it as usual. A
+  device re-announced with other data than the interval's is closed (`changed`) and opened
+  anew.
 
 A `Decider` walks transitions in order over the intervals open before the batch (read once by
 `service.history.recording.BatchRecorder`, keyed by `KEYS`) and fills a `Plan`: rows to
@@ -44,7 +49,9 @@ from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model import changes as t
 from dra_mirror.service.model.changes import Transition
 
-__all__ = ["KEYS", "MULTI_TABLES", "Decider", "OpenInterval", "Opened", "Plan"]
+__all__ = ["KEYS", "MULTI_TABLES", "UNCONFIRMED", "Decider", "OpenInterval", "Opened", "Plan"]
+
+UNCONFIRMED = "unconfirmed"  # the mark of what was open when a new index started
 
 # identity columns of each interval table (after `cluster`)
 KEYS: dict[IntervalTable, tuple[str, ...]] = {
@@ -64,6 +71,8 @@ class OpenInterval:
     start_us: int
     row_id: int | None = None  # committed row
     new_row: dict[str, Any] | None = None  # row to insert in this batch
+    unconfirmed: bool = False  # open when a new index started, not re-announced yet
+    published: tuple[Any, ...] | None = None  # an unconfirmed device's (data, uuid, node)
 
 
 # per table: identity (the KEYS columns) -> the interval open for it
@@ -81,6 +90,9 @@ class Plan:
         default_factory=lambda: defaultdict(list)
     )
     data_updates: list[dict[str, Any]] = field(default_factory=list)
+    confirms: dict[IntervalTable, list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )  # unconfirmed intervals a new index re-announced: their mark goes
     marks: dict[str, int] = field(default_factory=dict)
     # (cluster, driver, pool, device) -> the uuid a slice now publishes for it
     identified: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
@@ -158,7 +170,15 @@ class Decider:
 
     def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
-        if key in self.opened[table]:
+        current = self.opened[table].get(key)
+        if current is not None and current.unconfirmed:
+            if table is DeviceInterval and current.published != _published(row):
+                self._close(table, key, at, "changed")  # changed while nobody watched
+                current = None
+            else:  # kept through a handover: the same interval goes on
+                self.plan.confirms[table].append({"row_id": current.row_id})
+                current.unconfirmed = False
+        if current is not None:
             return  # already open: a re-announcement or a replay keeps the first start
         row["start_us"] = at
         row["end_us"] = None
@@ -185,6 +205,9 @@ class Decider:
             self.plan.closes[table].append(
                 {"row_id": current.row_id, "start": current.start_us, "end": at, "reason": reason}
             )
+        self._forget(table, key)
+
+    def _forget(self, table: IntervalTable, key: tuple) -> None:
         del self.opened[table][key]
         if table in MULTI_TABLES:
             self.by_claim[(key[0], key[1])].discard((table, key))
@@ -256,6 +279,10 @@ def _allocation_row(tr: Transition) -> dict[str, Any]:
         consumed_capacity=orjson.dumps(tr.consumed_capacity, option=orjson.OPT_SORT_KEYS).decode(),
         class_name=tr.class_names[0] if tr.class_names else "",
     )
+
+
+def _published(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["data"], row["uuid"], row["node"])
 
 
 def _device_row(tr: Transition) -> dict[str, Any]:

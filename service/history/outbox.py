@@ -17,7 +17,7 @@ restarts: a Redis stream key; for the in-process queue a fresh name per process,
 entries (and ids) die with it.
 
 Entries (`OutboxEntry`) are msgspec msgpack: a `Changes` batch (its records pre-encoded as
-JSON, so the writer never decodes them), a gap, or "watch started".
+JSON, so the writer never decodes them), a gap, "watch started", or "watched until".
 """
 
 from __future__ import annotations
@@ -61,13 +61,15 @@ class ChangesEntry(msgspec.Struct, tag="changes", gc=False):
     # stored long before (a new watch re-announces every object); entries written before
     # this field decode as False
     listed: bool = False
+    # the fact groups this batch carries complete for a new index (`Changes.announced`)
+    announced: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, changes: Changes) -> ChangesEntry:
         versions = (*(_version(record, False) for record in changes.upserts),
                     *(_version(record, True) for record in changes.deletes))  # fmt: skip
         return cls(changes.cluster, changes.at, versions, tuple(changes.transitions),
-                   changes.listed_kind is not None)  # fmt: skip
+                   changes.listed_kind is not None, changes.announced)  # fmt: skip
 
 
 _json = msgspec.json.Encoder()
@@ -94,7 +96,15 @@ class StartedEntry(msgspec.Struct, tag="started"):
     at: str
 
 
-OutboxEntry = ChangesEntry | GapEntry | StartedEntry
+class WatchedEntry(msgspec.Struct, tag="watched"):
+    """`cluster` was watched, quiet or not, until `until` (a bookmark, a lease renewal, a
+    clean stop): history's mark of the cluster moves there even when nothing changed."""
+
+    cluster: str
+    until: str
+
+
+OutboxEntry = ChangesEntry | GapEntry | StartedEntry | WatchedEntry
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(OutboxEntry)

@@ -15,8 +15,9 @@
 
 Devices are named as `whoHolds` names them: a uuid (`GPU-…`, `MIG-…`), `node/device`,
 `driver/pool/device`, or a bare device name. A name resolves to every device that ever carried
-it; a device with a uuid is then followed by its uuid, across renames (drivers renumber
-`gpu-N`), a device without one by its (cluster, driver, pool, device) key. Intervals are
+it; a device with a uuid is then followed by its uuid within its cluster, across renames
+(drivers renumber `gpu-N`), a device without one by its (cluster, driver, pool, device) key.
+`cluster` narrows every question to one cluster. Intervals are
 half-open, [start, end): at the instant a claim releases a device the new holder holds it.
 Times in and out are microseconds (`service.history.times` converts). Errors reaching the
 database become `HistoryUnavailable`. On PostgreSQL the reads over a window add the floors of

@@ -4,9 +4,14 @@
   the body is the record's msgspec JSON, never parsed by the database.
 * transitions: the intervals they open and close, decided by `service.history.intervals`
   (replay-safe rules, written down there) over the intervals open before the batch.
-* "started" (a fresh index began watching a cluster): records the gap since the newest
-  observation written for that cluster and closes every interval left open then, with reason
-  `unwatched` — the fresh index re-announces what is still held, opening new intervals.
+* "watched" (a bookmark, a lease renewal, a clean stop): the cluster was watched until then,
+  quiet or not — its mark moves there, so a later start counts a gap only from there.
+* "started" (a new index began watching a cluster): records the gap since the cluster's mark
+  (the newest observation or "watched" written for it) and marks every interval still open
+  `unconfirmed` (it stays open). The new index's first complete list of each group of facts
+  (`Changes.announced`) re-announces what is still true: those intervals go on (one interval
+  across a handover, however quiet the cluster was); what it did not re-announce ends there,
+  when it was seen gone (as after a reconnect's relist), with reason `unwatched`.
 
 On PostgreSQL the growing tables are partitioned by month (`service.history.partitions`): a
 batch first makes sure the months it writes exist (`partitions.cover`); object versions are
@@ -36,26 +41,51 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dra_mirror.service.history import partitions, peaks, pgcopy
-from dra_mirror.service.history.intervals import KEYS, Decider, Opened, OpenInterval, Plan
+from dra_mirror.service.history.intervals import (
+    KEYS,
+    UNCONFIRMED,
+    Decider,
+    Opened,
+    OpenInterval,
+    Plan,
+)
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
     PARTITIONED,
     AllocationInterval,
     Base,
     ClusterMark,
+    ConsumerInterval,
     DeviceClass,
     DeviceInterval,
     Gap,
+    IdleInterval,
+    IntervalTable,
     ObjectVersion,
     OutboxPosition,
+    WaitInterval,
 )
-from dra_mirror.service.history.outbox import ChangesEntry, GapEntry, OutboxEntry, StartedEntry
+from dra_mirror.service.history.outbox import (
+    ChangesEntry,
+    GapEntry,
+    OutboxEntry,
+    StartedEntry,
+    WatchedEntry,
+)
 from dra_mirror.service.history.times import to_us
+from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.changes import Transition
 from dra_mirror.service.model.records import RESOURCE_CLAIM
 
 CHUNK = 2000  # bound on IN-list parameters per SELECT (SQLite allows 32766 in total)
 RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is looked for
+
+# the tables whose intervals each group of facts a new index announces (`Changes.announced`)
+GROUP_TABLES: dict[str, tuple[IntervalTable, ...]] = {
+    ch.CLAIM_FACTS: (AllocationInterval, ConsumerInterval, WaitInterval),
+    ch.IDLE_FACTS: (IdleInterval,),
+    ch.DEVICE_FACTS: (DeviceInterval,),
+}
 
 
 def _insert(conn: AsyncConnection, table: type[Base]) -> postgresql.Insert | sqlite.Insert:
@@ -71,7 +101,8 @@ VERSION_COLUMNS = ("cluster", "kind", "namespace", "name", "uid", "resource_vers
 class Segment:
     """A run of consecutive Changes entries, prepared without the database: their object
     versions as rows (tuples in VERSION_COLUMNS order), the newest instant per cluster, and
-    their transitions in order."""
+    their transitions in order. A segment ends with the entry that announces fact groups
+    complete (`announced`: (cluster, groups)), settled after its transitions."""
 
     versions: list[tuple[Any, ...]] = field(default_factory=list)
     marks: dict[str, int] = field(default_factory=dict)
@@ -87,8 +118,10 @@ class Segment:
         if self.last_us is None or us > self.last_us:
             self.last_us = us
 
+    announced: list[tuple[str, tuple[str, ...], str]] = field(default_factory=list)
 
-Prepared = list[Segment | GapEntry | StartedEntry]
+
+Prepared = list[Segment | GapEntry | StartedEntry | WatchedEntry]
 
 
 def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Prepared:
@@ -120,6 +153,9 @@ def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Pre
         for tr in entry.transitions:
             segment.saw(to_us(tr.at))
         segment.transitions.extend(entry.transitions)
+        if entry.announced:
+            segment.announced.append((cluster, entry.announced, entry.at))
+            segment = None
     return prepared
 
 
@@ -146,6 +182,8 @@ class BatchRecorder:
                 await self._segment(part)
             elif isinstance(part, GapEntry):
                 await self._gap(part.cluster, to_us(part.start), to_us(part.end))
+            elif isinstance(part, WatchedEntry):
+                await self._watched(part.cluster, to_us(part.until))
             else:
                 await self._started(part.cluster, to_us(part.at))
 
@@ -170,6 +208,8 @@ class BatchRecorder:
             opened = await self._open_intervals(segment.transitions)
             Decider(plan, opened).apply(segment.transitions)
         await self._write(plan)
+        for cluster, groups, at in segment.announced:
+            await self._settle_unconfirmed(cluster, groups, to_us(at))
 
     async def _write_versions(self, segment: Segment) -> None:
         conn = self.conn
@@ -251,11 +291,20 @@ class BatchRecorder:
                     if self.conn.dialect.name == "postgresql"
                     else column.in_(chunk)
                 )
-                query = select(table.id, table.start_us, *columns).where(
-                    table.end_us.is_(None), wanted
+                # a device open since before a new index started: its data, to compare
+                extra = (
+                    (table.data, table.uuid, table.node)
+                    if issubclass(table, DeviceInterval)
+                    else ()
                 )
-                for row in await self.conn.execute(query):
-                    opened[table][tuple(row[2:])] = OpenInterval(start_us=row[1], row_id=row[0])
+                query = select(table.id, table.start_us, table.end_reason, *extra, *columns)
+                skip = 3 + len(extra)
+                for row in await self.conn.execute(query.where(table.end_us.is_(None), wanted)):
+                    unconfirmed = row[2] == UNCONFIRMED
+                    opened[table][tuple(row[skip:])] = OpenInterval(
+                        start_us=row[1], row_id=row[0], unconfirmed=unconfirmed,
+                        published=tuple(row[3:skip]) if extra and unconfirmed else None,
+                    )  # fmt: skip
         return opened
 
     async def _write(self, plan: Plan) -> None:
@@ -263,6 +312,10 @@ class BatchRecorder:
         if plan.waits_from is not None:
             await peaks.invalidate(conn, plan.waits_from, max(plan.marks.values()))
         bulk = conn.dialect.name == "postgresql"
+        for table, rows in plan.confirms.items():
+            if rows:
+                stmt = update(table).where(table.id == bindparam("row_id")).values(end_reason=None)
+                await conn.execute(stmt, rows)
         for table, rows in plan.inserts.items():
             if bulk and len(rows) >= pgcopy.MIN_ROWS:
                 columns = tuple(rows[0])
@@ -306,6 +359,7 @@ class BatchRecorder:
             sum(len(rows) for rows in plan.inserts.values())
             + sum(len(rows) for rows in plan.closes.values())
             + len(plan.data_updates)
+            + sum(len(rows) for rows in plan.confirms.values())
         )
 
     async def _fill_uuids(self, identified: dict[tuple[str, str, str, str], str]) -> None:
@@ -363,18 +417,33 @@ class BatchRecorder:
         await self.conn.execute(stmt.on_conflict_do_nothing())
         self.rows += 1
 
+    async def _watched(self, cluster: str, until: int) -> None:
+        await self._write(Plan(marks={cluster: until}))
+
     async def _started(self, cluster: str, at: int) -> None:
         last_seen = await self.conn.scalar(
             select(ClusterMark.last_seen_us).where(ClusterMark.cluster == cluster)
         )
-        if last_seen is None or last_seen >= at:
+        if last_seen is None:
             return
         await self._gap(cluster, last_seen, at)
-        await peaks.invalidate(self.conn, last_seen, at)  # open waits end at last_seen
         for table in INTERVAL_TABLES:
             await self.conn.execute(
                 update(table)
                 .where(table.cluster == cluster, table.end_us.is_(None))
-                .where(table.start_us <= last_seen)
-                .values(end_us=last_seen, end_reason="unwatched")
+                .values(end_reason=UNCONFIRMED)
             )
+
+    async def _settle_unconfirmed(self, cluster: str, groups: tuple[str, ...], at: int) -> None:
+        """A new index listed `groups` complete at `at`: what it did not re-announce is gone."""
+        for group in groups:
+            for table in GROUP_TABLES.get(group, ()):
+                if table is WaitInterval:
+                    await peaks.invalidate(self.conn, at, at)
+                result = await self.conn.execute(
+                    update(table)
+                    .where(table.cluster == cluster, table.end_us.is_(None))
+                    .where(table.end_reason == UNCONFIRMED, table.start_us <= at)
+                    .values(end_us=at, end_reason="unwatched")
+                )
+                self.rows += result.rowcount or 0

@@ -80,6 +80,7 @@ from dra_mirror.service.http.readiness import (
 from dra_mirror.service.http.registered import registered_documents
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.mcp.http import McpEndpoint
+from dra_mirror.service.model.kinds import DRA_VERSIONS
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
@@ -123,6 +124,22 @@ class AppState:
         if error is not None and not self._started:
             self.startup_error = error
         return False  # never swallow it
+
+    async def notes(self) -> list[str]:
+        """What a ready mirror should still say: each cluster that serves no DRA version the
+        mirror reads (its pods and nodes are mirrored, nothing of DRA is)."""
+        try:
+            async with asyncio.timeout(STORE_TIMEOUT):
+                statuses = await self.store.clusters()
+        except (StoreUnavailable, TimeoutError):
+            return []
+        return [
+            f"{s.name}: DRA is not served (resource.k8s.io versions served: "
+            f"{', '.join(s.dra_versions) or 'none'}; the mirror reads {', '.join(DRA_VERSIONS)}): "
+            "pods and nodes are mirrored"
+            for s in statuses
+            if s.dra_served is False
+        ]
 
     async def readiness(self) -> Readiness:
         """Whether this process is ready for traffic, and why not (service.http.readiness)."""
@@ -211,6 +228,9 @@ def create_app(
         control = state.access
         if control is not None and control.insecure:
             body["access"] = control.describe()
+        notes = await state.notes()
+        if notes:  # said even when ready: a cluster without DRA is mirrored, partly
+            body["notes"] = notes
         return Response(
             orjson.dumps(body), status_code=answer.status_code, media_type="application/json"
         )

@@ -54,7 +54,8 @@ from dra_mirror.service.http.metrics_collectors import (
     MetricsSource,
     WatchCollector,
 )
-from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_dra import DraReader, DraSnapshot, IndexReader
+from dra_mirror.service.http.metrics_dra_text import render
 from dra_mirror.service.http.metrics_scope import ScopedSeries
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
@@ -257,6 +258,9 @@ class TimedSink:
 
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         await self._sink.record_gap(cluster, start, end)
+
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        await self._sink.cluster_watched(cluster, until)
 
 
 class TimedStore(TimedSink):

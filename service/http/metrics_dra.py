@@ -3,14 +3,23 @@
 Grafana should not need GraphQL to draw "GPUs free per class" or "claims waiting": this module
 reads the state store (memory or Redis, the same `StateReader` the API reads) and turns it into
 series named as kube-state-metrics names its DRA metrics, each with a `cluster` label, plus our
-own derived ones (docs/operations.md, "Metrics", lists every name and label):
+own derived ones (docs/operations.md, "Metrics", lists every name and label).
+`kube_pod_resourceclaim_info` is kube-state-metrics' own (v2.20, ALPHA, internal/store/pod.go);
+the claim, slice and class names follow its open proposal for DRA (pull request 3020), which
+may still change them:
 
     kube_deviceclass_info{cluster,deviceclass,extended_resource_name}            1
+    kube_resourceslice_info{cluster,resourceslice,driver,pool_name,node_name,all_nodes}  1
     kube_resourceslice_devices_total{cluster,resourceslice,driver,pool,node}     devices
     kube_resourceclaim_info{cluster,namespace,resourceclaim,uid,origin}          1
+    kube_resourceclaim_status_reserved_for{cluster,namespace,resourceclaim,consumer_api_group,
+        consumer_resource,consumer_name,consumer_uid}                            1 per entry
+    kube_resourceclaim_allocation_device_info{cluster,namespace,resourceclaim,request,driver,
+        pool,device}                                                             1 per result
     kube_resourceclaim_status_allocated{cluster,namespace,resourceclaim}         0|1
     kube_resourceclaim_status_reserved{cluster,namespace,resourceclaim}          0|1
-    kube_pod_resourceclaim_info{cluster,namespace,pod,pod_claim,resourceclaim,template}  1
+    kube_pod_resourceclaim_info{cluster,namespace,pod,uid,claim_name,resourceclaim_name,
+        resourceclaim_template_name}                                             1
     dra_mirror_devices{cluster,class,status}                                     devices
     dra_mirror_claims{cluster,state}                                             claims
     dra_mirror_claim_pending_seconds{cluster}                                    histogram
@@ -35,22 +44,20 @@ Promises:
   consumer pod Running: the model's `idle_since`).
 
 `DraSnapshot.read(store, clusters, now=...)` computes it (from a state store, or from a
-watcher's own indexes through `IndexReader`) and `render(snapshot)` writes it as Prometheus
-text; `service.http.metrics` caches both and appends them to its registry's text.
+watcher's own indexes through `IndexReader`) and `render(snapshot)`
+(`service.http.metrics_dra_text`) writes it as Prometheus text; `service.http.metrics` caches
+both and appends them to its registry's text.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import builtins
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
-
-from prometheus_client.utils import floatToGoString
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.model import inventory
@@ -86,9 +93,14 @@ class ClusterFigures:
     """Everything one cluster contributes to the DRA series (label values already strings)."""
 
     classes: list[tuple[str, str]] = field(default_factory=list)  # (name, extended resource)
-    slices: list[tuple[str, str, str, str, int]] = field(default_factory=list)
+    slices: list[tuple[str, str, str, str, int, bool]] = field(default_factory=list)
     claims: list[tuple[str, str, str, str, bool, bool]] = field(default_factory=list)
-    pod_claims: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    # (namespace, claim, api group, resource, name, uid) per status.reservedFor entry
+    reserved_for: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    # (namespace, claim, request, driver, pool, device) per allocation result
+    allocated_devices: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    # (namespace, pod, pod uid, pod-local name, claim, template)
+    pod_claims: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     devices: Counter[tuple[str, str]] = field(default_factory=Counter)  # (class, status)
     claim_states: Counter[str] = field(default_factory=Counter)
     pending_ages: list[float] = field(default_factory=list)
@@ -187,7 +199,7 @@ async def _read_cluster(store: DraReader, cluster: str, now: datetime) -> Cluste
             continue
         figures.slices.append(
             (record.meta.name, record.driver, record.pool.name, record.node_name or "",
-             len(record.devices))
+             len(record.devices), record.all_nodes)
         )  # fmt: skip
     await _yield()
     claims = [
@@ -199,6 +211,14 @@ async def _read_cluster(store: DraReader, cluster: str, now: datetime) -> Cluste
             (meta.namespace, meta.name, meta.uid, claim.origin,
              claim.allocation is not None, bool(claim.reserved_for))
         )  # fmt: skip
+        for c in claim.reserved_for:
+            figures.reserved_for.append(
+                (meta.namespace, meta.name, c.api_group or "", c.resource, c.name, c.uid)
+            )
+        for r in claim.allocation.results if claim.allocation is not None else ():
+            figures.allocated_devices.append(
+                (meta.namespace, meta.name, r.request, r.driver, r.pool, r.device)
+            )
         figures.claim_states[claim.state] += 1
         if claim.state == PENDING and meta.created_at:
             figures.pending_ages.append(_age(meta.created_at, now))
@@ -210,8 +230,8 @@ async def _read_cluster(store: DraReader, cluster: str, now: datetime) -> Cluste
             if entry.claim_name is None and entry.template_name is None:
                 continue  # references neither a claim nor a template (as kube-state-metrics)
             figures.pod_claims.append(
-                (pod.meta.namespace, pod.meta.name, entry.name, entry.claim_name or "",
-                 entry.template_name or "")
+                (pod.meta.namespace, pod.meta.name, pod.meta.uid, entry.name,
+                 entry.claim_name or "", entry.template_name or "")
             )  # fmt: skip
     await _yield()
     entries = await store.list_devices(cluster=cluster)
@@ -287,99 +307,3 @@ async def _idle_held_devices(store: DraReader, claims: Sequence[ClaimRecord]) ->
         for result in claim.allocation.results:
             held.add(DeviceKey(claim.meta.cluster, result.driver, result.pool, result.device))
     return len(held)
-
-
-# (name, type, help) of every family, in the order they are written.
-FAMILIES = (
-    ("kube_deviceclass_info", "gauge", "Information about a DeviceClass."),
-    ("kube_resourceslice_devices_total", "gauge", "Devices a ResourceSlice publishes."),
-    ("kube_resourceclaim_info", "gauge", "Information about a ResourceClaim."),
-    ("kube_resourceclaim_status_allocated", "gauge",
-     "Whether the ResourceClaim is allocated (1) or not (0)."),
-    ("kube_resourceclaim_status_reserved", "gauge",
-     "Whether the ResourceClaim is reserved for at least one consumer (1) or not (0)."),
-    ("kube_pod_resourceclaim_info", "gauge",
-     "A pod's reference to a ResourceClaim (spec.resourceClaims, resolved by its status)."),
-    ("dra_mirror_devices", "gauge",
-     'Devices of valid pools by DeviceClass (CEL selectors; "" = no class) and status.'),
-    ("dra_mirror_claims", "gauge", "ResourceClaims by state (as kubectl)."),
-    ("dra_mirror_claim_pending_seconds", "histogram",
-     "Age of the claims pending now (a histogram of this moment; do not rate() it)."),
-    ("dra_mirror_idle_held_devices", "gauge",
-     "Devices held by idle claims (allocated, no consumer pod Running)."),
-)  # fmt: skip
-
-
-def render(snapshot: DraSnapshot) -> bytes:
-    """The snapshot in the Prometheus text format (0.0.4).
-
-    Written here rather than through prometheus-client's families: a 40,000-claim cluster is
-    some 165,000 lines, which prometheus-client formats in seconds (a Sample object and a
-    label dict per line) and plain string joins in a fraction of that."""
-    lines: dict[str, list[str]] = {name: [] for name, _, _ in FAMILIES}
-    for cluster, figures in snapshot.clusters.items():
-        c = f'cluster="{_escape(cluster)}"'
-        out = lines["kube_deviceclass_info"]
-        for name, extended in figures.classes:
-            out.append(
-                f'{{{c},deviceclass="{_escape(name)}",extended_resource_name="{_escape(extended)}"}} 1'
-            )
-        out = lines["kube_resourceslice_devices_total"]
-        for name, driver, pool, node, count in figures.slices:
-            out.append(
-                f'{{{c},resourceslice="{_escape(name)}",driver="{_escape(driver)}",'
-                f'pool="{_escape(pool)}",node="{_escape(node)}"}} {count}'
-            )
-        info = lines["kube_resourceclaim_info"]
-        allocated = lines["kube_resourceclaim_status_allocated"]
-        reserved = lines["kube_resourceclaim_status_reserved"]
-        for namespace, name, uid, origin, is_allocated, is_reserved in figures.claims:
-            claim = f'{c},namespace="{_escape(namespace)}",resourceclaim="{_escape(name)}"'
-            info.append(f'{{{claim},uid="{_escape(uid)}",origin="{_escape(origin)}"}} 1')
-            allocated.append(f"{{{claim}}} {int(is_allocated)}")
-            reserved.append(f"{{{claim}}} {int(is_reserved)}")
-        out = lines["kube_pod_resourceclaim_info"]
-        for namespace, pod, pod_claim, claim_name, template in figures.pod_claims:
-            out.append(
-                f'{{{c},namespace="{_escape(namespace)}",pod="{_escape(pod)}",'
-                f'pod_claim="{_escape(pod_claim)}",resourceclaim="{_escape(claim_name)}",'
-                f'template="{_escape(template)}"}} 1'
-            )
-        out = lines["dra_mirror_devices"]
-        class_names = {name for name, _ in figures.classes} | {k for k, _ in figures.devices}
-        for class_name in sorted(class_names):
-            for status in DEVICE_STATUSES:
-                count = figures.devices[(class_name, status)]
-                out.append(f'{{{c},class="{_escape(class_name)}",status="{status}"}} {count}')
-        out = lines["dra_mirror_claims"]
-        for state in CLAIM_STATES:
-            out.append(f'{{{c},state="{state}"}} {figures.claim_states[state]}')
-        out = lines["dra_mirror_claim_pending_seconds"]
-        buckets, total = _buckets(figures.pending_ages)
-        for le, count in buckets:
-            out.append(f'_bucket{{{c},le="{le}"}} {count}')
-        out.append(f"_count{{{c}}} {len(figures.pending_ages)}")
-        out.append(f"_sum{{{c}}} {floatToGoString(total)}")
-        lines["dra_mirror_idle_held_devices"].append(f"{{{c}}} {figures.idle_held_devices}")
-    text: list[str] = []
-    for name, kind, help_text in FAMILIES:
-        text.append(f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n")
-        if lines[name]:
-            text.append(name + f"\n{name}".join(lines[name]) + "\n")
-    return "".join(text).encode()
-
-
-def _escape(value: str) -> str:
-    # Label values escape backslash, double quote and newline (text format 0.0.4).
-    if "\\" in value or '"' in value or "\n" in value:
-        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return value
-
-
-def _buckets(ages: Sequence[float]) -> tuple[list[tuple[str, int]], float]:
-    ordered = sorted(ages)
-    buckets = [
-        (floatToGoString(bound), bisect.bisect_right(ordered, bound)) for bound in PENDING_BUCKETS
-    ]
-    buckets.append(("+Inf", len(ordered)))
-    return buckets, sum(ordered)

@@ -5,6 +5,8 @@ resource.k8s.io v1, v1beta2, v1beta1 (and the scalar capacities of v1alpha3) and
 that one decoder reads every served version straight from the API bytes (performance-notes.md:
 typed partial Structs decode ~10x faster than dicts, and skip `managedFields` for free).
 
+The core/v1 Pod and Node shapes are in `service.model.api_core`.
+
 Promises:
 
 * unknown and newer fields are ignored; `null` is accepted wherever Kubernetes writes it
@@ -121,6 +123,12 @@ class DeviceFields(_Wire):
     node_selector: Raw | None = None
     all_nodes: bool | None = None
     binding_conditions: list[str] | None = None
+    binding_failure_conditions: list[str] | None = None
+    binds_to_node: bool | None = None
+    # 1.37: how the device's allocations count against the node's allocatable resources
+    node_allocatable_resources: Raw | None = None
+    # 1.36 (alpha, tombstoned in 1.37): the same, as a mapping per resource name
+    node_allocatable_resource_mappings: Raw | None = None
 
 
 class Device(DeviceFields):
@@ -143,6 +151,8 @@ class ResourceSliceSpec(_Wire):
     per_device_node_selection: bool | None = None
     devices: list[Device] | None = None
     shared_counters: list[CounterSet] | None = None
+    partition_type_attribute: str | None = None  # 1.37
+    skip_node_operations: list[str] | None = None  # 1.37
 
 
 class ResourceSlice(_Wire):
@@ -203,6 +213,9 @@ class DeviceRequestAllocationResult(_Wire):
     admin_access: bool | None = None
     share_id: str | None = field(default=None, name="shareID")  # not the camel form "shareId"
     consumed_capacity: dict[str, Quantity] | None = None
+    binding_conditions: list[str] | None = None
+    binding_failure_conditions: list[str] | None = None
+    skip_node_operations: list[str] | None = None  # 1.37
 
 
 class DeviceAllocationResult(_Wire):
@@ -248,105 +261,6 @@ class ResourceClaimTemplateSpec(_Wire):
 class ResourceClaimTemplate(_Wire):
     metadata: ObjectMeta
     spec: ResourceClaimTemplateSpec | None = None
-
-
-# --- core v1 Pod and Node -------------------------------------------------------------------------
-
-
-class ContainerClaimRef(_Wire):
-    name: str = ""
-    request: str | None = None
-
-
-class ResourceRequirements(_Wire):
-    requests: dict[str, Quantity] | None = None
-    limits: dict[str, Quantity] | None = None
-    claims: list[ContainerClaimRef] | None = None
-
-
-class Container(_Wire):
-    name: str = ""
-    resources: ResourceRequirements | None = None
-
-
-class ClaimSource(_Wire):
-    """The tombstoned (<= 1.30) `source` wrapper of a pod claim."""
-
-    resource_claim_name: str | None = None
-    resource_claim_template_name: str | None = None
-
-
-class PodResourceClaim(_Wire):
-    name: str = ""
-    resource_claim_name: str | None = None
-    resource_claim_template_name: str | None = None
-    source: ClaimSource | None = None
-
-
-class NodeAffinity(_Wire):
-    # Kept raw: the diagnostics read its nodeSelectorTerms (service.diagnostics.cluster).
-    required_during_scheduling_ignored_during_execution: Raw | None = None
-
-
-class Affinity(_Wire):
-    node_affinity: NodeAffinity | None = None
-
-
-class PodSpec(_Wire):
-    node_name: str | None = None
-    node_selector: dict[str, str] | None = None
-    affinity: Affinity | None = None
-    resource_claims: list[PodResourceClaim] | None = None
-    containers: list[Container] | None = None
-    init_containers: list[Container] | None = None
-
-
-class PodResourceClaimStatus(_Wire):
-    name: str = ""
-    resource_claim_name: str | None = None
-
-
-class ExtendedResourceClaimStatus(_Wire):
-    resource_claim_name: str | None = None
-
-
-class Condition(_Wire):
-    type: str = ""
-    status: str = ""
-    reason: str | None = None
-    message: str | None = None
-    last_transition_time: str | None = None
-
-
-class PodStatus(_Wire):
-    phase: str | None = None
-    reason: str | None = None
-    start_time: str | None = None
-    conditions: list[Condition] | None = None
-    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
-    extended_resource_claim_status: ExtendedResourceClaimStatus | None = None
-
-
-class Pod(_Wire):
-    metadata: ObjectMeta
-    spec: PodSpec | None = None
-    status: PodStatus | None = None
-
-
-class NodeSpec(_Wire):
-    unschedulable: bool | None = None
-
-
-class NodeStatus(_Wire):
-    capacity: dict[str, Quantity] | None = None
-    allocatable: dict[str, Quantity] | None = None
-    conditions: list[Condition] | None = None
-
-
-class Node(_Wire):
-    metadata: ObjectMeta
-    spec: NodeSpec | None = None
-    status: NodeStatus | None = None
 
 
 # --- envelopes ----------------------------------------------------------------------------------

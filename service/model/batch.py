@@ -4,7 +4,8 @@
   view) or `deletes` (the last known record), so stores may apply them in any order;
 * `Touched` — what the batches since the index last settled changed in the derived state,
   with the state BEFORE the first change (first touch wins): the claims (record and idle
-  mark), the devices (entry) whose status must be re-derived, the pools whose every device's
+  mark), the consumer pods (record) whose change a claim's live event must show, the devices
+  (entry) whose status must be re-derived, the pools whose every device's
   status must be (their shared counters moved), and the `IndexDelta` being filled. It lives
   on the index, not on the batch, so a batch that a model bug cut short still hands what it
   changed to the next one;
@@ -14,14 +15,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.delta import IndexDelta
 from dra_mirror.service.model.live import ClaimEvent, DeviceEvent, DeviceState, change_type
 from dra_mirror.service.model.pools import PoolKey
-from dra_mirror.service.model.records import ClaimRecord, DeviceEntry, DeviceKey, ObjectKey, Record
+from dra_mirror.service.model.records import (
+    ClaimRecord,
+    DeviceEntry,
+    DeviceKey,
+    ObjectKey,
+    PodRecord,
+    Record,
+)
+
+# consumers(claim, pods before the batch or None for now) -> the claim's consumer pods
+ConsumersOf = Callable[
+    [ClaimRecord, Mapping[ObjectKey, PodRecord | None] | None], tuple[PodRecord, ...]
+]
 
 
 class Batch:
@@ -62,6 +75,7 @@ class Touched:
     def __init__(self) -> None:
         self.delta = IndexDelta()
         self.claims: dict[ObjectKey, tuple[ClaimRecord | None, str | None]] = {}
+        self.pods: dict[ObjectKey, PodRecord | None] = {}
         self.entries: dict[DeviceKey, DeviceEntry | None] = {}
         self.devices: set[DeviceKey] = set()
         self.pools: set[PoolKey] = set()
@@ -69,6 +83,10 @@ class Touched:
     def claim(self, key: ObjectKey, record: ClaimRecord | None, idle_since: str | None) -> None:
         if key not in self.claims:
             self.claims[key] = (record, idle_since)
+
+    def pod(self, key: ObjectKey, record: PodRecord | None) -> None:
+        if key not in self.pods:
+            self.pods[key] = record
 
     def device(self, key: DeviceKey, before: DeviceEntry | None, after: DeviceEntry | None) -> None:
         if key not in self.entries:
@@ -85,21 +103,27 @@ def identity(t: ch.Transition) -> tuple[object, ...]:
 
 def claim_events(
     cluster: str,
-    before: Mapping[ObjectKey, tuple[ClaimRecord | None, str | None]],
+    touched: Touched,
     claims: Mapping[ObjectKey, Record],
     idle: Mapping[ObjectKey, str],
+    consumers: ConsumersOf,
 ) -> list[ClaimEvent]:
     events = []
-    for key, (old, old_idle) in before.items():
+    pods_before = touched.pods
+    for key, (old, old_idle) in touched.claims.items():
         new = claims.get(key)
         assert new is None or isinstance(new, ClaimRecord)
+        if old is None and new is None:
+            continue
         new_idle = idle.get(key)
-        if (old is None and new is None) or (old == new and old_idle == new_idle):
+        old_pods = consumers(old, pods_before) if old is not None else ()
+        new_pods = consumers(new, None) if new is not None else ()
+        if old == new and old_idle == new_idle and old_pods == new_pods:
             continue
         kind = change_type(old, new)
-        events.append(
-            ClaimEvent(kind, cluster, key.namespace, key.name, old, new, old_idle, new_idle)
-        )
+        event = ClaimEvent(kind, cluster, key.namespace, key.name, old, new, old_idle, new_idle,
+                           old_pods, new_pods)  # fmt: skip
+        events.append(event)
     return events
 
 

@@ -9,7 +9,12 @@ The model decides everything worth writing, once, in the reactor's one `ClusterI
   entries, valid devices, device statuses, idle marks), net per entry;
 * `events` — the live events subscribers get (`service.model.live`: each claim and device the
   batch changed, old and new state, derived fields included; none for a batch of more than
-  `LIVE_BATCH_LIMIT` objects).
+  `LIVE_BATCH_LIMIT` objects);
+* `announced` — the groups of facts (`CLAIM_FACTS`, `IDLE_FACTS`, `DEVICE_FACTS`) whose
+  opening transitions this batch carries COMPLETE for the first time in this index's life:
+  everything of that group the cluster holds now is opened (or re-announced) in it. History
+  keeps what it had open across a start of a new index and, at these batches, ends what the
+  new index did not re-announce (service.history.recording).
 
 Sinks (state stores, the history outbox, the live bus) only carry a `Changes` out; they never
 re-derive it and keep no index of their own. A `Changes` is plain data, comparable in tests.
@@ -39,6 +44,13 @@ IDLE_ENDED = "idle_ended"
 DEVICE_APPEARED = "device_appeared"  # in the valid (highest) generation of its pool
 DEVICE_CHANGED = "device_changed"  # attributes, capacity, counters or taints changed
 DEVICE_DISAPPEARED = "device_disappeared"
+
+# Groups of facts a batch may announce complete (`Changes.announced`) and the transitions
+# that open them: a claim's holds, reservations and wait; its idleness; the devices published.
+CLAIM_FACTS = "claims"  # allocated, consumer_added, wait_started
+IDLE_FACTS = "idle"  # idle_started
+DEVICE_FACTS = "devices"  # device_appeared
+FACT_GROUPS = (CLAIM_FACTS, IDLE_FACTS, DEVICE_FACTS)
 
 TRANSITION_TYPES = frozenset(
     {
@@ -106,9 +118,17 @@ class Changes(Struct):
     listed_kind: str | None = None
     delta: IndexDelta = field(default_factory=IndexDelta)
     events: list[LiveEvent] = field(default_factory=list)
+    announced: tuple[str, ...] = ()  # fact groups this batch carries complete (FACT_GROUPS)
 
     def __bool__(self) -> bool:
-        return bool(self.upserts or self.deletes or self.transitions or self.delta or self.events)
+        return bool(
+            self.upserts
+            or self.deletes
+            or self.transitions
+            or self.delta
+            or self.events
+            or self.announced
+        )
 
     def keys(self) -> list[ObjectKey]:
         return [key_of(r) for r in self.upserts] + [key_of(r) for r in self.deletes]

@@ -29,6 +29,7 @@ from dra_mirror.service.model.metadata import (
     object_meta,
     quantities,
     selector_node,
+    strings_of,
 )
 from dra_mirror.service.model.records import (
     ALLOCATED,
@@ -136,6 +137,9 @@ def _allocation(wire: api.AllocationResult, shared: SharedValues | None) -> Allo
                 share_id=r.share_id or None,
                 consumed_capacity=quantities(r.consumed_capacity),
                 admin_access=bool(r.admin_access),
+                binding_conditions=strings_of(r.binding_conditions),
+                binding_failure_conditions=strings_of(r.binding_failure_conditions),
+                skip_node_operations=strings_of(r.skip_node_operations),
             )
             for r in devices.results or ()
         ),

@@ -1,26 +1,34 @@
-"""The claim side of the index: holds on devices, consumers, waiting, idleness and templates.
+"""The claim side of the index: holds on devices, consumers, waiting, idleness and views.
 
 The rules are in the docstring of `service.model.index` (points 4 to 6); this module keeps the
 state they need and emits their transitions into the index's batch:
 
 * holds: `device_allocations` maps a DeviceKey to {(claim, request, shareID): AllocationRef};
-* consumers: pod key -> the claims whose status.reservedFor names that pod, so that a pod's
-  phase change re-evaluates only those claims' idleness;
-* templates: claim key -> {pod key: template name} from pods' resolved claims; when several pods
-  name the same claim (not expected from Kubernetes) the smallest pod key wins, so the answer
-  never depends on event order.
+* consumers (`service.model.consumers` says who they are): pod key -> the claims whose
+  status.reservedFor names that pod, and PodGroup -> the claims reserved for the group, so that
+  a pod's phase change re-evaluates only those claims' idleness;
+* views: the template and origin pods say a claim has (`service.model.claim_views`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from msgspec.structs import replace
-
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.claim_views import ClaimViews
+from dra_mirror.service.model.consumers import (
+    GroupKey,
+    consumers_of,
+    group_refs,
+    is_pod,
+    is_pod_group,
+    pod_group_key,
+    pod_refs,
+    reservations,
+)
 from dra_mirror.service.model.records import (
     POD,
-    RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     AllocationResult,
@@ -30,7 +38,12 @@ from dra_mirror.service.model.records import (
     ObjectKey,
     PodRecord,
 )
-from dra_mirror.service.model.relations import CLASS_CLAIMS, DEVICE_ALLOCATIONS, TEMPLATE_CLAIMS
+from dra_mirror.service.model.relations import (
+    CLASS_CLAIMS,
+    DEVICE_ALLOCATIONS,
+    GROUP_PODS,
+    TEMPLATE_CLAIMS,
+)
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch
@@ -78,32 +91,12 @@ def _holds(
     return holds
 
 
-def _consumers(claim: ClaimRecord | None) -> dict[str, Consumer]:
-    if claim is None:
-        return {}
-    return {c.uid or f"{c.resource}/{c.name}": c for c in claim.reserved_for}
-
-
-def _pod_consumers(cluster: str, claim: ClaimRecord | None) -> set[ObjectKey]:
-    if claim is None:
-        return set()
-    ns = claim.meta.namespace
-    return {
-        ObjectKey(cluster, POD, ns, c.name)
-        for c in claim.reserved_for
-        if c.resource == "pods" and not c.api_group
-    }
-
-
-def _pod_templates(cluster: str, pod: PodRecord | None) -> dict[ObjectKey, str]:
-    if pod is None:
-        return {}
-    ns = pod.meta.namespace
-    return {
-        ObjectKey(cluster, RESOURCE_CLAIM, ns, c.claim_name): c.template_name
-        for c in pod.claims
-        if c.claim_name and c.template_name
-    }
+def _drop(index: dict[Any, set[ObjectKey]], key: Any, claim: ObjectKey) -> None:
+    claims = index.get(key)
+    if claims is not None:
+        claims.discard(claim)
+        if not claims:
+            del index[key]
 
 
 class ClaimTracker:
@@ -111,18 +104,12 @@ class ClaimTracker:
         self._index = index
         self._cluster = index.cluster
         self.idle_since: dict[ObjectKey, str] = {}
-        self._templates: dict[ObjectKey, dict[ObjectKey, str]] = {}
-        self._consumers: dict[ObjectKey, set[ObjectKey]] = {}
-
-    # --- templates ------------------------------------------------------------------------------
-
-    def template_of(self, claim: ObjectKey) -> str | None:
-        by_pod = self._templates.get(claim)
-        return by_pod[min(by_pod)] if by_pod else None
+        self.views = ClaimViews(index.cluster)
+        self._consumers: dict[ObjectKey, set[ObjectKey]] = {}  # pod -> claims it consumes
+        self._groups: dict[GroupKey, set[ObjectKey]] = {}  # PodGroup -> claims reserved for it
 
     def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
-        template = self.template_of(key)
-        return claim if claim.template_name == template else replace(claim, template_name=template)
+        return self.views.view(key, claim)
 
     # --- claims ---------------------------------------------------------------------------------
 
@@ -209,23 +196,23 @@ class ClaimTracker:
         batch: Batch,
         fields: dict[str, Any],
     ) -> None:
-        cluster = self._cluster
-        old_consumers, new_consumers = _consumers(old), _consumers(new)
+        old_consumers, new_consumers = reservations(old), reservations(new)
         for uid in old_consumers.keys() - new_consumers.keys():
             c = old_consumers[uid]
             batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
         for uid in new_consumers.keys() - old_consumers.keys():
             c = new_consumers[uid]
             batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
-        old_pods, new_pods = _pod_consumers(cluster, old), _pod_consumers(cluster, new)
+        old_pods, new_pods = set(pod_refs(old)), set(pod_refs(new))
         for pod in old_pods - new_pods:
-            claims = self._consumers.get(pod)
-            if claims is not None:
-                claims.discard(key)
-                if not claims:
-                    del self._consumers[pod]
+            _drop(self._consumers, pod, key)
         for pod in new_pods - old_pods:
             self._consumers.setdefault(pod, set()).add(key)
+        old_groups, new_groups = set(group_refs(old)), set(group_refs(new))
+        for group in old_groups - new_groups:
+            _drop(self._groups, group, key)
+        for group in new_groups - old_groups:
+            self._groups.setdefault(group, set()).add(key)
 
     def _hold_transition(
         self,
@@ -256,9 +243,20 @@ class ClaimTracker:
     # --- idleness -------------------------------------------------------------------------------
 
     def _consumer_running(self, claim: ClaimRecord, consumer: Consumer) -> bool:
-        if consumer.resource != "pods" or consumer.api_group:
-            return True  # a PodGroup or other consumer the mirror cannot see: assume in use
-        pod = self._index.get(ObjectKey(self._cluster, POD, claim.meta.namespace, consumer.name))
+        namespace = claim.meta.namespace
+        if is_pod_group(consumer):
+            members: Mapping[Any, None] = self._index.links.get(
+                GROUP_PODS, (self._cluster, namespace, consumer.name)
+            )
+            if not members:
+                return POD not in self._index.listed  # before the first Pod LIST: unknown
+            return any(
+                isinstance(pod := self._index.get(k), PodRecord) and pod.phase == RUNNING
+                for k in members
+            )
+        if not is_pod(consumer):
+            return True  # a consumer of a kind the mirror does not watch: assume in use
+        pod = self._index.get(ObjectKey(self._cluster, POD, namespace, consumer.name))
         if not isinstance(pod, PodRecord):
             return POD not in self._index.listed  # before the first Pod LIST: unknown, in use
         if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
@@ -304,10 +302,17 @@ class ClaimTracker:
             batch.transition(ch.WAIT_STARTED, **fields)
         for (device, _), hold in _holds(self._cluster, key, claim).items():
             self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
-        for consumer in _consumers(claim).values():
+        for consumer in reservations(claim).values():
             batch.transition(ch.CONSUMER_ADDED, pod=consumer.name, pod_uid=consumer.uid, **fields)
         if key in self.idle_since:
             batch.transition(ch.IDLE_STARTED, **fields)
+
+    def announce_idle(self, batch: Batch) -> None:
+        """`idle_started` for every claim idle now (the batch that completes idleness)."""
+        for key in sorted(self.idle_since):
+            claim = self._claim(key)
+            if claim is not None:
+                batch.transition(ch.IDLE_STARTED, **self._claim_fields(key, claim))
 
     def seed_idle(self, marks: dict[ObjectKey, str]) -> None:
         """Idle claims keep the time a store says they became idle (an earlier writer's)."""
@@ -320,48 +325,64 @@ class ClaimTracker:
 
     def pods_listed(self, batch: Batch) -> None:
         """Pods were listed for the first time: consumers still missing are gone."""
-        for pod_key, claims in list(self._consumers.items()):
+        waiting: set[ObjectKey] = set()
+        for pod_key, claims in self._consumers.items():
             if self._index.get(pod_key) is None:
-                for claim_key in sorted(claims):
-                    self._refresh_idle(claim_key, self._claim(claim_key), batch)
+                waiting.update(claims)
+        for group, claims in self._groups.items():
+            if not self._index.links.get(GROUP_PODS, group):
+                waiting.update(claims)
+        for claim_key in sorted(waiting):
+            self._refresh_idle(claim_key, self._claim(claim_key), batch)
 
     # --- pods -----------------------------------------------------------------------------------
 
     def on_pod(
         self, key: ObjectKey, old: PodRecord | None, new: PodRecord | None, batch: Batch
     ) -> None:
-        old_templates, new_templates = (
-            _pod_templates(self._cluster, old),
-            _pod_templates(self._cluster, new),
-        )
-        if old_templates != new_templates:
-            for claim in old_templates.keys() | new_templates.keys():
-                if old_templates.get(claim) != new_templates.get(claim):
-                    self._set_template(claim, key, new_templates.get(claim), batch)
-        if old is None or new is None or old.phase != new.phase or old.meta.uid != new.meta.uid:
-            for claim_key in list(self._consumers.get(key, ())):
+        for claim, (before, after) in self.views.on_pod(key, old, new).items():
+            self._view_changed(claim, before, after, batch)
+        claims = set(self._consumers.get(key, ()))
+        for group in {pod_group_key(old), pod_group_key(new)} - {None}:
+            claims.update(self._groups.get(group, ()))  # type: ignore[arg-type]
+        if not claims:
+            return
+        # The claims' live events show their consumers as they are (a derived change).
+        touched = self._index.touched
+        touched.pod(key, old)
+        for claim_key in claims:
+            record = self._claim(claim_key)
+            if record is not None:
+                touched.claim(claim_key, record, self.idle_since.get(claim_key))
+        if (
+            old is None
+            or new is None
+            or old.phase != new.phase
+            or old.meta.uid != new.meta.uid
+            or old.pod_group != new.pod_group  # immutable in Kubernetes; cheap to honour
+        ):
+            for claim_key in sorted(claims):
                 self._refresh_idle(claim_key, self._claim(claim_key), batch)
 
-    def _set_template(
-        self, claim: ObjectKey, pod: ObjectKey, template: str | None, batch: Batch
-    ) -> None:
-        before = self.template_of(claim)
-        by_pod = self._templates.setdefault(claim, {})
-        if template is None:
-            by_pod.pop(pod, None)
-            if not by_pod:
-                del self._templates[claim]
-        else:
-            by_pod[pod] = template
-        after = self.template_of(claim)
-        if before == after:
-            return
+    def consumer_pods(
+        self, claim: ClaimRecord, before: Mapping[ObjectKey, PodRecord | None] | None
+    ) -> tuple[PodRecord, ...]:
+        """The pods consuming `claim`; with `before`, as they were before the batch."""
         links = self._index.links
-        if before is not None:
-            links.remove(TEMPLATE_CLAIMS, self._template_key(claim, before), claim)
-        if after is not None:
-            links.add(TEMPLATE_CLAIMS, self._template_key(claim, after), claim)
-        self._index.replace_claim_view(claim, after, batch)
+        return consumers_of(
+            claim, get=self._index.get, members=lambda g: links.get(GROUP_PODS, g), before=before
+        )
+
+    def _view_changed(
+        self, claim: ObjectKey, before: str | None, after: str | None, batch: Batch
+    ) -> None:
+        links = self._index.links
+        if before != after:
+            if before is not None:
+                links.remove(TEMPLATE_CLAIMS, self._template_key(claim, before), claim)
+            if after is not None:
+                links.add(TEMPLATE_CLAIMS, self._template_key(claim, after), claim)
+        self._index.replace_claim_view(claim, batch)
 
     def _template_key(self, claim: ObjectKey, template: str) -> ObjectKey:
         return ObjectKey(self._cluster, RESOURCE_CLAIM_TEMPLATE, claim.namespace, template)

@@ -21,16 +21,19 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    `wait_ended` "allocated" or "deleted"). A deleted claim releases everything it held and ends
    its reservations, wait and idleness.
 5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
-   Pending, Succeeded or Failed; a consumer that is not a pod — a PodGroup — counts as
-   running because the mirror cannot see it). `idle_started`/`idle_ended`, `idle_since`.
-   Pod changes re-evaluate the claims that list the pod in reservedFor. Until Pods have been
+   Pending, Succeeded or Failed; the consumers of a PodGroup entry are the group's pods,
+   service.model.consumers; a consumer of a kind the mirror does not watch counts as
+   running). `idle_started`/`idle_ended`, `idle_since`. Pod changes re-evaluate the claims
+   that list the pod, or its PodGroup, in reservedFor. Until Pods have been
    listed once, a consumer pod the index has not seen is unknown, not gone, and counts as
    running: otherwise every claim synced before the pods would start and end an idle spell at
    each start of the mirror. The first complete Pod LIST re-evaluates the claims whose
    consumers are still missing.
-6. Templates: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
-   claim whose generated name (status.resourceClaimStatuses) is the claim; the index fills it
-   into its view of the claim (and re-emits the claim when it changes).
+6. Views: a claim's `template_name` is the pod's `resourceClaimTemplateName` for the pod
+   claim whose generated name (status.resourceClaimStatuses) is the claim, and its origin is
+   EXTENDED_RESOURCE when a pod's status.extendedResourceClaimStatus names it
+   (service.model.claim_views); the index fills both into its view of the claim (and re-emits
+   the claim when they change).
 7. At the end of each batch the index settles: device statuses are re-derived where the batch
    moved them (devices_index.py), and the batch's `IndexDelta` and live events are built from
    what it touched (batch.py; no events for more than LIVE_BATCH_LIMIT objects, live.py).
@@ -41,6 +44,12 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    when this index started watching ("cluster started"), so the first LIST of claims and of
    slices after a seed re-announces the opening transitions of everything it holds (history
    takes the re-announcement of an open interval as a no-op).
+9. Announcing: every index, seeded or fresh, says once which batch carries a group of facts
+   complete (`Changes.announced`): its first LIST of claims (holds, reservations, waits), its
+   first LIST of slices (devices), and the first batch after which both claims and pods are
+   listed (idleness — a fresh index re-announces there every claim idle by then). History
+   keeps its intervals open across a new index's start and, at those batches, ends only what
+   was not re-announced: a holding the cluster kept through a handover is one interval.
 
 A `Changes` holds each key at most once, in `upserts` (the final view) or `deletes` (the last
 known record), so stores may apply them in any order.
@@ -51,8 +60,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
-
-from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events, identity
@@ -107,6 +114,8 @@ class ClusterIndex:
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
         self._unannounced: set[str] = set()  # kinds a seed holds and no LIST re-announced yet
+        self._announced: set[str] = set()  # fact groups a batch carried complete (rule 9)
+        self._own_lists: set[str] = set()  # kinds this index listed itself (a seed's do not count)
         self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
 
@@ -169,6 +178,10 @@ class ClusterIndex:
     def idle_claims(self) -> Iterator[ObjectKey]:
         return iter(self._claims.idle_since)
 
+    def consumers(self, claim: ClaimRecord) -> tuple[PodRecord, ...]:
+        """The pods consuming a claim now (service.model.consumers), by key."""
+        return self._claims.consumer_pods(claim, None)
+
     # --- writing --------------------------------------------------------------------------------
 
     def apply(
@@ -186,7 +199,10 @@ class ClusterIndex:
         if listed in self._unannounced:
             self._unannounced.discard(listed)
             self._announce(listed, batch)
-        return self._settle(batch, resource_version, listed)
+        announced = self._complete(batch, listed) if listed is not None else ()
+        changes = self._settle(batch, resource_version, listed)
+        changes.announced = announced
+        return changes
 
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
@@ -224,6 +240,29 @@ class ClusterIndex:
             if listed == POD:
                 self._claims.pods_listed(batch)
 
+    def _complete(self, batch: Batch, listed: str) -> tuple[str, ...]:
+        """The fact groups this LIST batch makes complete for the first time (rule 9)."""
+        found = []
+        self._own_lists.add(listed)
+        if listed == RESOURCE_CLAIM and ch.CLAIM_FACTS not in self._announced:
+            found.append(ch.CLAIM_FACTS)
+        if listed == RESOURCE_SLICE and ch.DEVICE_FACTS not in self._announced:
+            found.append(ch.DEVICE_FACTS)
+        self._announced.update(found)
+        if (
+            ch.IDLE_FACTS not in self._announced
+            and ch.CLAIM_FACTS in self._announced
+            and POD in self._own_lists
+        ):
+            if batch.keep_transitions:
+                seen = {identity(t) for t in batch.transitions}
+                scratch = Batch(self.cluster, batch.at)
+                self._claims.announce_idle(scratch)
+                batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
+            self._announced.add(ch.IDLE_FACTS)
+            found.append(ch.IDLE_FACTS)
+        return tuple(found)
+
     def _announce(self, kind: str, batch: Batch) -> None:
         if not batch.keep_transitions:
             return
@@ -256,8 +295,11 @@ class ClusterIndex:
         if live and batch.size <= LIVE_BATCH_LIMIT:
             claims = self._objects[RESOURCE_CLAIM]
             events.extend(
-                claim_events(self.cluster, touched.claims, claims, self._claims.idle_since)
-            )
+                claim_events(
+                    self.cluster, touched, claims, self._claims.idle_since,
+                    self._claims.consumer_pods,
+                )
+            )  # fmt: skip
             events.extend(
                 device_events(
                     touched.entries.keys() | statuses_before.keys(),
@@ -323,13 +365,16 @@ class ClusterIndex:
             on_pod(self.cluster, self.links, key, old, new)
             self._claims.on_pod(key, old, new, batch)
 
-    def replace_claim_view(self, key: ObjectKey, template_name: str | None, batch: Batch) -> None:
-        """A pod changed which template a claim came from: re-emit the claim's view."""
+    def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:
+        """A pod changed what it says of a claim (template, origin): re-emit the claim's view."""
         claims = self._objects[RESOURCE_CLAIM]
         claim = claims.get(key)
-        if isinstance(claim, ClaimRecord) and claim.template_name != template_name:
+        if not isinstance(claim, ClaimRecord):
+            return
+        view = self._claims.view(key, claim)
+        if view != claim:
             self.touched.claim(key, claim, self._claims.idle_since.get(key))
-            claims[key] = view = replace(claim, template_name=template_name)
+            claims[key] = view
             batch.upsert(key, view)
 
 

@@ -6,9 +6,10 @@ carry them. Because they come from the derived state, a change of a DERIVED fiel
 even when the object itself did not change:
 
 * `ClaimEvent` — a ResourceClaim ADDED, MODIFIED or DELETED; old/new are the claim record as
-  the stores serve it (template name included) and its idle mark (`idle_since`: allocated and
-  no consumer pod Running, since when). A consumer pod starting to run makes an idle claim
-  busy: a MODIFIED whose records are equal and whose idle marks differ;
+  the stores serve it (template name included), its idle mark (`idle_since`: allocated and
+  no consumer pod Running, since when) and its consumer pods (service.model.consumers) as
+  they were then. A consumer pod changing phase (starting to run, finishing) is a MODIFIED
+  whose records are equal and whose consumers (and, often, idle marks) differ;
 * `DeviceEvent` — a device of a valid pool ADDED, MODIFIED (its entry or its status changed:
   free -> held when a claim is allocated, free -> blocked when sibling partitions took its
   counters) or DELETED (no longer in a valid pool generation).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from msgspec import Struct
 
-from dra_mirror.service.model.records import ClaimRecord, DeviceEntry, DeviceKey
+from dra_mirror.service.model.records import ClaimRecord, DeviceEntry, DeviceKey, PodRecord
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 LIVE_BATCH_LIMIT = 2000
@@ -45,6 +46,8 @@ class ClaimEvent(Struct, frozen=True, gc=False, tag_field="topic", tag="claim"):
     new: ClaimRecord | None = None
     old_idle_since: str | None = None
     new_idle_since: str | None = None
+    old_consumers: tuple[PodRecord, ...] = ()
+    new_consumers: tuple[PodRecord, ...] = ()
 
 
 class DeviceEvent(Struct, frozen=True, gc=False, tag_field="topic", tag="device"):

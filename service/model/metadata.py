@@ -62,6 +62,11 @@ def strings(values: dict[str, str] | None) -> dict[str, str]:
     }
 
 
+def strings_of(values: list[str] | None) -> tuple[str, ...]:
+    """A list of short API strings (condition types, operation names), interned, as a tuple."""
+    return tuple(intern(v) for v in values) if values else ()
+
+
 def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
     """The served parts of ObjectMeta; raises MalformedObject for an object without a name."""
     name = metadata.name

@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 
 import msgspec
 
-from dra_mirror.service.model import api
+from dra_mirror.service.model import api, api_core
 from dra_mirror.service.model.claims import claim_record, template_record
 from dra_mirror.service.model.metadata import MalformedObject, object_ref
 from dra_mirror.service.model.records import (
@@ -49,8 +49,8 @@ WIRE_TYPES: dict[str, type] = {
     RESOURCE_SLICE: api.ResourceSlice,
     RESOURCE_CLAIM: api.ResourceClaim,
     RESOURCE_CLAIM_TEMPLATE: api.ResourceClaimTemplate,
-    POD: api.Pod,
-    NODE: api.Node,
+    POD: api_core.Pod,
+    NODE: api_core.Node,
 }
 
 _CONVERTERS: dict[str, Callable[..., Record]] = {

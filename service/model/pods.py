@@ -1,16 +1,18 @@
 """The pod side of the index's reverse maps: which node a pod runs on, which claims it names.
 
-`on_pod` updates `node_pods` ((cluster, node) -> pod keys) and `claim_referrers` (claim key ->
-pod keys whose spec names the claim) from the diff of a pod's old and new record, O(its own
-claims). Idleness and templates, which pods also drive, are the claim side's
+`on_pod` updates `node_pods` ((cluster, node) -> pod keys), `group_pods` ((cluster, namespace,
+PodGroup) -> pod keys) and `claim_referrers` (claim key -> pod keys whose spec names the claim,
+or whose status names it as its extended-resource claim) from the diff of a pod's old and new
+record, O(its own claims). Idleness and templates, which pods also drive, are the claim side's
 (`service.model.claims_index`).
 """
 
 from __future__ import annotations
 
+from dra_mirror.service.model.consumers import pod_group_key
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.records import RESOURCE_CLAIM, ObjectKey, PodRecord
-from dra_mirror.service.model.relations import CLAIM_REFERRERS, NODE_PODS
+from dra_mirror.service.model.relations import CLAIM_REFERRERS, GROUP_PODS, NODE_PODS
 
 
 def on_pod(
@@ -23,6 +25,12 @@ def on_pod(
             links.remove(NODE_PODS, (cluster, old_node), key)
         if new_node:
             links.add(NODE_PODS, (cluster, new_node), key)
+    old_group, new_group = pod_group_key(old), pod_group_key(new)
+    if old_group != new_group:
+        if old_group:
+            links.remove(GROUP_PODS, old_group, key)
+        if new_group:
+            links.add(GROUP_PODS, new_group, key)
     old_claims = pod_claim_keys(cluster, old)
     new_claims = pod_claim_keys(cluster, new)
     if old_claims != new_claims:
@@ -33,12 +41,16 @@ def on_pod(
 
 
 def pod_claim_keys(cluster: str, pod: PodRecord | None) -> set[ObjectKey]:
-    """The claims a pod's spec names (by their resolved names)."""
+    """The claims a pod uses: those its spec names (by their resolved names) and the one its
+    status names for its extended-resource requests."""
     if pod is None:
         return set()
     namespace = pod.meta.namespace
-    return {
+    found = {
         ObjectKey(cluster, RESOURCE_CLAIM, namespace, c.claim_name)
         for c in pod.claims
         if c.claim_name
     }
+    if pod.extended_claim_name:
+        found.add(ObjectKey(cluster, RESOURCE_CLAIM, namespace, pod.extended_claim_name))
+    return found

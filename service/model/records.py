@@ -169,6 +169,12 @@ class Device(Struct, frozen=True, gc=False):
     all_nodes: bool = False
     node_selector: dict[str, Any] | None = None
     binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
+    # How allocations of the device count against the node's allocatable resources, raw:
+    # `nodeAllocatableResources` (1.37) and the 1.36 alpha `nodeAllocatableResourceMappings`.
+    node_allocatable_resources: dict[str, Any] | None = None
+    node_allocatable_resource_mappings: dict[str, Any] | None = None
     # The qualified attribute and capacity keys the slice wrote without their domain.
     unqualified: frozenset[str] = frozenset()
 
@@ -194,6 +200,8 @@ class SliceRecord(Struct, frozen=True, gc=False, tag="ResourceSlice"):
     per_device_node_selection: bool = False
     devices: tuple[Device, ...] = ()
     shared_counters: tuple[CounterSet, ...] = ()
+    partition_type_attribute: str | None = None  # 1.37: the attribute naming partition types
+    skip_node_operations: tuple[str, ...] = ()  # 1.37: node operations its devices skip
 
 
 # --- ResourceClaim and templates --------------------------------------------------------------
@@ -237,6 +245,9 @@ class AllocationResult(Struct, frozen=True, gc=False):
     share_id: str | None = None
     consumed_capacity: dict[str, str] = field(default_factory=dict)
     admin_access: bool = False
+    binding_conditions: tuple[str, ...] = ()  # copied from the slice at allocation
+    binding_failure_conditions: tuple[str, ...] = ()
+    skip_node_operations: tuple[str, ...] = ()  # 1.37, copied from the slice
 
 
 class Allocation(Struct, frozen=True, gc=False):
@@ -304,6 +315,30 @@ class Container(Struct, frozen=True, gc=False):
     claims: tuple[ContainerClaim, ...] = ()
 
 
+class ExtendedRequest(Struct, frozen=True, gc=False):
+    """One status.extendedResourceClaimStatus.requestMappings entry: which request of the
+    pod's extended-resource claim serves a container's extended resource."""
+
+    container: str
+    resource: str  # the extended resource name, e.g. nvidia.com/gpu
+    request: str  # the request of the claim
+
+
+class DeviceHealth(Struct, frozen=True, gc=False):
+    """The health the kubelet reports for one device allocated to a container
+    (containerStatuses[].allocatedResourcesStatus, KEP-4680)."""
+
+    container: str
+    resource: str  # the status entry's name as written: "claim:<pod claim>[/<request>]"
+    claim_name: str | None  # the ResourceClaim it names (resolved through the pod's claims)
+    request: str | None
+    driver: str  # from resourceID "<driver>/<pool>/<device>"
+    pool: str
+    device: str
+    health: str  # Healthy | Unhealthy | Unknown
+    message: str | None = None
+
+
 class PodRecord(Struct, frozen=True, gc=False, tag="Pod"):
     meta: Meta
     phase: str = "Pending"
@@ -317,6 +352,9 @@ class PodRecord(Struct, frozen=True, gc=False, tag="Pod"):
     # spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, raw
     # ({"nodeSelectorTerms": [...]}); None when the pod has no required node affinity.
     required_node_affinity: dict[str, Any] | None = None
+    pod_group: str | None = None  # spec.schedulingGroup.podGroupName [1.36+]
+    extended_requests: tuple[ExtendedRequest, ...] = ()  # extendedResourceClaimStatus mappings
+    device_health: tuple[DeviceHealth, ...] = ()  # per device, as the kubelet reports it
 
 
 class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):

@@ -9,6 +9,8 @@ cursor or a Redis key finds the same map. The key and value of each map:
 * template_claims: template key -> claim keys generated from it (resolved through pods)
 * class_claims: (cluster, class name) -> claim keys whose requests name the class
 * node_slices / node_devices / node_pods: (cluster, node name) -> slice / device / pod keys
+* group_pods: (cluster, namespace, PodGroup name) -> pod keys whose spec.schedulingGroup
+  names the group (the consumers of a claim reserved for that PodGroup)
 * slice_devices: slice key -> DeviceKeys of its valid-generation devices
 * pool_devices: (cluster, driver, pool) -> DeviceKeys; uuid_devices: uuid -> DeviceKeys;
   name_devices: device name -> DeviceKeys
@@ -35,6 +37,7 @@ class Relation(enum.StrEnum):
     NODE_SLICES = "node_slices"  # (cluster, node name) -> [slice ObjectKey]
     NODE_DEVICES = "node_devices"  # (cluster, node name) -> [DeviceKey]
     NODE_PODS = "node_pods"  # (cluster, node name) -> [pod ObjectKey]
+    GROUP_PODS = "group_pods"  # (cluster, namespace, PodGroup name) -> [pod ObjectKey]
     SLICE_DEVICES = "slice_devices"  # slice ObjectKey -> [DeviceKey]
     POOL_DEVICES = "pool_devices"  # (cluster, driver, pool) -> [DeviceKey]
     UUID_DEVICES = "uuid_devices"  # uuid -> [DeviceKey] (across clusters)
@@ -48,6 +51,7 @@ CLASS_CLAIMS = Relation.CLASS_CLAIMS
 NODE_SLICES = Relation.NODE_SLICES
 NODE_DEVICES = Relation.NODE_DEVICES
 NODE_PODS = Relation.NODE_PODS
+GROUP_PODS = Relation.GROUP_PODS
 SLICE_DEVICES = Relation.SLICE_DEVICES
 POOL_DEVICES = Relation.POOL_DEVICES
 UUID_DEVICES = Relation.UUID_DEVICES

@@ -23,6 +23,7 @@ from dra_mirror.service.model.metadata import (
     cel_expressions,
     object_meta,
     quantity_text,
+    strings_of,
 )
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
@@ -79,6 +80,10 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
         bool(fields.all_nodes),
         fields.node_selector or None,
         tuple(conditions) if conditions else (),
+        strings_of(fields.binding_failure_conditions),
+        bool(fields.binds_to_node),
+        fields.node_allocatable_resources or None,
+        fields.node_allocatable_resource_mappings or None,
         shared.names(frozenset(unqualified)) if unqualified else frozenset(),
     )
 
@@ -113,4 +118,6 @@ def slice_record(
             CounterSet(name=intern(s.name), counters=_counters(s.counters))
             for s in spec.shared_counters or ()
         ),
+        partition_type_attribute=spec.partition_type_attribute or None,
+        skip_node_operations=strings_of(spec.skip_node_operations),
     )

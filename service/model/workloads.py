@@ -13,6 +13,16 @@ Rules (dra-api.md §9):
 * a pod's `nodeSelector` and required node affinity
   (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`, kept raw) say which
   nodes it may run on; the diagnostics read them when it waits;
+* `pod_group` is spec.schedulingGroup.podGroupName [1.36+]: a claim reserved for that PodGroup
+  is consumed by the group's pods;
+* `extended_claim_name` and `extended_requests` come from status.extendedResourceClaimStatus
+  (the claim the scheduler made for extended-resource requests, and which request serves which
+  container's resource) — the pod says so, nothing is guessed from names;
+* `device_health` is each container's allocatedResourcesStatus for DRA resources (names
+  "claim:<claim>[/<request>]", the claim being the pod-local name or, for extended resources,
+  the claim's own name; resourceID "<driver>/<pool>/<device>", the first part the driver and
+  the last the device, as pool names may hold '/'); entries naming anything else (device
+  plugin resources) are not DRA's and are left out;
 * a node is `ready` when its Ready condition is "True"; heartbeat times are dropped (they
   change every few seconds and mean nothing to the mirror).
 """
@@ -21,17 +31,21 @@ from __future__ import annotations
 
 from sys import intern
 
-from dra_mirror.service.model import api
+from dra_mirror.service.model import api_core as api
 from dra_mirror.service.model.metadata import object_meta, quantities, strings
 from dra_mirror.service.model.records import (
     NODE,
     POD,
     Container,
     ContainerClaim,
+    DeviceHealth,
+    ExtendedRequest,
     NodeRecord,
     PodClaim,
     PodRecord,
 )
+
+_CLAIM_PREFIX = "claim:"
 
 
 def _containers(containers: list[api.Container], *, init: bool) -> list[Container]:
@@ -66,6 +80,40 @@ def _containers(containers: list[api.Container], *, init: bool) -> list[Containe
 
 def _optional(value: str | None) -> str | None:
     return intern(value) if value else None
+
+
+def _device_health(
+    status: api.PodStatus, claims: list[PodClaim], extended: str | None
+) -> tuple[DeviceHealth, ...]:
+    statuses = [*(status.init_container_statuses or ()), *(status.container_statuses or ())]
+    if not any(c.allocated_resources_status for c in statuses):
+        return ()
+    by_pod_name = {c.name: c.claim_name for c in claims}
+    found = []
+    for container in statuses:
+        for entry in container.allocated_resources_status or ():
+            if not entry.name.startswith(_CLAIM_PREFIX):
+                continue  # a device plugin's resource
+            claim, _, request = entry.name[len(_CLAIM_PREFIX) :].partition("/")
+            resolved = by_pod_name.get(claim) or (claim if claim == extended else None)
+            for health in entry.resources or ():
+                parts = health.resource_id.split("/")
+                if len(parts) < 3:
+                    continue  # not a DRA resource id
+                found.append(
+                    DeviceHealth(
+                        container=intern(container.name),
+                        resource=intern(entry.name),
+                        claim_name=_optional(resolved),
+                        request=_optional(request),
+                        driver=intern(parts[0]),
+                        pool=intern("/".join(parts[1:-1])),
+                        device=intern(parts[-1]),
+                        health=intern(health.health or "Unknown"),
+                        message=health.message or None,
+                    )
+                )
+    return tuple(found)
 
 
 def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
@@ -108,17 +156,31 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
     required = (
         node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
     )
+    extended_name = _optional(extended.resource_claim_name) if extended else None
+    group = spec.scheduling_group.pod_group_name if spec.scheduling_group else None
     return PodRecord(
         meta=meta,
         phase=intern(status.phase) if status.phase else "Pending",
         node_name=_optional(spec.node_name),
         claims=tuple(claims),
         containers=tuple(containers),
-        extended_claim_name=_optional(extended.resource_claim_name) if extended else None,
+        extended_claim_name=extended_name,
         started_at=status.start_time,
         reason=_optional(reason),
         node_selector=strings(spec.node_selector) if spec.node_selector else {},
         required_node_affinity=required,
+        pod_group=_optional(group),
+        extended_requests=tuple(
+            ExtendedRequest(
+                container=intern(m.container_name),
+                resource=intern(m.resource_name),
+                request=intern(m.request_name),
+            )
+            for m in extended.request_mappings or ()
+        )
+        if extended
+        else (),
+        device_health=_device_health(status, claims, extended_name),
     )
 
 

@@ -12,8 +12,9 @@ What people type (chatops, dashboards, the command line), tried in this order:
 An ambiguous name (`gpu-0` exists on every node) names every match; `cluster` narrows the
 search. A device that exists but is free contributes no holding. Holdings are sorted by device
 key, then claim, request and share, so answers are stable. A claim's consumers are the pods of
-its `status.reservedFor` (the authoritative "in use" set); an entry whose pod is gone, or was
-replaced by a pod with another uid, is not that pod.
+its `status.reservedFor` (the authoritative "in use" set; an entry whose pod is gone, or was
+replaced by a pod with another uid, is not that pod) and the pods of the PodGroups it names
+(service.model.consumers).
 
 The GraphQL `whoHolds` (`schema.whoholds`) is these functions over the request's scoped reader;
 the chat and command-line answers (`service.questions.holdings`) ask that field.
@@ -29,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dra_mirror.service.model.consumers import GroupKey, group_refs, pod_refs, same_pod
 from dra_mirror.service.model.records import (
-    POD,
     AllocationRef,
     ClaimRecord,
     DeviceEntry,
@@ -98,19 +99,7 @@ async def resolve_devices(
     return sorted(set(keys))
 
 
-def consumer_keys(claim: ClaimRecord) -> dict[ObjectKey, str]:
-    """Pod keys (with the uid reserved) of a claim's status.reservedFor."""
-    meta = claim.meta
-    return {
-        ObjectKey(meta.cluster, POD, meta.namespace, consumer.name): consumer.uid
-        for consumer in claim.reserved_for
-        if consumer.resource == "pods" and not consumer.api_group
-    }
-
-
-def same_pod(pod: object, uid: str) -> bool:
-    """A reservedFor entry names this pod (not a newer pod under the old name)."""
-    return isinstance(pod, PodRecord) and (not uid or not pod.meta.uid or pod.meta.uid == uid)
+consumer_keys = pod_refs  # pod keys (with the uid reserved) of a claim's status.reservedFor
 
 
 @dataclass(frozen=True)
@@ -143,10 +132,18 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
         dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
     )
     wanted: dict[ObjectKey, str] = {}
+    groups: dict[GroupKey, list[ObjectKey]] = {}
     for claim in claims.values():
         if isinstance(claim, ClaimRecord):
             for pod_key, uid in consumer_keys(claim).items():
                 wanted.setdefault(pod_key, uid)
+            groups.update((g, []) for g in group_refs(claim))
+    if groups:
+        found_groups = await reader.lookup(Relation.GROUP_PODS, list(groups))
+        for group, members in zip(list(groups), found_groups, strict=True):
+            groups[group] = members
+            for pod_key in members:
+                wanted.setdefault(pod_key, "")
     pods: dict[ObjectKey, Record | None] = (
         dict(zip(wanted, await reader.get(list(wanted)), strict=True)) if wanted else {}
     )
@@ -156,10 +153,16 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
             claim = claims.get(ref.claim)
             if not isinstance(claim, ClaimRecord):
                 continue  # out of the request's scope, or deleted since the index answered
-            consumers = [
-                pod
-                for k, uid in consumer_keys(claim).items()
-                if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
-            ]
+            named = dict(consumer_keys(claim))
+            for group in group_refs(claim):
+                named.update((k, "") for k in groups.get(group, ()) if k not in named)
+            consumers = sorted(
+                (
+                    pod
+                    for k, uid in named.items()
+                    if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
+                ),
+                key=lambda p: p.meta.name,
+            )
             found.holdings.append(Holding(device=device, ref=ref, claim=claim, pods=consumers))
     return found

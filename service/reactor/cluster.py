@@ -12,14 +12,16 @@ and the live events the Changes carry.
 Before its first batch it calls every sink's `cluster_started(cluster, at)` (history: a new
 index starts watching) and, when given a `seed_from` (a shared store's `held`), seeds its
 index with what the store holds (service.model.index, rule 8); `record_gap(cluster, start,
-end)` follows a reconnection. A sink (or hook, or the seed's read) raising `StoreError` gets
+end)` follows a reconnection; `cluster_watched(cluster, until)` (a bookmark while connected,
+at most every `watched_interval`; a clean stop) says a quiet cluster is still watched. A sink (or hook, or the seed's read) raising `StoreError` gets
 the same call again after a backoff, and nothing after it is handed out meanwhile (nothing
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
-known not to be served; resource.k8s.io version; last event and sync; error; events, relists,
-resourceVersion resets, malformed objects and stalled streams per kind) and pushes it to its
-`StatusSink` on every state change, and at most about once a second for counters alone. `service.reactor.reactor` runs one per cluster.
+known not to be served; whether DRA is served, in which resource.k8s.io version, and which
+versions discovery lists; last event and sync; error; counters, resourceVersion resets,
+malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
+state change, at most about once a second for counters alone.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import msgspec
@@ -49,39 +50,19 @@ from dra_mirror.service.clusters.watching import (
     Observed,
     Skipped,
     WatchMessage,
-    WatchSettings,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.records import KINDS
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
 from dra_mirror.service.reactor.malformed import MalformedObjects
+from dra_mirror.service.reactor.settings import ReactorSettings
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StatusSink
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class ReactorSettings:
-    """How a reactor batches and reports."""
-
-    batch_max_events: int = 500
-    """Most events folded into one `Changes`."""
-    batch_max_delay: float = 0.05
-    """Longest wait after a batch's first event before it is applied, seconds."""
-    queue_size: int = 10_000
-    """Messages the watchers may queue ahead of the reactor before they wait."""
-    status_interval: float = 1.0
-    """Counters-only status updates are pushed at most this often, seconds."""
-    sink_retry_cap: float = 30.0
-    """Longest wait between retries of a sink whose backend is down, seconds."""
-    stop_grace: float = 10.0
-    """How long `stop()` waits for the last batch to reach the sinks, seconds."""
-    watch: WatchSettings = field(default_factory=WatchSettings)
-    """The watchers' settings."""
 
 
 def utc_now() -> datetime:
@@ -153,6 +134,7 @@ class Reactor:
         self._gaps: list[tuple[str, str]] = []
         self._status_due = True
         self._status_pushed_at = float("-inf")
+        self._watched_at = float("-inf")
         self._watch_tasks: list[asyncio.Task[None]] = []
         self._consumer: asyncio.Task[None] | None = None
         self._log = {"cluster": self.name}
@@ -190,6 +172,11 @@ class Reactor:
             error = await asyncio.gather(consumer, return_exceptions=True)
             if error and isinstance(error[0], Exception):
                 log.error("reactor failed", exc_info=error[0], extra=self._log)
+        if self.status.connected and consumer.done() and not consumer.cancelled():
+            # Watched up to here, every batch delivered: a stop is not a gap.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.stop_grace):
+                    await self.delivery.watched(self._at())
         self.status.connected = False
         await self.push_status(force=True)
 
@@ -275,6 +262,7 @@ class Reactor:
             self._unserved.discard(kind)
             if is_dra(kind):
                 self.status.api_version = message.api_version
+                self._dra(served=True)
             self.status.last_sync_at = rfc3339(self.clock())
             self._status_due = True
             self._mark_up(kind)
@@ -286,7 +274,10 @@ class Reactor:
             if isinstance(message, Connected) and is_dra(kind):
                 self._status_due |= self.status.api_version != message.api_version
                 self.status.api_version = message.api_version  # follows a cluster upgrade
+                self._dra(served=True)
             self._mark_up(kind)
+            if isinstance(message, Bookmarked):
+                await self._watched()
         elif isinstance(message, Failed):
             self.errors[kind] = self.errors.get(kind, 0) + 1
             if isinstance(message.error, WatchStalled):
@@ -294,9 +285,25 @@ class Reactor:
             self._up.discard(kind)
             self._failing[kind] = message.error.detail()
             if isinstance(message.error, NotServed) and is_dra(kind) and kind not in self.listed:
+                self._dra(served=False)
                 self._unserved.add(kind)
                 self._check_synced()
             self._refresh_connection()
+
+    async def _watched(self) -> None:
+        """A quiet cluster is still watched: say until when (every watch up, all delivered)."""
+        now = asyncio.get_running_loop().time()
+        if not self.status.connected or now - self._watched_at < self.settings.watched_interval:
+            return
+        self._watched_at = now
+        await self._flush()
+        await self.delivery.watched(self._at())
+
+    def _dra(self, *, served: bool) -> None:
+        versions = list(self.versions.listed)  # what discovery lists, served or not
+        if (served, versions) != (self.status.dra_served, self.status.dra_versions):
+            self.status.dra_served, self.status.dra_versions = served, versions
+            self._status_due = True
 
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing:

@@ -4,6 +4,7 @@
 
 * `started(at)` — the `cluster_started` hook, before the first batch;
 * `gap(start, end)` — the `record_gap` hook, after a reconnection;
+* `watched(until)` — the `cluster_watched` hook: watched until then, though nothing changed;
 * `changes(changes)` — each non-empty batch (`apply`);
 
 and `seed(source)` reads what a shared store holds of the cluster (`held`). The rule is the
@@ -62,6 +63,11 @@ class Delivery:
         for sink in self.sinks:
             call = functools.partial(sink.record_gap, self.cluster, start, end)
             await self._retrying(sink, call, "its gap hook")
+
+    async def watched(self, until: str) -> None:
+        for sink in self.sinks:
+            call = functools.partial(sink.cluster_watched, self.cluster, until)
+            await self._retrying(sink, call, "its watched hook")
 
     async def changes(self, changes: Changes) -> None:
         if not changes:

@@ -56,6 +56,9 @@ class FencedDropped:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         await self.store.record_gap(cluster, start, end)
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        await self.store.cluster_watched(cluster, until)
+
     async def set_status(self, status: ClusterStatus) -> None:
         try:
             await self.store.set_status(status)

@@ -83,6 +83,9 @@ class MemoryStore:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         """Nothing to do: state has no gaps, only history does."""
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        """Nothing to do: state has no gaps, only history does."""
+
     async def set_status(self, status: ClusterStatus) -> None:
         self._statuses[status.name] = replace(status, malformed=dict(status.malformed))
 

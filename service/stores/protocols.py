@@ -67,6 +67,8 @@ class ClusterStatus(Struct):
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
     stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
     resets: int = 0  # resourceVersion resets seen (each relisted every kind)
+    dra_served: bool | None = None  # None: not known yet; False: no version the mirror reads
+    dra_versions: list[str] = field(default_factory=list)  # resource.k8s.io versions discovered
 
 
 class ChangeSink(Protocol):
@@ -82,6 +84,11 @@ class ChangeSink(Protocol):
 
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         """`cluster` was not watched from `start` to `end` (a reconnect)."""
+        ...
+
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        """`cluster` was watched until `until`, though nothing changed (a bookmark, a lease
+        renewal, a clean stop)."""
         ...
 
 

@@ -203,6 +203,9 @@ class RedisStore:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         """Nothing to do: the state of a cluster has no history."""
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        """Nothing to do: the state of a cluster has no history."""
+
     async def set_status(self, status: ClusterStatus) -> None:
         async with self._lock(status.name):
             await self._flush(status.name, status=encode(status))

@@ -49,6 +49,28 @@ async def test_health_and_readiness_follow_the_cluster_statuses():
         }  # fmt: skip
 
 
+async def test_a_cluster_without_dra_is_ready_and_says_which_versions_it_serves():
+    store = MemoryStore()
+    bare = ClusterStatus(name="old", connected=True, synced=True, dra_served=False,
+                         dra_versions=["v1alpha3"], error="resource.k8s.io: none of …")  # fmt: skip
+    await store.set_status(bare)
+    await store.set_status(ClusterStatus(name="east", connected=True, synced=True,
+                                         dra_served=True, dra_versions=["v1", "v1beta2"]))  # fmt: skip
+    async with client(create_app(Settings(), store=store)) as http:
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["ready"] is True
+        assert ready.json()["notes"] == [
+            "old: DRA is not served (resource.k8s.io versions served: v1alpha3; the mirror "
+            "reads v1, v1beta2, v1beta1): pods and nodes are mirrored",
+        ]
+        query = "{ clusters { name status { draServed draVersions } } }"
+        answer = (await http.post("/graphql", json={"query": query})).json()
+        assert answer == {"data": {"clusters": [
+            {"name": "east", "status": {"draServed": True, "draVersions": ["v1", "v1beta2"]}},
+            {"name": "old", "status": {"draServed": False, "draVersions": ["v1alpha3"]}},
+        ]}}  # fmt: skip
+
+
 async def test_graphql_route_answers_post_and_get_with_orjson():
     store = MemoryStore()
     await store.set_status(ClusterStatus(name="east", connected=True, synced=True, events=3))

@@ -47,3 +47,21 @@ async def test_hiccups_keep_the_last_answer_and_404s_do_not(tmp_path: Path) -> N
         with pytest.raises(ServerError):  # nothing known yet: the failure is the answer
             await versions.version()
         assert await versions.version() == "v1"
+
+
+class OnlyV1alpha3:
+    """A cluster too old for the mirror: its resource.k8s.io discovery lists v1alpha3 only."""
+
+    cluster = "old"
+
+    async def get(self, path: str, *, time_limit: float) -> bytes:
+        if path == "/apis/resource.k8s.io":
+            return b'{"kind":"APIGroup","versions":[{"version":"v1alpha3"}]}'
+        raise AssertionError(f"asked {path}")
+
+
+async def test_a_cluster_serving_no_known_version_says_which_it_serves() -> None:
+    versions = DraVersions(OnlyV1alpha3())  # type: ignore[arg-type]
+    with pytest.raises(NotServed, match=r"discovery lists v1alpha3"):
+        await versions.version()
+    assert versions.listed == ("v1alpha3",)

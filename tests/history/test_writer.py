@@ -22,6 +22,7 @@ from dra_mirror.service.history.partitions import maintain
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.history.writer import WriterOptions
+from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from tests.history.conftest import Pipeline, eventually, fresh_database
@@ -122,6 +123,23 @@ async def test_a_writer_stopped_mid_stream_is_continued_by_the_next(engine):
     await _matches_truth(engine)
 
 
+def _again(minute: float, kind: str, *, at_minute: float, **match: str):
+    """The transition of `kind` the script made at `minute`, re-announced at `at_minute`."""
+    found = next(
+        t for m, t in transitions()
+        if m == minute and t.type == kind and all(getattr(t, f) == v for f, v in match.items())
+    )  # fmt: skip
+    fields = {f: getattr(found, f) for f in found.__struct_fields__}
+    return found.__class__(**{**fields, "at": at(at_minute)})
+
+
+async def _intervals(engine, table) -> list[tuple]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(select(table.device, table.start_us, table.end_us,
+                                         table.end_reason).order_by(table.id))  # fmt: skip
+        return [tuple(row) for row in rows]
+
+
 async def test_a_watch_started_with_an_empty_index_records_the_gap(engine, pipeline, queries):
     await _load(pipeline)
     await pipeline.sink.cluster_started(CLUSTER, at(200))
@@ -131,21 +149,58 @@ async def test_a_watch_started_with_an_empty_index_records_the_gap(engine, pipel
     gaps = await queries.gaps(FROM, to_us(at(300)))
     assert [(g.cluster, g.start_us, g.end_us) for g in gaps] == [
         ("east", last_seen, to_us(at(200))), ("west", to_us(at(10)), to_us(at(20)))]  # fmt: skip
-    (d,) = await queries.claim_history(CLUSTER, "team-b", "D")
-    assert [(a.end_us, a.end_reason) for a in d.allocations] == [(last_seen, "unwatched")]
-    assert await queries.who_held("GPU-A", to_us(at(180))) == []
-    # the fresh index re-announces the holder: a new interval from the restart
-    d_allocated = next(t for m, t in transitions() if m == 100 and t.type == "allocated")
-    fields = {f: getattr(d_allocated, f) for f in d_allocated.__struct_fields__}
-    await pipeline.sink(Changes(CLUSTER, at(200), transitions=[
-        d_allocated.__class__(**{**fields, "at": at(200)})]))  # fmt: skip
-    await pipeline.drained()
-    (held,) = await queries.who_held("GPU-A", to_us(at(210)))
-    assert (held.claim, held.start_us) == ("D", to_us(at(200)))
     # starting again later with nothing new is idempotent: no second gap from the same mark
     await pipeline.sink.cluster_started(CLUSTER, at(200))
     await pipeline.drained()
     assert len(await queries.gaps(FROM, to_us(at(300)), cluster=CLUSTER)) == 1
+
+
+async def test_a_takeover_of_a_quiet_cluster_keeps_what_it_kept_and_ends_what_it_lost(
+    engine, pipeline, queries
+):
+    await _load(pipeline)  # the last change at minute 160; then a quiet cluster, watched
+    await pipeline.sink.cluster_watched(CLUSTER, at(190))  # the first watcher's clean stop
+    await pipeline.sink.cluster_started(CLUSTER, at(200))  # the second one starts
+    await pipeline.drained()
+    gaps = await queries.gaps(FROM, to_us(at(300)), cluster=CLUSTER)
+    assert [(g.start_us, g.end_us) for g in gaps] == [(to_us(at(190)), to_us(at(200)))]
+    # until the new index has listed, what was held is held still
+    (held,) = await queries.who_held("GPU-A", to_us(at(195)))
+    assert (held.claim, held.start_us, held.end_us) == ("D", to_us(at(100)), None)
+    # its first LIST of claims re-announces D's holding, and nothing else
+    await pipeline.sink(Changes(CLUSTER, at(201), announced=(ch.CLAIM_FACTS,), transitions=[
+        _again(100, "allocated", at_minute=201)]))  # fmt: skip
+    # its first LIST of slices: gpu-0 as it was; gpu-5 is gone
+    await pipeline.sink(Changes(CLUSTER, at(202), announced=(ch.DEVICE_FACTS,), transitions=[
+        _again(0, "device_appeared", at_minute=202, device="gpu-0", pool="n1")]))  # fmt: skip
+    # pods listed too: D is no longer idle (its idle hold is not re-announced)
+    await pipeline.sink(Changes(CLUSTER, at(203), announced=(ch.IDLE_FACTS,)))
+    await pipeline.drained()
+    (d,) = await queries.claim_history(CLUSTER, "team-b", "D")
+    assert [(a.start_us, a.end_us, a.end_reason) for a in d.allocations] == [
+        (to_us(at(100)), None, None)]  # fmt: skip
+    (held,) = await queries.who_held("GPU-A", to_us(at(250)))
+    assert (held.claim, held.start_us) == ("D", to_us(at(100)))
+    devices = [i for i in await _intervals(engine, DeviceInterval) if i[2] is None or i[2] > to_us(at(160))]  # fmt: skip
+    assert devices == [("gpu-0", to_us(at(0)), None, None),
+                       ("gpu-5", to_us(at(70)), to_us(at(202)), "unwatched")]  # fmt: skip
+    async with engine.connect() as conn:
+        idle = (await conn.execute(select(IdleInterval.claim, IdleInterval.end_us,
+                IdleInterval.end_reason).where(IdleInterval.claim == "D"))).all()  # fmt: skip
+    assert [tuple(r) for r in idle] == [("D", to_us(at(203)), "unwatched")]
+
+
+async def test_a_device_changed_while_nobody_watched_opens_a_new_interval(engine, pipeline):
+    await _load(pipeline)
+    await pipeline.sink.cluster_started(CLUSTER, at(200))
+    changed = _again(0, "device_appeared", at_minute=201, device="gpu-0", pool="n1")
+    changed = changed.__class__(**{**{f: getattr(changed, f) for f in changed.__struct_fields__},
+                                   "data": {"model": "H200", "driver": "590"}})  # fmt: skip
+    await pipeline.sink(Changes(CLUSTER, at(201), announced=(ch.DEVICE_FACTS,), transitions=[changed]))  # fmt: skip
+    await pipeline.drained()
+    gpu0 = [i for i in await _intervals(engine, DeviceInterval) if i[0] == "gpu-0" and i[1] <= to_us(at(201)) and (i[2] is None or i[2] > to_us(at(160)))]  # fmt: skip
+    assert [(i[1], i[2], i[3]) for i in gpu0] == [
+        (to_us(at(0)), to_us(at(201)), "changed"), (to_us(at(201)), None, None)]  # fmt: skip
 
 
 async def test_retention_prunes_object_versions_and_keeps_intervals(engine, pipeline):

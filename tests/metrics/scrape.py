@@ -88,7 +88,36 @@ def slice_devices(cluster_store) -> dict[tuple[str, str, str, str], int]:
     return out
 
 
-def pod_claims(cluster_store) -> set[tuple[str, str, str, str, str]]:
+def slice_info(cluster_store) -> set[tuple[str, str, str, str, str]]:
+    """(resourceslice, driver, pool_name, node_name, all_nodes) of every slice."""
+    return {
+        (raw["metadata"]["name"], raw["spec"]["driver"], raw["spec"]["pool"]["name"],
+         raw["spec"].get("nodeName") or "", "true" if raw["spec"].get("allNodes") else "false")
+        for raw in cluster_store.list("resourceslices")
+    }  # fmt: skip
+
+
+def reserved_for(cluster_store) -> set[tuple[str, ...]]:
+    """(namespace, claim, api group, resource, name, uid) per status.reservedFor entry."""
+    return {
+        (raw["metadata"]["namespace"], raw["metadata"]["name"], r.get("apiGroup") or "",
+         r["resource"], r["name"], r["uid"])
+        for raw in claims(cluster_store)
+        for r in (raw.get("status") or {}).get("reservedFor") or ()
+    }  # fmt: skip
+
+
+def allocated_devices(cluster_store) -> set[tuple[str, ...]]:
+    """(namespace, claim, request, driver, pool, device) per allocation result."""
+    return {
+        (raw["metadata"]["namespace"], raw["metadata"]["name"], r["request"], r["driver"],
+         r["pool"], r["device"])
+        for raw in claims(cluster_store)
+        for r in (((raw.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or ()
+    }  # fmt: skip
+
+
+def pod_claims(cluster_store) -> set[tuple[str, str, str, str, str, str]]:
     out = set()
     for pod in cluster_store.list("pods"):
         meta = pod["metadata"]
@@ -100,7 +129,8 @@ def pod_claims(cluster_store) -> set[tuple[str, str, str, str, str]]:
             claim = entry.get("resourceClaimName") or statuses.get(entry["name"]) or ""
             template = entry.get("resourceClaimTemplateName") or ""
             if claim or template:
-                out.add((meta["namespace"], meta["name"], entry["name"], claim, template))
+                out.add((meta["namespace"], meta["name"], meta["uid"], entry["name"], claim,
+                         template))  # fmt: skip
     return out
 
 

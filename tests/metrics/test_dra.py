@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from dra_mirror.service.http.app import create_app
-from dra_mirror.service.http.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader, render
+from dra_mirror.service.http.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader
+from dra_mirror.service.http.metrics_dra_text import render
 from dra_mirror.service.reactor.reactor import Reactors, ReactorSettings, run_reactors
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.scenario import build_world, load_scenario
@@ -111,14 +112,32 @@ async def test_object_series_equal_the_raw_objects(demo: Demo, scraped) -> None:
         for state in ("pending", "allocated", "reserved", "deleting"):
             assert metrics.value("dra_mirror_claims", cluster=cluster, state=state) == states[state]
 
-        pod_claims = {
-            tuple(
-                dict(k)[n] for n in ("namespace", "pod", "pod_claim", "resourceclaim", "template")
-            )
-            for k in metrics.series("kube_pod_resourceclaim_info", cluster=cluster)
-        }
+        # kube-state-metrics' own labels, exactly (and our cluster)
+        pod_labels = ("namespace", "pod", "uid", "claim_name", "resourceclaim_name",
+                      "resourceclaim_template_name")  # fmt: skip
+        series = metrics.series("kube_pod_resourceclaim_info", cluster=cluster)
+        assert {tuple(sorted(dict(k))) for k in series} == {tuple(sorted(("cluster", *pod_labels)))}
+        pod_claims = {tuple(dict(k)[n] for n in pod_labels) for k in series}
         assert pod_claims == truth.pod_claims(raw)
-        assert any(row[4] for row in pod_claims)  # template-generated claims, resolved
+        assert any(row[5] for row in pod_claims)  # template-generated claims, resolved
+
+        # the names of the open kube-state-metrics proposal for claims, slices and classes
+        def rows(
+            name: str, labels: tuple[str, ...], cluster: str = cluster
+        ) -> set[tuple[str, ...]]:
+            found = metrics.series(name, cluster=cluster)
+            assert all(v == 1 for v in found.values())
+            return {tuple(dict(k)[n] for n in labels) for k in found}
+
+        slice_labels = ("resourceslice", "driver", "pool_name", "node_name", "all_nodes")
+        assert rows("kube_resourceslice_info", slice_labels) == truth.slice_info(raw)
+        reserved_labels = ("namespace", "resourceclaim", "consumer_api_group",
+                           "consumer_resource", "consumer_name", "consumer_uid")  # fmt: skip
+        found = rows("kube_resourceclaim_status_reserved_for", reserved_labels)
+        assert found == truth.reserved_for(raw) and found
+        device_labels = ("namespace", "resourceclaim", "request", "driver", "pool", "device")
+        found = rows("kube_resourceclaim_allocation_device_info", device_labels)
+        assert found == truth.allocated_devices(raw) and found
 
 
 async def test_pending_histogram_and_idle_devices(demo: Demo, scraped) -> None:

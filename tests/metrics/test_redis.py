@@ -21,7 +21,10 @@ from tests.metrics.scrape import Scrape, client, scrape
 
 DRA_FAMILIES = (
     "kube_deviceclass_info",
+    "kube_resourceslice_info",
     "kube_resourceslice_devices_total",
+    "kube_resourceclaim_status_reserved_for",
+    "kube_resourceclaim_allocation_device_info",
     "kube_resourceclaim_info",
     "kube_resourceclaim_status_allocated",
     "kube_resourceclaim_status_reserved",

@@ -139,6 +139,8 @@ def pod(
     uid: str | None = None,
     cluster: str = CLUSTER,
     rv: str = "1",
+    pod_group: str | None = None,
+    extended_claim: str | None = None,
 ) -> PodRecord:
     return PodRecord(
         meta=Meta(
@@ -154,6 +156,8 @@ def pod(
             PodClaim(name=local, claim_name=claim_name, template_name=template)
             for local, claim_name, template in claims
         ),
+        pod_group=pod_group,
+        extended_claim_name=extended_claim,
     )
 
 

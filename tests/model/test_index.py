@@ -14,6 +14,7 @@ from dra_mirror.service.model.records import (
     HELD,
     KINDS,
     SHARED,
+    Consumer,
     DeviceKey,
     ObjectKey,
     key_of,
@@ -37,7 +38,8 @@ def listed_index() -> ClusterIndex:
     """An index past its first LIST of every kind (an empty cluster), as a reactor's is."""
     index = ClusterIndex(CLUSTER)
     for kind in KINDS:
-        assert not index.resync(kind, [], at="t0")
+        changes = index.resync(kind, [], at="t0")
+        assert not (changes.upserts or changes.deletes or changes.transitions or changes.delta)
     return index
 
 
@@ -408,3 +410,46 @@ def test_a_seeded_index_is_silent_and_its_first_lists_announce_what_it_holds() -
     assert [r.meta.name for r in changes.deletes] == [N1.meta.name]
     assert types(changes).count(ch.DEVICE_DISAPPEARED) == 2
     assert changes.delta.devices == {dk("n1", "gpu-0"): None, dk("n1", "gpu-1"): None}
+
+
+def _for_group(record, group: str = "trainers"):
+    group_entry = Consumer("podgroups", group, f"uid-{group}", "scheduling.k8s.io")
+    return replace(record, reserved_for=(group_entry,), state="reserved")
+
+
+def test_the_pods_of_a_podgroup_consume_the_claim_reserved_for_it() -> None:
+    index = listed_index()
+    shared = _for_group(claim("shared", devices=(("n1", "gpu-0"),)))
+    changes = add(index, N1, shared, pod("w0", phase="Pending", pod_group="trainers"), at="t1")
+    assert ch.IDLE_STARTED in types(changes)  # the group's only pod is not running
+    assert index.lookup("group_pods", (CLUSTER, "ns", "trainers")) == [pk("w0")]
+    changes = add(index, pod("w1", phase="Running", pod_group="trainers"), at="t2")
+    assert types(changes) == [ch.IDLE_ENDED]
+    # A pod of another group, or of the same name elsewhere, is not a consumer.
+    add(index, pod("x", phase="Running", pod_group="others"), at="t3")
+    changes = delete(index, pod("w1", phase="Running", pod_group="trainers"), at="t4")
+    assert types(changes) == [ch.IDLE_STARTED] and index.idle_since(ck("shared")) == "t4"
+
+
+def test_a_podgroup_with_no_pods_is_unknown_until_pods_are_listed() -> None:
+    index = ClusterIndex(CLUSTER)
+    shared = _for_group(claim("shared", devices=(("n1", "gpu-0"),)))
+    assert ch.IDLE_STARTED not in types(index.resync("ResourceClaim", [shared], at="t1"))
+    changes = index.resync("Pod", [], at="t2")
+    assert [(t.type, t.claim) for t in changes.transitions] == [(ch.IDLE_STARTED, "shared")]
+
+
+def test_a_claim_a_pod_status_names_for_extended_resources_is_an_extended_resource_claim() -> None:
+    index = listed_index()
+    made = claim("p-extended-resources-x7k2q")
+    add(index, made, at="t1")
+    assert index.get(key_of(made)).origin == "manual"  # no annotation: nothing says more
+    user = pod("p", extended_claim="p-extended-resources-x7k2q")
+    changes = add(index, user, at="t2")
+    assert [r.origin for r in changes.upserts if r.meta.name == made.meta.name] == [
+        "extended-resource"
+    ]
+    assert index.lookup("claim_referrers", key_of(made)) == [pk("p")]
+    changes = delete(index, user, at="t3")
+    assert index.get(key_of(made)).origin == "manual"
+    assert index.lookup("claim_referrers", key_of(made)) == []

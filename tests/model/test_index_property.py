@@ -20,6 +20,8 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model import inventory
+from dra_mirror.service.model.claims import claim_origin
+from dra_mirror.service.model.consumers import POD_GROUP_API
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
 from dra_mirror.service.model.live import ClaimEvent, DeviceState
 from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
@@ -30,6 +32,7 @@ POOLS = ("n0", "n1", "net")
 DEVICE_NAMES = ("d0", "d1", "d2")
 CLAIMS = ("c0", "c1", "c2")
 PODS = ("p0", "p1", "p2")
+GROUPS = ("g0", "g1")
 
 
 @st.composite
@@ -78,7 +81,7 @@ def claims(draw: st.DrawFn) -> Record:
         )
     )
     # Kubernetes never gives two objects one uid: a name's uid changes when it is recreated.
-    return claim(
+    made = claim(
         name,
         uid=f"{name}-{draw(st.sampled_from(('u1', 'u2')))}",
         devices=tuple(held),
@@ -88,6 +91,10 @@ def claims(draw: st.DrawFn) -> Record:
         deleted=draw(st.booleans()),
         rv=str(draw(st.integers(0, 3))),
     )
+    if draw(st.booleans()):  # reserved for a PodGroup as well [1.36+]
+        group = Consumer("podgroups", draw(st.sampled_from(GROUPS)), "pg", POD_GROUP_API)
+        made = replace(made, reserved_for=(*made.reserved_for, group))
+    return made
 
 
 @st.composite
@@ -111,6 +118,8 @@ def pods(draw: st.DrawFn) -> Record:
         node=draw(st.sampled_from(("n0", "n1", None))),
         claims=tuple(entries),
         rv=str(draw(st.integers(0, 3))),
+        pod_group=draw(st.sampled_from((*GROUPS, None))),
+        extended_claim=draw(st.sampled_from((*CLAIMS, None, None))),
     )
 
 
@@ -222,9 +231,12 @@ def test_folding_any_events_equals_building_from_the_final_state(data: st.DataOb
     folded = state(index)
     assert folded == state(fresh(final))
     assert folded["statuses"] == derived_now(index)  # kept derived = derived from scratch
-    # The raw records are the final ones (claims differ only by the template the index fills).
+    # The raw records are the final ones (claims differ only by the template and the origin
+    # the index fills in from what pods say of them).
     assert {
-        k: replace(r, template_name=None) if isinstance(r, ClaimRecord) else r
+        k: replace(r, template_name=None, origin=claim_origin(r.meta))
+        if isinstance(r, ClaimRecord)
+        else r
         for k, r in replica.records.items()
     } == final
     _transitions_balance(index, transitions)
@@ -250,10 +262,14 @@ def test_a_seeded_index_relists_into_the_state_and_history_of_a_fresh_one(
     index = ClusterIndex(CLUSTER)
     index.seed(ch.Seed(held, marks, frozenset(KINDS)), at="t")
     relist: list[ch.Transition] = []
-    for kind in KINDS:
+    announced: dict[str, set[tuple]] = {}  # fact group -> what its announcing batch opened
+    for kind in data.draw(st.permutations(KINDS), label="relist order"):
         changes = index.resync(kind, [r for k, r in after.items() if k.kind == kind], at="t2")
         relist.extend(changes.transitions)
         replica.apply(changes)
+        for group in changes.announced:
+            assert group not in announced, "a fact group announced twice"
+            announced[group] = _opened(changes.transitions, group)
     assert state(index) == state(fresh(after))
     # A claim idle all along keeps the time the earlier writer saw it become idle.
     ended = {(t.namespace, t.claim) for t in relist if t.type == ch.IDLE_ENDED}
@@ -270,6 +286,46 @@ def test_a_seeded_index_relists_into_the_state_and_history_of_a_fresh_one(
         listed = [r for k, r in after.items() if k.kind == kind]
         expected.extend(empty.resync(kind, listed, at="t3").transitions)
     assert open_intervals(relist) == open_intervals(expected), (relist, expected)
+    # Each fact group was announced once, complete: its batch opened all of it that is open.
+    assert sorted(announced) == sorted(ch.FACT_GROUPS)
+    for group, opened in announced.items():
+        assert opened == _in_group(open_intervals(expected), group), group
+
+
+def test_a_fresh_index_announces_each_fact_group_once_in_any_listing_order() -> None:
+    world = {key_of(r): r for r in (
+        slice_("n0-a", pool="n0", node="n0", devices=(device("d0"),)),
+        claim("c0", devices=(("n0", "d0"),), consumers=(("p0", "p0-u1"),)),
+        claim("c1", devices=(("n0", "d1"),)),
+        pod("p0", uid="p0-u1", phase="Succeeded"),
+    )}  # fmt: skip
+    for order in (KINDS, tuple(reversed(KINDS))):
+        index = ClusterIndex(CLUSTER)
+        announced: dict[str, set[tuple]] = {}
+        everything: list[ch.Transition] = []
+        for kind in order:
+            changes = index.resync(kind, [r for k, r in world.items() if k.kind == kind], at="t")
+            everything.extend(changes.transitions)
+            for group in changes.announced:
+                announced[group] = _opened(changes.transitions, group)
+        assert sorted(announced) == sorted(ch.FACT_GROUPS)
+        for group, opened in announced.items():
+            assert opened == _in_group(open_intervals(everything), group), (order, group)
+        assert ("idle", "uid-c0") in announced["idle"] and ("idle", "uid-c1") in announced["idle"]
+
+
+_GROUP_OF = {"held": ch.CLAIM_FACTS, "consumer": ch.CLAIM_FACTS, "wait": ch.CLAIM_FACTS,
+             "idle": ch.IDLE_FACTS, "device": ch.DEVICE_FACTS}  # fmt: skip
+
+
+def _in_group(intervals: set[tuple], group: str) -> set[tuple]:
+    return {i for i in intervals if _GROUP_OF[i[0]] == group}
+
+
+def _opened(transitions: list[ch.Transition], group: str) -> set[tuple]:
+    """The intervals of `group` a batch's transitions leave open (opened or re-announced;
+    one opened and closed again within the batch is not)."""
+    return _in_group(open_intervals(transitions), group)
 
 
 def open_intervals(transitions: list[ch.Transition]) -> set[tuple]:
@@ -313,7 +369,8 @@ class Replica:
         self.unpublished: dict[Any, Any] = {}
         self.statuses: dict[Any, str] = {}
         self.idle: dict[Any, str] = {}
-        self.live_claims: dict[Any, tuple] = {}  # claim -> (record, idle since), from events
+        # claim -> (record, idle since, consumer pods), from events
+        self.live_claims: dict[Any, tuple] = {}
         self.live_devices: dict[Any, DeviceState] = {}  # from events
 
     def apply(self, changes: ch.Changes) -> None:
@@ -345,7 +402,7 @@ class Replica:
                 if event.new is None:
                     self.live_claims.pop(key, None)
                 else:
-                    self.live_claims[key] = (event.new, event.new_idle_since)
+                    self.live_claims[key] = (event.new, event.new_idle_since, event.new_consumers)
             elif event.new is None:
                 self.live_devices.pop(event.key, None)
             else:
@@ -373,7 +430,8 @@ class Replica:
         assert self.statuses == folded["statuses"]
         assert self.idle == {k: index.idle_since(k) for k in index.idle_claims()}
         assert self.live_claims == {
-            key_of(c): (c, index.idle_since(key_of(c))) for c in index.records("ResourceClaim")
+            key_of(c): (c, index.idle_since(key_of(c)), index.consumers(c))
+            for c in index.records("ResourceClaim")
         }
         assert self.live_devices == {
             e.key: DeviceState(e, index.device_status(e.key)) for e in index.devices()

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.oracle import reading
 from tests.oracle.compare import Mismatch
 
 
@@ -29,9 +28,6 @@ DEFECTS = {
     d.name: d
     for d in (
         Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
-        Defect("podgroup-consumers", "a claim reserved for a PodGroup has no consumers and is never idle: the group's pods (spec.schedulingGroup.podGroupName) are not its consumers"),
-        Defect("live-idle-stale", "claimEvents subscribers see a stale `idle`: events resolve it through the subscription's DataLoaders, cached since its first event, and a change of idle alone (a consumer pod starting) sends no event"),
-        Defect("handover-false-gap", "when a second watcher takes a cluster over, history closes every open allocation at the first watcher's last event and opens it again at the takeover"),
     )
 }  # fmt: skip
 
@@ -61,46 +57,10 @@ def _rule_taints(machine: Any, key: tuple[str, str, str]) -> set[tuple[str, str,
     return found
 
 
-def _spans_handover(machine: Any, since: str, until: str | None) -> bool:
-    return any(since < h and (until is None or h < until) for h in machine.handovers)
-
-
-def _history(m: Mismatch, machine: Any) -> str | None:
-    if m.area == "history.intervals":
-        intervals = [
-            i
-            for i in machine.timeline.intervals()
-            if "/".join((i.holding.driver, i.holding.pool, i.holding.device)) == m.key
-        ]
-        if any(_spans_handover(machine, i.since, i.until) for i in intervals):
-            return "handover-false-gap"
-        return None
-    if m.area == "history.claim":
-        namespace, name = m.key.split("/", 1)
-        intervals = [
-            i
-            for i in machine.timeline.intervals()
-            if (i.holding.namespace, i.holding.claim) == (namespace, name)
-        ]
-        if any(_spans_handover(machine, i.since, i.until) for i in intervals):
-            return "handover-false-gap"
-        return None
-    if m.area == "history.whoHeld":
-        uuid, instant = m.key.split("@")
-        key = next(k for k, u in machine.timeline.uuids.items() if u == uuid)
-        intervals = [
-            i for i in machine.timeline.intervals()
-            if (i.holding.driver, i.holding.pool, i.holding.device) == key and i.since <= instant and (i.until is None or instant < i.until)
-        ]  # fmt: skip
-        if any(_spans_handover(machine, instant, i.until) for i in intervals):
-            return "handover-false-gap"
-    return None
-
-
 def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
     """The known defect that explains `m`, or None."""
     if m.area.startswith("history."):
-        return _history(m, machine)
+        return None
     if m.area in ("pool.unavailableDevices", "pool.availableDevices"):
         driver, pool = m.key.split("/", 1)
         rules = [
@@ -112,12 +72,6 @@ def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
         key = _device_key(m.key)
         if set(m.expected) - _rule_taints(machine, key) == set(m.actual):
             return "taint-rules-not-mirrored"
-    if m.area in ("claim.idle", "claim.consumers"):
-        claim = machine.visible.get(("ResourceClaim", *m.key.split("/", 1)))
-        if claim and any(r.get("resource") == "podgroups" for r in reading.reserved_for(claim)):
-            return "podgroup-consumers"
-    if m.area == "live.claim" and m.expected and m.actual and m.expected[0] == m.actual[0]:
-        return "live-idle-stale"
     return None
 
 

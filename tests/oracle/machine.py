@@ -275,6 +275,7 @@ class MirrorMachine(RuleBasedStateMachine):
 
     def handover(self, order: list[str]) -> None:
         """The watcher stops cleanly and another takes the cluster over (lists in `order`)."""
+        connected = self.disconnected_at is None
         self.disconnected_at, self.backlog = None, []
         lists = {kind: [self.served(o) for o in self.cluster.of_kind(kind)] for kind in WATCHED}
         self.visible = dict(self.cluster.objects)
@@ -282,7 +283,7 @@ class MirrorMachine(RuleBasedStateMachine):
         self.handovers.append(self.now())
         if order.index("ResourceClaim") < order.index("ResourceSlice"):
             self.claims_first.add(self.now())
-        self.run(self.system.handover(lists, order=list(order), at=self.now()))
+        self.run(self.system.handover(lists, order=list(order), at=self.now(), connected=connected))
 
     # --- the comparison ---------------------------------------------------------------------
 

@@ -176,9 +176,14 @@ class System:
         if self.history is not None:
             await self.history.sink.record_gap(self.cluster, since, at)
 
-    async def handover(self, lists: dict[str, list[Raw]], *, order: list[str], at: str) -> None:
+    async def handover(
+        self, lists: dict[str, list[Raw]], *, order: list[str], at: str, connected: bool = True
+    ) -> None:
         """The watcher stops; another process (empty index, new stores over the same Redis
-        keys, the same history) lists every kind in `order` and carries on."""
+        keys, the same history) lists every kind in `order` and carries on. A watcher that
+        stops `connected` says, as a reactor's clean stop does, that it watched until `at`."""
+        if connected and self.history is not None:
+            await self.history.sink.cluster_watched(self.cluster, at)
         await self._close_watcher()
         self.watcher = _Watcher(self.cluster, self.redis_url, self.prefix)
         await self._started(at)

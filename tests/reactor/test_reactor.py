@@ -61,6 +61,9 @@ class ChangesOnly:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         return None
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        return None
+
 
 async def test_sync_equals_the_simulator_and_follows_changes(tmp_path: Path) -> None:
     world = small_world("east", nodes=4)
@@ -163,6 +166,9 @@ async def test_deletions_while_disconnected_become_deletes(
 
         async def record_gap(self, cluster: str, start: str, end: str) -> None:
             calls.append(("gap", cluster, start, end))
+
+        async def cluster_watched(self, cluster: str, until: str) -> None:
+            calls.append(("watched", cluster, until))
 
     recorder = HistoryLike()
 
@@ -368,6 +374,9 @@ class HookOutageSink:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         return None
 
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        return None
+
 
 async def test_a_hook_whose_outbox_is_down_is_retried_before_any_batch(
     tmp_path: Path, recording_sleep: RecordingSleep
@@ -412,6 +421,11 @@ async def test_cluster_without_dra_syncs_the_rest_and_says_why(tmp_path: Path) -
             await reactors.wait_synced()  # not blocked forever by an API the cluster lacks
             reactor = reactors.by_name["bare"]
             assert "resource.k8s.io" in (reactor.status.error or "")
+            # said plainly, not only in the error text: no DRA, and no version of the group
+            assert (reactor.status.dra_served, reactor.status.dra_versions) == (False, [])
+            await reactor.push_status(force=True)
+            [pushed] = await store.clusters()
+            assert (pushed.dra_served, pushed.synced, pushed.connected) == (False, True, True)
             held = await mirrored(store, "bare")
             expected = {k: v for k, v in all_truth(world).items() if k.kind in ("Pod", "Node")}
             assert held == expected

@@ -103,3 +103,50 @@ async def test_a_stalled_watch_is_counted_in_the_status_and_watched_again(
                 return sum(status.stalls.values()) == 1 and status.connected
 
             await eventually(pushed)
+
+
+class WatchedMarks:
+    """A sink that keeps the `cluster_watched` marks it is given, in order, after what."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    async def apply(self, changes) -> None:
+        self.calls.append(("changes", changes.at))
+
+    async def cluster_started(self, cluster: str, at: str) -> None:
+        self.calls.append(("started", at))
+
+    async def record_gap(self, cluster: str, start: str, end: str) -> None:
+        self.calls.append(("gap", start))
+
+    async def cluster_watched(self, cluster: str, until: str) -> None:
+        self.calls.append(("watched", until))
+
+
+async def test_a_quiet_cluster_is_marked_watched_by_its_bookmarks_and_its_clean_stop(
+    tmp_path: Path,
+) -> None:
+    world = small_world("east")
+    store, marks = MemoryStore(), WatchedMarks()
+    watch = replace(FAST, bookmark_interval=0.2, watch_timeout=60)
+    settings = replace(SETTINGS, watch=watch, watched_interval=0.1)
+    async with served_by(tmp_path, ClusterSpec(world), bookmark_interval=0.2) as (_s, connections):
+        async with await run_reactors(
+            connections,
+            sinks=[store, marks],
+            status_sink=store,
+            settings=settings,
+            tune_gc=False,
+            open_index=store.open_index,
+        ) as reactors:
+            await reactors.wait_synced()
+            last_change = max(at for kind, at in marks.calls if kind == "changes")
+            # nothing changes: the bookmarks alone say the cluster is watched, later and later
+            await eventually(lambda: len([c for c in marks.calls if c[0] == "watched"]) >= 2)
+            watched = [at for kind, at in marks.calls if kind == "watched"]
+            assert watched == sorted(watched) and watched[-1] > last_change
+            stopping = len(marks.calls)
+        # a clean stop says so last, after every batch
+        assert marks.calls[-1][0] == "watched" and len(marks.calls) > stopping
+        assert marks.calls[-1][1] >= watched[-1]

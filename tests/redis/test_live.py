@@ -20,7 +20,7 @@ from dra_mirror.service.model.index import Event
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.redis import RedisStore
-from tests.model.builders import claim, device, node, slice_
+from tests.model.builders import claim, device, node, pod, slice_
 
 CLAIMS = """subscription { claimEvents(cluster: "east", namespace: "ns") {
   type cluster namespace name old { state } new { state allocation { devices { device { name } } } } } }"""
@@ -111,3 +111,55 @@ async def test_claim_and_device_events_over_websocket(live_store) -> None:
         server.should_exit = True
         await serving
         await store.close()
+
+
+MOMENTS = """subscription { claimEvents(cluster: "east", namespace: "ns") {
+  type name old { idle idleSince consumers { name phase } }
+  new { idle idleSince consumers { name phase } } } }"""
+
+
+async def test_claim_events_carry_the_idle_mark_and_consumers_of_their_moment(live_store) -> None:
+    # A consumer pod changing phase changes no claim object, only what is derived from it:
+    # subscribers hear of it, each event answered from its own moment (old and new side).
+    store = live_store
+    sock = free_socket()
+    server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    index = store.open_index("east")
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            await asyncio.sleep(0.02)
+        for kind in ("ResourceSlice", "ResourceClaim", "Pod"):  # listed: pods are known
+            await store.apply(index.resync(kind, [], at="t0"))
+        url = f"ws://127.0.0.1:{sock.getsockname()[1]}/graphql"
+        ws = await subscribe(url, MOMENTS)
+        await asyncio.sleep(0.3)
+        held = claim(
+            "c", devices=(("n1", "gpu-0"),), consumers=(("p1", "uid-p1"), ("p2", "uid-p2"))
+        )
+        at = "2026-05-01T00:00:0{}Z".format
+        pods = [pod("p1", phase="Running"), pod("p2", phase="Pending")]
+        await store.apply(index.apply([Event("ADDED", r) for r in (held, *pods)], at=at(1)))
+        await store.apply(index.apply([Event("MODIFIED", pod("p2", rv="2"))], at=at(2)))
+        done = [pod(p, phase="Succeeded", rv="3") for p in ("p1", "p2")]
+        await store.apply(index.apply([Event("MODIFIED", p) for p in done], at=at(3)))
+        events = [(await next_payload(ws))["data"]["claimEvents"] for _ in range(3)]
+        await ws.close()
+    finally:
+        server.should_exit = True
+        await serving
+        await store.close()
+
+    def side(e: dict, which: str) -> tuple:
+        s = e[which]
+        return s and (s["idle"], s["idleSince"], [(p["name"], p["phase"]) for p in s["consumers"]])
+
+    assert [(e["type"], side(e, "old"), side(e, "new")) for e in events] == [
+        ("ADDED", None, (False, None, [("p1", "Running"), ("p2", "Pending")])),
+        ("MODIFIED", (False, None, [("p1", "Running"), ("p2", "Pending")]),
+         (False, None, [("p1", "Running"), ("p2", "Running")])),
+        ("MODIFIED", (False, None, [("p1", "Running"), ("p2", "Running")]),
+         (True, "2026-05-01T00:00:03Z", [("p1", "Succeeded"), ("p2", "Succeeded")])),
+    ]  # fmt: skip

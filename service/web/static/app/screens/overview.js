@@ -5,7 +5,7 @@ import { duration, number, since } from "../format.js";
 import { Badge, ErrorNote, Gap, Link, Loading, Screen, href, html, useEffect, useState } from "../ui.js";
 
 const OVERVIEW = `query Overview {
-  clusters { name status { connected synced apiVersion lastEventAt lastSyncAt error malformed } }
+  clusters { name status { connected synced apiVersion draServed draVersions lastEventAt lastSyncAt error malformed } }
 }`;
 // First the totals (no device status needed: cheap at any size), then each status count
 // (each scans every device's status: ~200 ms at 40,000 devices).
@@ -103,7 +103,9 @@ function ClusterFigures({ cluster, totals, refresh }) {
       <h2><${Link} to=${href("overview", { cluster: name })}>${name}<//></h2>
       ${status.apiVersion
         ? html`<${Badge} kind="info">resource.k8s.io/${status.apiVersion}<//>`
-        : html`<${Gap} what="DRA API version" needs="ClusterStatus: whether the cluster serves any resource.k8s.io version" />`}
+        : status.draServed === false
+          ? html`<${Badge} kind="warn" data-dra="not-served">DRA not served (resource.k8s.io: ${(status.draVersions || []).join(", ") || "none"})<//>`
+          : html`<${Badge} kind="warn">DRA version not known yet<//>`}
       ${status.connected ? html`<${Badge} kind="ok">connected<//>` : html`<${Badge} kind="bad">not connected<//>`}
       ${status.synced ? html`<${Badge} kind="ok">synced<//>` : html`<${Badge} kind="warn">not synced<//>`}
     </header>

@@ -1,0 +1,29 @@
+"""How a cluster's reactor batches, reports and stops (`ReactorSettings`), apart from the
+reactor so that the composition root and the tests can tune it without importing the loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dra_mirror.service.clusters.watching import WatchSettings
+
+
+@dataclass(frozen=True)
+class ReactorSettings:
+    """How a reactor batches and reports."""
+
+    batch_max_events: int = 500
+    """Most events folded into one `Changes`."""
+    batch_max_delay: float = 0.05
+    """Longest wait after a batch's first event before it is applied, seconds."""
+    queue_size: int = 10_000
+    """Messages the watchers may queue ahead of the reactor before they wait."""
+    status_interval: float = 1.0
+    """Counters-only status updates are pushed at most this often, seconds."""
+    sink_retry_cap: float = 30.0
+    """Longest wait between retries of a sink whose backend is down, seconds."""
+    stop_grace: float = 10.0
+    """How long `stop()` waits for the last batch to reach the sinks, seconds."""
+    watched_interval: float = 15.0  # a quiet cluster's "watched until" at most this often
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    """The watchers' settings."""
