@@ -28,7 +28,7 @@ from dra_mirror.service.history.models import (
 from dra_mirror.service.history.partitions import Month, listed, maintain
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
-from dra_mirror.service.model.changes import Changes
+from dra_mirror.service.model.changes import FACT_GROUPS, Changes
 from tests.history.conftest import Pipeline, fresh_database
 from tests.history.script import CLUSTER, END, at, batches, claim_record, moved
 
@@ -51,13 +51,15 @@ async def _count(engine: AsyncEngine, table) -> int:
 
 async def _load(pipeline: Pipeline, months: dict[str, float], *, closed: bool = True) -> None:
     """A copy of the script per month; `closed`: then the cluster's watch starts again at the
-    end of its copy, which closes what the copy left open (D's allocation and idle spell)."""
+    end of its copy and its new index lists everything complete without what the copy left
+    open (D's allocation and idle spell), which closes it."""
     for cluster, days in months.items():
         for changes in moved(batches(), cluster=cluster, days=days):
             await pipeline.sink(changes)
         if closed:
             end = moved([Changes(cluster, at(END))], cluster=cluster, days=days)[0].at
             await pipeline.sink.cluster_started(cluster, end)
+            await pipeline.sink(Changes(cluster, end, announced=FACT_GROUPS))
     await pipeline.drained()
 
 
