@@ -54,12 +54,15 @@ EXAMPLE_QUERIES = (
 )
 
 
-def banner(url: str) -> str:
-    screens = url.removesuffix("/graphql") + "/ui/"
+def banner(url: str, *, slack: bool = False) -> str:
+    base = url.removesuffix("/graphql")
     lines = [
         f"dra-mirror demo: GraphiQL at {url}",
-        f"Devices screens at {screens}",
+        f"Devices screens at {base}/ui/",
         "open: no authentication (a demo), so it listens on 127.0.0.1 only",
+        f"Slack commands at {base}/slack/commands (signed with DRA_MIRROR_SLACK_SIGNING_SECRET)"
+        if slack
+        else "Slack commands: off (set DRA_MIRROR_SLACK_SIGNING_SECRET to try them)",
         "",
         "Paste one of these:",
     ]
@@ -98,9 +101,12 @@ async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]
             await asyncio.gather(movement, return_exceptions=True)
 
 
-def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> Demo:
+def demo_app(
+    settings: Settings, *, workdir: Path, scenario: str = "demo", slack: Any = None
+) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
-    in a SQLite file in `workdir` unless a database is configured)."""
+    in a SQLite file in `workdir` unless a database is configured; `/slack/commands` with
+    `slack`, the `SlackSettings` of DRA_MIRROR_SLACK_*)."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
@@ -111,16 +117,21 @@ def demo_app(settings: Settings, *, workdir: Path, scenario: str = "demo") -> De
         store=store,
         kubeconfig=lambda: str(demo.kubeconfig),
         resources=[simulated_world(demo, scenario)],
+        slack=slack,
     )
     return demo
 
 
 async def run_demo(
-    settings: Settings, *, scenario: str = "demo", announce: Callable[[str], None] = print
+    settings: Settings,
+    *,
+    scenario: str = "demo",
+    slack: Any = None,
+    announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
-        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario)
+        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario, slack=slack)
         config = uvicorn.Config(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine
@@ -142,7 +153,7 @@ async def run_demo(
                 if serving.done():
                     break
                 await asyncio.sleep(0.1)
-            announce(banner(url))
+            announce(banner(url, slack=slack is not None))
             await serving
         finally:
             server.should_exit = True
