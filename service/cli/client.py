@@ -29,6 +29,7 @@ import click
 import orjson
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
+from dra_mirror.service.questions.asking import Ask
 from dra_mirror.service.questions.chatops import (
     Claims,
     Free,
@@ -38,7 +39,6 @@ from dra_mirror.service.questions.chatops import (
     ask_waiting,
     duration,
 )
-from dra_mirror.service.questions.asking import Ask
 from dra_mirror.service.questions.holdings import (
     HoldingRow,
     WhoHolds,

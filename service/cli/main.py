@@ -138,7 +138,9 @@ async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) 
     )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(_until_stopped(server), name="dra-mirror-api")
-    while not server.started and not serving.done():  # bound and started: then say where
+    while not server.started:  # bound and started: then say where
+        if serving.done():
+            break
         await asyncio.sleep(0.05)
     if server.started:
         sockets = [sock for listening in server.servers for sock in listening.sockets]
