@@ -39,8 +39,7 @@ class SettingOption(click.Option):
 def setting_facts(setting: str) -> tuple[str, Any]:
     """(environment variable, embedded default) of a "group.field" setting."""
     group_name, _, field_name = setting.partition(".")
-    groups = {f.name: f for f in dataclasses.fields(Settings)}
-    group = groups[group_name].default_factory()  # type: ignore[misc]
+    group = getattr(Settings(), group_name)
     if field_name not in {f.name for f in dataclasses.fields(group)}:
         raise KeyError(f"no setting {setting}")
     return f"{ENV_PREFIX}{group_name}_{field_name}".upper(), getattr(group, field_name)
@@ -56,10 +55,11 @@ def setting_envs(groups: tuple[str, ...] | None = None) -> list[tuple[str, Any]]
     """Every `DRA_MIRROR_*` variable `Settings.from_env` reads (of `groups`, None: all),
     with its default."""
     found = []
+    defaults = Settings()
     for group_field in dataclasses.fields(Settings):
         if groups is not None and group_field.name not in groups:
             continue
-        group = group_field.default_factory()  # type: ignore[misc]
+        group = getattr(defaults, group_field.name)
         for item in dataclasses.fields(group):
             env = f"{ENV_PREFIX}{group_field.name}_{item.name}".upper()
             found.append((env, getattr(group, item.name)))
