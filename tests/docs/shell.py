@@ -87,7 +87,8 @@ class Session:
             start_new_session=True,
         )
         self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
         self._send("set -m")  # background jobs get their own process group
 
     def _read(self) -> None:
@@ -160,6 +161,9 @@ class Session:
             except subprocess.TimeoutExpired:
                 _stop_group(self.bash.pid)
         self.bash.wait(timeout=10)
+        self.reader.join(timeout=10)
+        if self.bash.stdout is not None:
+            self.bash.stdout.close()
         if self.bash.stdout is not None:
             self.bash.stdout.close()
 
