@@ -9,7 +9,9 @@ The other commands live in their own modules and are registered here: `sim` (sim
 `migrate` (database), `schema` (sdl), `who-holds|free|waiting|idle` (client), `explain` and
 `lint` (diagnostics). Settings are built at the edge (`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
-(`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
+(`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`;
+`serve` and `watch` say so once the socket is bound and the app started. Every option's help
+names its variable and default (`service.cli.help`, applied to every registered command).
 """
 
 from __future__ import annotations
