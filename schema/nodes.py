@@ -98,6 +98,12 @@ class ClusterStatus:
     events: int
     relists: int
     malformed: JSON = strawberry.field(description="Objects skipped as malformed, per kind.")
+    stalls: JSON = strawberry.field(
+        description="Watch streams ended for silence (no event, no bookmark), per kind."
+    )
+    resets: int = strawberry.field(
+        description="resourceVersion resets seen (each made every kind relist)."
+    )
 
 
 @strawberry.type
@@ -129,6 +135,8 @@ class Cluster:
             events=s.events,
             relists=s.relists,
             malformed=JSON(dict(s.malformed)),
+            stalls=JSON(dict(s.stalls)),
+            resets=s.resets,
         )
 
     @strawberry.field(description="Counted from current state when asked (costs a scan).")

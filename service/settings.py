@@ -58,7 +58,13 @@ class HttpSettings:
     graphiql: bool = True
     """Serve the GraphiQL IDE on `GET /graphql` from a browser."""
 
+    shutdown_deadline: float = 25.0
+    """Seconds after SIGTERM (or Ctrl-C) by which `serve`, `watch` and `demo` exit even if their
+    shutdown has not finished (a frozen Redis, a query that does not yield): they then exit
+    with status 3. Keep it below the pod's `terminationGracePeriodSeconds` (30 in the chart)."""
+
     def __post_init__(self) -> None:
+        _positive("shutdown_deadline", self.shutdown_deadline)
         port_ok = isinstance(self.port, int) and not isinstance(self.port, bool)
         _require(port_ok and 0 <= self.port <= 65535, "port", self.port, "must be 1-65535")
         host_ok = isinstance(self.host, str) and bool(self.host) and self.host.strip() == self.host

@@ -25,6 +25,8 @@ from typing import Any
 
 import uvicorn
 
+from dra_mirror.service.cli.deadline import ShutdownDeadline
+from dra_mirror.service.cli.server import DeadlineServer
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
@@ -128,6 +130,7 @@ async def run_demo(
     scenario: str = "demo",
     slack: Any = None,
     announce: Callable[[str], None] = print,
+    deadline: ShutdownDeadline | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
@@ -140,7 +143,8 @@ async def run_demo(
             access_log=False,
             lifespan="on",
         )
-        server = uvicorn.Server(config)
+        deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
+        server = DeadlineServer(config, deadline=deadline)
         serving = asyncio.create_task(server.serve(), name="demo-api")
         url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"
         try:

@@ -25,6 +25,7 @@ import click
 
 from dra_mirror.service.cli import client, diagnostics, preflight
 from dra_mirror.service.cli.database import migrate
+from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.help import document_options, setting_option
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
@@ -69,7 +70,8 @@ def serve(ctx: click.Context, no_watch: bool, insecure_no_auth: bool | None, **f
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
     access = access_config(settings)
     preflight.check(settings, watch=not no_watch)
-    run(_serve(settings, watch=not no_watch, access=access))
+    deadline = ShutdownDeadline(settings.http.shutdown_deadline)
+    run(_serve(settings, watch=not no_watch, access=access, deadline=deadline), deadline=deadline)
 
 
 def access_config(settings: Settings) -> Any:
@@ -111,7 +113,9 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
         raise click.UsageError("watch writes the shared state: give --redis-url")
     access = access_config(settings)
     preflight.check(settings, watch=True)
-    run(_serve(settings, watch=True, access=access))
+    deadline = ShutdownDeadline(settings.http.shutdown_deadline)
+    run(_serve(settings, watch=True, access=access, role="watcher", deadline=deadline),
+        deadline=deadline)  # fmt: skip
 
 
 def slack_settings() -> Any:
@@ -124,12 +128,20 @@ def slack_settings() -> Any:
         raise click.UsageError(str(error)) from error
 
 
-async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) -> None:
+async def _serve(
+    settings: Settings,
+    *,
+    watch: bool = True,
+    access: Any = None,
+    role: str = "api",
+    deadline: ShutdownDeadline | None = None,
+) -> None:
     import uvicorn
 
+    from dra_mirror.service.cli.server import DeadlineServer
     from dra_mirror.service.runtime.mirror import mirror_app
 
-    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access)
+    app = mirror_app(settings, watch=watch, slack=slack_settings(), access=access, role=role)
     config = uvicorn.Config(
         app,
         host=settings.http.host,
@@ -138,7 +150,8 @@ async def _serve(settings: Settings, *, watch: bool = True, access: Any = None) 
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
-    server = uvicorn.Server(config)
+    deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
+    server = DeadlineServer(config, deadline=deadline)
     serving = asyncio.create_task(_until_stopped(server), name="dra-mirror-api")
     while not server.started:  # bound and started: then say where
         if serving.done():
@@ -172,7 +185,9 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     from dra_mirror.service.cli.demo import run_demo
 
     slack = slack_settings()
-    run(run_demo(settings, scenario=scenario, slack=slack, announce=lambda t: click.echo(t)))
+    deadline = ShutdownDeadline(settings.http.shutdown_deadline)
+    run(run_demo(settings, scenario=scenario, slack=slack, announce=click.echo, deadline=deadline),
+        deadline=deadline)  # fmt: skip
 
 
 for command in (

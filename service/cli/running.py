@@ -10,7 +10,10 @@ action kill the process with status 143. Elsewhere (sim) SIGTERM cancels `coro` 
 so its cleanup runs.
 
 Promises: the previous SIGTERM handler is restored when `run` returns; a signal received before
-the coroutine starts ends it without running it.
+the coroutine starts ends it without running it. With a `deadline` (`service.cli.deadline`),
+the first SIGTERM or Ctrl-C arms it — uvicorn's servers arm it themselves
+(`DeadlineServer`) — and it is disarmed once `run` returns: the process exits by the
+deadline even when a step of its shutdown hangs.
 """
 
 from __future__ import annotations
@@ -20,16 +23,20 @@ import contextlib
 import signal
 from collections.abc import Coroutine
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dra_mirror.service.cli.deadline import ShutdownDeadline
 
 SHUTDOWN_GRACE = 5
 """Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
 cancelled; then the watches stop and history drains (Kubernetes waits 30 s by default)."""
 
 
-def run(coro: Coroutine[Any, Any, None]) -> None:
-    """Run until done, Ctrl-C or SIGTERM; either signal ends the program quietly, exit 0."""
-    termination = Termination()
+def run(coro: Coroutine[Any, Any, None], *, deadline: ShutdownDeadline | None = None) -> None:
+    """Run until done, Ctrl-C or SIGTERM; either signal ends the program quietly, exit 0 (or
+    by the `deadline`, exit 3)."""
+    termination = Termination(deadline)
     # signal.signal, not loop.add_signal_handler: uvicorn installs its handlers with
     # signal.signal and restores ours afterwards; a loop handler would fire under uvicorn's too
     # and cut its graceful shutdown short. Ours stays installed until every task has ended
@@ -41,19 +48,24 @@ def run(coro: Coroutine[Any, Any, None]) -> None:
             asyncio.run(termination.run(coro))
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if deadline is not None:
+            deadline.disarm()
 
 
 class Termination:
     """SIGTERM cancels the main task (when it still runs); the cancellation then ends it
     quietly."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: ShutdownDeadline | None = None) -> None:
+        self.deadline = deadline
         self.received = False
         self.task: asyncio.Task[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def on_signal(self, _signum: int, _frame: FrameType | None) -> None:
         self.received = True
+        if self.deadline is not None:
+            self.deadline.arm()
         task, loop = self.task, self.loop
         if task is None or loop is None or task.done() or loop.is_closed():
             return

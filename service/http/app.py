@@ -13,10 +13,13 @@ composition root's: `service.runtime`). Its lifespan, in this order:
 4. on shutdown: the watchers stop (flushing what they received), the history and the state
    store close, and the resources exit in reverse order.
 
-Readiness: with watchers, ready once every cluster they watch synced once (`ready` /
-`not_ready()`); without (an API replica reading a shared Redis), ready once the store answers
-and every cluster status in it says synced. Not ready → 503 with one reason per line.
-`/healthz` only says the process serves HTTP.
+Readiness (`/readyz`) follows `service.http.readiness`, for the app's `role`: `API` (`serve`,
+embedded, all-in-one or `--no-watch`) answers for the state it serves — the statuses the
+state store holds, every cluster its watchers are configured for (else
+`clusters.contexts`) expected among them; `WATCHER` (`watch`) answers for the clusters whose
+leases it holds now (their reactors' statuses). Both need the state store to answer within
+`readiness.STORE_TIMEOUT`. 200 or 503, with the JSON body `{ready, reasons, stale, clusters}`
+(and `access` when authentication is off). `/healthz` only says the process serves HTTP.
 
 GraphQL is a `Route` (a `Mount` answers `POST /graphql` with a 307); responses are encoded with
 orjson; every request gets a fresh typed context (`schema.context.make_context`; `scope_for`
@@ -37,6 +40,7 @@ say so). Every request passes the `RequestGuard` (body size, time, client gone) 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -44,6 +48,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -62,10 +67,18 @@ from dra_mirror.service.http.graphql import MirrorGraphQL
 from dra_mirror.service.http.guard import RequestGuard
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.http.persisted import PersistedQueries
+from dra_mirror.service.http.readiness import (
+    API,
+    STORE_TIMEOUT,
+    WATCHER,
+    Readiness,
+    StoreHealth,
+    readiness,
+)
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
-from dra_mirror.service.stores.protocols import ClosableReader, StoreUnavailable
+from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
 from dra_mirror.service.web.routes import web_routes
 
 log = logging.getLogger(__name__)
@@ -85,8 +98,10 @@ class AppState:
         now: Callable[[], datetime],
         *,
         dra_metrics: bool,
+        role: str = API,
     ) -> None:
         self.now = now
+        self.role = role
         self.settings = settings
         self.store = store
         self.history = history
@@ -102,21 +117,30 @@ class AppState:
             self.startup_error = error
         return False  # never swallow it
 
-    async def readiness(self) -> list[str]:
-        """Reasons the mirror is not ready; empty when it is."""
-        if self.reactors is not None:
-            return [] if self.reactors.ready else (self.reactors.not_ready() or ["not synced"])
+    async def readiness(self) -> Readiness:
+        """Whether this process is ready for traffic, and why not (service.http.readiness)."""
+        shared: list[ClusterStatus] = []
         try:
-            statuses = await self.store.clusters()
+            async with asyncio.timeout(STORE_TIMEOUT):
+                shared = await self.store.clusters()
+            health = StoreHealth(True)
         except StoreUnavailable as error:
-            return [f"state store unavailable: {error}"]
-        if not statuses:
-            return ["no cluster has reported yet"]
-        return [
-            f"{s.name}: not synced" + (f"; error: {s.error}" if s.error else "")
-            for s in statuses
-            if not s.synced
-        ]
+            health = StoreHealth(False, str(error))
+        except TimeoutError:
+            health = StoreHealth(False, f"no answer within {STORE_TIMEOUT:g} s")
+        rule = self.settings.readiness.cluster_down
+        watchers = self.reactors
+        if self.role == WATCHER and watchers is not None:
+            held = [reactor.status for reactor in list(watchers.by_name.values())]
+            return readiness(store=health, statuses=held, cluster_down=rule)
+        expected = watchers.clusters if watchers is not None else self.settings.clusters.contexts
+        return readiness(
+            store=health,
+            statuses=shared,
+            cluster_down=rule,
+            expected=list(expected) or None,
+            need_a_cluster=True,
+        )
 
 
 async def _closing(close: Callable[[], Awaitable[None]], what: str) -> None:
@@ -141,11 +165,15 @@ def create_app(
     dra_metrics: bool = True,
     access: AccessControl | None = None,
     open_access: Callable[[], Awaitable[AccessControl]] | None = None,
+    role: str = API,
 ) -> Starlette:
     """The ASGI app; see the module docstring for what its lifespan owns."""
+    if role not in (API, WATCHER):
+        raise ValueError(f"role must be {API!r} or {WATCHER!r}, not {role!r}")
     state = AppState(
-        settings, store, history, scope_for or subject_scope, now, dra_metrics=dra_metrics
-    )
+        settings, store, history, scope_for or subject_scope, now, dra_metrics=dra_metrics,
+        role=role,
+    )  # fmt: skip
     # One registry of persisted documents: the view resolves hashes against it, and the
     # guards' registered-only rule (DRA_MIRROR_GRAPHQL_REFUSE_UNREGISTERED) reads it.
     registry = PersistedQueries(
@@ -163,12 +191,14 @@ def create_app(
         return PlainTextResponse("ok\n")
 
     async def readyz(_request: Request) -> Response:
-        reasons = await state.readiness()
+        answer = await state.readiness()
+        body = answer.body()
         control = state.access
-        open_note = f"{control.describe()}\n" if control is not None and control.insecure else ""
-        if reasons:
-            return PlainTextResponse("\n".join(reasons) + "\n" + open_note, status_code=503)
-        return PlainTextResponse("ready\n" + open_note)
+        if control is not None and control.insecure:
+            body["access"] = control.describe()
+        return Response(
+            orjson.dumps(body), status_code=answer.status_code, media_type="application/json"
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:

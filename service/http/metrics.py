@@ -8,7 +8,9 @@ routes (`service.http.app.AppState`): `store`, `reactors` (set once the lifespan
 * per watched cluster, read at scrape time from the process's own reactors (so each cluster
   is reported by the one replica watching it): `dra_mirror_watch_events_total`,
   `dra_mirror_watch_relists_total`, `dra_mirror_watch_errors_total{kind}` (failed list/watch
-  attempts), `dra_mirror_malformed_objects_total{kind}`, `dra_mirror_cluster_connected`,
+  attempts), `dra_mirror_malformed_objects_total{kind}`, `dra_mirror_watch_stalls_total{kind}`
+  (streams ended for silence), `dra_mirror_watch_resets_total` (resourceVersion resets),
+  `dra_mirror_cluster_connected`,
   `dra_mirror_cluster_synced`, `dra_mirror_cluster_last_event_timestamp_seconds`,
   `dra_mirror_cluster_last_sync_timestamp_seconds`, `dra_mirror_cluster_lag_seconds` (now -
   the newer of the last event and the last list: staleness, which also grows on a quiet

@@ -72,6 +72,16 @@ class WatchCollector:
         malformed = CounterMetricFamily(
             "dra_mirror_malformed_objects", "Objects skipped as malformed.", labels=per_kind
         )
+        stalls = CounterMetricFamily(
+            "dra_mirror_watch_stalls",
+            "Watch streams ended because they stayed silent (no event, no bookmark).",
+            labels=per_kind,
+        )
+        resets = CounterMetricFamily(
+            "dra_mirror_watch_resets",
+            "resourceVersion resets seen (each relists every kind of the cluster).",
+            labels=per_cluster,
+        )
         connected = GaugeMetricFamily(
             "dra_mirror_cluster_connected", "1 while the watches are up.", labels=per_cluster
         )
@@ -102,6 +112,9 @@ class WatchCollector:
                 errors.add_metric([name, kind], count)
             for kind, count in sorted(status.malformed.items()):
                 malformed.add_metric([name, kind], count)
+            for kind, count in sorted(status.stalls.items()):
+                stalls.add_metric([name, kind], count)
+            resets.add_metric([name], status.resets)
             connected.add_metric([name], int(status.connected))
             synced.add_metric([name], int(status.synced))
             event_at = _timestamp(status.last_event_at)
@@ -113,7 +126,8 @@ class WatchCollector:
             newest = max((t for t in (event_at, sync_at) if t is not None), default=None)
             if newest is not None:
                 lag.add_metric([name], max(0.0, now - newest))
-        yield from (events, relists, errors, malformed, connected, synced, last_event, last_sync)
+        yield from (events, relists, errors, malformed, stalls, resets, connected, synced)
+        yield from (last_event, last_sync)
         yield lag
 
 

@@ -2,14 +2,15 @@
 
 `Watchers` is satisfied by `service.reactor.Reactors` (every cluster of the process), by
 `service.reactor.leased.LeasedReactors` (the clusters whose leases this replica holds) and
-by the runtime's `WatchedClusters` around either: readiness for `/readyz`, a clean stop for
-the lifespan, and the reactors by cluster name for `/metrics` (each cluster's status and
-failed attempts, and its index — what it writes to the state store — for the DRA series).
+by the runtime's `WatchedClusters` around either: the clusters they are configured for and
+the statuses of those they watch now for `/readyz`, a clean stop for the lifespan, and the
+reactors by cluster name for `/metrics` (each cluster's status and failed attempts, and its
+index — what it writes to the state store — for the DRA series).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from dra_mirror.service.model.view import IndexView
@@ -30,6 +31,11 @@ class WatchedCluster(Protocol):
 
 
 class Watchers(Protocol):
+    @property
+    def clusters(self) -> Sequence[str]:
+        """Every cluster these watchers are configured to watch (held now or not)."""
+        ...
+
     @property
     def ready(self) -> bool:
         """Every cluster these watchers watch has synced once."""

@@ -18,8 +18,8 @@ is skipped, order is kept); any other exception is a bug: it is logged and the b
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served; resource.k8s.io version; last event and sync; error; events, relists,
-malformed objects per kind) and pushes it to its `StatusSink` on every state change, and at
-most about once a second for counters alone. `service.reactor.reactor` runs one per cluster.
+resourceVersion resets, malformed objects and stalled streams per kind) and pushes it to its
+`StatusSink` on every state change, and at most about once a second for counters alone. `service.reactor.reactor` runs one per cluster.
 """
 
 from __future__ import annotations
@@ -205,6 +205,12 @@ class Reactor:
                 self.index.seed(seed, at=self._at())
                 log.info("index seeded with %d objects the store held", len(seed.records),
                          extra=self._log)  # fmt: skip
+                if set(self.kinds) <= seed.listed:
+                    # An earlier holder synced every kind: what the store serves is whole, if
+                    # not current (not connected until the watches open; the relists follow).
+                    self.status.synced = True
+                    self._status_pushed_at = float("-inf")
+                    self._status_due = True
         try:
             while True:
                 message = await self.feed.take(self._status_wait())
@@ -371,6 +377,7 @@ class Reactor:
             return
         self._status_due = False
         self._status_pushed_at = now
+        self.status.resets = self.resets.generation
         snapshot = msgspec.structs.replace(
             self.status, malformed=dict(self.status.malformed), stalls=dict(self.status.stalls)
         )

@@ -139,6 +139,11 @@ class LeasedReactors:
         """The reactors of the clusters whose leases this replica holds now."""
         return self._reactors
 
+    @property
+    def clusters(self) -> list[str]:
+        """Every cluster this replica may watch (whether it holds its lease now or not)."""
+        return sorted(self.connections)
+
     def holding(self) -> list[str]:
         return sorted(self._reactors)
 
@@ -186,10 +191,16 @@ def watch_leased(
     writer: StateSink | None = None,
     sinks: Sequence[ChangeSink] = (),
     lease_settings: LeaseSettings | None = None,
+    reactor_settings: ReactorSettings | None = None,
 ) -> LeasedReactors:
     """`writer`: the store as the reactors write it (the store itself by default)."""
     group = LeasedReactors(
-        connections, store=store, writer=writer, sinks=sinks, lease_settings=lease_settings
+        connections,
+        store=store,
+        writer=writer,
+        sinks=sinks,
+        lease_settings=lease_settings,
+        reactor_settings=reactor_settings,
     )
     group.start()
     return group

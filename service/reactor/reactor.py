@@ -47,6 +47,11 @@ class Reactors:
         return iter(self.by_name.values())
 
     @property
+    def clusters(self) -> list[str]:
+        """Every cluster of the group."""
+        return sorted(self.by_name)
+
+    @property
     def ready(self) -> bool:
         """Every cluster synced once (for /readyz)."""
         return all(r.synced.is_set() for r in self.by_name.values())

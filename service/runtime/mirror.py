@@ -1,7 +1,10 @@
 """The whole mirror as one Starlette app: what `serve`, `watch` and `demo` run.
 
 `mirror_app(settings, store=None, kubeconfig=None, resources=(), watch=True, slack=None,
-access=None)`:
+access=None, role=API)`:
+
+* `role` is what `/readyz` answers for (service.http.readiness): `API` — `serve`, whatever
+  the shape — the state it serves; `WATCHER` — `watch` — the clusters whose leases it holds;
 
 * `access` is the checked access configuration (`service.access.config.AccessConfig`): the
   app opens its authenticators first in its lifespan (Kubernetes reviews through the same
@@ -34,6 +37,7 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.app import AppState, create_app
+from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.questions import diagnosis
 from dra_mirror.service.runtime.stores import (
@@ -42,7 +46,11 @@ from dra_mirror.service.runtime.stores import (
     open_history,
     open_state_store,
 )
-from dra_mirror.service.runtime.watching import WatchedClusters, watch_clusters
+from dra_mirror.service.runtime.watching import (
+    WatchedClusters,
+    reactor_settings,
+    watch_clusters,
+)
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -60,6 +68,7 @@ def mirror_app(
     watch: bool = True,
     slack: SlackSettings | None = None,
     access: AccessConfig | None = None,
+    role: str = API,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
@@ -85,6 +94,7 @@ def mirror_app(
             writer=mirror.metrics.timed_store(state_store),
             sinks=sinks,
             lease=lease_settings(settings),
+            settings=reactor_settings(settings),
         )
         watched.after_sync = _after_sync(watched, state_store)
         return watched
@@ -98,6 +108,7 @@ def mirror_app(
         slack=slack,
         open_access=open_access if access is not None else None,
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
+        role=role,
     )
     return app
 

@@ -11,7 +11,8 @@ and then each extra sink (the history outbox), in that order. How depends on the
   (`watch_leased`, `lease` is its `LeaseSettings`).
 
 `writer` is the store as the reactors write it (e.g. timed by the app's metrics); it must be
-that same store. The result, `WatchedClusters`, is the app's `Watchers`; `stop()` stops the
+that same store. `settings` are the reactors' (`reactor_settings(Settings)`: the watch's
+bookmark interval and stall rule come from the command's settings). The result, `WatchedClusters`, is the app's `Watchers`; `stop()` stops the
 reactors, then closes the connections.
 """
 
@@ -21,9 +22,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
-from dra_mirror.service.reactor.cluster import Reactor
+from dra_mirror.service.clusters.watching import WatchSettings
+from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
 from dra_mirror.service.reactor.leased import LeasedReactors, watch_leased
 from dra_mirror.service.reactor.reactor import Reactors, run_reactors
+from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.lease import LeaseSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ChangeSink, StateSink
@@ -40,6 +43,10 @@ class WatchedClusters:
         self.reactors = reactors
         self.connections = connections
         self.after_sync: asyncio.Task[None] | None = None
+
+    @property
+    def clusters(self) -> list[str]:
+        return self.reactors.clusters
 
     @property
     def ready(self) -> bool:
@@ -73,6 +80,7 @@ async def watch_clusters(
     writer: StateSink | None = None,
     sinks: Sequence[ChangeSink] = (),
     lease: LeaseSettings | None = None,
+    settings: ReactorSettings | None = None,
 ) -> WatchedClusters:
     """See the module docstring."""
     connections = await connect(kubeconfig, list(contexts) or None)
@@ -81,7 +89,12 @@ async def watch_clusters(
     try:
         if isinstance(store, RedisStore):  # shared by replicas: one watcher per cluster
             reactors = watch_leased(
-                connections, store=store, writer=state, sinks=sinks, lease_settings=lease
+                connections,
+                store=store,
+                writer=state,
+                sinks=sinks,
+                lease_settings=lease,
+                reactor_settings=settings,
             )
         else:
             reactors = await run_reactors(
@@ -89,8 +102,18 @@ async def watch_clusters(
                 sinks=[state, *sinks],
                 status_sink=state,
                 open_index=store.open_index,
+                settings=settings,
             )
     except BaseException:
         await close_all(connections)
         raise
     return WatchedClusters(reactors, connections)
+
+
+def reactor_settings(settings: Settings) -> ReactorSettings:
+    """The reactors' settings from the command's: the watch's bookmark interval and stall rule."""
+    clusters = settings.clusters
+    watch = WatchSettings(
+        bookmark_interval=clusters.bookmark_interval, stall_intervals=clusters.stall_intervals
+    )
+    return ReactorSettings(watch=watch)

@@ -24,6 +24,9 @@ each request and while streaming watches. Settings (JSON/YAML keys, all optional
                                      after it (those in between are never sent)
     restart: true | {base: 1}        an action, not a setting: reset resourceVersions now
                                      (handled by the server, which owns the store)
+    dropWatches: true                an action, not a setting: end every open watch stream
+                                     now, resourceVersions kept (an API server restarted, a
+                                     load balancer dropping its connections)
 
 Counts are consumed as requests arrive, so a test can say "the next two watches fail".
 """
@@ -51,7 +54,10 @@ KNOWN = {
     "hideVersions",
     "futureWatches",
     "restart",
+    "dropWatches",
 }
+
+ACTIONS = {"restart", "dropWatches"}  # done at once by the server, never kept as settings
 
 
 @dataclass
@@ -78,7 +84,7 @@ class Faults:
             raise bad_request(f"unknown faults: {sorted(unknown)}; known: {sorted(KNOWN)}")
         restart = changes.get("restart")
         for key, value in changes.items():
-            if key == "restart":
+            if key in ACTIONS:
                 continue
             if value is None:
                 self.settings.pop(key, None)

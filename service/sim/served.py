@@ -48,6 +48,7 @@ class ServedCluster:
     notifier: Notifier = field(default_factory=Notifier)
     namespace_purge_delay: float = 0.2  # Terminating -> gone
     closing: bool = False
+    drops: int = 0  # `dropWatches` actions so far: a stream ends when this moves
     open_watches: int = 0
     requests: int = 0
     port: int = 0
@@ -94,10 +95,13 @@ class ServedCluster:
             )
 
     def apply_faults(self, changes: dict[str, Any]) -> None:
-        """Merge fault settings; perform a requested restart at once."""
+        """Merge fault settings; perform a requested restart or watch drop at once."""
         restart = self.faults.update(changes)
         if restart:
             self.store.restart(base=int(restart.get("base", 1)))
+        if changes.get("dropWatches"):
+            self.drops += 1
+            self.notifier.wake()
 
     def close(self) -> None:
         """End every open watch (server shutdown)."""

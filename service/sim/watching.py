@@ -77,6 +77,7 @@ async def watch_stream(
     """The body of one watch response."""
     store = cluster.store
     epoch = store.epoch
+    drops = cluster.drops
     cluster.open_watches += 1
     try:
         if isinstance(stream_faults, ApiError):
@@ -102,7 +103,7 @@ async def watch_stream(
             if faults.stall_after is not None and sent >= faults.stall_after:
                 faults.stall_after = None
                 await asyncio.sleep(faults.stall_seconds)  # silent: no events, no bookmarks
-            if store.epoch != epoch or cluster.closing:
+            if store.epoch != epoch or cluster.closing or cluster.drops != drops:
                 return
             waiter = cluster.notifier.waiter()
             try:
@@ -126,7 +127,7 @@ async def watch_stream(
                 sent += 1
                 if faults.drop_after is not None and sent >= faults.drop_after:
                     return
-                if store.epoch != epoch or cluster.closing:
+                if store.epoch != epoch or cluster.closing or cluster.drops != drops:
                     return
             now = time.monotonic()
             # a bookmark never names a version the store has not reached (a watch from the

@@ -66,6 +66,7 @@ class ClusterStatus(Struct):
     relists: int = 0
     malformed: dict[str, int] = field(default_factory=dict)  # kind -> objects skipped
     stalls: dict[str, int] = field(default_factory=dict)  # kind -> watch streams ended silent
+    resets: int = 0  # resourceVersion resets seen (each relisted every kind)
 
 
 class ChangeSink(Protocol):

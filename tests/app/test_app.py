@@ -27,17 +27,26 @@ async def test_health_and_readiness_follow_the_cluster_statuses():
     async with client(create_app(Settings(), store=store)) as http:
         assert (await http.get("/healthz")).text == "ok\n"
         first = await http.get("/readyz")
-        open_note = "authentication is OFF (--insecure-no-auth): anyone who reaches this port sees everything\n"
+        open_note = "authentication is OFF (--insecure-no-auth): anyone who reaches this port sees everything"
         assert first.status_code == 503
-        assert first.text == "no cluster has reported yet\n" + open_note
+        assert first.headers["content-type"] == "application/json"
+        assert first.json() == {
+            "ready": False, "reasons": ["no cluster has reported yet"], "stale": [],
+            "clusters": {}, "access": open_note,
+        }  # fmt: skip
         await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
         await store.set_status(ClusterStatus(name="west", error="401 Unauthorized"))
         waiting = await http.get("/readyz")
         assert waiting.status_code == 503
-        assert waiting.text == "west: not synced; error: 401 Unauthorized\n" + open_note
+        assert waiting.json()["reasons"] == ["west: not synced yet; error: 401 Unauthorized"]
+        assert waiting.json()["clusters"] == {"east": "synced", "west": "syncing"}
         await store.set_status(ClusterStatus(name="west", connected=True, synced=True))
         ready = await http.get("/readyz")
-        assert (ready.status_code, ready.text) == (200, "ready\n" + open_note)
+        assert ready.status_code == 200
+        assert ready.json() == {
+            "ready": True, "reasons": [], "stale": [],
+            "clusters": {"east": "synced", "west": "synced"}, "access": open_note,
+        }  # fmt: skip
 
 
 async def test_graphql_route_answers_post_and_get_with_orjson():
@@ -78,6 +87,8 @@ async def test_lifespan_owns_resources_and_closes_the_store():
 
     class Watchers:
         ready = True
+        clusters = ["east"]
+        by_name: dict = {}
 
         def not_ready(self):
             return []
@@ -90,7 +101,7 @@ async def test_lifespan_owns_resources_and_closes_the_store():
         return Watchers()
 
     store = MemoryStore()
-    await store.set_status(ClusterStatus(name="east"))
+    await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
     app = create_app(
         Settings(),
         store=store,
@@ -99,7 +110,7 @@ async def test_lifespan_owns_resources_and_closes_the_store():
     )
     async with client(app) as http:
         assert events == ["enter sim", "enter bus", "start watchers"]
-        assert (await http.get("/readyz")).status_code == 200  # the watchers say ready
+        assert (await http.get("/readyz")).status_code == 200  # the cluster synced
     assert events[3:] == ["stop watchers", "exit bus", "exit sim"]
     assert await store.clusters() == []  # closed by the lifespan
 

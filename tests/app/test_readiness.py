@@ -71,7 +71,9 @@ def test_a_down_cluster_makes_the_process_not_ready_when_so_configured() -> None
     down = status("east", connected=False, error="503", last_event_at="2026-12-01T10:00:00.000Z")
     answer = readiness(store=UP, statuses=[down, status("west")], cluster_down=NOT_READY)
     assert not answer.ready and answer.stale == ()
-    assert answer.reasons == ("east: not connected since 2026-12-01T10:00:00.000Z; error: 503",)
+    assert answer.reasons == (
+        "east: not connected (state as of 2026-12-01T10:00:00.000Z); error: 503",
+    )
     assert answer.clusters["east"] == "down"
 
 

@@ -45,6 +45,26 @@ async def test_drop_watch_after_events(sim: Simulator, api: client.ApiClient, st
     assert len((await response.read()).decode().splitlines()) == 5
 
 
+async def test_drop_watches_ends_the_open_streams_at_once(
+    sim: Simulator, api: client.ApiClient, store: ClusterStore
+):
+    store.create("resourceclaims", claim_body("before"))
+    start = str(store.resource_version)
+    response = await raw_watch(api, resourceVersion=start, timeoutSeconds="30")
+    await asyncio.sleep(0.2)  # the stream is open and quiet
+    began = time.monotonic()
+    answer = await set_faults(sim, {"dropWatches": True})
+    assert "dropWatches" not in answer.get("faults", answer)  # an action, not a setting
+    assert (await response.read()) == b""  # ended without an event, long before its 30 s
+    assert time.monotonic() - began < 10
+    # the versions are kept: a watch from the same position goes on as before
+    store.create("resourceclaims", claim_body("after"))
+    again = await raw_watch(api, resourceVersion=start, timeoutSeconds="1")
+    names = [json.loads(line)["object"]["metadata"]["name"] for line in
+             (await again.read()).decode().splitlines()]  # fmt: skip
+    assert names == ["after"]
+
+
 async def test_expire_next_watches(sim: Simulator, api: client.ApiClient, store: ClusterStore):
     await set_faults(sim, {"expireWatches": 2})
     claims = client.ResourceV1Api(api)

@@ -137,6 +137,7 @@ readinessProbe:
     path: /readyz
     port: http
   periodSeconds: 5
+  timeoutSeconds: 3  # the state store gets 1 s to answer (docs/operations.md, Probes)
   failureThreshold: 3
 startupProbe:
   httpGet:
