@@ -22,8 +22,8 @@ each `--rounds` times, with the median of the rounds' p50s and its ratio to the 
 * the server process's CPU seconds per request in each case (from /proc): on a loaded machine
   latencies stretch with the time the server waits for a core, its CPU per request much less.
 
-`--loop asyncio` (default) serves on asyncio's own event loop, as `dra-mirror serve` does;
-`--loop uvloop` on uvloop (uvicorn's choice when it owns the loop).
+The server runs on uvloop's event loop when uvloop is installed, as `dra-mirror serve` does
+(`--loop asyncio`: on asyncio's own).
 """
 
 from __future__ import annotations
@@ -192,6 +192,15 @@ def line(
     )
 
 
+def _serve_loop() -> str:
+    """The event loop `dra-mirror serve` runs on here: uvloop's when it is installed."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
@@ -199,7 +208,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default=_serve_loop())
     parser.add_argument(
         "--no-persisted", action="store_true", help="skip persisted queries (older servers)"
     )

@@ -1,7 +1,11 @@
 """Benchmark: steady claim churn through the reactor into the embedded store, with lag.
 
     prlimit --as=6000000000 .venv/bin/python bench/memory_churn.py [--scenario scale-5000]
-        [--rate 10000] [--seconds 10] [--profile /tmp/churn.prof]
+        [--rate 10000] [--seconds 10] [--profile /tmp/churn.prof] [--transitions]
+        [--loop asyncio]
+
+Both the floor and the churn run on the event loop `dra-mirror serve` runs (uvloop's when it
+is installed; `--loop asyncio`: asyncio's own).
 
 The API server is `bench/page_server.py --churn` in its own process: the scenario's pages for
 the initial sync, then, on request, MODIFIED claim events on the claims WATCH stream at
@@ -11,7 +15,7 @@ state and idleness; `bench/churn_stream.py`). Each run is a fresh child process:
 * floor: a client that only reads the watch stream (aiohttp, lines split as the transport
   splits them) and decodes each event with msgspec into a minimal typed Struct;
 * churn: `run_reactors` into a `MemoryStore` (as `dra-mirror serve` runs the embedded
-  store), synced first (the sync is not measured; its heap is frozen as the app does), then
+  store without history: its index derives no transitions, unless `--transitions`), synced first (the sync is not measured; its heap is frozen as the app does), then
   the same stream: transport, `decode_watch_line`, the reactor's batches, its index, the
   store, the live bus. A subscriber in the same process (as a GraphQL subscription would be)
   receives each claim's event.
@@ -102,7 +106,11 @@ async def _floor(url: str, rate: float, seconds: float) -> dict:
     return _report(lags, plan["events"], window, time.process_time() - cpu)
 
 
-async def _churn(url: str, kubeconfig: str, rate: float, seconds: float, profile: str | None):
+async def _churn(
+    url: str, kubeconfig: str, rate: float, seconds: float, profile: str | None, transitions: bool
+):
+    import functools
+
     from dra_mirror.service.clusters.config import close_all, connect
     from dra_mirror.service.model.live import ClaimEvent
     from dra_mirror.service.reactor.reactor import run_reactors
@@ -111,7 +119,10 @@ async def _churn(url: str, kubeconfig: str, rate: float, seconds: float, profile
     connections = await connect(kubeconfig, None)
     store = MemoryStore()
     reactors = await run_reactors(
-        connections, sinks=[store], status_sink=store, open_index=store.open_index
+        connections,
+        sinks=[store],
+        status_sink=store,
+        open_index=functools.partial(store.open_index, transitions=transitions),
     )
     await reactors.wait_synced()
     await asyncio.sleep(0.5)  # the reactors' GC tuning ends and freezes the heap
@@ -171,6 +182,15 @@ def _show(name: str, r: dict) -> None:
     )
 
 
+def _run(coro, loop: str):
+    """Run `coro` on the event loop `dra-mirror serve` runs (uvloop's when it is installed), or
+    on asyncio's own (`--loop asyncio`)."""
+    from dra_mirror.service.cli.running import loop_factory
+
+    with asyncio.Runner(loop_factory=loop_factory() if loop == "serve" else None) as runner:
+        return runner.run(coro)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
@@ -178,19 +198,30 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--profile", help="write a cProfile of the churn window to this file")
+    parser.add_argument(
+        "--transitions", action="store_true", help="derive transitions (as with history)"
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("serve", "asyncio"),
+        default="serve",
+        help="the event loop serve runs (uvloop when installed; the default) or asyncio's own",
+    )
     parser.add_argument("--part", choices=("floor", "churn"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part == "floor":
-        print(json.dumps(asyncio.run(_floor(args.url, args.rate, args.seconds))))
+        print(json.dumps(_run(_floor(args.url, args.rate, args.seconds), args.loop)))
         return
     if args.part == "churn":
-        result = _churn(args.url, args.kubeconfig, args.rate, args.seconds, args.profile)
-        print(json.dumps(asyncio.run(result)))
+        result = _churn(
+            args.url, args.kubeconfig, args.rate, args.seconds, args.profile, args.transitions
+        )
+        print(json.dumps(_run(result, args.loop)))
         return
 
-    common = ["--rate", str(args.rate), "--seconds", str(args.seconds)]
+    common = ["--rate", str(args.rate), "--seconds", str(args.seconds), "--loop", args.loop]
     results: dict[str, list[dict]] = {"floor": [], "churn": []}
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
@@ -204,6 +235,7 @@ def main() -> None:
                 url = f"http://127.0.0.1:{server.stdout.readline().split()[1]}"
                 try:
                     extra = ["--profile", args.profile] if args.profile and part == "churn" else []
+                    extra += ["--transitions"] if args.transitions and part == "churn" else []
                     more = ["--url", url, "--kubeconfig", str(kubeconfig), *extra]
                     results[part].append(_child(["--part", part, *common, *more]))
                 finally:

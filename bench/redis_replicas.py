@@ -86,7 +86,7 @@ def start_replica(url: str, prefix: str, port: int) -> subprocess.Popen:
     env = {**os.environ, "DRA_MIRROR_STORE_REDIS_PREFIX": prefix, "DRA_MIRROR_LOG_LEVEL": "WARNING"}
     return subprocess.Popen(
         [sys.executable, "-m", "dra_mirror.service.cli", "serve", "--no-watch", "--redis-url", url,
-         "--port", str(port)],
+         "--port", str(port), "--insecure-no-auth"],
         cwd=repo_root(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 

@@ -3,6 +3,9 @@
     prlimit --as=8000000000 .venv/bin/python bench/sync_5000.py [--scenario scale-5000] [--runs 3]
     ... --nodes 10000                 a generated scale scenario
     ... --profile /tmp/sync.prof      cProfile of one sync (pstats file; slows it ~2x)
+    ... --transitions                 the indexes also derive transitions (as when history runs)
+    ... --loop asyncio                asyncio's own event loop (default: serve's, uvloop's when
+                                      it is installed)
 
 The API server is `bench/page_server.py` (pages encoded once, answered from memory), in its
 own process. Each measurement runs in a fresh child process; figures exclude interpreter start
@@ -11,7 +14,8 @@ and imports (`bench/serve_sync.py` measures the whole `dra-mirror serve` process
 * floor: fetch every page of the six collections (all six at once, aiohttp) and decode each
   with msgspec into minimal typed Structs — nothing more (`serve_sync.floor_client`);
 * sync: `run_reactors` into the embedded store (a `MemoryStore`, as `serve` runs it: the one
-  index the reactor folds into and the store serves) until the cluster has synced: pages
+  index the reactor folds into and the store serves; without history, so the index derives no
+  transitions unless `--transitions`) until the cluster has synced: pages
   through the real transport (kubernetes_asyncio), `decode_list` into records, the index,
   each batch's live events published on the store's bus.
 
@@ -86,7 +90,9 @@ class _GcClock:
             self.by_generation[info["generation"]] += elapsed
 
 
-async def _sync(kubeconfig: str, profile: str | None) -> dict:
+async def _sync(kubeconfig: str, profile: str | None, transitions: bool) -> dict:
+    import functools
+
     from dra_mirror.service.clusters import watching
     from dra_mirror.service.clusters.config import close_all, connect
     from dra_mirror.service.model import index as index_module
@@ -111,7 +117,10 @@ async def _sync(kubeconfig: str, profile: str | None) -> dict:
         profiler.enable()
     start, cpu = time.perf_counter(), time.process_time()
     reactors = await run_reactors(
-        connections, sinks=[store], status_sink=store, open_index=store.open_index
+        connections,
+        sinks=[store],
+        status_sink=store,
+        open_index=functools.partial(store.open_index, transitions=transitions),
     )
     await reactors.wait_synced()
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -149,6 +158,15 @@ def _child(args: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _run(coro, loop: str):
+    """Run `coro` on the event loop `dra-mirror serve` runs (uvloop's when it is installed), or
+    on asyncio's own (`--loop asyncio`)."""
+    from dra_mirror.service.cli.running import loop_factory
+
+    with asyncio.Runner(loop_factory=loop_factory() if loop == "serve" else None) as runner:
+        return runner.run(coro)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
@@ -156,11 +174,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--profile", help="write a cProfile of one sync to this file")
+    parser.add_argument(
+        "--transitions", action="store_true", help="derive transitions (as with history)"
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("serve", "asyncio"),
+        default="serve",
+        help="the event loop serve runs (uvloop when installed; the default) or asyncio's own",
+    )
     parser.add_argument("--part", choices=("sync",), help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        print(json.dumps(asyncio.run(_sync(args.kubeconfig, args.profile))))
+        print(json.dumps(_run(_sync(args.kubeconfig, args.profile, args.transitions), args.loop)))
         return
 
     from serve_sync import run_floor, start_server
@@ -174,7 +201,9 @@ def main() -> None:
             for _ in range(args.runs):
                 load = os.getloadavg()[0]
                 floors.append(run_floor(url, args.limit, in_process=True))
-                syncs.append(_child(["--part", "sync", "--kubeconfig", str(kubeconfig)]))
+                extra = ["--transitions"] if args.transitions else []
+                extra += ["--loop", args.loop]
+                syncs.append(_child(["--part", "sync", "--kubeconfig", str(kubeconfig), *extra]))
                 syncs[-1]["load"] = load
             if args.profile:
                 _child(

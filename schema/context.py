@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.protocols import StateReader
 
 from .loaders import Loaders
 from .reader import ReadScope, Scope, ScopedReader
+
+if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
+    from dra_mirror.service.history.queries import HistoryQueries
 
 
 def utc_now() -> datetime:

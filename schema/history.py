@@ -17,7 +17,7 @@ with a `code` extension, never a 500.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, overload
+from typing import TYPE_CHECKING, Annotated, Any, overload
 
 import orjson
 import strawberry
@@ -25,12 +25,12 @@ from graphql import GraphQLError
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from dra_mirror.service.history import queries as q
-from dra_mirror.service.history.contention import BadAuditRequest
-from dra_mirror.service.history.db import HistoryUnavailable
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
 from .scalars import DateTime
+
+if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
+    from dra_mirror.service.history import queries as q
 
 
 @strawberry.enum(description="How `contention` groups its rows (always within a cluster).")
@@ -218,6 +218,8 @@ def _sees_aggregate(info: Info, cluster: str) -> bool:
 
 
 async def _ask(coro) -> Any:
+    from dra_mirror.service.history.db import HistoryUnavailable
+
     try:
         return await coro
     except HistoryUnavailable as error:
@@ -385,6 +387,8 @@ async def contention_rows(
     cluster: str | None,
 ) -> list[q.ContentionRow]:  # fmt: skip
     """The audit with client input checked (bucket syntax and count) as GraphQL errors."""
+    from dra_mirror.service.history.contention import BadAuditRequest
+
     try:
         size = bucket_us(bucket)
         return await history.contention(start, end, group_by=group_by, bucket_us=size,

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import httpx
 import orjson
 
 from dra_mirror.service.questions.asking import Ask, QuestionError
+
+if TYPE_CHECKING:  # httpx is imported when a command asks (it costs `serve` ~0.1 s at start)
+    import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8000"
 TIMEOUT = 30.0
@@ -30,6 +32,8 @@ T = TypeVar("T")
 
 def over_http(client: httpx.AsyncClient) -> Ask:
     """An `Ask` posting documents to the server's `/graphql`."""
+
+    import httpx
 
     async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -64,6 +68,8 @@ def run_question(
     timeout: float = TIMEOUT,
 ) -> T:
     """`question`'s answer from the mirror at `server`."""
+
+    import httpx
 
     async def go() -> T:
         headers = {"authorization": f"Bearer {token}"} if token else {}

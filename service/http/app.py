@@ -46,7 +46,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.applications import Starlette
@@ -59,7 +59,6 @@ from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import utc_now
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.access.control import AccessControl
-from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http import exports as export
 from dra_mirror.service.http.access import AccessGate
 from dra_mirror.service.http.access import scope_for as subject_scope
@@ -80,6 +79,9 @@ from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
 from dra_mirror.service.web.routes import web_routes
+
+if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
+    from dra_mirror.service.history.runtime import History
 
 log = logging.getLogger(__name__)
 

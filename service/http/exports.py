@@ -20,8 +20,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from dra_mirror.service.history.contention import GROUPS, BadAuditRequest
-from dra_mirror.service.history.db import HistoryUnavailable
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
 CONTENTION_COLUMNS = (
@@ -88,6 +86,9 @@ def _sees_aggregate(scope: Any, cluster: str) -> bool:
 
 
 async def _answer(request: Request, build) -> Response:
+    # The history modules (and SQLAlchemy) load only when a history database is configured.
+    from dra_mirror.service.history.db import HistoryUnavailable
+
     history, scope = _state(request)
     if history is None:
         return PlainTextResponse("history is not configured\n", status_code=404)
@@ -103,6 +104,8 @@ async def _answer(request: Request, build) -> Response:
 
 async def contention_csv(request: Request) -> Response:
     async def build(history, scope) -> Response:
+        from dra_mirror.service.history.contention import GROUPS, BadAuditRequest
+
         start, end = _window(request)
         params = request.query_params
         group_by = params.get("groupBy", "CLASS").upper()

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.stores.protocols import StateReader
+
+if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
+    from dra_mirror.service.history.runtime import History
 
 
 class MetricsSource(Protocol):

@@ -93,10 +93,13 @@ class Event(NamedTuple):
 class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
-    def __init__(self, cluster: str, *, link_deltas: bool = True) -> None:
+    def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True) -> None:
         """`link_deltas=False` leaves reverse-map entries out of each `Changes.delta`: for an
-        index that is itself the store (nothing outside it keeps reverse maps)."""
+        index that is itself the store (nothing outside it keeps reverse maps).
+        `transitions=False` leaves `Changes.transitions` empty: for a mirror that records no
+        history (nothing else reads them); everything else each `Changes` carries is the same."""
         self.cluster = cluster
+        self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
         self.listed: set[str] = set()  # kinds whose complete LIST the index has seen
@@ -172,7 +175,7 @@ class ClusterIndex:
     ) -> ch.Changes:
         """Fold one batch of events. `listed`: the batch is the complete LIST of that kind
         (`resync` passes it)."""
-        batch = Batch(self.cluster, at)
+        batch = Batch(self.cluster, at, keep_transitions=self._transitions)
         self._fold(events, batch, listed)
         if listed in self._unannounced:
             self._unannounced.discard(listed)
@@ -215,6 +218,8 @@ class ClusterIndex:
                 self._claims.pods_listed(batch)
 
     def _announce(self, kind: str, batch: Batch) -> None:
+        if not batch.keep_transitions:
+            return
         # What the batch's own diff opened is not said twice.
         seen = {identity(t) for t in batch.transitions}
         scratch = Batch(self.cluster, batch.at)

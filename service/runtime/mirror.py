@@ -29,13 +29,12 @@ import gc
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 
 from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
-from dra_mirror.service.history.runtime import History
 from dra_mirror.service.http.app import AppState, create_app
 from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.watchers import Watchers
@@ -55,6 +54,9 @@ from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ChangeSink
+
+if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
+    from dra_mirror.service.history.runtime import History
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +96,7 @@ def mirror_app(
             writer=mirror.metrics.timed_store(state_store),
             sinks=sinks,
             lease=lease_settings(settings),
+            transitions=mirror.history is not None,  # history is what reads them
             settings=reactor_settings(settings),
         )
         watched.after_sync = _after_sync(watched, state_store)

@@ -13,15 +13,17 @@
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 
 from dra_mirror.service.history.options import WriterOptions
-from dra_mirror.service.history.outbox import Outbox
-from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
-from dra_mirror.service.history.runtime import History
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.lease import LeaseSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.redis import RedisStore
+
+if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
+    from dra_mirror.service.history.outbox import Outbox
+    from dra_mirror.service.history.runtime import History
 
 StateStores = MemoryStore | RedisStore
 
@@ -46,6 +48,8 @@ def history_outbox(settings: Settings) -> Outbox | None:
     """With a Redis URL, the deployment's Redis stream outbox; else None: in-process."""
     if not settings.store.redis_url:
         return None
+    from dra_mirror.service.history.redis_outbox import RedisStreamOutbox
+
     return RedisStreamOutbox.from_url(
         settings.store.redis_url,
         prefix=settings.store.redis_prefix,
@@ -60,6 +64,8 @@ async def open_history(settings: Settings, *, upgrade: bool) -> History:
     url = settings.history.database_url
     if not url:
         raise ValueError("no history database configured")
+    from dra_mirror.service.history.runtime import History
+
     return await History.open(
         url, upgrade=upgrade, outbox=history_outbox(settings), options=writer_options(settings)
     )

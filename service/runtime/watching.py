@@ -10,15 +10,21 @@ and then each extra sink (the history outbox), in that order. How depends on the
   fenced with the lease's token, and each new holder's index is seeded with what Redis holds
   (`watch_leased`, `lease` is its `LeaseSettings`).
 
+`transitions=False` (no sink records history) lets the in-memory store's indexes derive no
+transitions: they are history's alone, and an initial sync of 5,000 nodes would build ~160,000
+of them (with each device's attributes as JSON) only to drop them.
+
 `writer` is the store as the reactors write it (e.g. timed by the app's metrics); it must be
 that same store. `settings` are the reactors' (`reactor_settings(Settings)`: the watch's
-bookmark interval and stall rule come from the command's settings). The result, `WatchedClusters`, is the app's `Watchers`; `stop()` stops the
-reactors, then closes the connections.
+bookmark interval and stall rule come from the command's settings). The result,
+`WatchedClusters`, is the app's `Watchers`; `stop()` stops the reactors, then closes the
+connections.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping, Sequence
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
@@ -80,6 +86,7 @@ async def watch_clusters(
     writer: StateSink | None = None,
     sinks: Sequence[ChangeSink] = (),
     lease: LeaseSettings | None = None,
+    transitions: bool = True,
     settings: ReactorSettings | None = None,
 ) -> WatchedClusters:
     """See the module docstring."""
@@ -101,7 +108,7 @@ async def watch_clusters(
                 connections,
                 sinks=[state, *sinks],
                 status_sink=state,
-                open_index=store.open_index,
+                open_index=functools.partial(store.open_index, transitions=transitions),
                 settings=settings,
             )
     except BaseException:

@@ -26,11 +26,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import httpx
-from slack_sdk.signature import SignatureVerifier
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -41,6 +40,9 @@ from . import blocks
 from .access import asker_scope
 from .commands import answer
 from .config import SlackSettings
+
+if TYPE_CHECKING:
+    from slack_sdk.signature import SignatureVerifier
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +69,11 @@ class SlackCommands:
         self.context_for = context_for
         self.settings = settings
         self.access_of = access  # the app's AccessControl (service.slack.access)
-        self.verifier = (
-            SignatureVerifier(settings.signing_secret.reveal()) if settings is not None else None
-        )
+        self.verifier: SignatureVerifier | None = None
+        if settings is not None:  # slack_sdk loads only when Slack is configured
+            from slack_sdk.signature import SignatureVerifier
+
+            self.verifier = SignatureVerifier(settings.signing_secret.reveal())
 
     async def handle(self, request: Request) -> Response:
         if self.settings is None or self.verifier is None:

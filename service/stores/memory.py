@@ -47,10 +47,12 @@ class MemoryStore:
         self._statuses: dict[str, ClusterStatus] = {}
         self.live = live or InProcessBus()
 
-    def open_index(self, cluster: str) -> ClusterIndex:
+    def open_index(self, cluster: str, *, transitions: bool = True) -> ClusterIndex:
         """A fresh index for `cluster`, served from now on: the writer (the cluster's reactor)
-        folds its events into it; it replaces what an earlier writer of this process left."""
-        index = self._indexes[cluster] = ClusterIndex(cluster, link_deltas=False)
+        folds its events into it; it replaces what an earlier writer of this process left.
+        `transitions=False`: nothing records history, so the index derives no transitions."""
+        index = ClusterIndex(cluster, link_deltas=False, transitions=transitions)
+        self._indexes[cluster] = index
         return index
 
     def index(self, cluster: str) -> IndexView | None:
