@@ -1,7 +1,7 @@
 """Alembic environment for the history database, async (aiosqlite / asyncpg).
 
 The URL is taken, in order, from `config.attributes["url"]` (set by
-`service.history.migrate`), the `-x url=...` argument, then `DRA_MIRROR_HISTORY_URL`.
+`service.history.migrate`), the `-x url=...` argument, then `DRA_MIRROR_HISTORY_DATABASE_URL`.
 `render_as_batch` lets later migrations alter SQLite tables (which cannot ALTER most things)
 by copy-and-move; PostgreSQL gets plain ALTERs. A connection handed in through
 `config.attributes["connection"]` is used as is (tests and `migrate()` share one engine).
@@ -29,9 +29,11 @@ target_metadata = Base.metadata
 
 def _url() -> str:
     url = config.attributes.get("url") or context.get_x_argument(as_dictionary=True).get("url")
-    url = url or os.environ.get("DRA_MIRROR_HISTORY_URL")
+    url = url or os.environ.get("DRA_MIRROR_HISTORY_DATABASE_URL")
     if not url:
-        raise SystemExit("set DRA_MIRROR_HISTORY_URL (or -x url=...) to the history database URL")
+        raise SystemExit(
+            "set DRA_MIRROR_HISTORY_DATABASE_URL (or -x url=...) to the history database URL"
+        )
     return async_url(url)
 
 

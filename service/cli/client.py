@@ -7,7 +7,7 @@ give the same answers. `--token` (or `$DRA_MIRROR_TOKEN`) is sent as `Authorizat
 for servers with access control. Output is a readable table, or with `--json` the answer's rows
 as JSON (one object, stable keys).
 
-    dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds n17/gpu-3 --cluster east
+    dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds east-h200-0/gpu-0 --cluster east
     dra-mirror free [CLASS] [--cluster NAME]       dra-mirror waiting [CLASS] [--cluster NAME]
     dra-mirror idle [--cluster NAME]
 
@@ -15,7 +15,8 @@ as JSON (one object, stable keys).
 `explain` asks the same `explainClaim`.)
 
 Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
-refuses the question (the reason on stderr), 2 for usage errors.
+refuses the question, or the device or DeviceClass named does not exist (the reason on
+stderr), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -28,15 +29,22 @@ import click
 import orjson
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
+from dra_mirror.service.questions.asking import Ask
 from dra_mirror.service.questions.chatops import (
     Claims,
     Free,
+    ask_class_names,
     ask_free,
     ask_idle,
     ask_waiting,
     duration,
 )
-from dra_mirror.service.questions.holdings import HoldingRow, ask_who_holds
+from dra_mirror.service.questions.holdings import (
+    HoldingRow,
+    WhoHolds,
+    ask_device_exists,
+    ask_who_holds,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -94,7 +102,18 @@ LIMIT = click.option("--limit", type=int, default=50, show_default=True, help="R
 @client_options
 def who_holds(device: str, cluster: str | None, server: str, token: str | None, as_json: bool):
     """Claims holding DEVICE: a uuid (GPU-…, MIG-…), NODE/DEVICE, DRIVER/POOL/DEVICE or a name."""
-    answer = run_question(server, token, lambda ask: ask_who_holds(ask, device, cluster))
+
+    async def question(ask: Ask) -> tuple[WhoHolds, bool]:
+        answer = await ask_who_holds(ask, device, cluster)
+        return answer, bool(answer.holdings) or await ask_device_exists(ask, device, cluster)
+
+    answer, exists = run_question(server, token, question)
+    if not exists:
+        where = f"cluster {cluster}" if cluster else "any mirrored cluster"
+        raise click.ClickException(
+            f"{device} matches no device in {where} (a uuid, NODE/DEVICE, DRIVER/POOL/DEVICE "
+            "or a device name; `dra-mirror free` lists free devices)"
+        )
     if as_json:
         body = dataclasses.asdict(answer) | {"ambiguous": answer.ambiguous}
         click.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2))
@@ -104,7 +123,7 @@ def who_holds(device: str, cluster: str | None, server: str, token: str | None, 
                    f"({answer.held_elsewhere} allocation(s) you may not see)")  # fmt: skip
         return
     if not answer.holdings:
-        click.echo(f"no claim holds {device}: it is free, or no device is named so")
+        click.echo(f"no claim holds {device}: it is free")
         return
     if answer.ambiguous:
         click.echo(f"{device} names {len(answer.devices)} held devices:", err=True)
@@ -136,11 +155,19 @@ def holding_row(h: HoldingRow) -> list[Any]:
 @client_options
 def free(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
     """Free devices (of a DeviceClass, in a cluster)."""
-    answer = run_question(
-        client["server"],
-        client["token"],
-        lambda ask: ask_free(ask, class_name, cluster, limit=limit),
-    )
+
+    async def question(ask: Ask) -> tuple[Free, list[str] | None]:
+        answer = await ask_free(ask, class_name, cluster, limit=limit)
+        if answer.total or not class_name:
+            return answer, None
+        return answer, await ask_class_names(ask, cluster)
+
+    answer, classes = run_question(client["server"], client["token"], question)
+    if classes is not None and class_name not in classes:
+        where = f"cluster {cluster}" if cluster else "any mirrored cluster"
+        raise click.ClickException(
+            f"no DeviceClass {class_name} in {where}; there are: {', '.join(classes) or 'none'}"
+        )
 
     def render(a: Free) -> str:
         rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]

@@ -17,14 +17,15 @@ import asyncio
 import click
 
 from dra_mirror.service.cli import preflight
+from dra_mirror.service.cli.help import setting_option
 from dra_mirror.service.cli.options import build_settings
 
 
 @click.command()
-@click.option(
+@setting_option(
     "--database-url",
-    default=None,
-    help="History database (SQLAlchemy URL or SQLite path) [env DRA_MIRROR_HISTORY_DATABASE_URL].",
+    setting="history.database_url",
+    help="History database (SQLAlchemy URL or SQLite path).",
 )
 @click.pass_context
 def migrate(ctx: click.Context, database_url: str | None) -> None:

@@ -74,12 +74,15 @@ def demo_alerts(port: int) -> AlertsConfig:
     )
 
 
-def banner(url: str) -> str:
-    screens = url.removesuffix("/graphql") + "/ui/"
+def banner(url: str, *, slack: bool = False) -> str:
+    base = url.removesuffix("/graphql")
     lines = [
         f"dra-mirror demo: GraphiQL at {url}",
-        f"Devices screens at {screens}",
+        f"Devices screens at {base}/ui/",
         "open: no authentication (a demo), so it listens on 127.0.0.1 only",
+        f"Slack commands at {base}/slack/commands (signed with DRA_MIRROR_SLACK_SIGNING_SECRET)"
+        if slack
+        else "Slack commands: off (set DRA_MIRROR_SLACK_SIGNING_SECRET to try them)",
         "",
         "Paste one of these:",
     ]
@@ -125,11 +128,13 @@ def demo_app(
     scenario: str = "demo",
     alerts: AlertsConfig | None = None,
     access: Any = None,
+    slack: Any = None,
 ) -> Demo:
     """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
-    in a SQLite file in `workdir` unless a database is configured). `access`: an access
-    configuration (`service.access.config.AccessConfig`) for the browser tests of sign-in;
-    the demo itself serves open."""
+    in a SQLite file in `workdir` unless a database is configured; `/slack/commands` with
+    `slack`, the `SlackSettings` of DRA_MIRROR_SLACK_*). `access`: an access configuration
+    (`service.access.config.AccessConfig`) for the browser tests of sign-in; the demo itself
+    serves open."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
@@ -142,6 +147,7 @@ def demo_app(
         resources=[simulated_world(demo, scenario)],
         alerts=alerts,
         access=access,
+        slack=slack,
     )
     return demo
 
@@ -150,13 +156,16 @@ async def run_demo(
     settings: Settings,
     *,
     scenario: str = "demo",
+    slack: Any = None,
     announce: Callable[[str], None] = print,
     alerts: AlertsConfig | None = None,
     deadline: ShutdownDeadline | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
-        demo = demo_app(settings, workdir=Path(workdir), scenario=scenario, alerts=alerts)
+        demo = demo_app(
+            settings, workdir=Path(workdir), scenario=scenario, alerts=alerts, slack=slack
+        )
         config = uvicorn.Config(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine
@@ -179,7 +188,7 @@ async def run_demo(
                 if serving.done():
                     break
                 await asyncio.sleep(0.1)
-            announce(banner(url))
+            announce(banner(url, slack=slack is not None))
             await serving
         finally:
             server.should_exit = True

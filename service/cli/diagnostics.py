@@ -2,7 +2,7 @@
 
     dra-mirror explain NAMESPACE/CLAIM [--cluster C] [--node N…] [--server URL]  ask a mirror
     dra-mirror explain NAMESPACE/CLAIM --kubeconfig PATH [--context CTX]    mirror, ask, stop
-    dra-mirror lint FILE|- [--server URL [--cluster C]]                      manifests (offline)
+    dra-mirror lint FILE|- [--cluster C [--server URL]]                      manifests (offline)
     dra-mirror lint --cluster C [--server URL]                               a mirrored cluster
 
 The questions and their documents are `service.questions.explain` and `service.questions.lint`.
@@ -11,7 +11,8 @@ not given, so a claim name is looked up everywhere in one request) to `--server`
 `$DRA_MIRROR_SERVER` or http://127.0.0.1:8000), or — with `--kubeconfig` — watches the
 kubeconfig's clusters in this process into an in-memory store until each has synced once and
 executes the same document against the same schema, in-process. `lint` of a file works offline
-with the pure rules; with `--server` the server lints it against the cluster's facts too.
+with the pure rules; with `--cluster` (and `--server`, by default `$DRA_MIRROR_SERVER` or the
+local mirror) the server lints it against that cluster's facts too.
 Both print readably, or with `--json` the graph's answer as JSON.
 
 Exit status: 0 with an answer; 1 when the claim is not found, the server cannot be reached or
@@ -21,6 +22,7 @@ refuses, or `lint` found an error-severity mistake; 2 for usage errors.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TextIO, TypeVar
@@ -93,7 +95,9 @@ def render_diagnosis(d: Mapping[str, Any]) -> str:
         f"  {d['message']}",
     ]
     for r in d["requests"]:
-        lines.append(f"  request {r['request']}: {r['verdict']} — {r['summary']}")
+        said = d["message"].startswith(f"request {r['request']}:")  # the headline is this one
+        summary = "" if said else f" — {r['summary']}"
+        lines.append(f"  request {r['request']}: {r['verdict']}{summary}")
         cls = r["deviceClassName"] or "-"
         covers = f"covers {r['classDevices']} devices" if r["classExists"] else "does not exist"
         lines.append(f"    class {cls} {covers}")
@@ -200,8 +204,13 @@ def explain(
 
 @click.command("lint")
 @click.argument("manifests", type=click.File("r"), required=False, metavar="FILE|-")
-@click.option("--server", default=None, help="Lint on this mirror (against a cluster's facts).")
-@click.option("--cluster", default=None, help="With --server: the cluster to check against.")
+@click.option(
+    "--server",
+    default=None,
+    show_default=f"FILE offline; with --cluster $DRA_MIRROR_SERVER or {DEFAULT_SERVER}",
+    help="Lint on this mirror (against a cluster's facts).",
+)
+@click.option("--cluster", default=None, help="The mirrored cluster to check (or check against).")
 @click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token.")
 @click.option("--json", "as_json", is_flag=True, help="The findings as JSON.")
 def lint(
@@ -212,10 +221,10 @@ def lint(
     as_json: bool,
 ) -> None:
     """The common DRA mistakes in manifests (offline), or in a mirrored cluster (--server)."""
-    if manifests is None and not (server and cluster):
-        raise click.UsageError("give FILE (or - for stdin), or --server URL --cluster NAME")
-    if cluster and not server:
-        raise click.UsageError("--cluster needs --server (the mirror that knows the cluster)")
+    if manifests is None and not cluster:
+        raise click.UsageError("give FILE (or - for stdin), or --cluster NAME")
+    if cluster and not server:  # the mirror that knows the cluster: the local one by default
+        server = os.environ.get("DRA_MIRROR_SERVER") or DEFAULT_SERVER
     if server:
         findings = run_question(server, token, _lint_remote(manifests, cluster), timeout=TIMEOUT)
     elif manifests is not None:

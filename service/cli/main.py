@@ -11,11 +11,14 @@ The other commands live in their own modules and are registered here: `sim` (sim
 (diagnostics), `plan` (plan), `mcp` (MCP tools on stdio). Settings are built at the edge
 (`service.cli.options`) and passed down;
 flags win over `DRA_MIRROR_*` environment variables, which win over the embedded defaults
-(`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`.
+(`service.settings`). The API listens on 127.0.0.1:8000 by default, GraphQL at `/graphql`;
+`serve` and `watch` say so once the socket is bound and the app started. Every option's help
+names its variable and default (`service.cli.help`, applied to every registered command).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from typing import Any
@@ -25,6 +28,7 @@ import click
 from dra_mirror.service.cli import client, diagnostics, mcp, plan, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.deadline import ShutdownDeadline
+from dra_mirror.service.cli.help import document_options, setting_option
 from dra_mirror.service.cli.history import history
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
 from dra_mirror.service.cli.persisted import persisted_queries
@@ -35,25 +39,31 @@ from dra_mirror.service.settings import Settings, SettingsError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--log-level", default=None, help="DEBUG, INFO, WARNING, ERROR [env DRA_MIRROR_LOG_LEVEL]"
-)
-@click.option("--log-json/--log-plain", default=None, help="JSON lines instead of plain text.")
+@click.version_option(package_name="dra-mirror", prog_name="dra-mirror")
+@setting_option("--log-level", setting="log.level", help="DEBUG, INFO, WARNING or ERROR.")
+@setting_option("--log-json/--log-plain", setting="log.json", help="JSON lines or plain text.")
 def main(log_level: str | None, log_json: bool | None) -> None:
     """Mirror of Kubernetes Dynamic Resource Allocation objects, served as one GraphQL graph."""
 
 
-@main.command()
+SLACK_EPILOG = (
+    "Slack (/slack/commands, docs/chatops.md): DRA_MIRROR_SLACK_SIGNING_SECRET or "
+    "DRA_MIRROR_SLACK_SIGNING_SECRET_FILE (none: the endpoint answers 404), "
+    "DRA_MIRROR_SLACK_ANSWER_WITHIN, DRA_MIRROR_SLACK_RESPONSE_URLS."
+)
+
+
+@main.command(epilog=SLACK_EPILOG)
 @cluster_options
 @click.option(
     "--no-watch",
     is_flag=True,
     help="Serve only: read the state the `watch` replicas write to Redis.",
 )
-@click.option(
+@setting_option(
     "--insecure-no-auth",
+    setting="access.insecure_no_auth",
     is_flag=True,
-    default=None,
     help="Serve without authentication: anyone who reaches the port sees everything.",
 )
 @click.pass_context
@@ -89,16 +99,19 @@ def access_config(settings: Settings) -> Any:
 
 @main.command()
 @cluster_options
-@click.option(
+@setting_option(
     "--insecure-no-auth",
+    setting="access.insecure_no_auth",
     is_flag=True,
-    default=None,
     help="Serve /graphql and /metrics without authentication.",
 )
 @click.pass_context
 def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> None:
-    """Only watch clusters into the shared state (Redis) and history; /healthz and /readyz
-    stay served for probes."""
+    """Only watch clusters into the shared state (Redis, --redis-url required) and history.
+
+    The watcher serves the same API as `serve` (/graphql, /metrics, /healthz, /readyz) on
+    --port, over the state it writes. On one host beside `serve --no-watch`, give one of the
+    two another --port."""
     settings = cluster_settings(ctx, {**flags, "access.insecure_no_auth": insecure_no_auth})
     if not settings.store.redis_url:
         raise click.UsageError("watch writes the shared state: give --redis-url")
@@ -158,22 +171,33 @@ async def _serve(
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
-    click.echo(
-        f"dra-mirror: GraphQL at http://{settings.http.host}:{settings.http.port}/graphql", err=True
-    )
     deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
     server = DeadlineServer(config, deadline=deadline)
-    with contextlib.suppress(SystemExit):  # uvicorn exits with 3 when the lifespan fails
-        await server.serve()
+    serving = asyncio.create_task(_until_stopped(server), name="dra-mirror-api")
+    while not server.started:  # bound and started: then say where
+        if serving.done():
+            break
+        await asyncio.sleep(0.05)
+    if server.started:
+        sockets = [sock for listening in server.servers for sock in listening.sockets]
+        port = sockets[0].getsockname()[1] if sockets else settings.http.port
+        url = f"http://{settings.http.host}:{port}/graphql"
+        click.echo(f"dra-mirror: GraphQL at {url}", err=True)
+    await serving
     if not server.started:  # the lifespan failed: a bad kubeconfig, an unreachable store…
         error = app.state.mirror.startup_error
         reason = f": {error}" if error is not None else " (see the log above)"
         raise click.ClickException(f"startup failed{reason}")
 
 
-@main.command()
-@click.option("--port", type=int, default=None, help="Port of the API (default 8000).")
-@click.option("--scenario", default="demo", show_default=True, help="Shipped scenario or file.")
+async def _until_stopped(server: Any) -> None:
+    with contextlib.suppress(SystemExit):  # uvicorn exits with 3 when the lifespan fails
+        await server.serve()
+
+
+@main.command(epilog=SLACK_EPILOG)
+@setting_option("--port", setting="http.port", type=int, help="Port of the API.")
+@click.option("--scenario", default="demo", help="Shipped scenario or file.")
 @click.pass_context
 def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
@@ -182,8 +206,9 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     from dra_mirror.service.cli.demo import demo_alerts, run_demo
 
     alerts = alerts_config(settings) or demo_alerts(settings.http.port)
+    slack = slack_settings()
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
-    run(run_demo(settings, scenario=scenario, announce=click.echo, alerts=alerts,
+    run(run_demo(settings, scenario=scenario, slack=slack, announce=click.echo, alerts=alerts,
                  deadline=deadline), deadline=deadline)  # fmt: skip
 
 
@@ -203,6 +228,10 @@ for command in (
     mcp.mcp,
 ):
     main.add_command(command)
+document_options(
+    main,
+    reads_settings={"serve": None, "watch": None, "demo": None, "migrate": ("history", "log")},
+)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

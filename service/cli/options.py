@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from dra_mirror.service.cli import preflight
+from dra_mirror.service.cli.help import setting_option
 from dra_mirror.service.logs import configure_logging
 from dra_mirror.service.settings import Settings, SettingsError
 
@@ -36,30 +37,39 @@ def build_settings(ctx: click.Context, **flags: Any) -> Settings:
     return settings
 
 
+REDIS_HELP = (
+    "Keep the state in Redis: redis://HOST:PORT, or redis+cluster://HOST:PORT for a Redis "
+    "Cluster (none: in this process's memory; `watch` needs it)."
+)
+
+
 def cluster_options(command: F) -> F:
     """The options `serve` and `watch` share: clusters, listening address, stores."""
     options = [
-        click.option(
+        setting_option(
             "--kubeconfig",
+            setting="clusters.kubeconfig",
             type=click.Path(dir_okay=False),
-            default=None,
-            help="Kubeconfig to read (default: in-cluster config, or ~/.kube/config).",
+            help="Kubeconfig to read (none: the in-cluster config, or ~/.kube/config).",
         ),
-        click.option(
+        setting_option(
             "--context",
             "contexts",
+            setting="clusters.contexts",
             multiple=True,
-            help="Context to watch, one cluster each (repeatable; default: every context).",
+            default=(),
+            help="Context to watch, one cluster each (repeatable; none: every context).",
         ),
-        click.option("--host", default=None, help="Address to listen on (default 127.0.0.1)."),
-        click.option("--port", type=int, default=None, help="Port to listen on (default 8000)."),
-        click.option(
-            "--redis-url",
-            default=None,
-            help="Keep state in Redis instead of memory (redis://HOST:PORT, or "
-            "redis+cluster://HOST:PORT for a Redis Cluster).",
+        setting_option("--host", setting="http.host", help="Address to listen on."),
+        setting_option(
+            "--port", setting="http.port", type=int, help="Port to listen on (0: any free port)."
         ),
-        click.option("--database-url", default=None, help="Record history in this SQL database."),
+        setting_option("--redis-url", setting="store.redis_url", help=REDIS_HELP),
+        setting_option(
+            "--database-url",
+            setting="history.database_url",
+            help="Record history in this SQL database (SQLAlchemy URL or SQLite path).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)

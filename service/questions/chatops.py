@@ -139,6 +139,15 @@ async def read_scope(ask: Ask, words: list[str]) -> Scope:
     return scope
 
 
+CLASS_NAMES = "query ClassNames($cluster: String) { deviceClasses(cluster: $cluster) { name } }"
+
+
+async def ask_class_names(ask: Ask, cluster: str | None = None) -> list[str]:
+    """The DeviceClass names (of `cluster`, or every cluster), sorted, once each."""
+    data = await ask(CLASS_NAMES, {"cluster": cluster})
+    return sorted({c["name"] for c in data["deviceClasses"]})
+
+
 async def ask_free(
     ask: Ask, class_name: str | None = None, cluster: str | None = None, *, limit: int = 50
 ) -> Free:

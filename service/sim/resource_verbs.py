@@ -78,6 +78,16 @@ class ResourceVerbs:
             obj = self.store.stored(target.plural, (target.namespace or "", name))
             if obj is None:
                 raise not_found(target.plural, target.group, name)
+            if wants_table(request):  # `kubectl get KIND NAME`: one row, the list's columns
+                return json_response(
+                    tables.table(
+                        target.plural,
+                        [obj],
+                        resource_version=str(obj["metadata"].get("resourceVersion") or ""),
+                        include_object=request.query_params.get("includeObject") or "Metadata",
+                        served=target.served,
+                    )
+                )
             return json_response(target.served(obj))
         if method == "PUT":
             body = incoming(target, await read_body(request))

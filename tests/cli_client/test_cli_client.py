@@ -105,14 +105,16 @@ async def test_who_holds_table_and_token(mirror):
     assert {r["MODEL"] for r in rows} == {"NVIDIA H200"}
     assert "team-c/idle-claim" in out and "2026-01-01T02:00:00Z" in out  # idle since
     assert "Bearer s3cret" in mirror.authorizations
-    code, out, _ = await cli("who-holds", "nope", "--server", mirror.url)
-    assert (code, out) == (0, "no claim holds nope: it is free, or no device is named so\n")
+    code, out, err = await cli("who-holds", "nope", "--server", mirror.url)
+    assert (code, out) == (1, "") and "nope matches no device in any mirrored cluster" in err
+    ((_, node, device),) = truth.free_devices()
+    code, out, _ = await cli("who-holds", f"{node}/{device}", "--server", mirror.url)
+    assert (code, out) == (0, f"no claim holds {node}/{device}: it is free\n")
 
 
 async def test_free_waiting_idle(mirror):
-    free, mig, waiting, idle = await asyncio.gather(
+    free, waiting, idle = await asyncio.gather(
         json_of(mirror, "free"),
-        json_of(mirror, "free", "mig.nvidia.com", "--cluster", "west"),
         json_of(mirror, "waiting", "gpu.nvidia.com"),
         json_of(mirror, "idle"),
     )
@@ -120,7 +122,11 @@ async def test_free_waiting_idle(mirror):
         truth.free_devices()
     )
     assert free["total"] == len(truth.free_devices())
-    assert (mig["total"], mig["devices"]) == (0, [])
+    code, out, err = await cli(
+        "free", "mig.nvidia.com", "--cluster", "west", "--server", mirror.url
+    )
+    assert (code, out) == (1, "")
+    assert "no DeviceClass mig.nvidia.com in cluster west; there are: gpu.nvidia.com" in err
     pending = [(c, claim) for c, claim, cls in truth.pending_claims() if cls == "gpu.nvidia.com"]
     assert [(c["cluster"], c["claim"]) for c in waiting["claims"]] == pending
     assert waiting["claims"][0]["pending_seconds"] == 3 * 3600  # the server's clock

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from dra_mirror.service.cli.diagnostics import render_diagnosis
 from dra_mirror.service.cli.main import main
 from tests.diagnostics_api.conftest import EXPLAIN, Mirrored, claim_named
 from tests.diagnostics_api.test_lint_api import BAD
@@ -20,8 +21,8 @@ from tests.diagnostics_api.test_lint_api import BAD
 DRA_MIRROR = str(Path(sys.executable).with_name("dra-mirror"))
 
 
-async def run(*args: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_MIRROR_")}
+async def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRA_MIRROR_")} | (env or {})
     process = await asyncio.create_subprocess_exec(
         DRA_MIRROR,
         *args,
@@ -95,6 +96,35 @@ async def test_lint_against_a_server(mirrored: Mirrored, tmp_path: Path) -> None
     code, out, err = await run("lint", "--server", mirrored.url, "--cluster", "manual")
     assert code == 0, err
     assert "class-matches-nothing" in out and "DeviceClass gpu.amd.com" in out
+
+
+async def test_lint_a_cluster_asks_the_local_mirror_by_default(mirrored: Mirrored) -> None:
+    """`lint --cluster C` without --server asks $DRA_MIRROR_SERVER (else 127.0.0.1:8000), as
+    the question commands do."""
+    code, out, err = await run(
+        "lint", "--cluster", "manual", env={"DRA_MIRROR_SERVER": mirrored.url}
+    )
+    assert code == 0, err
+    assert "class-matches-nothing" in out
+
+
+def test_explain_says_each_requests_verdict_once() -> None:
+    request = {
+        "request": "gpu", "verdict": "ALL_HELD", "summary": "every matching device is held",
+        "deviceClassName": "gpu.nvidia.com", "classExists": True, "classDevices": 4,
+        "selectors": [], "selectorErrors": [], "nodes": [], "freeOrShareable": 0, "needed": 1,
+    }  # fmt: skip
+    diagnosis = {
+        "namespace": "ns", "name": "c", "cluster": "east", "state": "PENDING",
+        "verdict": "ALL_HELD", "message": "request gpu: no devices left: every matching device "
+        "is held by ns/a", "requests": [request], "holders": [], "checks": [],
+        "nodesWithoutDriver": [], "pods": [],
+    }  # fmt: skip
+    lines = render_diagnosis(diagnosis).splitlines()
+    assert lines[1].startswith("  request gpu: no devices left")
+    assert lines[2] == "  request gpu: ALL_HELD"  # the headline said the rest
+    other = {**diagnosis, "message": "2 requests cannot be met", "verdict": "MIXED"}
+    assert "  request gpu: ALL_HELD — every matching device is held" in render_diagnosis(other)
 
 
 def test_lint_offline(tmp_path: Path, shared_dir: Path) -> None:

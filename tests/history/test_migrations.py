@@ -48,7 +48,7 @@ async def test_downgrade_to_base_and_up_again(history_url):
 
 async def test_the_alembic_command_line_upgrades_with_the_url_from_the_environment(tmp_path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"
-    env = {**os.environ, "DRA_MIRROR_HISTORY_URL": url}
+    env = {**os.environ, "DRA_MIRROR_HISTORY_DATABASE_URL": url}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "alembic", "-c", str(REPO_ROOT / "alembic.ini"), "upgrade", "head",
         cwd=REPO_ROOT, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

@@ -79,6 +79,20 @@ async def test_get_resourceclaims_table_with_state(
     ]
 
 
+async def test_get_one_object_has_the_list_columns(
+    kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path
+):
+    """`kubectl get KIND NAME` asks for a Table of one object: the same columns as the list."""
+    store.create("resourceclaims", claim_body("solo"))
+    store.create("resourceslices", slice_body("node-0-gpu", "node-0", devices=1))
+    kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+    claim = table(await kubectl.run("get", "resourceclaim", "solo"))
+    assert claim[0] == ["NAME", "STATE", "AGE"] and claim[1][:2] == ["solo", "pending"]
+    one = table(await kubectl.run("get", "resourceslice", "node-0-gpu"))
+    assert one[0] == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]
+    assert one[1][:4] == ["node-0-gpu", "node-0", "gpu.nvidia.com", "node-0"]
+
+
 async def test_get_resourceslices_yaml_and_nodes(
     kubectl_binary: Path, sim: Simulator, store: ClusterStore, tmp_path: Path
 ):
