@@ -25,6 +25,7 @@ import hashlib
 import io
 import re
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -41,6 +42,7 @@ from dra_mirror.service.access.static import StaticTokens
 from dra_mirror.service.cli.main import main as cli_main
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.migrate import migrate
+from dra_mirror.service.history.options import WriterStats
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics_scope import NAMESPACE_WIDE
@@ -104,6 +106,7 @@ class Demo:
 
 class KeptHistory(HistoryQueries):
     outbox = None  # read only: no writer behind it
+    writer = SimpleNamespace(stats=WriterStats())  # what /metrics reads of a writer: nothing
 
     async def close(self) -> None:  # the module's engine outlives each app
         pass
