@@ -31,7 +31,7 @@ from pathlib import Path
 
 from dra_mirror.service.settings import SettingsError
 
-from .plan import SlackBot
+from .plan import SLACK_FILES, BotToken, SlackBot
 
 ENV_PREFIX = "DRA_MIRROR_SLACK_"
 
@@ -106,7 +106,7 @@ class SlackSettings:
             secret = read_secret_file(Path(secret_file))
         if not secret:
             return None
-        settings = cls(SigningSecret(secret), bot=SlackBot.from_env(environ))
+        settings = cls(SigningSecret(secret))
         within = environ.get(f"{ENV_PREFIX}ANSWER_WITHIN")
         if within:
             try:
@@ -126,6 +126,8 @@ class SlackSettings:
 
 
 def _directory(settings: SlackSettings, environ: Mapping[str, str]) -> SlackSettings:
+    """The bot token and Slack's Web API: user groups and accounts are read with them, and
+    `/gpu plan` reads attached files with them (`bot`)."""
     token = environ.get(f"{ENV_PREFIX}BOT_TOKEN") or None
     token_file = environ.get(f"{ENV_PREFIX}BOT_TOKEN_FILE") or None
     if token and token_file:
@@ -142,10 +144,14 @@ def _directory(settings: SlackSettings, environ: Mapping[str, str]) -> SlackSett
         raise SettingsError(f"{ENV_PREFIX}DIRECTORY_TTL={ttl!r}: expected seconds") from None
     if not 0 <= directory_ttl <= 3600:
         raise SettingsError(f"{ENV_PREFIX}DIRECTORY_TTL: give 0 to 3600 seconds")
+    urls = environ.get(f"{ENV_PREFIX}FILE_URLS")
+    file_urls = tuple(u.strip() for u in urls.split(",") if u.strip()) if urls else SLACK_FILES
+    api_url = api_url if api_url.endswith("/") else api_url + "/"
     return dataclasses.replace(
         settings,
+        bot=SlackBot(BotToken(token), api_url=api_url, file_urls=file_urls) if token else None,
         bot_token=SigningSecret(token) if token else None,
-        api_url=api_url if api_url.endswith("/") else api_url + "/",
+        api_url=api_url,
         directory_ttl=directory_ttl,
     )
 

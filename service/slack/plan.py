@@ -15,11 +15,9 @@ YAML that does not parse and refusals of the graph come back as a message saying
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
@@ -69,33 +67,6 @@ class SlackBot:
     token: BotToken
     api_url: str = SLACK_API  # slack_sdk's base_url (a test points it at a loopback server)
     file_urls: tuple[str, ...] = SLACK_FILES  # prefixes a file's url_private must start with
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SlackBot | None:
-        """DRA_MIRROR_SLACK_BOT_TOKEN or _BOT_TOKEN_FILE, _API_URL, _FILE_URLS (comma-separated
-        prefixes); None without a token."""
-        environ = os.environ if environ is None else environ
-        token = environ.get(f"{ENV_PREFIX}BOT_TOKEN") or None
-        path = environ.get(f"{ENV_PREFIX}BOT_TOKEN_FILE") or None
-        if token and path:
-            raise SettingsError(f"{ENV_PREFIX}BOT_TOKEN and {ENV_PREFIX}BOT_TOKEN_FILE: give one")
-        if path:
-            try:
-                token = Path(path).read_text().strip()
-            except OSError as error:
-                raise SettingsError(f"Slack bot token file {path}: {error.strerror}") from None
-            if not token:
-                raise SettingsError(f"Slack bot token file {path} is empty")
-        if not token:
-            return None
-        urls = environ.get(f"{ENV_PREFIX}FILE_URLS")
-        return cls(
-            BotToken(token),
-            api_url=environ.get(f"{ENV_PREFIX}API_URL") or SLACK_API,
-            file_urls=tuple(u.strip() for u in urls.split(",") if u.strip())
-            if urls
-            else SLACK_FILES,
-        )
 
 
 class FileSource(Protocol):
