@@ -29,16 +29,23 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Collection, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import orjson
-from sqlalchemy import Row, and_, false, func, or_, select, true
+from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
 from dra_mirror.service.history import pruning
 from dra_mirror.service.history.db import sql_errors
+from dra_mirror.service.history.filters import (
+    Granting,
+    Grants,
+    Visibility,
+    device_filter,
+    name_filters,
+    visible,
+)
 from dra_mirror.service.history.models import (
     AllocationInterval,
     ConsumerInterval,
@@ -63,27 +70,6 @@ from dra_mirror.service.history.spans import (
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
 
 ContentionRow = contention_audit.ContentionRow
-
-ANY = "*"
-# What an asker may see of namespaced rows: cluster (ANY: every cluster) -> namespaces (ANY in
-# them: every namespace) — the shape of `service.access.scope.AccessScope.grants`.
-Grants = Mapping[str, Collection[str]]
-
-
-class Visibility(Protocol):
-    """What the history asks of an asker's access scope (`service.access.scope.AccessScope`,
-    or the graph's `schema.reader.Scope`)."""
-
-    def allows(self, cluster: str, namespace: str = "") -> bool: ...
-
-    def may_hide(self) -> bool: ...
-
-
-@runtime_checkable
-class Granting(Visibility, Protocol):
-    def namespace_grants(self) -> Grants | None:
-        """The grants as `Grants`, or None when every namespace of every cluster is shown."""
-        ...
 
 
 def _now_us() -> int:
@@ -120,7 +106,7 @@ class HistoryQueries:
         found: set[DeviceIdentity] = set()
         with sql_errors("resolve device"):
             async with self.engine.connect() as conn:
-                for condition in _name_filters(device):
+                for condition in name_filters(device):
                     for table in (DeviceInterval, AllocationInterval):
                         query = select(
                             table.cluster, table.driver, table.pool, table.device, table.uuid
@@ -153,7 +139,7 @@ class HistoryQueries:
         with sql_errors("whoHeld"):
             async with self.engine.connect() as conn:
                 query = select(a).where(
-                    _device_filter(a, identities), a.start_us <= at_us,
+                    device_filter(a, identities), a.start_us <= at_us,
                     or_(a.end_us.is_(None), a.end_us > at_us),
                 )  # fmt: skip
                 held = [_allocation(r) for r in (await conn.execute(query)).all()]
@@ -173,9 +159,7 @@ class HistoryQueries:
                 allocations = (
                     await conn.execute(
                         select(a)
-                        .where(
-                            _device_filter(a, identities), _overlaps(a, start_us, end_us, floors)
-                        )
+                        .where(device_filter(a, identities), _overlaps(a, start_us, end_us, floors))
                         .order_by(a.start_us, a.id)
                     )
                 ).all()
@@ -184,7 +168,7 @@ class HistoryQueries:
                 inventory = (
                     await conn.execute(
                         select(d)
-                        .where(_device_filter(d, identities), _overlaps(d, start_us, end_us))
+                        .where(device_filter(d, identities), _overlaps(d, start_us, end_us))
                         .order_by(d.start_us, d.id)
                     )
                 ).all()
@@ -401,57 +385,7 @@ class HistoryQueries:
         return self.engine.dialect.name == "postgresql"
 
 
-def visible(table, grants: Grants | None):
-    """The rows of `table` (with `cluster` and `namespace` columns) that `grants` shows: for
-    each cluster (`*`: any), its namespaces (`*`: every one); a cluster granted no namespace
-    shows none of its namespaced rows. None shows everything."""
-    if grants is None:
-        return true()
-    clauses = []
-    for cluster, namespaces in sorted(grants.items()):
-        if not namespaces:
-            continue
-        in_cluster = [] if cluster == ANY else [table.cluster == cluster]
-        if ANY in namespaces:
-            clauses.append(and_(true(), *in_cluster))
-        else:
-            clauses.append(and_(table.namespace.in_(sorted(namespaces)), *in_cluster))
-    return or_(false(), *clauses)
-
-
 def _span_overlap(pod: PodSpan, span: AllocationSpan) -> bool:
     pod_end = pod.end_us if pod.end_us is not None else float("inf")
     span_end = span.end_us if span.end_us is not None else float("inf")
     return pod.start_us < span_end and pod_end > span.start_us
-
-
-def _name_filters(device: str) -> list:
-    """Conditions (per table) naming the device, in the order to try them."""
-    parts = device.split("/")
-    if len(parts) >= 3:
-        driver, name, pool = parts[0], parts[-1], "/".join(parts[1:-1])
-        return [lambda t: and_(t.driver == driver, t.pool == pool, t.device == name)]
-    if len(parts) == 2:
-        return [lambda t: and_(t.node == parts[0], t.device == parts[1])]
-    return [lambda t: t.uuid == device, lambda t: t.device == device]
-
-
-def _device_filter(table, identities: list[DeviceIdentity]):
-    """Rows of these devices: by uuid where one is known, and by (cluster, driver, pool,
-    device) the rows that carry no uuid (an allocation recorded before any slice published its
-    device, when the allocation result alone named it). A uuid is followed within the cluster
-    it was found in: the same GPU in another cluster (moved, or mirrored twice) is that
-    cluster's device."""
-    uuids: dict[str, set[str]] = {}
-    for d in identities:
-        if d.uuid:
-            uuids.setdefault(d.cluster, set()).add(d.uuid)
-    clauses = [
-        and_(table.cluster == cluster, table.uuid.in_(sorted(found)))
-        for cluster, found in sorted(uuids.items())
-    ]
-    for d in identities:
-        by_key = and_(table.cluster == d.cluster, table.driver == d.driver, table.pool == d.pool,
-                      table.device == d.device)  # fmt: skip
-        clauses.append(and_(by_key, table.uuid.is_(None)) if d.uuid else by_key)
-    return or_(*clauses)

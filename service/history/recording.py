@@ -40,7 +40,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dra_mirror.service.history import partitions, peaks, pgcopy
+from dra_mirror.service.history import devices, partitions, peaks, pgcopy
 from dra_mirror.service.history.intervals import (
     KEYS,
     UNCONFIRMED,
@@ -334,9 +334,11 @@ class BatchRecorder:
                 )
                 await conn.execute(stmt, rows)
         if plan.identified:
-            await self._fill_uuids(plan.identified)
+            self.rows += await devices.fill_uuids(conn, plan.identified)
         if plan.device_classes:
-            await self._device_classes(sorted(plan.device_classes))
+            await devices.record_classes(
+                conn, sorted(plan.device_classes), _insert(conn, DeviceClass)
+            )
         if plan.data_updates:
             stmt = (
                 update(DeviceInterval)
@@ -361,52 +363,6 @@ class BatchRecorder:
             + len(plan.data_updates)
             + sum(len(rows) for rows in plan.confirms.values())
         )
-
-    async def _fill_uuids(self, identified: dict[tuple[str, str, str, str], str]) -> None:
-        """Give open allocations recorded without a uuid the one their device now has: one
-        SELECT of the open rows without a uuid (few: those held before their slice), one
-        UPDATE per device among them."""
-        a = AllocationInterval
-        clusters = sorted({device[0] for device in identified})
-        query = (
-            select(a.cluster, a.driver, a.pool, a.device)
-            .distinct()
-            .where(a.uuid.is_(None), a.end_us.is_(None), a.cluster.in_(clusters))
-        )
-        rows = [
-            {"c": c, "d": d, "p": p, "n": n, "u": identified[(c, d, p, n)]}
-            for c, d, p, n in await self.conn.execute(query)
-            if (c, d, p, n) in identified
-        ]
-        if not rows:
-            return
-        stmt = (
-            update(a)
-            .where(a.cluster == bindparam("c"), a.driver == bindparam("d"))
-            .where(a.pool == bindparam("p"), a.device == bindparam("n"))
-            .where(a.uuid.is_(None), a.end_us.is_(None))
-            .values(uuid=bindparam("u"))
-        )
-        await self.conn.execute(stmt, rows)
-        self.rows += len(rows)
-
-    async def _device_classes(self, found: list[tuple[str, str, str]]) -> None:
-        """Classes devices were allocated for: most are known already (ON CONFLICT); on
-        PostgreSQL one statement for the batch, not one per row."""
-        conn = self.conn
-        if conn.dialect.name == "postgresql":
-            await conn.execute(
-                text(
-                    "INSERT INTO device_classes (cluster, device, class_name) "
-                    "SELECT * FROM unnest(CAST(:clusters AS text[]), CAST(:devices AS text[]), "
-                    "CAST(:classes AS text[])) ON CONFLICT DO NOTHING"
-                ),
-                {"clusters": [f[0] for f in found], "devices": [f[1] for f in found],
-                 "classes": [f[2] for f in found]},
-            )  # fmt: skip
-            return
-        rows = [{"cluster": c, "device": d, "class_name": k} for c, d, k in found]
-        await conn.execute(_insert(conn, DeviceClass).on_conflict_do_nothing(), rows)
 
     # --- gaps --------------------------------------------------------------------------
 
