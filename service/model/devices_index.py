@@ -12,10 +12,12 @@ A device an allocation result names and no slice publishes (the driver withdrew 
 node went, claims were listed before slices) is held all the same: holds are keyed by the
 allocation result alone. Such a device gets an unpublished entry (`DeviceEntry.published`
 False: its name, its node from a holding claim's allocation, shareable when a hold carries a
-shareID, the uuid it had when last published) while it is held and unpublished, linked by
-name, node and uuid like a published one (not by slice or pool: it has neither), so whoHolds,
-Pod.devices and Node.devices find it. It is refreshed for every device whose holds or
-publication a batch changed, before the batch settles (`refresh_unpublished`).
+shareID, the uuid it had when a settled batch last saw it published) while it is held and
+unpublished, linked by name, node and uuid like a published one (not by slice or pool: it has
+neither), so whoHolds, Pod.devices and Node.devices find it. It is refreshed for every device
+whose holds or publication a batch changed, before the batch settles (`refresh_unpublished`);
+the reverse maps are sets, so the links it shares with a published entry a slice published
+and withdrew within the batch are restored there.
 
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
@@ -179,6 +181,11 @@ class DeviceTracker:
                 unpublished[key] = new
                 self._link_unpublished(new)
                 touched.delta.unpublished[key] = new
+            elif key in touched.entries:
+                # A slice published the device and withdrew it again within the batch: the
+                # reverse maps are sets, so unlinking that published entry took the links it
+                # shared with this unchanged one (its name; its node, its uuid when the same).
+                self._link_unpublished(new)
         self._last_uuid.clear()
 
     def _unpublished_entry(
@@ -259,8 +266,11 @@ class DeviceTracker:
             if dk not in after.devices:
                 self._unlink(entry)
                 del self.devices[dk]
-                if entry.device.uuid:
-                    self._last_uuid[dk] = entry.device.uuid
+                # The uuid it had when last published as of a settled batch: a device a slice
+                # published and withdrew within this batch was never published to a reader.
+                settled = touched.entries[dk] if dk in touched.entries else entry
+                if settled is not None and settled.device.uuid:
+                    self._last_uuid[dk] = settled.device.uuid
                 touched.device(dk, entry, None)
                 self._transition(ch.DEVICE_DISAPPEARED, entry, batch)
         for dk, entry in after.devices.items():
