@@ -39,6 +39,7 @@ from dra_mirror.service.questions.lint import ask_lint_cluster, ask_lint_manifes
 TIMEOUT = 60.0
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def split_claim(claim: str) -> tuple[str, str]:
@@ -141,26 +142,41 @@ def _emit(value: Any, as_json: bool, render: Callable[[Any], str]) -> None:
         click.echo(render(value))
 
 
+def mirror_source_options(command: F) -> F:
+    """Where a diagnostic command gets its mirror: a running server (`--server`, `--token`),
+    or the clusters of a kubeconfig mirrored in-process (`--kubeconfig`, `--context`)."""
+    for option in reversed(
+        [
+            click.option(
+                "--server",
+                envvar="DRA_MIRROR_SERVER",
+                default=None,
+                show_default=DEFAULT_SERVER,
+                help="A running mirror's base URL.",
+            ),
+            click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token."),
+            click.option(
+                "--kubeconfig",
+                type=click.Path(dir_okay=False, exists=True),
+                default=None,
+                help="Mirror this kubeconfig's clusters in-process instead of asking a server.",
+            ),
+            click.option(
+                "--context", "contexts", multiple=True, help="With --kubeconfig: only these."
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 # --- commands --------------------------------------------------------------------------------
 
 
 @click.command("explain")
 @click.argument("claim", metavar="NAMESPACE/CLAIM")
 @click.option("--cluster", default=None, help="The claim's cluster (default: look everywhere).")
-@click.option(
-    "--server",
-    envvar="DRA_MIRROR_SERVER",
-    default=None,
-    help=f"A running mirror's base URL [env DRA_MIRROR_SERVER; default {DEFAULT_SERVER}].",
-)
-@click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token.")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Mirror this kubeconfig's clusters in-process instead of asking a server.",
-)
-@click.option("--context", "contexts", multiple=True, help="With --kubeconfig: only these.")
+@mirror_source_options
 @click.option(
     "--node",
     "nodes",

@@ -17,6 +17,7 @@ their help text is, so flags still win over variables, which `Settings.from_env`
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -97,6 +98,8 @@ def option_default(option: click.Option) -> str | None:
         return None
     if callable(option.default):
         return None
+    if isinstance(option.default, enum.Enum) and option.default.name == "UNSET":
+        return _shown(())  # click's marker for an option declared without a default
     return _shown(option.default)
 
 

@@ -23,7 +23,13 @@ from typing import Any, TextIO
 import click
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
-from dra_mirror.service.cli.diagnostics import TIMEOUT, _emit, _mirrored, render_findings
+from dra_mirror.service.cli.diagnostics import (
+    TIMEOUT,
+    _emit,
+    _mirrored,
+    mirror_source_options,
+    render_findings,
+)
 from dra_mirror.service.questions.asking import Ask, QuestionError
 from dra_mirror.service.questions.plan import ask_plan
 
@@ -83,20 +89,7 @@ def render_plan(plan: Mapping[str, Any]) -> str:
 @click.command("plan")
 @click.argument("manifests", type=click.File("r"), metavar="FILE|-")
 @click.option("--cluster", default=None, help="Plan in this cluster only (default: every one).")
-@click.option(
-    "--server",
-    envvar="DRA_MIRROR_SERVER",
-    default=None,
-    help=f"A running mirror's base URL [env DRA_MIRROR_SERVER; default {DEFAULT_SERVER}].",
-)
-@click.option("--token", envvar="DRA_MIRROR_TOKEN", default=None, help="Bearer token.")
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Mirror this kubeconfig's clusters in-process instead of asking a server.",
-)
-@click.option("--context", "contexts", multiple=True, help="With --kubeconfig: only these.")
+@mirror_source_options
 @click.option("--timeout", type=float, default=TIMEOUT, show_default=True, help="Sync wait, s.")
 @click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
 def plan(
