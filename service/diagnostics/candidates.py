@@ -11,7 +11,8 @@ device, so both live here:
   already picked: exclusivity, a shareable device's remaining capacity after rounding the
   request by the capacity's `requestPolicy` (a request the policy or the device's total can
   never grant is `policy`, not `capacity`), partition counters, and NoSchedule/NoExecute taints
-  against the request's tolerations. Admin access skips holders, capacity and counters.
+  (the slice's and the DeviceTaintRules') against the request's tolerations. Admin access skips
+  holders, capacity and counters.
 
 Promises: pure; `match` compiles each expression once (via `compile_selector`) and evaluates a
 request selector only on devices the class accepted.
@@ -30,6 +31,7 @@ from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
+from dra_mirror.service.model.taint_rules import taints_of, untolerated
 
 # Why a matching device cannot be given now.
 HELD = "held"
@@ -197,31 +199,11 @@ def share_consumption(entry: DeviceEntry, alt: Alternative) -> dict[str, Fractio
 # --- fit --------------------------------------------------------------------------------------
 
 
-def tolerated(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a DeviceTaint is tolerated (Kubernetes toleration matching rules)."""
-    for toleration in tolerations:
-        effect = toleration.get("effect") or ""
-        if effect and effect != taint.get("effect"):
-            continue
-        key = toleration.get("key") or ""
-        if toleration.get("operator", "Equal") == "Exists":
-            if not key or key == taint.get("key"):
-                return True
-        elif key == taint.get("key") and (toleration.get("value") or "") == (
-            taint.get("value") or ""
-        ):
-            return True
-    return False
-
-
 def blocking_taints(entry: DeviceEntry, alt: Alternative) -> list[Mapping[str, Any]]:
-    """Taints that keep the request off the device: NoSchedule/NoExecute, untolerated (other
-    and unknown effects are ignored, as the scheduler does)."""
-    return [
-        t
-        for t in entry.device.taints
-        if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(t, alt.tolerations)
-    ]
+    """Taints that keep the request off the device — its slice's and those of the
+    DeviceTaintRules selecting it: NoSchedule/NoExecute, untolerated (other and unknown effects
+    are ignored, as the scheduler does)."""
+    return untolerated(taints_of(entry), alt.tolerations)
 
 
 def fit(

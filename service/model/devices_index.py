@@ -19,6 +19,14 @@ whose holds or publication a batch changed, before the batch settles (`refresh_u
 the reverse maps are sets, so the links it shares with a published entry a slice published
 and withdrew within the batch are restored there.
 
+DeviceTaintRules (service.model.taint_rules) add their taint to every device they select, by
+driver, pool and name — published or not: each entry carries the taints of the rules selecting
+it (`DeviceEntry.rule_taints`), put there when the entry is built and, on a rule's event,
+for every device its old or new selector picks (`on_rule`: O(devices) per rule event; rules
+are few). A device whose rule taints change changes (`device_changed`, a live event, the
+entry in the delta); its status does not: taints make a device unavailable to claims that do
+not tolerate them, not held.
+
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
 shares counters (a MIG partition's allocation blocks its siblings) or its counter sets
@@ -32,10 +40,13 @@ from collections.abc import Hashable, Iterable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.inventory import consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
+    DEVICE_TAINT_RULE,
     FREE,
     HELD,
     SHARED,
@@ -46,6 +57,7 @@ from dra_mirror.service.model.records import (
     DeviceKey,
     ObjectKey,
     SliceRecord,
+    TaintRuleRecord,
 )
 from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
@@ -57,6 +69,7 @@ from dra_mirror.service.model.relations import (
     UUID_DEVICES,
     Relation,
 )
+from dra_mirror.service.model.taint_rules import rule_taints, selects, shown
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch, Touched
@@ -210,7 +223,43 @@ class DeviceTracker:
             node=node,
             pool_complete=False,
             published=False,
+            rule_taints=rule_taints(self._rules(), key),
         )
+
+    # --- DeviceTaintRules -------------------------------------------------------------------
+
+    def _rules(self) -> list[TaintRuleRecord]:
+        return [r for r in self._index.records(DEVICE_TAINT_RULE) if isinstance(r, TaintRuleRecord)]
+
+    def _with_rules(self, entry: DeviceEntry, rules: list[TaintRuleRecord]) -> DeviceEntry:
+        found = rule_taints(rules, entry.key)
+        if found == entry.rule_taints:
+            return entry
+        return msgspec.structs.replace(entry, rule_taints=found)
+
+    def on_rule(
+        self, old: TaintRuleRecord | None, new: TaintRuleRecord | None, batch: Batch
+    ) -> None:
+        """A rule changed: re-derive the rule taints of every device it selected or selects
+        (the index already holds `new`, or no longer holds `old`)."""
+        rules = self._rules()
+        picked = [r for r in (old, new) if r is not None]
+        touched = self._index.touched
+        for dk, entry in list(self.devices.items()):
+            if not any(selects(r, dk) for r in picked):
+                continue
+            new_entry = self._with_rules(entry, rules)
+            if new_entry is entry:
+                continue
+            self.devices[dk] = new_entry
+            valid = self._pools.get(PoolKey(dk.driver, dk.pool))
+            if valid is not None and dk in valid.devices:
+                valid.devices[dk] = new_entry
+            touched.device(dk, entry, new_entry)
+            self._transition(ch.DEVICE_CHANGED, new_entry, batch)
+        for dk in list(self.unpublished):
+            if any(selects(r, dk) for r in picked):
+                touched.devices.add(dk)  # refresh_unpublished rebuilds it with the rules
 
     def _link_unpublished(self, entry: DeviceEntry) -> None:
         links = self._index.links
@@ -254,6 +303,10 @@ class DeviceTracker:
         before_pool = self._pools.get(pk, EMPTY_POOL)
         before = before_pool.devices
         after = valid_pool(self._cluster, slices.values())
+        rules = self._rules() if after.devices else []
+        if rules:
+            for dk, entry in after.devices.items():
+                after.devices[dk] = self._with_rules(entry, rules)
         if slices:
             self._pools[pk] = after
         else:
@@ -286,7 +339,11 @@ class DeviceTracker:
                     self._link(entry)
                 self.devices[dk] = entry
                 touched.device(dk, previous, entry)
-                if previous.device != entry.device or previous.node != entry.node:
+                if (
+                    previous.device != entry.device
+                    or previous.node != entry.node
+                    or previous.rule_taints != entry.rule_taints
+                ):
                     self._transition(ch.DEVICE_CHANGED, entry, batch)
 
     def announce(self, batch: Batch) -> None:
@@ -321,7 +378,7 @@ class DeviceTracker:
                 },
                 "capacity": {k: c.value for k, c in device.capacity.items()},
                 "shareable": device.shareable,
-                "taints": list(device.taints),
+                "taints": shown(entry),
                 "generation": entry.pool_generation,
             },
         )

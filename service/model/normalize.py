@@ -1,8 +1,9 @@
 """Raw API objects (dicts) of any served version into normalized records.
 
 `normalize(kind, raw, *, cluster)` accepts a DeviceClass, ResourceSlice, ResourceClaim or
-ResourceClaimTemplate of resource.k8s.io v1, v1beta2 or v1beta1 (v1alpha3 capacities too), or
-a core v1 Pod or Node, as a dict (YAML manifests, kubectl output, test data), and returns the
+ResourceClaimTemplate of resource.k8s.io v1, v1beta2 or v1beta1 (v1alpha3 capacities too), a
+DeviceTaintRule of v1alpha3, v1beta2 or v1 (one shape: `service.model.taint_rules`), or a core
+v1 Pod or Node, as a dict (YAML manifests, kubectl output, test data), and returns the
 one record shape of `service.model.records`. The hot path reads API bytes instead
 (`service.model.decode`); both go through the same wire Structs (`service.model.api`) and the
 same conversion (`record_of`), so they always agree.
@@ -19,11 +20,12 @@ from typing import Any, Literal, overload
 
 import msgspec
 
-from dra_mirror.service.model import api, api_core
+from dra_mirror.service.model import api, api_core, taint_rules
 from dra_mirror.service.model.claims import claim_record, template_record
 from dra_mirror.service.model.metadata import MalformedObject, object_ref
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
+    DEVICE_TAINT_RULE,
     NODE,
     POD,
     RESOURCE_CLAIM,
@@ -35,6 +37,7 @@ from dra_mirror.service.model.records import (
     PodRecord,
     Record,
     SliceRecord,
+    TaintRuleRecord,
     TemplateRecord,
 )
 from dra_mirror.service.model.sharing import SharedValues
@@ -51,6 +54,7 @@ WIRE_TYPES: dict[str, type] = {
     RESOURCE_CLAIM_TEMPLATE: api.ResourceClaimTemplate,
     POD: api_core.Pod,
     NODE: api_core.Node,
+    DEVICE_TAINT_RULE: taint_rules.DeviceTaintRule,
 }
 
 _CONVERTERS: dict[str, Callable[..., Record]] = {
@@ -60,6 +64,7 @@ _CONVERTERS: dict[str, Callable[..., Record]] = {
     RESOURCE_CLAIM_TEMPLATE: template_record,
     POD: pod_record,
     NODE: node_record,
+    DEVICE_TAINT_RULE: taint_rules.taint_rule_record,
 }
 
 
@@ -110,6 +115,10 @@ def normalize(
 def normalize(kind: Literal["Pod"], raw: dict[str, Any], *, cluster: str) -> PodRecord: ...
 @overload
 def normalize(kind: Literal["Node"], raw: dict[str, Any], *, cluster: str) -> NodeRecord: ...
+@overload
+def normalize(
+    kind: Literal["DeviceTaintRule"], raw: dict[str, Any], *, cluster: str
+) -> TaintRuleRecord: ...
 @overload
 def normalize(kind: str, raw: dict[str, Any], *, cluster: str) -> Record: ...
 

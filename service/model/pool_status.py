@@ -1,6 +1,6 @@
 """Pool status as KEP-5677's ResourcePoolStatusRequest counts it (the 1.37 accounting).
 
-`pool_statuses(slices, claims)` answers, for every (driver, pool) with a slice, what the
+`pool_statuses(slices, claims, rules)` answers, for every (driver, pool) with a slice, what the
 kube-controller-manager's resourcepoolstatusrequest controller writes into a PoolStatus
 (resource/v1alpha3 types.go, KEP "Partitionable & Consumable Device Accounting"):
 
@@ -13,7 +13,8 @@ kube-controller-manager's resourcepoolstatusrequest controller writes into a Poo
 * `allocatedDevices`: the distinct device names of the pool in allocation results, a shared
   device counted once, built without filtering on generation (a held device no slice
   publishes still counts); AdminAccess results are skipped (observers, not consumers);
-* `unavailableDevices`: devices with at least one NoSchedule or NoExecute taint, counted over
+* `unavailableDevices`: devices with at least one NoSchedule or NoExecute taint — in the slice,
+  or from a DeviceTaintRule selecting the device (`service.model.taint_rules`) — counted over
   every device of the pool whether allocated or not; unknown effects count as None;
 * `availableDevices` = max(0, total - allocated - unavailable);
 * `nodeName`: set when every slice names the same node.
@@ -23,15 +24,19 @@ Pure, O(slices + allocation results); the graph computes it over each cluster it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from msgspec import Struct
 
-from dra_mirror.service.model.records import ClaimRecord, Device, SliceRecord
-
-# DeviceTaint.effect values that keep a device from new claims (None, and unknown effects, do not)
-UNAVAILABLE_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+from dra_mirror.service.model.records import (
+    ClaimRecord,
+    Device,
+    DeviceKey,
+    SliceRecord,
+    TaintRuleRecord,
+)
+from dra_mirror.service.model.taint_rules import UNAVAILABLE_EFFECTS, rule_taints
 
 
 class PoolStatus(Struct, frozen=True, gc=False):
@@ -53,8 +58,24 @@ def tainted(device: Device, extra: Iterable[dict[str, Any]] = ()) -> bool:
     return any(t.get("effect") in UNAVAILABLE_EFFECTS for t in (*device.taints, *extra))
 
 
-def pool_statuses(slices: Iterable[SliceRecord], claims: Iterable[ClaimRecord]) -> list[PoolStatus]:
-    """Every pool with a slice, sorted by (cluster, driver, pool)."""
+def _ruled(
+    rules: Sequence[TaintRuleRecord], cluster: str, driver: str, pool: str, device: Device
+) -> Iterable[dict[str, Any]]:
+    if not rules:
+        return ()
+    return (t.taint for t in rule_taints(rules, DeviceKey(cluster, driver, pool, device.name)))
+
+
+def pool_statuses(
+    slices: Iterable[SliceRecord],
+    claims: Iterable[ClaimRecord],
+    rules: Iterable[TaintRuleRecord] = (),
+) -> list[PoolStatus]:
+    """Every pool with a slice, sorted by (cluster, driver, pool); `rules`: the
+    DeviceTaintRules of the same clusters."""
+    by_cluster: dict[str, list[TaintRuleRecord]] = {}
+    for rule in rules:
+        by_cluster.setdefault(rule.meta.cluster, []).append(rule)
     members: dict[tuple[str, str, str], list[SliceRecord]] = {}
     for sl in slices:
         key = (sl.meta.cluster, sl.driver, sl.pool.name)
@@ -72,10 +93,18 @@ def pool_statuses(slices: Iterable[SliceRecord], claims: Iterable[ClaimRecord]) 
             if not result.admin_access:
                 key = (claim.meta.cluster, result.driver, result.pool)
                 in_use.setdefault(key, set()).add(result.device)
-    return [_status(key, members[key], in_use.get(key, set())) for key in sorted(members)]
+    return [
+        _status(key, members[key], in_use.get(key, set()), by_cluster.get(key[0], ()))
+        for key in sorted(members)
+    ]
 
 
-def _status(key: tuple[str, str, str], present: list[SliceRecord], used: set[str]) -> PoolStatus:
+def _status(
+    key: tuple[str, str, str],
+    present: list[SliceRecord],
+    used: set[str],
+    rules: Sequence[TaintRuleRecord],
+) -> PoolStatus:
     cluster, driver, pool = key
     present = sorted(present, key=lambda sl: sl.meta.name)
     generation = present[0].pool.generation
@@ -90,7 +119,7 @@ def _status(key: tuple[str, str, str], present: list[SliceRecord], used: set[str
         return PoolStatus(cluster, driver, pool, generation, node or None,
                           None, None, None, None, None, error)  # fmt: skip
     devices = [d for sl in present for d in sl.devices]
-    unavailable = sum(1 for d in devices if tainted(d))
+    unavailable = sum(1 for d in devices if tainted(d, _ruled(rules, cluster, driver, pool, d)))
     allocated = len(used)
     available = max(0, len(devices) - allocated - unavailable)
     return PoolStatus(cluster, driver, pool, generation, node or None, len(present),

@@ -29,6 +29,7 @@ from msgspec import Struct, field
 
 # The kind names, re-exported: records and the code reading them name kinds from here.
 from dra_mirror.service.model.kinds import DEVICE_CLASS as DEVICE_CLASS
+from dra_mirror.service.model.kinds import DEVICE_TAINT_RULE as DEVICE_TAINT_RULE
 from dra_mirror.service.model.kinds import MIRRORED
 from dra_mirror.service.model.kinds import NODE as NODE
 from dra_mirror.service.model.kinds import POD as POD
@@ -366,6 +367,31 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
     conditions: tuple[dict[str, Any], ...] = ()
 
 
+# --- DeviceTaintRule ------------------------------------------------------------------------
+
+
+class TaintSelector(Struct, frozen=True, gc=False):
+    """spec.deviceSelector: every criterion set must match (service.model.taint_rules)."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class TaintRuleRecord(Struct, frozen=True, gc=False, tag="DeviceTaintRule"):
+    meta: Meta
+    selector: TaintSelector | None  # None: the rule selects no device
+    taint: dict[str, Any]  # the raw DeviceTaint (key, value, effect, timeAdded)
+    conditions: tuple[dict[str, Any], ...] = ()  # raw status.conditions (EvictionInProgress)
+
+
+class RuleTaint(Struct, frozen=True, gc=False):
+    """The taint a DeviceTaintRule puts on a device it selects."""
+
+    rule: str  # the rule's name (DeviceTaintRule is cluster-scoped)
+    taint: dict[str, Any]
+
+
 # --- Derived views shared by the index, the stores and the allocator ------------------------
 
 
@@ -383,6 +409,9 @@ class DeviceEntry(Struct, frozen=True, gc=False):
     pool_generation: int = 0
     pool_complete: bool = True
     published: bool = True
+    # The taints of the DeviceTaintRules selecting it, in rule-name order (its slice's are in
+    # `device.taints`; service.model.taint_rules.taints_of gives both).
+    rule_taints: tuple[RuleTaint, ...] = ()
 
 
 class AllocationRef(Struct, frozen=True, gc=False):
@@ -395,7 +424,15 @@ class AllocationRef(Struct, frozen=True, gc=False):
     admin_access: bool = False
 
 
-Record = DeviceClassRecord | SliceRecord | ClaimRecord | TemplateRecord | PodRecord | NodeRecord
+Record = (
+    DeviceClassRecord
+    | SliceRecord
+    | ClaimRecord
+    | TemplateRecord
+    | PodRecord
+    | NodeRecord
+    | TaintRuleRecord
+)
 
 KIND_OF: dict[type, str] = {
     DeviceClassRecord: DEVICE_CLASS,
@@ -404,6 +441,7 @@ KIND_OF: dict[type, str] = {
     TemplateRecord: RESOURCE_CLAIM_TEMPLATE,
     PodRecord: POD,
     NodeRecord: NODE,
+    TaintRuleRecord: DEVICE_TAINT_RULE,
 }
 
 
