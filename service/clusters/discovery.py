@@ -7,9 +7,15 @@ version (after an upgrade, or when a version is switched off and its collections
 only needs a relist.
 
 A version counts as served when the group's discovery document lists it AND its resource list
-names every DRA collection the mirror watches. None served → `NotServed`, which the reactor
-reports in the cluster's status (DRA not served, and `listed`: the versions the group's
-discovery does list) while the rest of the cluster (pods, nodes) goes on.
+names every DRA collection the mirror watches at that version (`kinds.CORE_DRA`). None served
+→ `NotServed`, which the reactor reports in the cluster's status (DRA not served, and
+`listed`: the versions the group's discovery does list) while the rest of the cluster (pods,
+nodes) goes on.
+
+A kind with versions of its own (DeviceTaintRule: v1alpha3 from 1.33, v1beta2 from 1.36, v1
+from 1.37) is found in the same pass: the newest of its versions whose resource list names it
+(`version_of`). None of them → `NotServed` for that kind alone, remembered as long as any
+answer (a watcher retrying does not ask the API server again before `max_age`).
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from collections.abc import Callable
 import orjson
 
 from dra_mirror.service.clusters.errors import BadResponse, ClusterError, NotServed
-from dra_mirror.service.clusters.resources import DRA_GROUP, DRA_VERSIONS, WATCHED
+from dra_mirror.service.clusters.resources import DRA_GROUP, DRA_VERSIONS
 from dra_mirror.service.clusters.transport import ClusterApi
+from dra_mirror.service.model.kinds import BY_KIND, CORE_DRA, OPTIONAL
 
-_DRA_PLURALS = frozenset(plural for group, plural in WATCHED if group == DRA_GROUP)
+_DRA_PLURALS = frozenset(r.plural for r in CORE_DRA)
 
 
 def _decode(body: bytes, what: str, cluster: str) -> dict:
@@ -38,7 +45,7 @@ def _decode(body: bytes, what: str, cluster: str) -> dict:
 
 
 class DraVersions:
-    """The resource.k8s.io version one cluster serves; shared by that cluster's watchers.
+    """The resource.k8s.io versions one cluster serves; shared by that cluster's watchers.
 
     The answer is kept for `max_age` seconds, then discovery runs again, so a cluster upgraded
     to a newer version is followed without waiting for the old one to be switched off.
@@ -60,11 +67,15 @@ class DraVersions:
         self.clock = clock
         self.current: str | None = None
         self.listed: tuple[str, ...] = ()  # versions the group's discovery lists, last asked
+        self.own: dict[str, str | None] = {}  # kind with versions of its own -> served one
         self._found_at = float("-inf")
         self._lock = asyncio.Lock()
 
+    def _recent(self) -> bool:
+        return self.clock() - self._found_at < self.max_age
+
     def _fresh(self) -> bool:
-        return self.current is not None and self.clock() - self._found_at < self.max_age
+        return self.current is not None and self._recent()
 
     async def version(self) -> str:
         """The version to use; discovers it the first time, after `forget`, and when the
@@ -74,51 +85,101 @@ class DraVersions:
             return self.current
         async with self._lock:  # the four DRA watchers ask at once: discover once
             if not self._fresh():
-                try:
-                    found = await self._discover()
-                except NotServed:
-                    self.current = None
-                    raise
-                except ClusterError:
-                    if self.current is None:
-                        raise
-                    found = self.current  # a hiccup: keep watching what works, ask later
-                self.current = found
-                self._found_at = self.clock()
-            assert self.current is not None
+                await self._refresh()
+            if self.current is None:
+                raise self._not_served()
             return self.current
 
-    def forget(self, version: str) -> None:
-        """`version` answered 404: discover again on the next `version()`."""
-        if self.current == version:
+    async def version_of(self, kind: str) -> str:
+        """The version to watch `kind` at: `version()` for the kinds served together, the
+        newest served of its own versions for the others (NotServed: none is)."""
+        if kind not in OPTIONAL:
+            return await self.version()
+        if not (self._recent() and kind in self.own):
+            async with self._lock:
+                if not (self._recent() and kind in self.own):
+                    await self._refresh(strict=False)
+        found = self.own.get(kind)
+        if found is None:
+            versions = BY_KIND[kind].versions or ()
+            raise NotServed(
+                f"{DRA_GROUP}: {BY_KIND[kind].plural} is served at none of "
+                f"{', '.join(versions)} (discovery lists {', '.join(self.listed) or 'no version'})",
+                cluster=self.api.cluster,
+                code=404,
+            )
+        return found
+
+    async def _refresh(self, *, strict: bool = True) -> None:
+        try:
+            self.current, self.own = await self._discover()
+        except ClusterError:
+            # A hiccup: keep watching what works, ask later. With no answer yet, the kinds
+            # served together fail now; a kind of its own keeps what it had, or fails.
+            if strict and self.current is None:
+                raise
+            if not strict and not self.own:
+                raise
+            return
+        self._found_at = self.clock()
+
+    def forget(self, version: str, kind: str | None = None) -> None:
+        """`version` answered 404 (for `kind`): discover again on the next ask."""
+        if kind in OPTIONAL:
+            if self.own.get(kind) == version:
+                del self.own[kind]
+        elif self.current == version:
             self.current = None
 
-    async def _discover(self) -> str:
+    def _not_served(self) -> NotServed:
+        return NotServed(
+            f"{DRA_GROUP}: none of {', '.join(self.preference)} is served "
+            f"(discovery lists {', '.join(self.listed) or 'no version'})",
+            cluster=self.api.cluster,
+            code=404,
+        )
+
+    async def _discover(self) -> tuple[str | None, dict[str, str | None]]:
+        """(the version serving every kind served together or None, the version of each kind
+        with versions of its own or None). NotServed only when the group is not served."""
         cluster = self.api.cluster
         group_path = f"/apis/{DRA_GROUP}"
         try:
             group = _decode(await self.api.get(group_path, time_limit=30), group_path, cluster)
         except NotServed as error:
             self.listed = ()
+            self.current, self.own = None, {kind: None for kind in OPTIONAL}
+            self._found_at = self.clock()
             raise NotServed(f"{DRA_GROUP} is not served", cluster=cluster, code=404) from error
         listed = {v.get("version") for v in group.get("versions") or () if isinstance(v, dict)}
         self.listed = tuple(sorted(v for v in listed if isinstance(v, str) and v))
-        for version in self.preference:
+        resources: dict[str, frozenset[str]] = {}
+
+        async def served(version: str) -> frozenset[str]:
             if version not in listed:
-                continue
-            path = f"{group_path}/{version}"
-            try:
-                resources = _decode(await self.api.get(path, time_limit=30), path, cluster)
-            except NotServed:
-                continue
-            served = {
-                r.get("name") for r in resources.get("resources") or () if isinstance(r, dict)
-            }
-            if _DRA_PLURALS <= served:
-                return version
-        raise NotServed(
-            f"{DRA_GROUP}: none of {', '.join(self.preference)} is served "
-            f"(discovery lists {', '.join(sorted(v for v in listed if v)) or 'no version'})",
-            cluster=cluster,
-            code=404,
-        )
+                return frozenset()
+            if version not in resources:
+                path = f"{group_path}/{version}"
+                try:
+                    body = _decode(await self.api.get(path, time_limit=30), path, cluster)
+                except NotServed:
+                    body = {}
+                resources[version] = frozenset(
+                    r.get("name") for r in body.get("resources") or () if isinstance(r, dict)
+                )
+            return resources[version]
+
+        current = None
+        for version in self.preference:
+            if _DRA_PLURALS <= await served(version):
+                current = version
+                break
+        own: dict[str, str | None] = {}
+        for kind in sorted(OPTIONAL):
+            resource = BY_KIND[kind]
+            own[kind] = None
+            for version in resource.versions or ():
+                if resource.plural in await served(version):
+                    own[kind] = version
+                    break
+        return current, own

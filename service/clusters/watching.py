@@ -17,7 +17,7 @@ The loop is three small functions (kopf's shape), each owning one concern:
   again at once, after checking that the kind's current version is not older than the
   position; on any other `ClusterError` keep the position, wait (exponential backoff with full
   jitter, or the server's Retry-After) and resume; on `NotServed` for a resource.k8s.io kind
-  rediscover the version and relist. The backoff resets only when a watch delivers a line.
+  rediscover the version (the kind's own, for DeviceTaintRule) and relist. The backoff resets only when a watch delivers a line.
 
 Every kind of a cluster shares one `ClusterResets` (see `resets`): evidence that the
 cluster's resourceVersions were reset — "too large resource version", or a version older than
@@ -156,7 +156,7 @@ class KindWatcher:
 
     async def _resolve_path(self) -> None:
         if is_dra(self.kind):
-            self.api_version = await self.versions.version()
+            self.api_version = await self.versions.version_of(self.kind)
             self.path = collection_path(self.kind, self.api_version)
         else:
             self.api_version = "v1"
@@ -191,7 +191,7 @@ class KindWatcher:
                 # The version answered 404 (switched off, or the cluster was downgraded):
                 # discover again and relist whatever version is served now.
                 if is_dra(self.kind):
-                    self.versions.forget(self.api_version)
+                    self.versions.forget(self.api_version, self.kind)
                 self.resource_version = None
                 failure: ClusterError = error
             except Expired as error:  # from a list, or a watch right after its list

@@ -18,7 +18,9 @@ the same call again after a backoff, and nothing after it is handed out meanwhil
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
-known not to be served; whether DRA is served, in which resource.k8s.io version, and which
+known not to be served — a kind with versions of its own, DeviceTaintRule, holds back neither
+"synced" nor "connected": where it is not served, or fails, the rest is mirrored without it,
+and `taint_rule_version` says at which version it is watched; whether DRA is served, in which resource.k8s.io version, and which
 versions discovery lists; last event and sync; error; counters, resourceVersion resets,
 malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
 state change, at most about once a second for counters alone.
@@ -52,6 +54,7 @@ from dra_mirror.service.clusters.watching import (
     WatchMessage,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.kinds import OPTIONAL
 from dra_mirror.service.model.records import KINDS
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
@@ -260,7 +263,9 @@ class Reactor:
                 )
             self.listed.add(kind)
             self._unserved.discard(kind)
-            if is_dra(kind):
+            if kind in OPTIONAL:
+                self._optional_version(message.api_version)
+            elif is_dra(kind):
                 self.status.api_version = message.api_version
                 self._dra(served=True)
             self.status.last_sync_at = rfc3339(self.clock())
@@ -271,7 +276,9 @@ class Reactor:
         elif isinstance(message, Skipped):
             self._skip(message)
         elif isinstance(message, Connected | Bookmarked):
-            if isinstance(message, Connected) and is_dra(kind):
+            if isinstance(message, Connected) and kind in OPTIONAL:
+                self._optional_version(message.api_version)
+            elif isinstance(message, Connected) and is_dra(kind):
                 self._status_due |= self.status.api_version != message.api_version
                 self.status.api_version = message.api_version  # follows a cluster upgrade
                 self._dra(served=True)
@@ -284,10 +291,13 @@ class Reactor:
                 self.status.stalls[kind] = self.status.stalls.get(kind, 0) + 1
             self._up.discard(kind)
             self._failing[kind] = message.error.detail()
-            if isinstance(message.error, NotServed) and is_dra(kind) and kind not in self.listed:
+            if isinstance(message.error, NotServed) and kind in OPTIONAL:
+                self._unserved.add(kind)
+                self._optional_version(None)
+            elif isinstance(message.error, NotServed) and is_dra(kind) and kind not in self.listed:
                 self._dra(served=False)
                 self._unserved.add(kind)
-                self._check_synced()
+            self._check_synced()
             self._refresh_connection()
 
     async def _watched(self) -> None:
@@ -305,6 +315,11 @@ class Reactor:
             self.status.dra_served, self.status.dra_versions = served, versions
             self._status_due = True
 
+    def _optional_version(self, version: str | None) -> None:
+        if self.status.taint_rule_version != version:
+            self.status.taint_rule_version = version
+            self._status_due = True
+
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing:
             return
@@ -314,7 +329,9 @@ class Reactor:
 
     def _refresh_connection(self) -> None:
         errors = sorted(set(self._failing.values()))
-        connected = bool(self._up) and all(kind in self._unserved for kind in self._failing)
+        connected = bool(self._up) and all(
+            kind in self._unserved or kind in OPTIONAL for kind in self._failing
+        )
         # One failure is enough to say what is wrong; the log has every attempt.
         error = (
             errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
@@ -336,7 +353,12 @@ class Reactor:
     def _check_synced(self) -> None:
         if self.synced.is_set():
             return
-        if all(kind in self.listed or kind in self._unserved for kind in self.kinds):
+        if all(
+            kind in self.listed
+            or kind in self._unserved
+            or (kind in OPTIONAL and kind in self._failing)  # tried once: never waited for
+            for kind in self.kinds
+        ):
             self.status.synced = True
             self.synced.set()
             self._status_pushed_at = float("-inf")

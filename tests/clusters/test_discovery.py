@@ -39,7 +39,7 @@ async def test_hiccups_keep_the_last_answer_and_404s_do_not(tmp_path: Path) -> N
         assert await versions.version() == "v1"  # discovery failed: keep what worked
         now[0] = 22
         assert await versions.version() == "v1beta2"  # asked again: v1 is gone
-        served.apply_faults({"hideVersions": ["v1", "v1beta2", "v1beta1"]})
+        served.apply_faults({"hideVersions": ["v1", "v1beta2", "v1beta1", "v1alpha3"]})
         versions.forget("v1beta2")
         with pytest.raises(NotServed, match=r"resource.k8s.io is not served \(404\)$"):
             await versions.version()
@@ -50,13 +50,16 @@ async def test_hiccups_keep_the_last_answer_and_404s_do_not(tmp_path: Path) -> N
 
 
 class OnlyV1alpha3:
-    """A cluster too old for the mirror: its resource.k8s.io discovery lists v1alpha3 only."""
+    """A cluster too old for the mirror: its resource.k8s.io discovery lists v1alpha3 only
+    (where DeviceTaintRule is served from 1.33 on)."""
 
     cluster = "old"
 
     async def get(self, path: str, *, time_limit: float) -> bytes:
         if path == "/apis/resource.k8s.io":
             return b'{"kind":"APIGroup","versions":[{"version":"v1alpha3"}]}'
+        if path == "/apis/resource.k8s.io/v1alpha3":
+            return b'{"kind":"APIResourceList","resources":[{"name":"devicetaintrules"}]}'
         raise AssertionError(f"asked {path}")
 
 
@@ -65,3 +68,46 @@ async def test_a_cluster_serving_no_known_version_says_which_it_serves() -> None
     with pytest.raises(NotServed, match=r"discovery lists v1alpha3"):
         await versions.version()
     assert versions.listed == ("v1alpha3",)
+    assert await versions.version_of("DeviceTaintRule") == "v1alpha3"
+
+
+@pytest.mark.parametrize(
+    ("kubernetes", "chosen"),
+    [(32, None), (33, "v1alpha3"), (35, "v1alpha3"), (36, "v1beta2"), (37, "v1")],
+)
+async def test_device_taint_rules_are_found_at_their_own_newest_version(
+    tmp_path: Path, kubernetes: int, chosen: str | None
+) -> None:
+    spec = ClusterSpec(small_world("c", nodes=1), versions=("v1", "v1beta2"), kubernetes=kubernetes)
+    async with serving(tmp_path, spec) as (_, [c]):
+        versions = DraVersions(ClusterApi("c", c.api_client))
+        assert await versions.version() == "v1"  # the other kinds: as before
+        if chosen is None:
+            with pytest.raises(NotServed, match=r"devicetaintrules is served at none of v1, "):
+                await versions.version_of("DeviceTaintRule")
+        else:
+            assert await versions.version_of("DeviceTaintRule") == chosen
+        assert await versions.version_of("ResourceSlice") == "v1"
+
+
+async def test_a_rule_version_switched_off_is_found_again_and_none_is_remembered(
+    tmp_path: Path,
+) -> None:
+    now = [0.0]
+    spec = ClusterSpec(small_world("c", nodes=1), kubernetes=37)
+    async with serving(tmp_path, spec) as (sim, [c]):
+        api = ClusterApi("c", c.api_client)
+        versions = DraVersions(api, max_age=10, clock=lambda: now[0])
+        assert await versions.version_of("DeviceTaintRule") == "v1"
+        sim.served["c"].taint_rule_versions = ()  # switched off (--runtime-config)
+        versions.forget("v1", "DeviceTaintRule")  # its collection answered 404
+        assert await versions.version() == "v1"  # the other kinds' answer is kept
+        with pytest.raises(NotServed):
+            await versions.version_of("DeviceTaintRule")
+        asked = sim.served["c"].requests
+        with pytest.raises(NotServed):  # remembered until max_age: no request
+            await versions.version_of("DeviceTaintRule")
+        assert sim.served["c"].requests == asked
+        sim.served["c"].taint_rule_versions = ("v1beta2",)
+        now[0] = 11
+        assert await versions.version_of("DeviceTaintRule") == "v1beta2"

@@ -27,6 +27,7 @@ PLURALS = {
     "ResourceClaimTemplate": "resourceclaimtemplates",
     "Pod": "pods",
     "Node": "nodes",
+    "DeviceTaintRule": "devicetaintrules",
 }
 
 
