@@ -3,14 +3,17 @@
 Shapes are the legacy (non-aggregated) discovery of kube-apiserver; kubectl and
 kubernetes_asyncio fall back to them when the response is plain `application/json`.
 The resource.k8s.io versions listed are the cluster's served versions minus those a
-fault has hidden, preferred version first (v1, then v1beta2, then v1beta1).
+fault has hidden, preferred version first (v1, then v1beta2, then v1beta1, then v1alpha3);
+each version's resource list names only the kinds served at it (`serves`): DeviceTaintRule
+has versions of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP, DRA_VERSIONS
+from dra_mirror.service.model.kinds import ALL_DRA_VERSIONS, BY_PLURAL, DRA_GROUP
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
@@ -33,7 +36,7 @@ def version_info(minor: int = 35) -> dict[str, str]:
 
 
 def ordered(versions: set[str] | list[str] | tuple[str, ...]) -> list[str]:
-    return [v for v in DRA_VERSIONS if v in versions]
+    return [v for v in ALL_DRA_VERSIONS if v in versions]
 
 
 def api_versions(address: str) -> dict[str, Any]:
@@ -44,11 +47,13 @@ def api_versions(address: str) -> dict[str, Any]:
     }
 
 
-def resource_list(group: str, version: str) -> dict[str, Any]:
-    """The APIResourceList of one group version."""
+def resource_list(
+    group: str, version: str, serves: Callable[[str, str], bool] | None = None
+) -> dict[str, Any]:
+    """The APIResourceList of one group version (`serves(plural, version)`: which kinds)."""
     resources: list[dict[str, Any]] = []
     for res in BY_PLURAL.values():
-        if res.group != group:
+        if res.group != group or (serves is not None and not serves(res.plural, version)):
             continue
         entry: dict[str, Any] = {
             "name": res.plural,

@@ -43,6 +43,8 @@ class ClusterSpec:
     faults: dict[str, Any] = field(default_factory=dict)
     port: int = 0  # 0 = a free port
     access: Access | None = None  # bearer tokens and RBAC (rbac.py); None: none configured
+    kubernetes: int = 35  # the Kubernetes minor version: which DeviceTaintRule versions exist
+    taint_rule_versions: Sequence[str] | None = None  # None: those of `kubernetes`
 
 
 def _spec(item: ClusterSpec | tuple | ClusterStore) -> ClusterSpec:
@@ -94,6 +96,12 @@ class Simulator:
             served = ServedCluster(
                 spec.store,
                 tuple(spec.versions),
+                kubernetes=spec.kubernetes,
+                taint_rule_versions=(
+                    tuple(spec.taint_rule_versions)
+                    if spec.taint_rule_versions is not None
+                    else None
+                ),
                 bookmark_interval=bookmark_interval,
                 default_watch_timeout=default_watch_timeout,
             )

@@ -131,7 +131,13 @@ def build_world(scenario: Scenario, *, clock: Callable[[], datetime] | None = No
             Access.from_scenario(cluster.access, cluster=cluster.name) if cluster.access else None
         )
         world.specs.append(
-            ClusterSpec(store, cluster.versions, copy.deepcopy(cluster.faults), access=access)
+            ClusterSpec(
+                store,
+                cluster.versions,
+                copy.deepcopy(cluster.faults),
+                access=access,
+                kubernetes=cluster.kubernetes,
+            )
         )
         world.controllers[cluster.name] = controller
         if cluster.churn is not None:
@@ -209,6 +215,7 @@ _CREATE_ORDER = [
     "DeviceClass",
     "Node",
     "ResourceSlice",
+    "DeviceTaintRule",
     "ResourceClaimTemplate",
     "ResourceClaim",
     "Pod",

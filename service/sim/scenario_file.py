@@ -3,7 +3,8 @@
 `load_scenario("demo")` (a shipped name) or `load_scenario("path/to/file.yaml")` parses and
 checks a scenario (format: `service/sim/scenarios/README.md`) into a frozen `Scenario`;
 `list_scenarios()` names the shipped ones. A scenario names its clusters; each cluster its
-served resource.k8s.io versions, faults, namespaces, device classes, node groups (with their
+served resource.k8s.io versions, its Kubernetes version (`kubernetes: "1.36"`, default 1.35:
+which DeviceTaintRule versions it serves), faults, namespaces, device classes, node groups (with their
 GPU profiles, `service.sim.hardware`), extra objects, workloads, churn and generated scale.
 
 Promises: pure parsing; an error in a file is a `ScenarioError` naming the file and the field;
@@ -79,6 +80,7 @@ class Workload:
 class ClusterScenario:
     name: str
     versions: tuple[str, ...] = ("v1",)
+    kubernetes: int = 35  # the minor of `kubernetes: "1.36"`: which DeviceTaintRule versions exist
     faults: dict[str, Any] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
     device_classes: tuple[str, ...] = ()
@@ -154,12 +156,23 @@ def _list(doc: dict, key: str) -> list:
     return value
 
 
+def _minor(cluster: str, value: Any) -> int:
+    """`"1.36"` (or `1.36`, `v1.36.2`) -> 36."""
+    text = str(value).lstrip("v")
+    major, _, rest = text.partition(".")
+    minor = rest.split(".", 1)[0]
+    if major != "1" or not minor.isdigit():
+        raise ScenarioError(f"cluster {cluster}: kubernetes: {value!r} is not a version like 1.36")
+    return int(minor)
+
+
 def _cluster(doc: dict) -> ClusterScenario:
     name = str(doc["name"])
     versions = tuple(doc.get("versions") or ("v1",))
     unknown = [v for v in versions if v not in DRA_VERSIONS]
     if unknown:
         raise ScenarioError(f"cluster {name}: versions {unknown} not in {list(DRA_VERSIONS)}")
+    kubernetes = _minor(name, doc.get("kubernetes", "1.35"))
     faults = dict(doc.get("faults") or {})
     try:
         Faults().update(copy.deepcopy(faults))  # the server's own check of the settings
@@ -178,6 +191,7 @@ def _cluster(doc: dict) -> ClusterScenario:
     return ClusterScenario(
         name=name,
         versions=versions,
+        kubernetes=kubernetes,
         faults=faults,
         namespaces=tuple(str(n) for n in _list(doc, "namespaces")),
         device_classes=tuple(str(c) for c in _list(doc, "deviceClasses")),

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS
+from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS, taint_rule_versions
 from dra_mirror.service.sim.discovery import ordered
 from dra_mirror.service.sim.errors import ApiError
 from dra_mirror.service.sim.faults import Faults
@@ -42,6 +42,9 @@ class ServedCluster:
 
     store: ClusterStore
     versions: tuple[str, ...] = DRA_VERSIONS
+    kubernetes: int = 35  # the minor version /version reports
+    # DeviceTaintRule's served versions; None: every one Kubernetes 1.<kubernetes> has.
+    taint_rule_versions: tuple[str, ...] | None = None
     faults: Faults = field(default_factory=Faults)
     bookmark_interval: float = 60.0  # kube-apiserver sends bookmarks about once a minute
     default_watch_timeout: float = 1800.0  # --min-request-timeout
@@ -59,6 +62,9 @@ class ServedCluster:
         if unknown:
             raise ValueError(f"unknown resource.k8s.io versions {sorted(unknown)}")
         self.versions = tuple(ordered(self.versions))
+        if self.taint_rule_versions is None:
+            self.taint_rule_versions = taint_rule_versions(self.kubernetes)
+        self.taint_rule_versions = tuple(ordered(self.taint_rule_versions))
         self.store.add_waker(self.notifier.wake)
         self.store.add_listener(self._namespace_controller)
         self.garbage = GarbageCollector(self.store)
@@ -83,8 +89,21 @@ class ServedCluster:
         return self.store.name
 
     def served_versions(self) -> list[str]:
+        """Every resource.k8s.io version some kind is served at, newest first."""
         hidden = self.faults.hidden_versions()
-        return [v for v in self.versions if v not in hidden]
+        return [v for v in ordered({*self.versions, *self.rule_versions()}) if v not in hidden]
+
+    def rule_versions(self) -> tuple[str, ...]:
+        return self.taint_rule_versions or ()
+
+    def serves(self, plural: str, version: str) -> bool:
+        """Whether resource.k8s.io/<version> serves `plural` (DeviceTaintRule has versions of
+        its own; the other kinds are served at every version of `versions`)."""
+        if version in self.faults.hidden_versions():
+            return False
+        if plural == "devicetaintrules":
+            return version in self.rule_versions()
+        return version in self.versions
 
     def check_version(self, version: str) -> None:
         if version not in self.served_versions():

@@ -98,7 +98,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return endpoint
 
     async def version(request: Request) -> Response:
-        return json_response(discovery.version_info())
+        return json_response(discovery.version_info(cluster.kubernetes))
 
     async def api(request: Request) -> Response:
         return json_response(discovery.api_versions(f"127.0.0.1:{cluster.port}"))
@@ -117,7 +117,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
     async def dra_resources(request: Request) -> Response:
         version = request.path_params["version"]
         cluster.check_version(version)
-        return json_response(discovery.resource_list(DRA_GROUP, version))
+        return json_response(discovery.resource_list(DRA_GROUP, version, cluster.serves))
 
     async def core_objects(request: Request) -> Response:
         if not request.path_params["rest"].strip("/"):
@@ -129,7 +129,10 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         cluster.check_version(version)
         if not request.path_params["rest"].strip("/"):
             return await dra_resources(request)
-        return await verbs.objects(request, Target(DRA_GROUP, version, request.path_params["rest"]))
+        target = Target(DRA_GROUP, version, request.path_params["rest"])
+        if not cluster.serves(target.plural, version):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return await verbs.objects(request, target)
 
     async def sim_status(request: Request) -> Response:
         return json_response(cluster.status())
