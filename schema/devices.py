@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 from strawberry.types import Info
 
+from dra_mirror.service.model import taint_rules
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import (
     AllocationRef,
@@ -50,6 +51,36 @@ def _number(quantity: str | None) -> float | None:
         return float(parse_quantity(quantity))
     except ValueError:
         return None
+
+
+@strawberry.type(description="One taint of a device (DeviceTaint) and where it comes from.")
+class DeviceTaint:
+    key: str
+    value: str
+    effect: str = strawberry.field(
+        description="None, NoSchedule or NoExecute (an effect this version does not know: as "
+        "written, treated like None)."
+    )
+    time_added: str | None = strawberry.field(description="timeAdded, as written (RFC 3339).")
+    rule: str | None = strawberry.field(
+        description="The DeviceTaintRule that puts it there; null: the device's slice."
+    )
+    unavailable: bool = strawberry.field(
+        description="NoSchedule or NoExecute: the device is unavailable to claims that do not "
+        "tolerate it (KEP-5677 counts it unavailable)."
+    )
+
+    @classmethod
+    def of(cls, taint: Mapping[str, object], rule: str | None) -> DeviceTaint:
+        added = taint.get("timeAdded")
+        return cls(
+            key=str(taint.get("key") or ""),
+            value=str(taint.get("value") or ""),
+            effect=str(taint.get("effect") or ""),
+            time_added=str(added) if added else None,
+            rule=rule,
+            unavailable=taint.get("effect") in taint_rules.UNAVAILABLE_EFFECTS,
+        )
 
 
 @strawberry.type
@@ -174,9 +205,24 @@ class Device:
             ]
         )
 
-    @strawberry.field
+    @strawberry.field(
+        description="Every DeviceTaint on it, as written: its slice's, then one per "
+        "DeviceTaintRule selecting it (those carry `rule`, the rule's name). NoSchedule and "
+        "NoExecute keep it from claims that do not tolerate them; None (and unknown "
+        "effects) do nothing."
+    )
     def taints(self) -> JSON:
-        return JSON(list(self.entry.device.taints))
+        return JSON(taint_rules.shown(self.entry))
+
+    @strawberry.field(
+        description="Its taints, each with where it comes from: the slice, or a "
+        "DeviceTaintRule (by name)."
+    )
+    def taint_sources(self) -> list[DeviceTaint]:
+        entry = self.entry
+        return [DeviceTaint.of(t, None) for t in entry.device.taints] + [
+            DeviceTaint.of(t.taint, t.rule) for t in entry.rule_taints
+        ]
 
     @strawberry.field
     async def status(self, info: Info) -> DeviceStatus:

@@ -113,6 +113,11 @@ class ClusterStatus:
         description="The resource.k8s.io versions the cluster's discovery lists, served or not "
         "(e.g. only v1alpha3 on a cluster too old for the mirror)."
     )
+    taint_rule_version: str | None = strawberry.field(
+        description="The resource.k8s.io version DeviceTaintRules are watched at (v1alpha3 "
+        "from 1.33, v1beta2 from 1.36, v1 from 1.37: newest served); null when the cluster "
+        "serves none (devices then carry only their slices' taints) or until known."
+    )
 
 
 @strawberry.type
@@ -148,6 +153,7 @@ class Cluster:
             resets=s.resets,
             dra_served=s.dra_served,
             dra_versions=list(s.dra_versions),
+            taint_rule_version=s.taint_rule_version,
         )
 
     @strawberry.field(description="Counted from current state when asked (costs a scan).")

@@ -9,10 +9,12 @@ from strawberry.types import Info
 
 from dra_mirror.service.model.pool_status import PoolStatus, pool_statuses
 from dra_mirror.service.model.records import (
+    DEVICE_TAINT_RULE,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     ClaimRecord,
     SliceRecord,
+    TaintRuleRecord,
 )
 
 
@@ -72,4 +74,9 @@ async def resource_pools(
     claims = [
         r for r in await reader.list(RESOURCE_CLAIM, cluster=cluster) if isinstance(r, ClaimRecord)
     ]
-    return [ResourcePoolStatus.of(s) for s in pool_statuses(slices, claims)]
+    rules = [
+        r
+        for r in await reader.list(DEVICE_TAINT_RULE, cluster=cluster)
+        if isinstance(r, TaintRuleRecord)
+    ]
+    return [ResourcePoolStatus.of(s) for s in pool_statuses(slices, claims, rules)]

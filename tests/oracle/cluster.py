@@ -40,6 +40,7 @@ KIND_ORDER = (
     "ResourceClaimTemplate",
     "ResourceClaim",
     "Pod",
+    "DeviceTaintRule",
 )
 
 POOLS: dict[tuple[str, str], list[Raw]] = {

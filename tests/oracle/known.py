@@ -24,54 +24,16 @@ class Defect:
     reason: str
 
 
-DEFECTS = {
-    d.name: d
-    for d in (
-        Defect("taint-rules-not-mirrored", "DeviceTaintRules are not watched: their taints are missing from Device.taints"),
-    )
-}  # fmt: skip
+# None known today: a new one is added here, with its rule in `classify` and its test.
+DEFECTS: dict[str, Defect] = {}
 
 
 def xfail(name: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=f"{name}: {DEFECTS[name].reason}")
 
 
-def _device_key(text: str) -> tuple[str, str, str]:
-    driver, pool, device = text.split("/", 2)
-    return driver, pool, device
-
-
-def _visible(machine: Any, kind: str) -> list[dict]:
-    return [o for (k, _, _), o in machine.visible.items() if k == kind]
-
-
-def _rule_taints(machine: Any, key: tuple[str, str, str]) -> set[tuple[str, str, str]]:
-    found = set()
-    for rule in _visible(machine, "DeviceTaintRule"):
-        selector, taint = rule["spec"].get("deviceSelector"), rule["spec"]["taint"]
-        if selector is not None and all(
-            selector.get(k) in (None, v)
-            for k, v in zip(("driver", "pool", "device"), key, strict=True)
-        ):
-            found.add((taint["key"], taint.get("value") or "", taint["effect"]))
-    return found
-
-
 def classify(m: Mismatch, *, truth: Any, machine: Any) -> str | None:
-    """The known defect that explains `m`, or None."""
-    if m.area.startswith("history."):
-        return None
-    if m.area in ("pool.unavailableDevices", "pool.availableDevices"):
-        driver, pool = m.key.split("/", 1)
-        rules = [
-            (r["spec"].get("deviceSelector") or {}) for r in _visible(machine, "DeviceTaintRule")
-        ]
-        if any(r.get("driver") in (None, driver) and r.get("pool") in (None, pool) for r in rules):
-            return "taint-rules-not-mirrored"
-    if m.area == "device.taints":
-        key = _device_key(m.key)
-        if set(m.expected) - _rule_taints(machine, key) == set(m.actual):
-            return "taint-rules-not-mirrored"
+    """The known defect that explains `m`, or None (every mismatch is unknown today)."""
     return None
 
 

@@ -84,11 +84,7 @@ class MirrorMachine(RuleBasedStateMachine):
 
     def show(self, events: list[tuple[str, dict]]) -> None:
         """Deliver a batch of watch events to the mirror, or keep them while disconnected."""
-        events = [
-            (t, obj)
-            for t, obj in events
-            if obj["kind"] in WATCHED or obj["kind"] == "DeviceTaintRule"
-        ]
+        events = [(t, obj) for t, obj in events if obj["kind"] in WATCHED]
         if self.disconnected_at is not None:
             self.backlog.extend(events)
             return
@@ -122,9 +118,6 @@ class MirrorMachine(RuleBasedStateMachine):
         )
         for kind in WATCHED:
             self.relist(kind)
-        self.visible.update(
-            {k: o for k, o in self.cluster.objects.items() if k[0] == "DeviceTaintRule"}
-        )
         self.run(self.system.synced(self.now()))
         note(f"cluster {self.name}, resource.k8s.io/{version}")
 
@@ -270,7 +263,6 @@ class MirrorMachine(RuleBasedStateMachine):
                     self.run(
                         self.system.apply([(t, self.served(o)) for t, o in events], at=self.now())
                     )
-        self._see([(t, o) for t, o in backlog if o["kind"] == "DeviceTaintRule"])
         self.run(self.system.reconnected(since, self.now()))
 
     def handover(self, order: list[str]) -> None:

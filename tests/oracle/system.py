@@ -39,7 +39,7 @@ from tests.oracle import documents as q
 
 Raw = dict[str, Any]
 SETTINGS = GraphQLSettings(max_page_size=1000, default_page_size=1000)
-WATCHED = frozenset(KINDS)  # kinds the mirror watches; others (DeviceTaintRule) never reach it
+WATCHED = frozenset(KINDS)  # kinds the mirror watches; others never reach it
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from tests.oracle import objects as o
 from tests.oracle.documents import CLAIMS
-from tests.oracle.known import xfail
 from tests.oracle.machine import at
 from tests.oracle.system import System, ask, quiet_schema, simulated_cluster, watched
 
@@ -57,13 +56,13 @@ async def test_pool_status_counts_as_kep_5677(scenario):
     assert await scenario.mismatches("pools", "pool") == []
 
 
-@xfail("taint-rules-not-mirrored")
-async def test_device_taints_include_the_rules_that_select_the_device(scenario):
-    await scenario.show(SLICE)
+async def test_device_taints_include_the_rules_that_select_the_device(each_store):
+    await each_store.show(SLICE, HELD)
     rule = o.taint_rule("drain-n1", "example.com/drain", "NoExecute", driver=GPU, pool="n1")
-    scenario.objects[scenario.key(rule)] = rule  # the mirror would have to watch DeviceTaintRules
-    await scenario.system.apply([("ADDED", rule)], at=at(2))
-    assert await scenario.mismatches("device.taints") == []
+    await each_store.show(rule)
+    assert await each_store.mismatches("device.taints", "pools", "pool", "device.status") == []
+    await each_store.show(gone=(rule,))  # the admin lifts it
+    assert await each_store.mismatches("device.taints", "pools", "pool") == []
 
 
 async def test_remaining_capacity_of_a_shared_h200(each_store):
