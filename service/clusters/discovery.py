@@ -110,6 +110,11 @@ class DraVersions:
             )
         return found
 
+    def unserved(self, kind: str) -> bool:
+        """Whether the last discovery found `kind` (one with versions of its own) served at
+        none of them."""
+        return kind in OPTIONAL and kind in self.own and self.own[kind] is None
+
     async def _refresh(self, *, strict: bool = True) -> None:
         try:
             self.current, self.own = await self._discover()

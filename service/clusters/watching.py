@@ -17,7 +17,8 @@ The loop is three small functions (kopf's shape), each owning one concern:
   again at once, after checking that the kind's current version is not older than the
   position; on any other `ClusterError` keep the position, wait (exponential backoff with full
   jitter, or the server's Retry-After) and resume; on `NotServed` for a resource.k8s.io kind
-  rediscover the version (the kind's own, for DeviceTaintRule) and relist. The backoff resets only when a watch delivers a line.
+  rediscover the version (the kind's own, for DeviceTaintRule) and relist; a DeviceTaintRule
+  served at none of its versions is asked for again only when discovery's answer ages. The backoff resets only when a watch delivers a line.
 
 Every kind of a cluster shares one `ClusterResets` (see `resets`): evidence that the
 cluster's resourceVersions were reset — "too large resource version", or a version older than
@@ -157,6 +158,15 @@ class KindWatcher:
                 if is_dra(self.kind):
                     self.versions.forget(self.api_version, self.kind)
                 self.resource_version = None
+                if self.versions.unserved(self.kind):
+                    # Served at none of its versions here (too old, or an alpha or beta API
+                    # switched off): not a failure of the cluster; ask again when the
+                    # discovery answer ages.
+                    wait = self.versions.max_age
+                    log.info("%s; asking again in %.0fs", error, wait, extra=self._log)
+                    await self.emit(Failed(self.kind, error, wait, self.backoff.attempt))
+                    await self.sleep(wait)
+                    continue
                 failure: ClusterError = error
             except Expired as error:  # from a list, or a watch right after its list
                 self.resource_version = None

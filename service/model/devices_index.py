@@ -19,13 +19,10 @@ whose holds or publication a batch changed, before the batch settles (`refresh_u
 the reverse maps are sets, so the links it shares with a published entry a slice published
 and withdrew within the batch are restored there.
 
-DeviceTaintRules (service.model.taint_rules) add their taint to every device they select, by
-driver, pool and name — published or not: each entry carries the taints of the rules selecting
-it (`DeviceEntry.rule_taints`), put there when the entry is built and, on a rule's event,
-for every device its old or new selector picks (`on_rule`: O(devices) per rule event; rules
-are few). A device whose rule taints change changes (`device_changed`, a live event, the
-entry in the delta); its status does not: taints make a device unavailable to claims that do
-not tolerate them, not held.
+Each entry, published or not, carries the taints of the DeviceTaintRules selecting it
+(`rule_taints`, service.model.taint_rules): set when it is built and, on a rule's event, for
+every device the rule's old or new selector picks (`on_rule`, O(devices); rules are few). Its
+taints changing is a `device_changed`; its status does not change (unavailable is not held).
 
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
@@ -39,8 +36,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from fractions import Fraction
 from typing import TYPE_CHECKING
-
-import msgspec
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.inventory import consumes, counters_free, device_status
@@ -69,7 +64,7 @@ from dra_mirror.service.model.relations import (
     UUID_DEVICES,
     Relation,
 )
-from dra_mirror.service.model.taint_rules import rule_taints, selects, shown
+from dra_mirror.service.model.taint_rules import rule_taints, selects, shown, with_rules
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch, Touched
@@ -231,12 +226,6 @@ class DeviceTracker:
     def _rules(self) -> list[TaintRuleRecord]:
         return [r for r in self._index.records(DEVICE_TAINT_RULE) if isinstance(r, TaintRuleRecord)]
 
-    def _with_rules(self, entry: DeviceEntry, rules: list[TaintRuleRecord]) -> DeviceEntry:
-        found = rule_taints(rules, entry.key)
-        if found == entry.rule_taints:
-            return entry
-        return msgspec.structs.replace(entry, rule_taints=found)
-
     def on_rule(
         self, old: TaintRuleRecord | None, new: TaintRuleRecord | None, batch: Batch
     ) -> None:
@@ -248,7 +237,7 @@ class DeviceTracker:
         for dk, entry in list(self.devices.items()):
             if not any(selects(r, dk) for r in picked):
                 continue
-            new_entry = self._with_rules(entry, rules)
+            new_entry = with_rules(entry, rules)
             if new_entry is entry:
                 continue
             self.devices[dk] = new_entry
@@ -306,7 +295,7 @@ class DeviceTracker:
         rules = self._rules() if after.devices else []
         if rules:
             for dk, entry in after.devices.items():
-                after.devices[dk] = self._with_rules(entry, rules)
+                after.devices[dk] = with_rules(entry, rules)
         if slices:
             self._pools[pk] = after
         else:
@@ -339,11 +328,9 @@ class DeviceTracker:
                     self._link(entry)
                 self.devices[dk] = entry
                 touched.device(dk, previous, entry)
-                if (
-                    previous.device != entry.device
-                    or previous.node != entry.node
-                    or previous.rule_taints != entry.rule_taints
-                ):
+                if (previous.device, previous.node, previous.rule_taints) != (
+                    entry.device, entry.node, entry.rule_taints
+                ):  # fmt: skip
                     self._transition(ch.DEVICE_CHANGED, entry, batch)
 
     def announce(self, batch: Batch) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import object_meta
@@ -112,6 +113,12 @@ def rule_taints(rules: Iterable[TaintRuleRecord], key: DeviceKey) -> tuple[RuleT
     found = [RuleTaint(r.meta.name, r.taint) for r in rules if selects(r, key)]
     found.sort(key=lambda t: t.rule)
     return tuple(found)
+
+
+def with_rules(entry: DeviceEntry, rules: Iterable[TaintRuleRecord]) -> DeviceEntry:
+    """The entry with the taints `rules` put on it now (the same object when unchanged)."""
+    found = rule_taints(rules, entry.key)
+    return entry if found == entry.rule_taints else replace(entry, rule_taints=found)
 
 
 def taints_of(entry: DeviceEntry) -> tuple[dict[str, Any], ...]:

@@ -18,10 +18,9 @@ the same call again after a backoff, and nothing after it is handed out meanwhil
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
-known not to be served — a kind with versions of its own, DeviceTaintRule, holds back neither
-"synced" nor "connected": where it is not served, or fails, the rest is mirrored without it,
-and `taint_rule_version` says at which version it is watched; whether DRA is served, in which resource.k8s.io version, and which
-versions discovery lists; last event and sync; error; counters, resourceVersion resets,
+known not to be served — DeviceTaintRule, `kinds.OPTIONAL`, holds back neither, unserved or
+failing; whether DRA is served, at which version (DeviceTaintRule's: `taint_rule_version`),
+which versions discovery lists; last event and sync; error; counters, resourceVersion resets,
 malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
 state change, at most about once a second for counters alone.
 """
@@ -32,8 +31,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -56,6 +54,7 @@ from dra_mirror.service.clusters.watching import (
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import OPTIONAL
 from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
 from dra_mirror.service.reactor.malformed import MalformedObjects
@@ -63,18 +62,6 @@ from dra_mirror.service.reactor.settings import ReactorSettings
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StatusSink
 
 log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-Sleep = Callable[[float], Awaitable[None]]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def rfc3339(moment: datetime) -> str:
-    """`2026-11-29T23:49:37.123Z`: UTC, millisecond precision."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Reactor:
@@ -263,11 +250,7 @@ class Reactor:
                 )
             self.listed.add(kind)
             self._unserved.discard(kind)
-            if kind in OPTIONAL:
-                self._optional_version(message.api_version)
-            elif is_dra(kind):
-                self.status.api_version = message.api_version
-                self._dra(served=True)
+            self._served_at(kind, message.api_version)
             self.status.last_sync_at = rfc3339(self.clock())
             self._status_due = True
             self._mark_up(kind)
@@ -276,12 +259,8 @@ class Reactor:
         elif isinstance(message, Skipped):
             self._skip(message)
         elif isinstance(message, Connected | Bookmarked):
-            if isinstance(message, Connected) and kind in OPTIONAL:
-                self._optional_version(message.api_version)
-            elif isinstance(message, Connected) and is_dra(kind):
-                self._status_due |= self.status.api_version != message.api_version
-                self.status.api_version = message.api_version  # follows a cluster upgrade
-                self._dra(served=True)
+            if isinstance(message, Connected):
+                self._served_at(kind, message.api_version)  # follows a cluster upgrade
             self._mark_up(kind)
             if isinstance(message, Bookmarked):
                 await self._watched()
@@ -290,11 +269,14 @@ class Reactor:
             if isinstance(message.error, WatchStalled):
                 self.status.stalls[kind] = self.status.stalls.get(kind, 0) + 1
             self._up.discard(kind)
-            self._failing[kind] = message.error.detail()
-            if isinstance(message.error, NotServed) and kind in OPTIONAL:
+            unserved = isinstance(message.error, NotServed)
+            if unserved and kind in OPTIONAL:  # mirrored without it: not an error
+                self._failing.pop(kind, None)
                 self._unserved.add(kind)
                 self._optional_version(None)
-            elif isinstance(message.error, NotServed) and is_dra(kind) and kind not in self.listed:
+            else:
+                self._failing[kind] = message.error.detail()
+            if unserved and is_dra(kind) and kind not in OPTIONAL | self.listed:
                 self._dra(served=False)
                 self._unserved.add(kind)
             self._check_synced()
@@ -315,10 +297,17 @@ class Reactor:
             self.status.dra_served, self.status.dra_versions = served, versions
             self._status_due = True
 
+    def _served_at(self, kind: str, version: str) -> None:
+        if kind in OPTIONAL:
+            self._optional_version(version)
+        elif is_dra(kind):
+            self._status_due |= self.status.api_version != version
+            self.status.api_version = version
+            self._dra(served=True)
+
     def _optional_version(self, version: str | None) -> None:
-        if self.status.taint_rule_version != version:
-            self.status.taint_rule_version = version
-            self._status_due = True
+        self._status_due |= self.status.taint_rule_version != version
+        self.status.taint_rule_version = version
 
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing:
@@ -329,9 +318,7 @@ class Reactor:
 
     def _refresh_connection(self) -> None:
         errors = sorted(set(self._failing.values()))
-        connected = bool(self._up) and all(
-            kind in self._unserved or kind in OPTIONAL for kind in self._failing
-        )
+        connected = bool(self._up) and self._failing.keys() <= self._unserved | OPTIONAL
         # One failure is enough to say what is wrong; the log has every attempt.
         error = (
             errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
@@ -353,12 +340,8 @@ class Reactor:
     def _check_synced(self) -> None:
         if self.synced.is_set():
             return
-        if all(
-            kind in self.listed
-            or kind in self._unserved
-            or (kind in OPTIONAL and kind in self._failing)  # tried once: never waited for
-            for kind in self.kinds
-        ):
+        tried = self.listed | self._unserved | (OPTIONAL & self._failing.keys())
+        if tried.issuperset(self.kinds):  # an optional kind is not waited for once it failed
             self.status.synced = True
             self.synced.set()
             self._status_pushed_at = float("-inf")

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.model.index import ClusterIndex
-from dra_mirror.service.reactor.cluster import Clock, Reactor, ReactorSettings, Sleep, utc_now
+from dra_mirror.service.reactor.clock import Clock, Sleep, utc_now
+from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
 from dra_mirror.service.reactor.heap import SyncGc
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StatusSink
 

@@ -43,7 +43,7 @@ class ClusterSpec:
     faults: dict[str, Any] = field(default_factory=dict)
     port: int = 0  # 0 = a free port
     access: Access | None = None  # bearer tokens and RBAC (rbac.py); None: none configured
-    kubernetes: int = 35  # the Kubernetes minor version: which DeviceTaintRule versions exist
+    kubernetes: int | None = None  # the Kubernetes minor: which DeviceTaintRule versions exist
     taint_rule_versions: Sequence[str] | None = None  # None: those of `kubernetes`
 
 

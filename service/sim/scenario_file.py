@@ -3,8 +3,8 @@
 `load_scenario("demo")` (a shipped name) or `load_scenario("path/to/file.yaml")` parses and
 checks a scenario (format: `service/sim/scenarios/README.md`) into a frozen `Scenario`;
 `list_scenarios()` names the shipped ones. A scenario names its clusters; each cluster its
-served resource.k8s.io versions, its Kubernetes version (`kubernetes: "1.36"`, default 1.35:
-which DeviceTaintRule versions it serves), faults, namespaces, device classes, node groups (with their
+served resource.k8s.io versions, its Kubernetes version (`kubernetes: "1.36"`: the
+DeviceTaintRule versions it serves; none without it), faults, namespaces, device classes, node groups (with their
 GPU profiles, `service.sim.hardware`), extra objects, workloads, churn and generated scale.
 
 Promises: pure parsing; an error in a file is a `ScenarioError` naming the file and the field;
@@ -80,7 +80,7 @@ class Workload:
 class ClusterScenario:
     name: str
     versions: tuple[str, ...] = ("v1",)
-    kubernetes: int = 35  # the minor of `kubernetes: "1.36"`: which DeviceTaintRule versions exist
+    kubernetes: int | None = None  # the minor of `kubernetes: "1.36"`: DeviceTaintRule versions
     faults: dict[str, Any] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
     device_classes: tuple[str, ...] = ()
@@ -172,7 +172,7 @@ def _cluster(doc: dict) -> ClusterScenario:
     unknown = [v for v in versions if v not in DRA_VERSIONS]
     if unknown:
         raise ScenarioError(f"cluster {name}: versions {unknown} not in {list(DRA_VERSIONS)}")
-    kubernetes = _minor(name, doc.get("kubernetes", "1.35"))
+    kubernetes = _minor(name, doc["kubernetes"]) if "kubernetes" in doc else None
     faults = dict(doc.get("faults") or {})
     try:
         Faults().update(copy.deepcopy(faults))  # the server's own check of the settings

@@ -42,9 +42,11 @@ class ServedCluster:
 
     store: ClusterStore
     versions: tuple[str, ...] = DRA_VERSIONS
-    kubernetes: int = 35  # the minor version /version reports
-    # DeviceTaintRule's served versions; None: every one Kubernetes 1.<kubernetes> has.
-    taint_rule_versions: tuple[str, ...] | None = None
+    # The Kubernetes minor version: /version reports it (35 when None) and, when given, the
+    # DeviceTaintRule versions 1.<kubernetes> has are served (none when None, as an alpha or
+    # beta API switched off).
+    kubernetes: int | None = None
+    taint_rule_versions: tuple[str, ...] | None = None  # None: those of `kubernetes`
     faults: Faults = field(default_factory=Faults)
     bookmark_interval: float = 60.0  # kube-apiserver sends bookmarks about once a minute
     default_watch_timeout: float = 1800.0  # --min-request-timeout
@@ -63,7 +65,8 @@ class ServedCluster:
             raise ValueError(f"unknown resource.k8s.io versions {sorted(unknown)}")
         self.versions = tuple(ordered(self.versions))
         if self.taint_rule_versions is None:
-            self.taint_rule_versions = taint_rule_versions(self.kubernetes)
+            minor = self.kubernetes
+            self.taint_rule_versions = taint_rule_versions(minor) if minor is not None else ()
         self.taint_rule_versions = tuple(ordered(self.taint_rule_versions))
         self.store.add_waker(self.notifier.wake)
         self.store.add_listener(self._namespace_controller)

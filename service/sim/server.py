@@ -98,7 +98,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return endpoint
 
     async def version(request: Request) -> Response:
-        return json_response(discovery.version_info(cluster.kubernetes))
+        return json_response(discovery.version_info(cluster.kubernetes or 35))
 
     async def api(request: Request) -> Response:
         return json_response(discovery.api_versions(f"127.0.0.1:{cluster.port}"))

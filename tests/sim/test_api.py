@@ -25,14 +25,10 @@ async def test_discovery(api: client.ApiClient):
     assert version.major == "1" and version.minor == "35"
     groups = await client.ApisApi(api).get_api_versions()
     dra = next(g for g in groups.groups if g.name == GROUP)
-    # DeviceTaintRule is served at v1alpha3 alone in 1.35 (v1beta2 from 1.36, v1 from 1.37)
-    assert [v.version for v in dra.versions] == ["v1", "v1beta2", "v1beta1", "v1alpha3"]
+    assert [v.version for v in dra.versions] == ["v1", "v1beta2", "v1beta1"]
     assert dra.preferred_version.version == "v1"
-    alpha = await client.ResourceV1alpha3Api(api).get_api_resources()
-    assert [r.name for r in alpha.resources] == ["devicetaintrules", "devicetaintrules/status"]
     resources = await client.ResourceV1Api(api).get_api_resources()
     by_name = {r.name: r for r in resources.resources}
-    assert "devicetaintrules" not in by_name
     assert by_name["resourceclaims"].namespaced and not by_name["resourceslices"].namespaced
     assert by_name["resourceclaims"].kind == "ResourceClaim"
     assert "watch" in by_name["deviceclasses"].verbs
