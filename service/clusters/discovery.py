@@ -170,7 +170,9 @@ class DraVersions:
                 except NotServed:
                     body = {}
                 resources[version] = frozenset(
-                    r.get("name") for r in body.get("resources") or () if isinstance(r, dict)
+                    str(r.get("name"))
+                    for r in body.get("resources") or ()
+                    if isinstance(r, dict) and r.get("name")
                 )
             return resources[version]
 
