@@ -4,6 +4,7 @@ and explainClaim's verdict for a claim that does not tolerate a rule's taint."""
 from __future__ import annotations
 
 from tests.oracle import objects as o
+from tests.oracle.machine import at
 from tests.oracle.system import ask
 
 GPU = "gpu.nvidia.com"
@@ -27,8 +28,20 @@ async def test_each_taint_says_where_it_comes_from_and_what_it_means(each_store)
         assert answer.errors == []
         [device] = answer.data["devices"]["nodes"]
         assert device["taintSources"] == [
-            {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "None", "rule": None, "unavailable": False},  # fmt: skip
-            {"key": "example.com/drain", "value": "", "effect": "NoExecute", "rule": "drain-n1", "unavailable": True},  # fmt: skip
+            {
+                "key": "gpu.nvidia.com/xid",
+                "value": "79",
+                "effect": "None",
+                "rule": None,
+                "unavailable": False,
+            },  # fmt: skip
+            {
+                "key": "example.com/drain",
+                "value": "",
+                "effect": "NoExecute",
+                "rule": "drain-n1",
+                "unavailable": True,
+            },  # fmt: skip
         ]
         assert answer.data["resourcePools"] == [
             {"poolName": "n1", "unavailableDevices": 1, "availableDevices": 0}
@@ -44,3 +57,23 @@ async def test_explain_claim_blames_a_rule_taint_the_claim_does_not_tolerate(sce
     await scenario.show(gone=(RULE,))  # the admin lifts it: the device can be given
     answer = await ask(system.schema, system.watcher.memory, system.cluster, EXPLAIN)
     assert answer.data["explainClaim"]["requests"] == []  # nothing keeps it from allocation
+
+
+INVENTORY = """query($cluster: String!, $device: String!, $from: DateTime!, $to: DateTime!) {
+  deviceHistory(device: $device, from: $from, to: $to, cluster: $cluster) {
+    inventory { data since until endReason } } }"""
+
+
+async def test_history_keeps_a_rule_taint_arriving_and_leaving(history_scenario):
+    await history_scenario.show(SLICE)
+    await history_scenario.show(RULE)
+    await history_scenario.show(gone=(RULE,))
+    system = history_scenario.system
+    await system.device_history([], start=at(0), end=at(9))  # the writer has drained
+    answer = await system.run(
+        system.watcher.memory, INVENTORY, device=f"{GPU}/n1/gpu-0", **{"from": at(0), "to": at(9)}
+    )
+    assert answer.errors == []
+    [timeline] = answer.data["deviceHistory"]
+    versions = [([t.get("rule") for t in v["data"]["taints"]], v["endReason"]) for v in timeline["inventory"]]  # fmt: skip
+    assert versions == [([None], "changed"), ([None, "drain-n1"], "changed"), ([None], None)]
