@@ -34,14 +34,14 @@ async def test_each_taint_says_where_it_comes_from_and_what_it_means(each_store)
                 "effect": "None",
                 "rule": None,
                 "unavailable": False,
-            },  # fmt: skip
+            },
             {
                 "key": "example.com/drain",
                 "value": "",
                 "effect": "NoExecute",
                 "rule": "drain-n1",
                 "unavailable": True,
-            },  # fmt: skip
+            },
         ]
         assert answer.data["resourcePools"] == [
             {"poolName": "n1", "unavailableDevices": 1, "availableDevices": 0}
