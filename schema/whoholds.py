@@ -36,7 +36,7 @@ class Holding:
 
     device_key: strawberry.Private[DeviceKey]
     ref: strawberry.Private[AllocationRef]
-    claim_record: strawberry.Private[ClaimRecord]
+    claim_record: strawberry.Private[ClaimRecord | None]
     pod_records: strawberry.Private[list[PodRecord]]
 
     @strawberry.field
@@ -47,9 +47,12 @@ class Holding:
     async def device(self, info: Info) -> Device:
         return await device_for(info, self.device_key)
 
-    @strawberry.field
-    def claim(self) -> ResourceClaim:
-        return ResourceClaim(record=self.claim_record)
+    @strawberry.field(
+        description="The holding claim (null: deleted since the device's holds were read)."
+    )
+    def claim(self) -> ResourceClaim | None:
+        record = self.claim_record
+        return ResourceClaim(record=record) if record is not None else None
 
     @strawberry.field
     def pods(self) -> list[PodT]:
@@ -71,7 +74,7 @@ class Holding:
 
     @strawberry.field(description="When the claim was allocated, where the API server says.")
     def since(self) -> DateTime | None:
-        allocation = self.claim_record.allocation
+        allocation = self.claim_record.allocation if self.claim_record is not None else None
         return to_datetime(allocation.allocated_at) if allocation else None
 
 

@@ -76,8 +76,8 @@ def build_server(ask_for: AskFor) -> MCPServer:
         """Which ResourceClaims hold a device now, the pods using them, since when, and whether
         the holder is idle (allocated, no pod Running). A bare name like 'gpu-0' may name a
         device on every node: `devicesNamed` says how many; narrow with node/device or uuid.
-        Only holders in namespaces your access scope covers are listed: an empty answer means no
-        holder you may see, not a free device (free_devices tells what is free)."""
+        Only holders in namespaces your access scope covers are listed; a device held by claims
+        you may not see is in `heldElsewhere` (with how many allocations), never free."""
         return await run(ctx, lambda ask: tools.who_holds(ask, device, cluster, limit))
 
     @register

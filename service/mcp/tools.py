@@ -72,8 +72,16 @@ async def who_holds(
          "pods": h.pods, "since": h.since, "idle": h.idle}
         for h in answer.holdings
     ]  # fmt: skip
+    # Held by claims the caller may not see: no row (as whoHolds), but never "free" either —
+    # the devices count those holders (withheldAllocations), and so does this answer.
+    elsewhere = [
+        {"cluster": w.cluster, "node": w.node, "device": f"{w.driver}/{w.pool}/{w.device}",
+         "uuid": w.uuid, "allocations": w.allocations}
+        for w in answer.withheld
+    ]  # fmt: skip
     limit = _limit(limit)
-    return {"devicesNamed": len(answer.devices), "holdings": rows[:limit], "total": len(rows)}
+    return {"devicesNamed": len(answer.devices), "holdings": rows[:limit], "total": len(rows),
+            "heldElsewhere": elsewhere}  # fmt: skip
 
 
 async def free_devices(

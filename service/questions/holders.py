@@ -108,7 +108,7 @@ class Holding:
 
     device: DeviceKey
     ref: AllocationRef
-    claim: ClaimRecord
+    claim: ClaimRecord | None  # None: deleted since the device's holds were read
     pods: list[PodRecord]
 
 
@@ -152,7 +152,11 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
         for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
             claim = claims.get(ref.claim)
             if not isinstance(claim, ClaimRecord):
-                continue  # out of the request's scope, or deleted since the index answered
+                # Deleted since the holds were read (a store read twice is no snapshot; holds
+                # of claims outside the request's scope are not read at all): the holding
+                # was there, its claim link dangles.
+                found.holdings.append(Holding(device=device, ref=ref, claim=None, pods=[]))
+                continue
             named = dict(consumer_keys(claim))
             for group in group_refs(claim):
                 named.update((k, "") for k in groups.get(group, ()) if k not in named)

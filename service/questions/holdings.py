@@ -133,7 +133,8 @@ async def ask_who_holds(
     wanted, where = spec, cluster
     if brief_when_ambiguous:
         data = await ask(WHO_HOLDS_BRIEF, {"device": spec, "cluster": cluster})
-        brief = WhoHolds(spec, cluster, [_brief_row(h) for h in data["whoHolds"]], detailed=False)
+        held = [_brief_row(h) for h in data["whoHolds"] if h["claim"] is not None]
+        brief = WhoHolds(spec, cluster, held, detailed=False)
         if brief.ambiguous:
             return brief
         if not brief.holdings:
@@ -142,7 +143,7 @@ async def ask_who_holds(
         where, driver, pool, device = brief.devices[0]
         wanted = f"{driver}/{pool}/{device}"  # exactly the one device, whatever `spec` was
     data = await ask(WHO_HOLDS, {"device": wanted, "cluster": where})
-    rows = [_row(h) for h in data["whoHolds"]]
+    rows = [_row(h) for h in data["whoHolds"] if h["claim"] is not None]  # null: gone since
     if history and any(r.since is None for r in rows):
         await _since_from_history(ask, wanted, where, rows)
     answer = WhoHolds(spec=spec, cluster=cluster, holdings=rows)

@@ -98,7 +98,7 @@ export function DevicePage({ params }) {
   useLive(valid ? [{ document: LIVE, variables: { cluster, node: node || null } }] : [],
     (data) => { if (mine(data.deviceEvents.old) || mine(data.deviceEvents.new)) bump(); }, bump);
   const timeline = useTimeline(cluster, spec, windowName, refresh, valid);
-  const holdings = holders.data ? holders.data.whoHolds : null;
+  const holdings = holders.data ? holders.data.whoHolds.filter((h) => h.claim) : null; // null claim: deleted since read
   const published = onNode.data ? onNode.data.devices.nodes.find((d) => d.pool === pool && d.name === name) : null;
   const device = published || (holdings && holdings.length ? holdings[0].device : null);
   const ready = holders.data && (!node || onNode.data);
