@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .chatops import CLUSTERS_AND_CLASSES, FREE, IDLE, PENDING
 from .explain import SHAPE, explain_document
-from .holdings import HELD_ELSEWHERE, HELD_SINCE, WHO_HOLDS, WHO_HOLDS_BRIEF
+from .holdings import DEVICES_NAMED, HELD_ELSEWHERE, HELD_SINCE, WHO_HOLDS, WHO_HOLDS_BRIEF
 from .lint import LINT_CLUSTER, LINT_MANIFESTS
 
 CLUSTER_NAMES = "{ clusters { name } }"
@@ -27,6 +27,7 @@ QUESTION_DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("WhoHoldsBrief", WHO_HOLDS_BRIEF),
     ("HeldSince", HELD_SINCE),
     ("HeldElsewhere", HELD_ELSEWHERE),
+    ("DevicesNamed", DEVICES_NAMED),
     ("Explain", explain_document(None)),
     ("Shape", SHAPE),
     ("Lint", LINT_CLUSTER),

@@ -215,44 +215,15 @@ async def _since_from_history(
             row.since = seen.get((*row.device_ref, row.claim))
 
 
-DEVICE_NAMES = """query DeviceNames($cluster: String, $node: String, $driver: String,
-                             $after: String) {
-  devices(cluster: $cluster, node: $node, driver: $driver, first: 500, after: $after) {
-    pageInfo { hasNextPage endCursor }
-    nodes { driver pool name uuid nodeName }
-  }
+DEVICES_NAMED = """query DevicesNamed($device: String!, $cluster: String) {
+  devicesNamed(device: $device, cluster: $cluster) { name }
 }"""
-
-
-def _names(spec: str, d: Mapping[str, Any]) -> bool:
-    """Whether device `d` is one `spec` names (the forms of `service.questions.holders`)."""
-    parts = spec.split("/")
-    if len(parts) >= 3:
-        return (
-            d["driver"] == parts[0]
-            and d["name"] == parts[-1]
-            and d["pool"] == "/".join(parts[1:-1])
-        )
-    if len(parts) == 2:
-        return d["nodeName"] == parts[0] and d["name"] == parts[1]
-    return spec in (d["uuid"], d["name"])
 
 
 async def ask_device_exists(ask: Ask, spec: str, cluster: str | None = None) -> bool:
     """Whether `spec` names any device at all, held or free: what an answer without holdings
-    asks next, so it can say "free" or "no such device". Narrowed by node or driver when
-    `spec` gives one, else paged through the devices until one matches."""
-    parts = spec.split("/")
-    variables: dict[str, Any] = {"cluster": cluster, "node": None, "driver": None}
-    if len(parts) == 2:
-        variables["node"] = parts[0]
-    elif len(parts) >= 3:
-        variables["driver"] = parts[0]
-    after = None
-    while True:
-        page = (await ask(DEVICE_NAMES, {**variables, "after": after}))["devices"]
-        if any(_names(spec, d) for d in page["nodes"]):
-            return True
-        if not page["pageInfo"]["hasNextPage"]:
-            return False
-        after = page["pageInfo"]["endCursor"]
+    asks next, so it can say "free" or "no such device". Looked up by key, as whoHolds
+    resolves it (uuid, node/device, driver/pool/device, name: `service.questions.holders`),
+    never by paging through the devices."""
+    data = await ask(DEVICES_NAMED, {"device": spec, "cluster": cluster})
+    return bool(data["devicesNamed"])
