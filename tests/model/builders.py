@@ -22,6 +22,8 @@ from dra_mirror.service.model.records import (
     Pool,
     Request,
     SliceRecord,
+    TaintRuleRecord,
+    TaintSelector,
     TemplateRecord,
 )
 
@@ -47,6 +49,23 @@ def device(
             CounterConsumption(counter_set=cs, counters=c) for cs, c in (consumes or {}).items()
         ),
         uuid=uuid,
+    )
+
+
+def taint_rule(
+    name: str,
+    *,
+    pool: str | None = None,
+    device: str | None = None,
+    effect: str = "NoExecute",
+    selector: bool = True,
+    rv: str = "1",
+) -> TaintRuleRecord:
+    """A DeviceTaintRule of this driver (`selector=False`: none, which selects no device)."""
+    return TaintRuleRecord(
+        meta=Meta(cluster=CLUSTER, name=name, uid=f"uid-{name}", resource_version=rv),
+        selector=TaintSelector(DRIVER, pool, device) if selector else None,
+        taint={"key": f"example.com/{name}", "effect": effect},
     )
 
 

@@ -26,7 +26,7 @@ from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
 from dra_mirror.service.model.live import ClaimEvent, DeviceState
 from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
 from dra_mirror.service.model.relations import FAN_OUT, Relation
-from tests.model.builders import CLUSTER, claim, device, node, pod, slice_
+from tests.model.builders import CLUSTER, claim, device, node, pod, slice_, taint_rule
 
 POOLS = ("n0", "n1", "net")
 DEVICE_NAMES = ("d0", "d1", "d2")
@@ -123,7 +123,20 @@ def pods(draw: st.DrawFn) -> Record:
     )
 
 
-records = st.one_of(slices(), claims(), pods(), st.sampled_from([node("n0"), node("n1")]))
+@st.composite
+def rules(draw: st.DrawFn) -> Record:
+    """DeviceTaintRules selecting by pool, by device name, both, every device, or none."""
+    return taint_rule(
+        draw(st.sampled_from(("r0", "r1"))),
+        pool=draw(st.sampled_from((*POOLS, None))),
+        device=draw(st.sampled_from((*DEVICE_NAMES, None))),
+        effect=draw(st.sampled_from(("NoExecute", "None"))),
+        selector=draw(st.booleans()),
+        rv=str(draw(st.integers(0, 3))),
+    )
+
+
+records = st.one_of(slices(), claims(), pods(), rules(), st.sampled_from([node("n0"), node("n1")]))
 
 
 def _step(data: st.DataObject, final: dict[Any, Record]) -> Event:
