@@ -265,9 +265,6 @@ class Reactor:
             if isinstance(message, Bookmarked):
                 await self._watched()
         elif isinstance(message, Failed):
-            self.errors[kind] = self.errors.get(kind, 0) + 1
-            if isinstance(message.error, WatchStalled):
-                self.status.stalls[kind] = self.status.stalls.get(kind, 0) + 1
             self._up.discard(kind)
             unserved = isinstance(message.error, NotServed)
             if unserved and kind in OPTIONAL:  # mirrored without it: not an error
@@ -275,6 +272,9 @@ class Reactor:
                 self._unserved.add(kind)
                 self._optional_version(None)
             else:
+                self.errors[kind] = self.errors.get(kind, 0) + 1
+                if isinstance(message.error, WatchStalled):
+                    self.status.stalls[kind] = self.status.stalls.get(kind, 0) + 1
                 self._failing[kind] = message.error.detail()
             if unserved and is_dra(kind) and kind not in OPTIONAL | self.listed:
                 self._dra(served=False)
