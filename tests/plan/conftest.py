@@ -15,6 +15,7 @@ import pytest
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
+    DEVICE_TAINT_RULE,
     NODE,
     POD,
     RESOURCE_CLAIM,
@@ -33,6 +34,7 @@ PLURALS = {
     "resourceclaimtemplates": RESOURCE_CLAIM_TEMPLATE,
     "pods": POD,
     "nodes": NODE,
+    "devicetaintrules": DEVICE_TAINT_RULE,
 }
 
 
