@@ -170,11 +170,13 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
         )
 
     def render(a: Free) -> str:
+        columns = ["CLUSTER", "NODE", "DEVICE", "UUID", "MODEL"]
         rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]
+        if any(d.taints for d in a.devices):  # free only for claims tolerating these
+            columns.append("TAINTS")
+            rows = [[*r, ", ".join(d.taints) or None] for r, d in zip(rows, a.devices, strict=True)]
         more = f"\n… {a.total - len(rows)} more" if a.total > len(rows) else ""
-        return (
-            f"{a.total} free\n" + table(["CLUSTER", "NODE", "DEVICE", "UUID", "MODEL"], rows) + more
-        )
+        return f"{a.total} free\n" + table(columns, rows) + more
 
     emit(answer, client["as_json"], render)
 

@@ -47,7 +47,8 @@ CLUSTERS_AND_CLASSES = "query Names { clusters { name } deviceClasses { name } }
 FREE = """query Free($cluster: String, $className: String, $first: Int) {
   devices(cluster: $cluster, className: $className, status: FREE, first: $first) {
     totalCount
-    nodes { cluster driver pool name uuid nodeName attributes }
+    nodes { cluster driver pool name uuid nodeName attributes
+            taintSources { key value effect rule unavailable } }
   }
 }"""
 
@@ -102,6 +103,9 @@ class DeviceRow:
     pool: str
     uuid: str | None
     model: str | None
+    # Its NoSchedule/NoExecute taints (`key=value:Effect`, a rule's with its name): free, but
+    # only for claims that tolerate them.
+    taints: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -148,6 +152,12 @@ async def ask_class_names(ask: Ask, cluster: str | None = None) -> list[str]:
     return sorted({c["name"] for c in data["deviceClasses"]})
 
 
+def _taint(t: dict[str, Any]) -> str:
+    value = f"={t['value']}" if t["value"] else ""
+    rule = f" (rule {t['rule']})" if t["rule"] else ""
+    return f"{t['key']}{value}:{t['effect']}{rule}"
+
+
 async def ask_free(
     ask: Ask, class_name: str | None = None, cluster: str | None = None, *, limit: int = 50
 ) -> Free:
@@ -162,6 +172,7 @@ async def ask_free(
             pool=d["pool"],
             uuid=d["uuid"],
             model=model_of(d["attributes"]),
+            taints=[_taint(t) for t in d["taintSources"] if t["unavailable"]],
         )
         for d in page["nodes"]
     ]

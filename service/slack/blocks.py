@@ -195,6 +195,7 @@ def render_free(answer: Free) -> Message:
     lines = [
         f"• {escape(d.cluster)} · {escape(d.node or 'network-attached')}: `{escape(d.device)}`"
         + "".join(f" · {escape(x)}" for x in (d.uuid, d.model) if x)
+        + (f" · tainted: {escape(', '.join(d.taints))}" if d.taints else "")
         for d in answer.devices
     ]
     return message(plain(header), lines_block(header, lines, answer.total))

@@ -126,7 +126,6 @@ def test_rules_before_slices_and_held_devices_no_slice_publishes() -> None:
 def test_pool_counts_count_rule_taints_as_unavailable() -> None:
     drain = rule("drain", {"driver": DRIVER, "pool": "n1", "device": "gpu-1"})
     info = rule("info", {"device": "gpu-0"}, effect="None")
-    west = rule("west", {}, key="example.com/w")  # of another cluster: not this one's
-    west = TaintRuleRecord(west.meta.__class__(cluster="west", name="west"), west.selector, west.taint)  # fmt: skip
+    west = normalize(DEVICE_TAINT_RULE, raw_rule("west", {}), cluster="west")  # not this one's
     [status] = pool_statuses([SLICE], [], [drain, info, west])
     assert (status.total, status.unavailable, status.available) == (2, 1, 1)

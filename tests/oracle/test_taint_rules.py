@@ -77,3 +77,23 @@ async def test_history_keeps_a_rule_taint_arriving_and_leaving(history_scenario)
     [timeline] = answer.data["deviceHistory"]
     versions = [([t.get("rule") for t in v["data"]["taints"]], v["endReason"]) for v in timeline["inventory"]]  # fmt: skip
     assert versions == [([None], "changed"), ([None, "drain-n1"], "changed"), ([None], None)]
+
+
+async def test_free_devices_in_chat_say_which_taints_keep_claims_off(scenario):
+    from dra_mirror.service.questions.chatops import ask_free
+    from dra_mirror.service.slack.blocks import render_free
+
+    await scenario.show(SLICE, RULE)
+    system = scenario.system
+
+    async def asked(document: str, variables: dict) -> dict:
+        rest = {k: v for k, v in variables.items() if k != "cluster"}
+        answer = await ask(system.schema, system.watcher.memory, system.cluster, document, **rest)
+        assert answer.errors == []
+        return answer.data
+
+    free = await ask_free(asked, None, system.cluster)
+    assert [(d.device, d.taints) for d in free.devices] == [
+        ("gpu-0", ["example.com/drain:NoExecute (rule drain-n1)"])
+    ]  # the xid taint of effect None keeps nothing off
+    assert "tainted: example.com/drain:NoExecute (rule drain-n1)" in str(render_free(free))
