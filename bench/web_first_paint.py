@@ -121,7 +121,7 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
     async def history() -> Any:
         return await History.open(f"sqlite+aiosqlite:///{workdir}/history.db")
 
-    app = create_app(Settings(), store=store, history=history)
+    app = create_app(Settings(), store=store, open_history=history)
 
     async def floor(_request: Any) -> HTMLResponse:
         return HTMLResponse("<!doctype html><title>floor</title><p>floor</p>")
