@@ -103,6 +103,7 @@ async def _drive(site: Site) -> dict[str, Any]:
 
     await eventually(mirrored, "the withdrawn device mirrored as unpublished")
     return {
+        "pod": pod,
         "tainted": (tainted_claim, tainted, statuses[0]["name"]),
         "withdrawn": (withdrawn_claim, withdrawn),
     }
@@ -139,6 +140,18 @@ async def test_taints_health_and_unpublished_devices_are_shown(page: Any, site: 
     assert "from its slice" in await page.inner_text(f"[data-taint='{taint}']")
     assert "Unhealthy" in await page.inner_text("[data-device-health] [data-health=Unhealthy]")
     assert not await page.locator("[data-published=false]").count()
+
+    # the consumer pod's checklist: its device is not Healthy, and which one says so
+    pod = facts["pod"]
+    await open_screen(
+        page,
+        site,
+        f"/ui/pod?cluster={CLUSTER}&namespace={pod['namespace']}&name={pod['name']}"
+        f"&node={claim['allocation']['nodeName']}",
+    )
+    check = page.locator("[data-check=health]")
+    assert await check.get_attribute("data-ok") == "false"
+    assert f"{spec} (container {container}): Unhealthy, XID 79" in await check.inner_text()
 
     # the withdrawn device: said plainly on the holder's page and on the device's own
     claim, result = facts["withdrawn"]
