@@ -155,8 +155,8 @@ class Query:
                 if e.key.cluster in by_cluster
                 and classes.class_matches(loaders, by_cluster[e.key.cluster], e)
             ]
-        if status is not None:
-            statuses = await device_state.statuses(loaders, entries)
+        if status is not None:  # every entry here has that status: the page's are primed below
+            statuses = await device_state.statuses(loaders, entries, prime=False)
             entries = [e for e, s in zip(entries, statuses, strict=True) if s == status.value]
         page = paginate(
             entries,
@@ -167,6 +167,10 @@ class Query:
             settings=info.context.settings,
             presorted=True,  # the store's key order, kept by the filters
         )
+        if status is not None:
+            device_state.prime_statuses(
+                loaders, {edge.node.entry.key: status.value for edge in page.edges}
+            )
         await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
         return page
 

@@ -173,9 +173,10 @@ class MemoryStore:
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
         out: list[str | None] = []
-        for key in keys:
-            key = DeviceKey(*_as_key(key))
-            index = self._indexes.get(key.cluster)
+        indexes = self._indexes
+        for key in keys:  # a tuple looks a DeviceKey up as well (a NamedTuple hashes as one)
+            key = _as_key(key)
+            index = indexes.get(key[0])
             out.append(index.device_status(key) if index is not None else None)
         return out
 
