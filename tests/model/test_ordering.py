@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dra_mirror.service.model.index import DELETED, MODIFIED, ClusterIndex, Event
-from dra_mirror.service.model.ordering import Chained
+from dra_mirror.service.model.ordering import Chained, KeyOrder
 from dra_mirror.service.model.records import RESOURCE_CLAIM, RESOURCE_SLICE, key_of
 from tests.model.builders import claim, device, slice_
 
@@ -80,3 +80,22 @@ def test_chained_views_read_like_one_list() -> None:
             assert chained[start:stop] == whole[start:stop]
     assert [chained[i] for i in range(-6, 6)] == [whole[i] for i in range(-6, 6)]
     assert chained[::2] == [1, 3, 5]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 199)), max_size=40), st.integers(0, 3))
+def test_a_key_order_follows_few_changes_one_by_one(changes, reads) -> None:
+    """Few touched keys against a large map take the incremental path (add / remove), many
+    take a fresh sort: both end as the sorted keys."""
+    source = {i: None for i in range(0, 200, 2)}
+    order = KeyOrder(source)
+    assert list(order.keys()) == sorted(source)
+    for step, (add, key) in enumerate(changes):
+        if add:
+            source[key] = None
+        else:
+            source.pop(key, None)
+        order.touch(key)
+        if reads and step % reads == 0:
+            assert list(order.keys()) == sorted(source)
+    assert list(order.keys()) == sorted(source)
