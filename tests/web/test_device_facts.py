@@ -129,7 +129,7 @@ async def test_taints_health_and_unpublished_devices_are_shown(page: Any, site: 
     text = await health.inner_text()
     assert "Unhealthy" in text and f"container {container}" in text and "XID 79" in text
 
-    # the device's page: the same taint, from its slice, and the same report
+    # the device's page: the same taint and the same report
     await open_screen(
         page,
         site,
@@ -137,7 +137,7 @@ async def test_taints_health_and_unpublished_devices_are_shown(page: Any, site: 
         f"&device={device['name']}&node={claim['allocation']['nodeName']}",
     )
     await page.wait_for_selector(f"[data-device] [data-taint='{taint}']")
-    assert "from its slice" in await page.inner_text(f"[data-taint='{taint}']")
+    assert "NoSchedule" in await page.inner_text(f"[data-taint='{taint}']")
     assert "Unhealthy" in await page.inner_text("[data-device-health] [data-health=Unhealthy]")
     assert not await page.locator("[data-published=false]").count()
 

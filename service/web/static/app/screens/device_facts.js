@@ -5,8 +5,8 @@ import { Badge, NodeName, html } from "../ui.js";
 
 const EFFECTS = { NoSchedule: "bad", NoExecute: "bad", None: "muted" };
 
-// Device.taints: DeviceTaint entries (key, value, effect, timeAdded); an entry a
-// DeviceTaintRule adds names its rule.
+// Device.taints: DeviceTaint entries (key, value, effect, timeAdded), from the device's slice
+// and the DeviceTaintRules that select it; the rule is named when the entry names it.
 export function Taints({ taints }) {
   if (!taints || !taints.length) return html`<span class="muted" data-taints="0">none</span>`;
   return html`<table class="figures-table small" data-taints=${taints.length}><tbody>
@@ -14,7 +14,7 @@ export function Taints({ taints }) {
       <th class="mono">${t.key}${t.value ? html`=<span>${t.value}</span>` : null}</th>
       <td><${Badge} kind=${EFFECTS[t.effect] || "warn"} title=${t.effect === "None" ? "informational: allocation and pods are not affected" : "claims that do not tolerate it are not allocated this device"}>${t.effect}<//>
         ${t.timeAdded ? html` <span class="muted">since ${t.timeAdded}</span>` : null}
-        ${t.rule || t.deviceTaintRule ? html` <span class="muted">from DeviceTaintRule <span class="mono">${t.rule || t.deviceTaintRule}</span></span>` : html` <span class="muted">from its slice</span>`}</td>
+        ${t.rule || t.deviceTaintRule ? html` <span class="muted" data-taint-rule=${t.rule || t.deviceTaintRule}>from DeviceTaintRule <span class="mono">${t.rule || t.deviceTaintRule}</span></span>` : null}</td>
     </tr>`)}
   </tbody></table>`;
 }
