@@ -51,6 +51,7 @@ from dra_mirror.service.model.records import (
     DeviceEntry,
     DeviceKey,
     ObjectKey,
+    Record,
     SliceRecord,
     TaintRuleRecord,
 )
@@ -226,13 +227,13 @@ class DeviceTracker:
     def _rules(self) -> list[TaintRuleRecord]:
         return [r for r in self._index.records(DEVICE_TAINT_RULE) if isinstance(r, TaintRuleRecord)]
 
-    def on_rule(
-        self, old: TaintRuleRecord | None, new: TaintRuleRecord | None, batch: Batch
-    ) -> None:
+    def on_rule(self, old: Record | None, new: Record | None, batch: Batch) -> None:
         """A rule changed: re-derive the rule taints of every device it selected or selects
-        (the index already holds `new`, or no longer holds `old`)."""
+        (the index already holds `new`, or no longer holds `old`). Other kinds: nothing."""
+        picked = [r for r in (old, new) if isinstance(r, TaintRuleRecord)]
+        if not picked:
+            return
         rules = self._rules()
-        picked = [r for r in (old, new) if r is not None]
         touched = self._index.touched
         for dk, entry in list(self.devices.items()):
             if not any(selects(r, dk) for r in picked):

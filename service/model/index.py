@@ -13,10 +13,8 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    A claim whose uid changed under the same name is a delete of the old claim plus a create.
 2. Every reverse map (kopf's indexing is the model) is updated from the diff of the old and
    new record's links only, so each event costs O(its own links), plus O(pool) for slices.
-3. Slices: the pool's valid generation is recomputed (pools.py); devices appear, change
-   (attributes, capacity, counters, taints, node) or disappear as generations change.
-   DeviceTaintRules: every device (published or not) a rule selected or selects gets the
-   taints of the rules selecting it now (taint_rules.py); one whose taints moved changed.
+3. Slices (and DeviceTaintRules, taint_rules.py): the pool's valid generation is recomputed
+   (pools.py); devices appear, change (attributes, capacity, counters, taints, node) or go.
 4. Claims: per allocation result (request, driver, pool, device, shareID) `allocated` /
    `released`; per status.reservedFor uid `consumer_added` / `consumer_removed`; a claim
    without allocation is waiting (`wait_started` when created unallocated or deallocated,
@@ -85,7 +83,6 @@ from dra_mirror.service.model.records import (
     PodRecord,
     Record,
     SliceRecord,
-    TaintRuleRecord,
     key_of,
 )
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELATIONS, Relation
@@ -377,9 +374,7 @@ class ClusterIndex:
             assert isinstance(old, PodRecord | None) and isinstance(new, PodRecord | None)
             on_pod(self.cluster, self.links, key, old, new)
             self._claims.on_pod(key, old, new, batch)
-        elif isinstance(current, TaintRuleRecord):
-            assert isinstance(old, TaintRuleRecord | None)
-            assert isinstance(new, TaintRuleRecord | None)
+        else:  # a DeviceTaintRule changes the devices it selects; other kinds derive nothing
             self._devices.on_rule(old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:
