@@ -26,7 +26,7 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
-from .claims import Holding, ResourceClaim, ResourceClaimTemplate, claim_key
+from .claims import ResourceClaim, ResourceClaimTemplate, claim_key
 from .devices import Device, DeviceClass, ResourceSlice
 from .nodes import Cluster, Node
 from .paging import Connection, paginate
@@ -34,7 +34,7 @@ from .pods import Pod
 from .pods import uses_devices as pod_uses_devices
 from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
-from .whoholds import devices_named, who_holds
+from .whoholds import Holding, devices_named, who_holds
 
 
 def _identity(record) -> tuple[str, str, str]:
