@@ -40,7 +40,7 @@ from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
 
 from dra_mirror.schema.context import Context, make_context
 from dra_mirror.schema.guard.errors import ShortPathChecked, masked
-from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
+from dra_mirror.schema.guard.limits import document_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
@@ -52,6 +52,7 @@ from dra_mirror.service.http.persisted import (
     PersistedQueryError,
     resolve_persisted,
 )
+from dra_mirror.service.http.shapes import ShapeVerdicts
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.protocols import StateReader
 
@@ -212,6 +213,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             max_document_bytes=settings.cached_document_max_bytes,
         )
         self.short_path = _short_path_applies(schema)
+        self.shapes = ShapeVerdicts(schema._schema, settings)
 
     async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
         return make_context(
@@ -291,10 +293,8 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
         prepared = self.documents.prepare(text, key)
         if prepared.errors or (
             prepared.document is not None
-            and shape_refusal(
-                self.documents.schema, prepared.document, fields.operation_name,
-                fields.variables, limits,
-            ) is not None
+            and self.shapes.refusal(text, prepared.document, fields.operation_name,
+                                    fields.variables) is not None
         ):  # fmt: skip
             return await self._hand_over(scope, receive, send, body)
         if prepared.document is not None and (
