@@ -121,7 +121,7 @@ def serve(port_queue: Any, scenario: str, loop: str, http: str = "mirror") -> No
 def _http(http: str) -> Any:
     """uvicorn's HTTP protocol: the one `dra-mirror serve` runs ("mirror") or uvicorn's."""
     if http == "mirror":
-        from dra_mirror.service.http.protocol import protocol_class
+        from dra_mirror.service.runtime.http_protocol import protocol_class
 
         return protocol_class()
     return http

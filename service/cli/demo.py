@@ -28,7 +28,7 @@ import uvicorn
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.server import DeadlineServer
-from dra_mirror.service.http.protocol import protocol_class
+from dra_mirror.service.runtime.http_protocol import protocol_class
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator

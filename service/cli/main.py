@@ -153,7 +153,7 @@ async def _serve(
     import uvicorn
 
     from dra_mirror.service.cli.server import DeadlineServer
-    from dra_mirror.service.http.protocol import protocol_class
+    from dra_mirror.service.runtime.http_protocol import protocol_class
     from dra_mirror.service.runtime.mirror import mirror_app
 
     app = mirror_app(

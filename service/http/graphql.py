@@ -40,7 +40,7 @@ from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
 
 from dra_mirror.schema.context import Context, make_context
 from dra_mirror.schema.guard.errors import ShortPathChecked, masked
-from dra_mirror.schema.guard.limits import document_refusal
+from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
@@ -213,7 +213,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             max_document_bytes=settings.cached_document_max_bytes,
         )
         self.short_path = _short_path_applies(schema)
-        self.shapes = ShapeVerdicts(schema._schema, settings)
+        self.shapes = ShapeVerdicts(schema._schema, settings, judge=shape_refusal)
 
     async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
         return make_context(

@@ -1,8 +1,9 @@
 """The guards' shape verdicts of repeated queries, remembered: a document asked again with the
 same page sizes is not walked again.
 
-`ShapeVerdicts(schema, settings).refusal(text, document, operation_name, variables)` is
-`schema.guard.limits.shape_refusal` of that operation, computed once per (document text,
+`ShapeVerdicts(schema, settings, judge=shape_refusal).refusal(text, document, operation_name,
+variables)` is `judge` (the guards' `schema.guard.limits.shape_refusal`) of that operation,
+computed once per (document text,
 operation name, values of the variables the walk reads). The walk reads a variable only where
 it is a `first:` argument (a page size: `schema.guard.shape`), so those variables' values are
 the whole key; a value that cannot be a key (not hashable) is judged afresh every time. At
@@ -11,12 +12,12 @@ most `max_entries` verdicts are kept; past that the oldest half is forgotten.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from graphql import ArgumentNode, DocumentNode, GraphQLError, VariableNode, visit
 from graphql.language import Visitor
 
-from dra_mirror.schema.guard.limits import shape_refusal
 from dra_mirror.service.settings import GraphQLSettings
 
 _MISSING = object()
@@ -41,7 +42,15 @@ def page_variables(document: DocumentNode) -> tuple[str, ...]:
 
 
 class ShapeVerdicts:
-    def __init__(self, schema: Any, settings: GraphQLSettings, *, max_entries: int = 4096):
+    def __init__(
+        self,
+        schema: Any,
+        settings: GraphQLSettings,
+        *,
+        judge: Callable[..., GraphQLError | None],
+        max_entries: int = 4096,
+    ) -> None:
+        self.judge = judge
         self.schema = schema
         self.settings = settings
         self.max_entries = max_entries
@@ -66,8 +75,8 @@ class ShapeVerdicts:
         except KeyError:
             pass
         except TypeError:  # a page size that is not hashable (a list…): judged, not kept
-            return shape_refusal(self.schema, document, operation_name, variables, self.settings)
-        verdict = shape_refusal(self.schema, document, operation_name, variables, self.settings)
+            return self.judge(self.schema, document, operation_name, variables, self.settings)
+        verdict = self.judge(self.schema, document, operation_name, variables, self.settings)
         self._remember(self._verdicts, key, verdict)
         return verdict
 

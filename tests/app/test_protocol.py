@@ -11,7 +11,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 
-from dra_mirror.service.http.protocol import CoalescingTransport, protocol_class
+from dra_mirror.service.runtime.http_protocol import CoalescingTransport, protocol_class
 
 
 class FakeTransport:

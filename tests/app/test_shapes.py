@@ -7,7 +7,6 @@ from graphql import parse
 
 from dra_mirror.schema import build_schema
 from dra_mirror.schema.guard.limits import shape_refusal
-from dra_mirror.service.http import shapes
 from dra_mirror.service.http.shapes import ShapeVerdicts, page_variables
 from dra_mirror.service.settings import Settings
 
@@ -15,7 +14,7 @@ PAGED = """query($cluster: String!, $n: Int) {
   devices(cluster: $cluster, first: $n) { edges { node { name } } } }"""
 
 
-def test_a_document_is_walked_once_per_page_size(monkeypatch):
+def test_a_document_is_walked_once_per_page_size():
     settings = Settings().graphql
     schema = build_schema(settings)._schema
     walks: list[object] = []
@@ -24,8 +23,7 @@ def test_a_document_is_walked_once_per_page_size(monkeypatch):
         walks.append(args[3])
         return shape_refusal(*args)
 
-    monkeypatch.setattr(shapes, "shape_refusal", counted)
-    verdicts = ShapeVerdicts(schema, settings)
+    verdicts = ShapeVerdicts(schema, settings, judge=counted)
     document = parse(PAGED)
     assert page_variables(document) == ("n",)
     for cluster in ("east", "west", "east"):
@@ -46,7 +44,7 @@ def test_a_refusal_is_remembered_as_the_guard_gives_it():
         + " ".join(f"a{i}: clusters {{ name }}" for i in range(settings.max_aliases + 1))
         + " }"
     )
-    verdicts = ShapeVerdicts(schema, settings, max_entries=2)
+    verdicts = ShapeVerdicts(schema, settings, judge=shape_refusal, max_entries=2)
     for text in (deep, nested, nested, deep):
         document = parse(text)
         fresh = shape_refusal(schema, document, None, None, settings)
