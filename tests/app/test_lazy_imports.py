@@ -1,6 +1,6 @@
-"""What a mirror without OIDC, Kubernetes review or Slack alerts does not load: PyJWT, the
-access package's kubernetes_asyncio client, the alerts' Slack notifier (memory and start-up
-time of every `serve`)."""
+"""What a mirror without OIDC, Kubernetes review or Slack does not load: PyJWT, httpx,
+slack_sdk, the access package's kubernetes_asyncio client (memory and start-up time of every
+`serve`)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,10 @@ def test_access_control_loads_no_jwt_httpx_or_kubernetes_client():
 def test_the_runtime_loads_no_jwt_and_no_slack_notifier():
     names = ["jwt", "dra_mirror.service.alerts.slack"]
     assert loaded_after("dra_mirror.service.runtime.mirror", names) == []
+
+
+def test_serve_loads_no_httpx_jwt_or_slack_sdk():
+    names = ["jwt", "httpx", "slack_sdk"]
+    assert (
+        loaded_after("dra_mirror.service.cli.main, dra_mirror.service.runtime.mirror", names) == []
+    )
