@@ -125,7 +125,7 @@ class LedgerCache:
                 allocations[key] = allocation
         return _Kept(
             ledger=ledger,
-            devices={e.key: e for e in state.devices},
+            devices=ledger.entries,  # the same mapping (key -> entry), never written after
             slices={name_of(s): s for s in state.slices},
             allocations=allocations,
             seen={id(c): c for c in claims},
