@@ -1,7 +1,7 @@
 """Bench: `whoHolds` by uuid and one node's page, over HTTP, on the 5,000-node scenario.
 
     .venv/bin/python bench/graphql_whoholds.py [--scenario scale-5000] [--requests 4000]
-        [--rounds 3] [--loop asyncio|uvloop]
+        [--rounds 3] [--loop asyncio|uvloop] [--http mirror|httptools|h11]
 
 A server process builds the scenario's objects (the simulator's generator), normalizes them
 with the model and applies them to a MemoryStore (the state the mirror would hold after its
@@ -12,8 +12,11 @@ under 16-way concurrency measures the client, not the server — performance-not
 Measured, printed (clients use a minimal HTTP/1.1 reader so the load generator costs little CPU),
 each `--rounds` times, with the median of the rounds' p50s and its ratio to the floor:
 
-* the floor: `GET /healthz` (a trivial Starlette endpoint: same server, same stack, same load
-  generator), one client and 16 clients;
+* the floor of `whoHolds`: a minimal Starlette app on the same uvicorn (event loop, HTTP
+  protocol), in a process of its own, answering every POST /graphql with the bytes of a real
+  `whoHolds` answer — the same requests from the same clients, one and 16;
+* `GET /healthz` on the mirror's server (a trivial endpoint behind the mirror's middleware),
+  one client and 16 clients: the floor of the node page;
 * `whoHolds(device: "<uuid>")` — claim, namespace, pods: one client (target p50 ≤ 1 ms) and
   16 clients (target p50 ≤ 5 ms), the query sent as text and as a persisted query (its
   SHA-256 only, registered once);
@@ -23,7 +26,9 @@ each `--rounds` times, with the median of the rounds' p50s and its ratio to the 
   latencies stretch with the time the server waits for a core, its CPU per request much less.
 
 The server runs on uvloop's event loop when uvloop is installed, as `dra-mirror serve` does
-(`--loop asyncio`: on asyncio's own).
+(`--loop asyncio`: on asyncio's own), with the HTTP protocol `serve` uses (`--http mirror`:
+`service.runtime.http_protocol`; `--http httptools` or `h11`: uvicorn's own, e.g. for code
+from before that protocol, put first on PYTHONPATH).
 """
 
 from __future__ import annotations
