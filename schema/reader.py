@@ -153,8 +153,12 @@ class ScopedReader:
 
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[Record]:
+    ) -> Sequence[Record]:
+        """In key order, as the store gives it: untouched when the scope hides nothing (a
+        page of it then costs the page), else filtered."""
         records = await self._call(self.store.list, kind, cluster=cluster, namespace=namespace)
+        if not self.scope.may_hide():
+            return records
         return [r for r in records if _allows_record(self.scope, r)]
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
@@ -167,10 +171,12 @@ class ScopedReader:
         cluster: str | None = None,
         driver: str | None = None,
         published: bool | None = True,
-    ) -> builtins.list[DeviceEntry]:
+    ) -> Sequence[DeviceEntry]:
         entries = await self._call(
             self.store.list_devices, cluster=cluster, driver=driver, published=published
         )
+        if not self.scope.may_hide():
+            return entries
         return [e for e in entries if _allows_key(self.scope, e.key)]
 
     async def lookup(
