@@ -194,3 +194,31 @@ async def test_kubectl_apply_and_delete_drive_the_world(served_demo, kubectl_bin
     # The freed GPU went to the first pod waiting for it (the trainer replica), not to "applied".
     assert len(re.findall(r"allocated,reserved", claims)) == 2
     assert re.search(r"^applied-gpu-\w{5}\s+pending", claims, re.M)
+
+
+async def test_churn_behind_its_plan_lets_the_api_answer_meanwhile():
+    """A churn that has fallen behind (a busy machine) catches up step by step, yielding to
+    the event loop between steps, so the API server's requests are answered meanwhile
+    instead of waiting until the backlog is written."""
+    fast = {**SMALL["clusters"][0], "churn": {**SMALL["clusters"][0]["churn"], "speed": 1e6}}
+    world = build_world(parse_scenario({"clusters": [{**fast, "workloads": []}]}))
+    churn = world.churns["tiny"]
+    apply = churn.apply
+
+    def bounded(step):  # the plan is endless: stop a churn that never yields after a while
+        if len(churn.applied) >= 500:
+            raise RuntimeError("the churn never yielded")
+        apply(step)
+
+    churn.apply = bounded  # type: ignore[method-assign]
+    task = asyncio.create_task(churn.run())
+    ticks = 0
+    for _ in range(20):
+        await asyncio.sleep(0)
+        ticks += 1
+        if task.done():
+            break
+    applied = len(churn.applied)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert ticks == 20 and 0 < applied < 500
