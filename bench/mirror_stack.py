@@ -122,6 +122,9 @@ class MirrorStack:
 
     async def start_mirror(self) -> None:
         await self.start_watcher()
+        await self.start_api()
+
+    async def start_api(self) -> None:
         for _ in range(3):  # a free port can be taken before the server binds it: another one
             self.api = self._spawn(["serve", "--no-watch", "--port", str(self.api_port)], "api")
             if await _survives(self.api):
