@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -151,6 +152,7 @@ class Soak:
             self.spawn(f"sim-{shard}", ["--serve-sim", str(scenario_file), str(part),
                                         str(self.args.sim_window)], quiet, script=__file__)  # fmt: skip
             parts.append(part)
+        self.parts = parts
         for _ in range(6000):  # 10 minutes; the watchdog ends a simulator's death at once
             if all(part.exists() for part in parts):
                 break
@@ -203,16 +205,21 @@ class Soak:
             parts = [proc_figures(p) for p in children(pid)]
             figures[name] = (sum(p[0] for p in parts), sum(p[1] for p in parts), len(parts),
                              sum(p[3] for p in parts))  # fmt: skip
+        behind = 0.0
+        for part in self.parts:
+            with contextlib.suppress(OSError, ValueError):
+                text = Path(f"{part}.behind").read_text()  # noqa: ASYNC240 (a few bytes)
+                behind = max(behind, *json.loads(text).values())
         info = await self.redis.info()
         sample = {"t": time.monotonic(), "writes": writes, "procs": figures,
                   "redis_clients": info["connected_clients"], "redis_mem": info["used_memory"],
                   "backlog": await self.redis.xlen(stream_key()),
-                  "lag_p99": _percentile(self.lags[-100:], 0.99)}  # fmt: skip
+                  "lag_p99": _percentile(self.lags[-100:], 0.99), "behind": behind}  # fmt: skip
         self.samples.append(sample)
         rss = " ".join(f"{n} {f[0] / 2**20:.0f}M/{f[1]}fd" for n, f in figures.items())
         print(f"{time.strftime('%H:%M:%S')} writes/s {writes:7.0f}  backlog {sample['backlog']:6d}  "
               f"redis clients {sample['redis_clients']}  lag p99(last 100) "
-              f"{sample['lag_p99']:.2f}s  {rss}", flush=True)  # fmt: skip
+              f"{sample['lag_p99']:.2f}s  sim behind plan {behind:.0f}s  {rss}", flush=True)  # fmt: skip
         return rvs
 
     async def probe(self, serial: int) -> None:
@@ -286,8 +293,11 @@ def report(soak: Soak, warmup: float) -> None:
     start = soak.samples[0]["t"]
     steady = [s for s in soak.samples if s["t"] - start >= warmup] or soak.samples
     writes = [s["writes"] for s in steady]
+    behind = [s["behind"] for s in steady]
     print(f"\nAPI writes/s after warm-up: median {statistics.median(writes):.0f}, "
-          f"min {min(writes):.0f}, max {max(writes):.0f}")  # fmt: skip
+          f"min {min(writes):.0f}, max {max(writes):.0f}; the simulators' churn behind its "
+          f"plan: median {statistics.median(behind):.1f}s, max {max(behind):.1f}s (growing: "
+          f"the simulators lack the CPU to make the writes asked)")  # fmt: skip
     print(f"lag (probe claim created -> served by GraphQL): {len(soak.lags)} probes, "
           f"p50 {_percentile(soak.lags, 0.5):.3f}s, p99 {_percentile(soak.lags, 0.99):.3f}s, "
           f"max {max(soak.lags, default=float('nan')):.3f}s, {soak.probe_failures} failed; "
@@ -317,28 +327,43 @@ def report(soak: Soak, warmup: float) -> None:
 
 
 def serve_sim(scenario_file: str, kubeconfig: str, window: int) -> None:
-    """The simulator of the soak: `dra-mirror sim` with a shorter event window, and what it
-    retains frozen out of the cyclic collector every 30 s (`gc.freeze`): full collections
-    over its gigabyte of retained events stalled it for tens of seconds at 2,000 writes/s.
-    Frozen objects are still freed by reference counting when the window drops them."""
+    """The simulator of the soak: what `dra-mirror sim --scenario` runs (serve_scenario), with
+    a shorter event window, what it retains frozen out of the cyclic collector every 30 s
+    (`gc.freeze`: full collections over its gigabyte of retained events stalled it for tens
+    of seconds at 2,000 writes/s; frozen objects are still freed by reference counting when
+    the window drops them), and every 5 s how far each cluster's churn is behind its plan
+    written next to the kubeconfig (`<kubeconfig>.behind`, JSON): a simulator starved of CPU
+    makes fewer writes than asked, which the soak reports as the reason."""
     import gc
+    import json
 
     from dra_mirror.service.sim import store
-    from dra_mirror.service.sim.scenario import serve_scenario
+    from dra_mirror.service.sim.run import serve_forever
+    from dra_mirror.service.sim.scenario import build_world, load_scenario
 
     store.ClusterStore.__init__.__kwdefaults__["window"] = window
+    behind_file = Path(f"{kubeconfig}.behind")
 
     async def run() -> None:
-        async def freeze() -> None:
-            while True:
-                await asyncio.sleep(30)
-                gc.freeze()
+        world = build_world(load_scenario(scenario_file))
+        gc.freeze()
 
-        freezer = asyncio.create_task(freeze())
+        async def housekeeping() -> None:
+            for tick in range(10**9):
+                await asyncio.sleep(5)
+                behind_file.write_text(  # noqa: ASYNC240 (a few bytes)
+                    json.dumps({name: c.behind() for name, c in world.churns.items()})
+                )
+                if tick % 6 == 5:
+                    gc.freeze()
+
+        tasks = [asyncio.create_task(world.run()), asyncio.create_task(housekeeping())]
         try:
-            await serve_scenario(scenario_file, kubeconfig_path=kubeconfig, announce=lambda _: None)
+            await serve_forever(world.specs, kubeconfig_path=kubeconfig, announce=lambda _: None)
         finally:
-            freezer.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(run())
 

@@ -24,7 +24,7 @@ import asyncio
 import heapq
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -136,6 +136,14 @@ class Churn:
         self._plan = schedule(spec)
         self._next: Step | None = None
         self._shapes = {s.name: s for s in spec.shapes}
+        self._clock: Callable[[], float] | None = None  # virtual time now, while `run` runs
+
+    def behind(self) -> float:
+        """Virtual seconds the running plan is behind real time: the step due longest ago and
+        not yet applied (0 when none is due, or before `run`)."""
+        if self._clock is None:
+            return 0.0
+        return max(0.0, self._clock() - self._peek().at)
 
     def _peek(self) -> Step:
         if self._next is None:
@@ -192,6 +200,7 @@ class Churn:
         """Follow the plan in real time (`spec.speed` virtual seconds per second), forever."""
         loop = asyncio.get_running_loop()
         started = loop.time() - self.now / self.spec.speed
+        self._clock = lambda: (loop.time() - started) * self.spec.speed
         while True:
             due = started + self._peek().at / self.spec.speed
             # behind the plan (a busy machine) the steps due are caught up one at a time,

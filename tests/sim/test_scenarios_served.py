@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -222,3 +223,18 @@ async def test_churn_behind_its_plan_lets_the_api_answer_meanwhile():
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert ticks == 20 and 0 < applied < 500
+
+
+async def test_a_running_churn_says_how_far_behind_its_plan_it_is():
+    world = build_world(parse_scenario({"clusters": [{**SMALL["clusters"][0], "workloads": []}]}))
+    churn = world.churns["tiny"]
+    assert churn.behind() == 0.0  # not running
+    task = asyncio.create_task(churn.run())
+    try:
+        await asyncio.sleep(0.05)
+        assert churn.behind() < 0.05  # an idle loop keeps up
+        time.sleep(0.3)  # noqa: ASYNC251 (the loop held on purpose: steps fall due and wait)
+        assert churn.behind() >= 0.2
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
