@@ -65,9 +65,11 @@ class MirrorStack:
         *,
         api_port: int | None = None,
         redis_cluster: bool = False,
+        cluster_node_timeout_ms: int = 1000,
     ) -> None:
         self.run_dir = run_dir
         self.on_redis_cluster = redis_cluster  # three masters, one replica each (tests.infra)
+        self.cluster_node_timeout_ms = cluster_node_timeout_ms
         self.scenario = parse_scenario(scenario)
         self.world = build_world(self.scenario)
         self.clusters = [c.name for c in self.scenario.clusters]
@@ -90,8 +92,9 @@ class MirrorStack:
     async def __aenter__(self) -> MirrorStack:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.env = await asyncio.to_thread(
-            servers.up, self.run_dir, redis_cluster=self.on_redis_cluster
-        )
+            servers.up, self.run_dir, redis_cluster=self.on_redis_cluster,
+            cluster_node_timeout_ms=self.cluster_node_timeout_ms,
+        )  # fmt: skip
         self.redis_url = self.env[
             "DRA_MIRROR_TEST_REDIS_CLUSTER_URL"
             if self.on_redis_cluster

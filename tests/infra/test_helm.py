@@ -294,6 +294,6 @@ def test_a_url_secret_wins_over_the_charts_own_redis() -> None:
     assert actions[:2] == ["if .Values.redis.urlSecret.name", ".Values.redis.urlSecret.name"]
     assert "else if .Values.redis.deploy.enabled" in actions
     assert actions.index("else if .Values.redis.deploy.enabled") > 1
-    first = [a for a in ACTION.findall((CHART / "templates" / "redis.yaml").read_text())
-             if not a.startswith("/*")][0]  # fmt: skip
+    first = next(a for a in ACTION.findall((CHART / "templates" / "redis.yaml").read_text())
+                 if not a.startswith("/*"))  # fmt: skip
     assert first == "if and .Values.redis.deploy.enabled (not .Values.redis.urlSecret.name)"
