@@ -86,6 +86,7 @@ class MirrorStack:
         # a mirror process that exits on its own fails the bench at once (ProcessExited: its
         # exit status and the tail of its log), whatever the bench is waiting for
         self.dog = Watchdog(run_dir)
+        self.comparisons = 0  # of the last `converged`
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -313,7 +314,9 @@ class MirrorStack:
         what still differed if it never did."""
         began = time.monotonic()
         diffs: list[str] = []
+        self.comparisons = 0
         while time.monotonic() - began < within:
+            self.comparisons += 1  # how many whole comparisons it took (each costs seconds)
             try:
                 diffs = [f"{c}: {d}" for c in self.clusters for d in await self.differences(c)]
             except (httpx.HTTPError, RuntimeError) as error:

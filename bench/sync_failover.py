@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,7 +39,7 @@ from bench.watchdog import ProcessExited
 from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX, Keys
 
-SYNCED = "query Synced { clusters { name synced } }"
+SYNCED = "query Synced { clusters { name status { synced } } }"
 MIRRORED = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates",
             "pods", "nodes")  # fmt: skip
 
@@ -57,9 +58,12 @@ async def synced(stack: MirrorStack, cluster: str, total: int) -> bool:
         return False
     try:
         data = await stack.graphql(SYNCED, {})
-    except Exception:  # the API not up yet, or Redis failing over
+    except httpx.HTTPError:  # the API not up yet
         return False
-    return any(c["name"] == cluster and c["synced"] for c in data["clusters"])
+    except RuntimeError as error:  # GraphQL errors: Redis failing over, or a wrong query
+        print(f"    not synced yet: {error}"[:300], flush=True)
+        return False
+    return any(c["name"] == cluster and c["status"]["synced"] for c in data["clusters"])
 
 
 async def one(doc: dict, run_dir: Path, kill_at: float | None) -> dict:
@@ -99,9 +103,19 @@ async def one(doc: dict, run_dir: Path, kill_at: float | None) -> dict:
         row["same_watcher"] = (
             stack.watcher is watcher and watcher is not None and watcher.poll() is None
         )
+        row["comparisons"] = stack.comparisons
+        row["peak_rss"] = _peak_rss(watcher.pid) if watcher is not None else 0
         lines = (run_dir / "watcher.log").read_text(errors="replace").splitlines()
         row["warnings"] = [line for line in lines if " WARNING " in line or " ERROR " in line]
         return row
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident set so far, bytes (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def show(label: str, row: dict) -> None:
@@ -114,7 +128,8 @@ def show(label: str, row: dict) -> None:
     )
     print(f"{label:<9} {row['objects']} objects: {kill}synced {row['synced']:.1f}s after the "
           f"watcher started; equal to the simulator, object by object, {row['equal_after']:.1f}s "
-          f"after it ({len(row['diffs'])} differences); same watcher process throughout: "
+          f"after it ({len(row['diffs'])} differences, {row['comparisons']} comparisons of the whole "
+          f"cluster); watcher peak RSS {row['peak_rss'] / 2**20:.0f} MiB; same watcher process throughout: "
           f"{row['same_watcher']}; watcher warnings and errors logged: {len(row['warnings'])}",
           flush=True)  # fmt: skip
     for line in row["diffs"][:5]:
