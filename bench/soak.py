@@ -149,8 +149,8 @@ class Soak:
                 yaml.safe_dump({**doc, "clusters": doc["clusters"][shard::shards]})
             )
             part = self.run_dir / f"sim-{shard}.kubeconfig"
-            self.spawn(f"sim-{shard}", ["--serve-sim", str(scenario_file), str(part),
-                                        str(self.args.sim_window)], quiet, script=__file__)  # fmt: skip
+            self.spawn(f"sim-{shard}", [str(scenario_file), str(part), str(self.args.sim_window)],
+                       quiet, script=str(Path(__file__).with_name("soak_sim.py")))  # fmt: skip
             parts.append(part)
         self.parts = parts
         for _ in range(6000):  # 10 minutes; the watchdog ends a simulator's death at once
@@ -326,48 +326,6 @@ def report(soak: Soak, warmup: float) -> None:
           f"history backlog max {max(backlog)}, last {backlog[-1]}")  # fmt: skip
 
 
-def serve_sim(scenario_file: str, kubeconfig: str, window: int) -> None:
-    """The simulator of the soak: what `dra-mirror sim --scenario` runs (serve_scenario), with
-    a shorter event window, what it retains frozen out of the cyclic collector every 30 s
-    (`gc.freeze`: full collections over its gigabyte of retained events stalled it for tens
-    of seconds at 2,000 writes/s; frozen objects are still freed by reference counting when
-    the window drops them), and every 5 s how far each cluster's churn is behind its plan
-    written next to the kubeconfig (`<kubeconfig>.behind`, JSON): a simulator starved of CPU
-    makes fewer writes than asked, which the soak reports as the reason."""
-    import gc
-    import json
-
-    from dra_mirror.service.sim import store
-    from dra_mirror.service.sim.run import serve_forever
-    from dra_mirror.service.sim.scenario import build_world, load_scenario
-
-    store.ClusterStore.__init__.__kwdefaults__["window"] = window
-    behind_file = Path(f"{kubeconfig}.behind")
-
-    async def run() -> None:
-        world = build_world(load_scenario(scenario_file))
-        gc.freeze()
-
-        async def housekeeping() -> None:
-            for tick in range(10**9):
-                await asyncio.sleep(5)
-                behind_file.write_text(  # noqa: ASYNC240 (a few bytes)
-                    json.dumps({name: c.behind() for name, c in world.churns.items()})
-                )
-                if tick % 6 == 5:
-                    gc.freeze()
-
-        tasks = [asyncio.create_task(world.run()), asyncio.create_task(housekeeping())]
-        try:
-            await serve_forever(world.specs, kubeconfig_path=kubeconfig, announce=lambda _: None)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    asyncio.run(run())
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -403,11 +361,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve-sim"]:
-        serve_sim(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    else:
-        try:
-            asyncio.run(main())
-        except ProcessExited as exited:  # a process died: its status and the tail of its log
-            print(f"soak stopped: {exited}", file=sys.stderr)
-            sys.exit(exited.status)
+    try:
+        asyncio.run(main())
+    except ProcessExited as exited:  # a process died: its status and the tail of its log
+        print(f"soak stopped: {exited}", file=sys.stderr)
+        sys.exit(exited.status)
