@@ -95,8 +95,9 @@ def proc_figures(pid: int) -> tuple[int, int, int, float]:
 def children(pid: int) -> list[int]:
     found = [pid]
     for path in Path(f"/proc/{pid}/task").glob("*/children"):
-        for child in path.read_text().split():
-            found.extend(children(int(child)))
+        with contextlib.suppress(OSError):  # the task ended meanwhile
+            for child in path.read_text().split():
+                found.extend(children(int(child)))
     return found
 
 
@@ -202,7 +203,10 @@ class Soak:
         for name, process in self.processes.items():
             figures[name] = proc_figures(process.pid)
         for name, pid in (("redis", self.redis_pid), ("postgres", self.pg_pid)):
-            parts = [proc_figures(p) for p in children(pid)]
+            parts = []
+            for child in children(pid):  # PostgreSQL's backends come and go meanwhile
+                with contextlib.suppress(OSError, KeyError):  # gone, or a zombie (no VmRSS)
+                    parts.append(proc_figures(child))
             figures[name] = (sum(p[0] for p in parts), sum(p[1] for p in parts), len(parts),
                              sum(p[3] for p in parts))  # fmt: skip
         behind = 0.0
