@@ -11,7 +11,10 @@ Chromium reserves tens of GB of virtual memory up front), a fresh profile, every
 beyond 127.0.0.1 aborted.
 
 For each screen, `--runs` navigations (the first one, cold, is printed apart), measured in the
-page from navigation start (`performance.now()`):
+page from navigation start (`performance.now()`), then as many of the same screen on a second
+mirror holding the small scenario (`--small`, the demo's 73 objects): what the browser and the
+screen cost with little data, under the same load, so `ready/small` is what the 90,000 objects
+add:
 * paint  — first contentful paint (the shell and its frame drawn);
 * ready  — the screen's data drawn (`main[data-ready=true]`: its first GraphQL answer rendered);
   target ≤ 1 s;
@@ -19,6 +22,10 @@ page from navigation start (`performance.now()`):
   (the Overview's per-status counts, the explained pending claims, the device's history);
 * floor  — in the same run: a page of plain HTML from the same server (`/bench/floor`), its
   first contentful paint: what the browser and the loopback cost with nothing to do.
+
+Before the browser, the server's share: the first documents of the Overview and the claims
+list (the screens' own text, `service.web.documents`) posted over HTTP, `--runs` times each,
+median against a floor of `{ __typename }` over the same connection.
 """
 
 from __future__ import annotations
@@ -121,7 +128,7 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
     async def history() -> Any:
         return await History.open(f"sqlite+aiosqlite:///{workdir}/history.db")
 
-    app = create_app(Settings(), store=store, history=history)
+    app = create_app(Settings(), store=store, open_history=history)
 
     async def floor(_request: Any) -> HTMLResponse:
         return HTMLResponse("<!doctype html><title>floor</title><p>floor</p>")
@@ -175,6 +182,40 @@ async def pick(http: Any) -> dict[str, str]:
     }
 
 
+# The first answers of the two screens with the largest lists (scale-5000: 40,000 claims and
+# 40,000 devices), as the screens send them.
+ANSWERS = [
+    ("overview.js:TOTALS", {}),
+    ("overview.js:UNAVAILABLE", {}),
+    ("claims.js:CLAIMS", {"first": 50}),
+    ("claims.js:CLAIMS", {"first": 50, "state": "PENDING"}),
+    ("claims.js:WAITING", {}),
+]
+
+
+async def answers(http: Any, cluster: str, runs: int) -> None:
+    """The server's share of a screen's first paint: its first documents over HTTP."""
+    from dra_mirror.service.web.documents import screen_documents
+
+    documents = dict(screen_documents())
+
+    async def timed(query: str, variables: dict) -> float:
+        started = time.perf_counter()
+        body = (await http.post("/graphql", json={"query": query, "variables": variables})).json()
+        took = (time.perf_counter() - started) * 1000
+        assert "errors" not in body, str(body)[:300]
+        return took
+
+    floor = statistics.median([await timed("{ __typename }", {}) for _ in range(runs + 1)][1:])
+    print(f"server floor: {{ __typename }} over HTTP, median {floor:6.1f} ms")
+    for label, extra in ANSWERS:
+        variables = {"cluster": cluster, **extra}
+        samples = [await timed(documents[f"screens/{label}"], variables) for _ in range(runs + 1)]
+        took = statistics.median(samples[1:])
+        shown = label + (f" {extra}" if extra else "")
+        print(f"  {shown:<52} {took:7.1f} ms {took / floor:7.1f}x  (first {samples[0]:.1f} ms)")
+
+
 async def measure(page: Any, url: str, *, data: bool = True) -> dict[str, float]:
     await page.goto(url)
     if data:
@@ -202,7 +243,7 @@ def median(samples: list[dict[str, float]], key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-async def bench(base: str, runs: int) -> None:
+async def bench(base: str, runs: int, small: str | None) -> None:
     import httpx
     from playwright.async_api import async_playwright
 
@@ -210,6 +251,12 @@ async def bench(base: str, runs: int) -> None:
 
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         screens = await pick(http)
+        cluster = screens["slices"].split("cluster=")[1]
+        await answers(http, cluster, runs)
+    small_screens: dict[str, str] = {}
+    if small is not None:
+        async with httpx.AsyncClient(base_url=small, timeout=60) as http:
+            small_screens = await pick(http)
     with tempfile.TemporaryDirectory(prefix="web-bench-") as profile:
         async with async_playwright() as playwright:
             context = await playwright.chromium.launch_persistent_context(
@@ -242,8 +289,14 @@ async def bench(base: str, runs: int) -> None:
             print(
                 f"floor: plain HTML page from the same server, first paint median {floor:6.0f} ms"
             )
+            if small_screens:
+                print(
+                    "small: the same screen on the small scenario's mirror, measured right after"
+                    " (the browser's and the screen's own cost, with little data)"
+                )
             print(
-                f"{'screen':<20} {'cold ready':>10} {'paint':>7} {'ready':>7} {'done':>7} {'ready/floor':>12}  target ready ≤ 1000 ms"
+                f"{'screen':<20} {'cold ready':>10} {'paint':>7} {'ready':>7} {'done':>7} {'ready/floor':>12}"
+                f" {'small ready':>11} {'ready/small':>11}  target ready ≤ 1000 ms"
             )
             worst = 0.0
             for name, path in screens.items():
@@ -251,9 +304,16 @@ async def bench(base: str, runs: int) -> None:
                 cold, warm = samples[0], samples[1:]
                 ready = median(warm, "ready")
                 worst = max(worst, ready, cold["ready"])
+                little = float("nan")
+                if name in small_screens:
+                    url = f"{small}{small_screens[name]}"
+                    little = median(
+                        [await measure(page, url) for _ in range(runs + 1)][1:], "ready"
+                    )
                 print(
                     f"{name:<20} {cold['ready']:8.0f} ms {median(warm, 'paint'):5.0f} ms {ready:5.0f} ms"
-                    f" {median(warm, 'done'):5.0f} ms {ready / floor:10.1f}x  {'met' if ready <= 1000 else 'NOT MET'}"
+                    f" {median(warm, 'done'):5.0f} ms {ready / floor:10.1f}x {little:8.0f} ms"
+                    f" {ready / little:10.1f}x  {'met' if ready <= 1000 else 'NOT MET'}"
                 )
             await context.close()
     print(
@@ -261,9 +321,50 @@ async def bench(base: str, runs: int) -> None:
     )
 
 
+def start_server(scenario: str, memory: str, workdir: Path) -> tuple[Any, str, str, str]:
+    """A server process for `scenario`, once it answers: (process, base URL, objects, load s)."""
+    import httpx
+
+    workdir.mkdir()
+    port_file = workdir / "port"
+    server = subprocess.Popen(
+        [
+            "prlimit",
+            f"--as={memory}",
+            sys.executable,
+            __file__,
+            "--scenario",
+            scenario,
+            "--serve",
+            str(port_file),
+            str(workdir),
+        ],
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or str(REPO)},
+    )
+    while not port_file.exists() or not port_file.read_text():
+        if server.poll() is not None:
+            raise SystemExit(f"the server process ended ({server.returncode})")
+        time.sleep(0.2)
+    port, count, loaded = port_file.read_text().split()
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    return server, base, count, loaded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="scale-5000")
+    parser.add_argument(
+        "--small",
+        default="demo",
+        help="scenario of the second mirror each screen is also measured on ('none': no second)",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--memory", default="6000000000", help="prlimit --as of the server (bytes)")
     parser.add_argument(
@@ -273,45 +374,28 @@ def main() -> None:
     if args.serve:
         serve(args.serve[0], args.scenario, args.serve[1])
         return
+    servers: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="web-bench-") as workdir:
-        port_file = Path(workdir) / "port"
-        server = subprocess.Popen(
-            [
-                "prlimit",
-                f"--as={args.memory}",
-                sys.executable,
-                __file__,
-                "--scenario",
-                args.scenario,
-                "--serve",
-                str(port_file),
-                workdir,
-            ],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )
         try:
-            while not port_file.exists() or not port_file.read_text():
-                if server.poll() is not None:
-                    raise SystemExit(f"the server process ended ({server.returncode})")
-                time.sleep(0.2)
-            port, count, loaded = port_file.read_text().split()
+            server, base, count, loaded = start_server(
+                args.scenario, args.memory, Path(workdir) / "big"
+            )
+            servers.append(server)
             print(
                 f"scenario {args.scenario}: {count} objects loaded in {loaded} s (server under prlimit --as={args.memory})"
             )
-            base = f"http://127.0.0.1:{port}"
-            import httpx
-
-            for _ in range(600):
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.1)
-            asyncio.run(bench(base, args.runs))
+            small = None
+            if args.small != "none":
+                server, small, count, _ = start_server(
+                    args.small, args.memory, Path(workdir) / "small"
+                )
+                servers.append(server)
+                print(f"small scenario {args.small}: {count} objects")
+            asyncio.run(bench(base, args.runs, small))
         finally:
-            server.terminate()
-            server.wait(30)
+            for server in servers:
+                server.terminate()
+                server.wait(30)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """GraphQL types of the demand side: ResourceClaim, its requests and allocation, templates,
-the Allocation that joins a claim to a device, and the Holding that `whoHolds` answers.
+and the Allocation that joins a claim to a device (the Holding that `whoHolds` answers is
+`schema.whoholds`'s).
 
 Both directions of every link (API.md): an Allocation reaches its device and its claim; a
 claim reaches its template, devices, allocation node and consumer pods; a template reaches
@@ -356,49 +357,3 @@ class ResourceClaimTemplate(NamespacedFields):
         key = ObjectKey(meta.cluster, RESOURCE_CLAIM_TEMPLATE, meta.namespace, meta.name)
         keys = await info.context.loaders.relation(Relation.TEMPLATE_CLAIMS).load(key)
         return await load_claims(info, keys)
-
-
-@strawberry.type(description="A claim holding a device, with the pods using it.")
-class Holding:
-    """Built by `whoHolds` with the claim and its consumer pods already loaded (batched), so
-    its fields resolve without further awaits."""
-
-    device_key: strawberry.Private[DeviceKey]
-    ref: strawberry.Private[AllocationRef]
-    claim_record: strawberry.Private[ClaimRecord]
-    pod_records: strawberry.Private[list[PodRecord]]
-
-    @strawberry.field
-    def cluster(self) -> str:
-        return self.device_key.cluster
-
-    @strawberry.field
-    async def device(self, info: Info) -> Device:
-        return await device_for(info, self.device_key)
-
-    @strawberry.field
-    def claim(self) -> ResourceClaim:
-        return ResourceClaim(record=self.claim_record)
-
-    @strawberry.field
-    def pods(self) -> list[PodT]:
-        from .pods import Pod
-
-        return [Pod(record=pod) for pod in self.pod_records]
-
-    @strawberry.field
-    def request(self) -> str:
-        return self.ref.request
-
-    @strawberry.field(name="shareID")
-    def share_id(self) -> str | None:
-        return self.ref.share_id
-
-    @strawberry.field
-    def consumed_capacity(self) -> JSON:
-        return JSON(dict(self.ref.consumed_capacity))
-
-    @strawberry.field(description="When the claim was allocated, where the API server says.")
-    def since(self) -> DateTime | None:
-        allocation = self.claim_record.allocation
-        return to_datetime(allocation.allocated_at) if allocation else None

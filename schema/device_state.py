@@ -71,13 +71,18 @@ async def status(loaders: Loaders, entry: DeviceEntry) -> str:
     return inventory.device_status(entry, holds, counters_free=free)
 
 
-async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str]:
+async def statuses(
+    loaders: Loaders, entries: Sequence[DeviceEntry], *, prime: bool = True
+) -> list[str]:
     """Statuses of many devices (filters, cluster counts): one store call for all of them,
-    not one DataLoader future each (tens of thousands of futures cost seconds). The answers
-    prime the per-device loaders, so a page built from the same devices reads them for free."""
+    not one DataLoader future each (tens of thousands of futures cost seconds). With `prime`
+    the answers prime the per-device loaders, so a page built from the same devices reads
+    them for free; a filter over 40,000 devices that shows a page of them primes that page
+    alone (`prime_statuses`): priming costs a future per device."""
     keys = [entry.key for entry in entries]
     found = await loaders.reader.device_status(keys)
-    loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
+    if prime:
+        loaders.device_status.prime_many(dict(zip(keys, found, strict=True)))
     missing = [i for i, s in enumerate(found) if s is None]
     if missing:
         from .withheld import every_holder
@@ -94,6 +99,11 @@ async def statuses(loaders: Loaders, entries: Sequence[DeviceEntry]) -> list[str
                 free = await _counters_free(loaders, entry)
             found[i] = inventory.device_status(entry, hold, counters_free=free)
     return found  # type: ignore[return-value]
+
+
+def prime_statuses(loaders: Loaders, known: dict[DeviceKey, str]) -> None:
+    """Prime the per-device status loaders with statuses `statuses(prime=False)` derived."""
+    loaders.device_status.prime_many(known)
 
 
 async def remaining_capacity(loaders: Loaders, entry: DeviceEntry) -> dict[str, str]:

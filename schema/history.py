@@ -192,10 +192,9 @@ class HistoryGap:
 
 
 def _history(info: Info) -> q.HistoryQueries:
-    scope = getattr(info.context, "scope", None)
-    if scope is not None and getattr(scope, "history", True) is False:
+    if not info.context.scope.history:
         raise GraphQLError("history is not in your access scope", extensions={"code": "FORBIDDEN"})
-    history = getattr(info.context, "history", None)
+    history = info.context.history
     if history is None:
         raise GraphQLError(
             "history is not configured (set DRA_MIRROR_HISTORY_DATABASE_URL)",
@@ -205,16 +204,13 @@ def _history(info: Info) -> q.HistoryQueries:
 
 
 def _allows(info: Info, cluster: str, namespace: str = "") -> bool:
-    scope = getattr(info.context, "scope", None)
-    return scope is None or scope.allows(cluster, namespace)
+    return info.context.scope.allows(cluster, namespace)
 
 
 def _sees_aggregate(info: Info, cluster: str) -> bool:
     """An aggregate over every namespace of `cluster` (contention by class, node or
     cluster) is shown only to a scope that sees every namespace there."""
-    scope = getattr(info.context, "scope", None)
-    every = getattr(scope, "all_namespaces", None)
-    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
+    return info.context.scope.all_namespaces(cluster)
 
 
 async def _ask(coro) -> Any:
@@ -358,7 +354,7 @@ class Query:
         cluster = _text(cluster, "cluster")
         first = max(0, min(first, 1000))
         holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first,
-                                                          scope=getattr(info.context, "scope", None)))  # fmt: skip
+                                                          scope=info.context.scope))  # fmt: skip
         return [
             IdleHolder(cluster=h.cluster, namespace=h.namespace, claim=h.claim,
                        claim_uid=h.claim_uid, device_hours_idle=h.device_hours_idle,

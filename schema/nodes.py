@@ -15,6 +15,7 @@ from dra_mirror.service.model.records import (
     NODE,
     PENDING,
     RESOURCE_CLAIM,
+    ClaimRecord,
     NodeRecord,
     ObjectKey,
     PodRecord,
@@ -161,7 +162,9 @@ class Cluster:
             devices=len(entries),
             free_devices=sum(1 for s in statuses if s == FREE),
             claims=len(claims),
-            pending_claims=sum(1 for c in claims if getattr(c, "state", None) == PENDING),
+            pending_claims=sum(
+                1 for c in claims if isinstance(c, ClaimRecord) and c.state == PENDING
+            ),
         )
 
     @strawberry.field

@@ -18,7 +18,7 @@ by the questions with the scope applied per namespace (`service.questions.cluste
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from graphql import GraphQLError
@@ -57,9 +57,22 @@ class ReadScope(Protocol):
     """What every read of the graph asks of the request's access scope (`Scope` below sees
     everything; `service.access.scope.AccessScope` is the subject's)."""
 
+    @property
+    def is_admin(self) -> bool: ...
+
+    @property
+    def history(self) -> bool: ...
+
+    @property
+    def grants(self) -> Mapping[str, frozenset[str]]: ...
+
     def allows(self, cluster: str, namespace: str = "") -> bool: ...
 
     def may_hide(self) -> bool: ...
+
+    def all_namespaces(self, cluster: str) -> bool: ...
+
+    def describe(self) -> str: ...
 
 
 class Scope:
@@ -77,6 +90,29 @@ class Scope:
     def may_hide(self) -> bool:
         """Whether `allows` can say no: only a narrower scope (one overriding it) can."""
         return type(self).allows is not Scope.allows
+
+    @property
+    def is_admin(self) -> bool:
+        """Sees everything: only while `allows` is not narrowed."""
+        return not self.may_hide()
+
+    @property
+    def history(self) -> bool:
+        """History and audits may be asked."""
+        return True
+
+    @property
+    def grants(self) -> Mapping[str, frozenset[str]]:
+        """No namespace grants to list: what it sees is `allows`."""
+        return {}
+
+    def all_namespaces(self, cluster: str) -> bool:
+        """Sees every namespace of `cluster` (aggregates over it may be shown): whatever
+        `allows` says of the cluster itself."""
+        return self.allows(cluster)
+
+    def describe(self) -> str:
+        return "admin" if self.is_admin else "custom"
 
 
 def _allows_record(scope: ReadScope, record: Record) -> bool:
@@ -117,8 +153,12 @@ class ScopedReader:
 
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[Record]:
+    ) -> Sequence[Record]:
+        """In key order, as the store gives it: untouched when the scope hides nothing (a
+        page of it then costs the page), else filtered."""
         records = await self._call(self.store.list, kind, cluster=cluster, namespace=namespace)
+        if not self.scope.may_hide():
+            return records
         return [r for r in records if _allows_record(self.scope, r)]
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
@@ -131,10 +171,12 @@ class ScopedReader:
         cluster: str | None = None,
         driver: str | None = None,
         published: bool | None = True,
-    ) -> builtins.list[DeviceEntry]:
+    ) -> Sequence[DeviceEntry]:
         entries = await self._call(
             self.store.list_devices, cluster=cluster, driver=driver, published=published
         )
+        if not self.scope.may_hide():
+            return entries
         return [e for e in entries if _allows_key(self.scope, e.key)]
 
     async def lookup(

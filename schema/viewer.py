@@ -34,25 +34,22 @@ class Viewer:
 
 
 def viewer_of(info: Info) -> Viewer:
-    subject = getattr(info.context, "viewer", None)
+    subject = info.context.viewer
     scope = info.context.scope
-    grants = getattr(scope, "grants", None)
-    admin = bool(getattr(scope, "is_admin", grants is None and not scope.may_hide()))
+    grants = scope.grants
+    admin = scope.is_admin
     namespaces = sorted(
-        f"{cluster}/{namespace}"
-        for cluster, granted in (grants or {}).items()
-        for namespace in granted
+        f"{cluster}/{namespace}" for cluster, granted in grants.items() for namespace in granted
     )
-    describe = getattr(scope, "describe", None)
     return Viewer(
         name=subject.name if subject is not None else "anonymous",
         method=subject.method if subject is not None else "none",
         authenticated=subject is not None and subject.method != "none",
         admin=admin,
         namespaces=["*/*"] if admin else namespaces,
-        clusters=["*"] if admin else sorted((grants or {}).keys()),
-        history=bool(getattr(scope, "history", True)),
-        description=describe() if describe is not None else ("admin" if admin else "custom"),
+        clusters=["*"] if admin else sorted(grants.keys()),
+        history=scope.history,
+        description=scope.describe(),
     )
 
 

@@ -9,14 +9,70 @@ with the claims and pods it read primed into the request's loaders.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
 from strawberry.types import Info
 
+from dra_mirror.service.model.records import AllocationRef, ClaimRecord, DeviceKey, PodRecord
 from dra_mirror.service.questions.holders import holdings_of, resolve_devices
 
-from .claims import Holding
+from .claims import ResourceClaim, device_for
 from .devices import Device
 from .loaders import Loaders
 from .reader import ScopedReader
+from .scalars import JSON, DateTime, to_datetime
+
+if TYPE_CHECKING:
+    from .pods import Pod
+
+PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
+
+
+@strawberry.type(description="A claim holding a device, with the pods using it.")
+class Holding:
+    """Built by `whoHolds` with the claim and its consumer pods already loaded (batched), so
+    its fields resolve without further awaits."""
+
+    device_key: strawberry.Private[DeviceKey]
+    ref: strawberry.Private[AllocationRef]
+    claim_record: strawberry.Private[ClaimRecord]
+    pod_records: strawberry.Private[list[PodRecord]]
+
+    @strawberry.field
+    def cluster(self) -> str:
+        return self.device_key.cluster
+
+    @strawberry.field
+    async def device(self, info: Info) -> Device:
+        return await device_for(info, self.device_key)
+
+    @strawberry.field
+    def claim(self) -> ResourceClaim:
+        return ResourceClaim(record=self.claim_record)
+
+    @strawberry.field
+    def pods(self) -> list[PodT]:
+        from .pods import Pod
+
+        return [Pod(record=pod) for pod in self.pod_records]
+
+    @strawberry.field
+    def request(self) -> str:
+        return self.ref.request
+
+    @strawberry.field(name="shareID")
+    def share_id(self) -> str | None:
+        return self.ref.share_id
+
+    @strawberry.field
+    def consumed_capacity(self) -> JSON:
+        return JSON(dict(self.ref.consumed_capacity))
+
+    @strawberry.field(description="When the claim was allocated, where the API server says.")
+    def since(self) -> DateTime | None:
+        allocation = self.claim_record.allocation
+        return to_datetime(allocation.allocated_at) if allocation else None
 
 
 async def who_holds(info: Info, spec: str, cluster: str | None) -> list[Holding]:

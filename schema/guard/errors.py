@@ -74,12 +74,15 @@ class GuardedSchema(strawberry.Schema):
                 )
 
 
-class MaskedErrors(SchemaExtension):
-    """Replaces what clients see of our failures, and redacts every message (after
-    `GuardedSchema.process_errors` logged the original)."""
+class ShortPathChecked(SchemaExtension):
+    """An extension whose work the /graphql short path (`service.http.graphql`) does itself,
+    so a schema whose other extensions are all such may be answered by it."""
 
-    # The /graphql short path (service.http.graphql) masks its answers with `masked` too.
-    checked_by_short_path = True
+
+class MaskedErrors(ShortPathChecked):
+    """Replaces what clients see of our failures, and redacts every message (after
+    `GuardedSchema.process_errors` logged the original). The /graphql short path masks its
+    answers with `masked` too."""
 
     def on_operation(self) -> Iterator[None]:
         yield

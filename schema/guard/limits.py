@@ -29,6 +29,7 @@ from strawberry.extensions import DisableIntrospection, SchemaExtension
 
 from dra_mirror.service.settings import GraphQLSettings
 
+from .errors import ShortPathChecked
 from .shape import measure
 
 
@@ -112,9 +113,8 @@ def limit_extensions(
 ) -> list[type[SchemaExtension]]:
     s = settings
 
-    class DocumentLimits(SchemaExtension):
+    class DocumentLimits(ShortPathChecked):
         # The /graphql short path (service.http.graphql) makes these same checks itself.
-        checked_by_short_path = True
 
         def on_operation(self) -> Iterator[None]:
             context = self.execution_context

@@ -37,6 +37,8 @@ class Authenticator(Protocol):
 
     async def authenticate(self, token: str) -> Subject: ...
 
+    async def close(self) -> None: ...
+
 
 def bearer_token(header: str | None) -> str:
     """The token of an `Authorization` header value; `Unauthenticated` when absent or not a
@@ -70,6 +72,4 @@ class Authenticators:
 
     async def close(self) -> None:
         for authenticator in self.authenticators:
-            close = getattr(authenticator, "close", None)
-            if close is not None:
-                await close()
+            await authenticator.close()

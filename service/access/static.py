@@ -106,3 +106,6 @@ class StaticTokens:
         if subject is None:
             raise Unauthenticated("unknown token")
         return subject
+
+    async def close(self) -> None:
+        """Nothing to release: the tokens live in memory."""

@@ -37,7 +37,6 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -66,6 +65,7 @@ from dra_mirror.service.clusters.messages import (
 )
 from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import collection_path, is_dra
+from dra_mirror.service.clusters.settings import WatchSettings as WatchSettings
 from dra_mirror.service.clusters.stalls import StallWatch
 from dra_mirror.service.clusters.transport import ClusterApi
 from dra_mirror.service.model.decode import decode_list, decode_watch_line
@@ -74,42 +74,6 @@ from dra_mirror.service.model.records import Record
 from dra_mirror.service.model.sharing import SharedValues
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    """How the watchers talk to the API server."""
-
-    page_size: int = 500
-    """LIST `limit`: pages of a few hundred objects keep memory and GC work small."""
-    watch_timeout: int = 300
-    """WATCH `timeoutSeconds`; the server ends the stream then and we re-watch from there."""
-    watch_timeout_jitter: float = 0.2
-    """Up to this fraction is added to `watch_timeout`, so many watches do not renew at once."""
-    stream_grace: float = 30.0
-    """Seconds past `timeoutSeconds` before a silent stream counts as stalled (Unreachable)."""
-    bookmark_interval: float = 60.0
-    """How often the server sends a bookmark on a quiet watch: kube-apiserver's watch cache
-    sends one about every minute (`defaultBookmarkFrequency`), and two seconds before the
-    watch's deadline."""
-    stall_intervals: float = 2.0
-    """A stream that delivered nothing (no event, no bookmark) for this many bookmark intervals
-    is stalled: it is ended and watched again. 0: wait for the stream's time limit."""
-    list_time_limit: float = 120.0
-    """Upper bound for one LIST page request, seconds."""
-    list_restarts: int = 3
-    """How often an expired continue token restarts a LIST before it counts as a failure."""
-    backoff_base: float = 0.5
-    """First reconnect delay bound, seconds (then doubling, with full jitter)."""
-    backoff_cap: float = 30.0
-    """Longest computed reconnect delay, seconds."""
-    retry_after_cap: float = 300.0
-    """Longest Retry-After obeyed, seconds."""
-
-    @property
-    def stall_after(self) -> float:
-        """Seconds of silence after which a stream counts as stalled (0: never)."""
-        return max(0.0, self.bookmark_interval * self.stall_intervals)
 
 
 class KindWatcher:
@@ -338,10 +302,9 @@ class KindWatcher:
                 ) from error
             records.extend(page.records)
             for malformed in page.malformed:
-                # The object's own resourceVersion when the model reports it; the list's
-                # version would differ on every relist and make one object look like many.
-                version = getattr(malformed, "resource_version", "") or ""
-                await self.emit(Skipped(self.kind, malformed, version))
+                # The object's own resourceVersion: the list's would differ on every relist
+                # and make one object look like many.
+                await self.emit(Skipped(self.kind, malformed, malformed.resource_version))
             if not page.continue_token:
                 return records, page.resource_version
             token = page.continue_token

@@ -20,7 +20,7 @@ after a restart) is looked up and skipped before the COPY; closes name the row b
 the partitioned primary key. Allocations also record the classes a device was allocated for
 (`device_classes`, read by `contention` by CLASS).
 
-Two steps: `prepare(entries)` is pure (object version rows, instants, transitions in order), so
+Two steps: `prepare(entries)` (`service.history.preparing`) is pure (object version rows, instants, transitions in order), so
 the writer prepares the next batch while SQL works on the current one; `BatchRecorder` then reads
 the open intervals a batch touches once (one SELECT per table), decides in Python
 (`service.history.intervals`), and writes
@@ -30,8 +30,6 @@ cost is a few statements per batch, not per row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
@@ -51,7 +49,6 @@ from dra_mirror.service.history.intervals import (
 )
 from dra_mirror.service.history.models import (
     INTERVAL_TABLES,
-    PARTITIONED,
     AllocationInterval,
     Base,
     ClusterMark,
@@ -66,12 +63,10 @@ from dra_mirror.service.history.models import (
     WaitInterval,
 )
 from dra_mirror.service.history.outbox import (
-    ChangesEntry,
     GapEntry,
-    OutboxEntry,
-    StartedEntry,
     WatchedEntry,
 )
+from dra_mirror.service.history.preparing import VERSION_COLUMNS, Prepared, Segment, months_needed
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.changes import Transition
@@ -91,81 +86,6 @@ GROUP_TABLES: dict[str, tuple[IntervalTable, ...]] = {
 def _insert(conn: AsyncConnection, table: type[Base]) -> postgresql.Insert | sqlite.Insert:
     dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
     return dialect.insert(table)
-
-
-VERSION_COLUMNS = ("cluster", "kind", "namespace", "name", "uid", "resource_version",
-                   "observed_us", "deleted", "body")  # fmt: skip
-
-
-@dataclass
-class Segment:
-    """A run of consecutive Changes entries, prepared without the database: their object
-    versions as rows (tuples in VERSION_COLUMNS order), the newest instant per cluster, and
-    their transitions in order. A segment ends with the entry that announces fact groups
-    complete (`announced`: (cluster, groups)), settled after its transitions."""
-
-    versions: list[tuple[Any, ...]] = field(default_factory=list)
-    marks: dict[str, int] = field(default_factory=dict)
-    transitions: list[Transition] = field(default_factory=list)
-    first_us: int | None = None  # earliest instant written (a version or a transition)
-    last_us: int | None = None
-    # versions of entries that reconcile a complete LIST: stored possibly long before
-    listed: set[tuple[str, str, str, bool]] = field(default_factory=set)
-
-    def saw(self, us: int) -> None:
-        if self.first_us is None or us < self.first_us:
-            self.first_us = us
-        if self.last_us is None or us > self.last_us:
-            self.last_us = us
-
-    announced: list[tuple[str, tuple[str, ...], str]] = field(default_factory=list)
-
-
-Prepared = list[Segment | GapEntry | StartedEntry | WatchedEntry]
-
-
-def prepare(entries: Iterable[OutboxEntry], into: Prepared | None = None) -> Prepared:
-    """Everything about a batch that needs no database (decoding aside, the costliest part):
-    pure, so the writer prepares the next batch while SQL works on the current one. With
-    `into`, the entries continue what was prepared there (a batch prepared in slices)."""
-    prepared: Prepared = [] if into is None else into
-    segment = prepared[-1] if prepared and isinstance(prepared[-1], Segment) else None
-    for entry in entries:
-        if not isinstance(entry, ChangesEntry):
-            prepared.append(entry)
-            segment = None
-            continue
-        if segment is None:
-            segment = Segment()
-            prepared.append(segment)
-        cluster = entry.cluster
-        observed = to_us(entry.at)
-        for v in entry.versions:
-            segment.versions.append(
-                (cluster, v.kind, v.namespace, v.name, v.uid, v.resource_version, observed,
-                 v.deleted, v.body.decode())
-            )  # fmt: skip
-            if entry.listed:
-                segment.listed.add((cluster, v.uid, v.resource_version, v.deleted))
-        if observed > segment.marks.get(cluster, -1):
-            segment.marks[cluster] = observed
-        segment.saw(observed)
-        for tr in entry.transitions:
-            segment.saw(to_us(tr.at))
-        segment.transitions.extend(entry.transitions)
-        if entry.announced:
-            segment.announced.append((cluster, entry.announced, entry.at))
-            segment = None
-    return prepared
-
-
-def months_needed(prepared: Prepared) -> dict[str, set[partitions.Month]]:
-    """The months of the partitioned tables a prepared batch may write rows into."""
-    months: set[partitions.Month] = set()
-    for part in prepared:
-        if isinstance(part, Segment) and part.first_us is not None and part.last_us is not None:
-            months |= partitions.months_between(part.first_us, part.last_us)
-    return dict.fromkeys(PARTITIONED, months) if months else {}
 
 
 class BatchRecorder:

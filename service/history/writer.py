@@ -51,7 +51,8 @@ from dra_mirror.service.history.outbox import (
     decode_entry,
     entry_order,
 )
-from dra_mirror.service.history.recording import BatchRecorder, Prepared, prepare
+from dra_mirror.service.history.preparing import Prepared, prepare
+from dra_mirror.service.history.recording import BatchRecorder
 from dra_mirror.service.history.sink import HistorySink
 from dra_mirror.service.history.times import US_PER_SECOND
 
@@ -127,7 +128,7 @@ class HistoryWriter:
         """Drain the outbox forever (cancel to stop; an unfinished batch is replayed).
 
         Two tasks: a read-ahead that gathers, decodes and prepares the next batch (pure work:
-        `recording.prepare`) while this one commits the current batch — the Python and the
+        `preparing.prepare`) while this one commits the current batch — the Python and the
         SQL halves of ingest overlap instead of taking turns."""
         await self._with_retry(self._load_position, "read the outbox position")
         await self._resume()

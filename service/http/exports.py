@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
 CONTENTION_COLUMNS = (
@@ -68,21 +69,25 @@ def _cluster(request: Request) -> str | None:
     return cluster
 
 
-def _state(request: Request) -> tuple[Any, Any]:
-    state = getattr(request.app.state, "mirror", None)
-    history = getattr(state, "history", None)
-    scope_for = getattr(state, "scope_for", None)
-    return history, (scope_for(request) if scope_for else None)
+class ExportState(Protocol):
+    """What the exports read of the app's shared state (`service.http.app.AppState`)."""
+
+    history: Any  # a `HistoryQueries`, or None without a history database
+    scope_for: Callable[[Any], ReadScope]
 
 
-def _allows(scope: Any, cluster: str, namespace: str = "") -> bool:
-    return scope is None or scope.allows(cluster, namespace)
+def _state(request: Request) -> tuple[Any, ReadScope]:
+    state: ExportState = request.app.state.mirror
+    return state.history, state.scope_for(request)
 
 
-def _sees_aggregate(scope: Any, cluster: str) -> bool:
+def _allows(scope: ReadScope, cluster: str, namespace: str = "") -> bool:
+    return scope.allows(cluster, namespace)
+
+
+def _sees_aggregate(scope: ReadScope, cluster: str) -> bool:
     """Rows aggregated over every namespace of `cluster` need a scope seeing all of them."""
-    every = getattr(scope, "all_namespaces", None)
-    return scope is None or (every(cluster) if every is not None else scope.allows(cluster))
+    return scope.all_namespaces(cluster)
 
 
 async def _answer(request: Request, build) -> Response:
@@ -92,7 +97,7 @@ async def _answer(request: Request, build) -> Response:
     history, scope = _state(request)
     if history is None:
         return PlainTextResponse("history is not configured\n", status_code=404)
-    if scope is not None and getattr(scope, "history", True) is False:
+    if not scope.history:
         return PlainTextResponse("history is not in your access scope\n", status_code=403)
     try:
         return await build(history, scope)

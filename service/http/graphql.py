@@ -39,7 +39,7 @@ from strawberry.execution import optimized_is_awaitable
 from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
 
 from dra_mirror.schema.context import Context, make_context
-from dra_mirror.schema.guard.errors import masked
+from dra_mirror.schema.guard.errors import ShortPathChecked, masked
 from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
@@ -91,10 +91,7 @@ class QueryRequest(NamedTuple):
 def _short_path_applies(schema: Any) -> bool:
     extensions = [e if isinstance(e, SchemaExtension) else e() for e in schema.extensions]
     return (
-        all(
-            isinstance(e, _REPLACED_EXTENSIONS) or getattr(e, "checked_by_short_path", False)
-            for e in extensions
-        )
+        all(isinstance(e, (*_REPLACED_EXTENSIONS, ShortPathChecked)) for e in extensions)
         and not schema.directives
         and not schema.config.disable_field_suggestions
     )

@@ -69,6 +69,15 @@ _OBJECTS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
+def _version_of(item: bytes | msgspec.Raw) -> str:
+    """A broken item's own resourceVersion, where its metadata can be read ("" otherwise)."""
+    try:
+        metadata = _NAMED.decode(item).metadata
+    except msgspec.DecodeError:
+        return ""
+    return metadata.resource_version if metadata else ""
+
+
 def _ref_of(kind: str, item: bytes | msgspec.Raw, cluster: str) -> str:
     """Name a broken item from whatever of its metadata can be read."""
     try:
@@ -123,12 +132,13 @@ def decode_list(
             try:
                 wire = decoder.decode(item)
             except msgspec.DecodeError as error:
-                malformed.append(MalformedObject(_ref_of(kind, item, cluster), str(error)))
+                ref = _ref_of(kind, item, cluster)
+                malformed.append(MalformedObject(ref, str(error), _version_of(item)))
                 continue
             try:
                 add(record_of(kind, wire, cluster=cluster, shared=shared))
             except MalformedObject as error:
-                malformed.append(error)
+                malformed.append(error.at(_version_of(item)))
     metadata = page.metadata or api.ListMeta()
     return ListPage(records, malformed, metadata.resource_version, metadata.continue_ or None)
 

@@ -67,6 +67,7 @@ from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
+from dra_mirror.service.model.ordering import IndexOrders
 from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
@@ -118,6 +119,9 @@ class ClusterIndex:
         self._own_lists: set[str] = set()  # kinds this index listed itself (a seed's do not count)
         self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
+        self.order = IndexOrders(
+            cluster, self._objects, self._devices.devices, self._devices.unpublished
+        )
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -195,6 +199,7 @@ class ClusterIndex:
         """Fold one batch of events. `listed`: the batch is the complete LIST of that kind
         (`resync` passes it)."""
         batch = Batch(self.cluster, at, keep_transitions=self._transitions)
+        self.order.before_batch()
         self._fold(events, batch, listed)
         if listed in self._unannounced:
             self._unannounced.discard(listed)
@@ -220,6 +225,7 @@ class ClusterIndex:
         if any(self._objects.values()):
             raise ValueError("only a fresh index can be seeded")
         batch = Batch(self.cluster, at, keep_transitions=False)
+        self.order.before_batch()
         # Consumers the seed lacks are gone only if its pods are a complete LIST (rule 5).
         listed = POD if POD in seed.listed else None
         self._fold((Event(MODIFIED, r) for r in seed.records), batch, listed)
@@ -282,6 +288,7 @@ class ClusterIndex:
     ) -> ch.Changes:
         self._devices.refresh_unpublished(self.touched)  # its links belong to this batch
         touched, self.touched = self.touched, Touched()
+        self.order.settled(touched.devices)
         self.links.delta = self.touched.delta if self._link_deltas else None
         delta = touched.delta
         statuses_before = self._devices.settle(touched)
@@ -337,6 +344,8 @@ class ClusterIndex:
             assert old is None or isinstance(old, ClaimRecord)
             self.touched.claim(key, old, self._claims.idle_since.get(key))
         objects[key] = record
+        if old is None:
+            self.order.touch(key)
         self._dispatch(key, old, record, batch)
         batch.upsert(key, record)
 
@@ -345,6 +354,7 @@ class ClusterIndex:
         old = self._objects[key.kind].pop(key, None)
         if old is None:
             return
+        self.order.touch(key)
         if isinstance(old, ClaimRecord):
             self.touched.claim(key, old, self._claims.idle_since.get(key))
         self._dispatch(key, old, None, batch)

@@ -34,15 +34,23 @@ _REFERENCED_UIDS = frozenset({POD, NODE})
 
 
 class MalformedObject(ValueError):
-    """An object from a cluster that cannot be normalized: counted, logged once, skipped."""
+    """An object from a cluster that cannot be normalized: counted, logged once, skipped.
 
-    def __init__(self, ref: str, reason: str) -> None:
+    `resource_version` is the object's own, where its metadata could be read ("" otherwise):
+    one broken object is one report per version, however often a relist meets it."""
+
+    def __init__(self, ref: str, reason: str, resource_version: str = "") -> None:
         super().__init__(f"{ref}: {reason}")
         self.ref = ref
         self.reason = reason
+        self.resource_version = resource_version
+
+    def at(self, resource_version: str) -> MalformedObject:
+        """The same report, naming the object's resourceVersion."""
+        return MalformedObject(self.ref, self.reason, resource_version)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (MalformedObject, (self.ref, self.reason))
+        return (MalformedObject, (self.ref, self.reason, self.resource_version))
 
 
 def object_ref(cluster: str, kind: str, metadata: api.ObjectMeta | None) -> str:

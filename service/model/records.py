@@ -23,11 +23,15 @@ Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from msgspec import Struct, field
 
 # The kind names, re-exported: records and the code reading them name kinds from here.
+from dra_mirror.service.model.identity import DeviceKey as DeviceKey
+from dra_mirror.service.model.identity import Meta as Meta
+from dra_mirror.service.model.identity import ObjectKey as ObjectKey
+from dra_mirror.service.model.identity import OwnerRef as OwnerRef
 from dra_mirror.service.model.kinds import DEVICE_CLASS as DEVICE_CLASS
 from dra_mirror.service.model.kinds import MIRRORED
 from dra_mirror.service.model.kinds import NODE as NODE
@@ -60,64 +64,6 @@ BLOCKED = "blocked"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 DELETE_PROTECTION_FINALIZER = "resource.kubernetes.io/delete-protection"
-
-
-class ObjectKey(NamedTuple):
-    """Identity of a mirrored object; `namespace` is "" for cluster-scoped kinds."""
-
-    cluster: str
-    kind: str
-    namespace: str
-    name: str
-
-    def ref(self) -> str:
-        """`cluster/Kind/namespace/name`, for logs and errors."""
-        ns = f"{self.namespace}/" if self.namespace else ""
-        return f"{self.cluster}/{self.kind}/{ns}{self.name}"
-
-
-class DeviceKey(NamedTuple):
-    """Identity of a device: unique per cluster, never the slice name (slices come and go)."""
-
-    cluster: str
-    driver: str
-    pool: str
-    device: str
-
-    def ref(self) -> str:
-        return f"{self.cluster}/{self.driver}/{self.pool}/{self.device}"
-
-
-class OwnerRef(Struct, frozen=True, gc=False):
-    kind: str
-    name: str
-    uid: str
-    controller: bool = False
-    api_version: str = ""
-
-
-class Meta(Struct, frozen=True, gc=False):
-    """The parts of ObjectMeta the mirror serves and records."""
-
-    cluster: str
-    name: str
-    namespace: str = ""
-    uid: str = ""
-    resource_version: str = ""
-    generation: int = 0
-    created_at: str | None = None  # RFC 3339, as the API server wrote it
-    deleted_at: str | None = None  # deletionTimestamp: deletion requested, finalizers pending
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    owners: tuple[OwnerRef, ...] = ()
-    finalizers: tuple[str, ...] = ()
-    generate_name: str = ""
-
-    def controller(self) -> OwnerRef | None:
-        for owner in self.owners:
-            if owner.controller:
-                return owner
-        return None
 
 
 # --- DeviceClass ----------------------------------------------------------------------------

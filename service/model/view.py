@@ -9,7 +9,7 @@ one).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -23,9 +23,27 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.relations import Relation
 
 
+class OrderView(Protocol):
+    """The sorted keys the index keeps (service.model.ordering), read-only."""
+
+    def records(self, kind: str) -> Sequence[ObjectKey]:
+        """The keys of every record of `kind`, sorted (namespace, then name)."""
+        ...
+
+    def devices(self, *, published: bool = True) -> Sequence[DeviceKey]:
+        """The keys of the published devices (or the held, unpublished ones), sorted."""
+        ...
+
+
 class IndexView(Protocol):
     @property
     def cluster(self) -> str: ...
+
+    @property
+    def order(self) -> OrderView:
+        """Records and devices in key order, kept as batches settle: a page of a list costs
+        a bisect plus the page."""
+        ...
 
     def get(self, key: ObjectKey) -> Record | None: ...
 

@@ -135,8 +135,8 @@ async def read_cluster(
         complete = allowed and all(lists[k] is everything[k] for k in _KINDS)
         claims_index = index if complete else None
     else:
-        lists = {kind: await reader.list(kind, cluster=cluster) for kind in _KINDS}
-        devices = await reader.list_devices(cluster=cluster)
+        lists = {kind: list(await reader.list(kind, cluster=cluster)) for kind in _KINDS}
+        devices = list(await reader.list_devices(cluster=cluster))
         complete = narrowed is None
     return ClusterState(
         cluster=cluster,

@@ -10,7 +10,9 @@ It implements `service.stores.protocols.StateStore` and promises:
   in-process bus, once the batch is visible: the reactor folded it before handing it out;
 * a reader never sees a half-applied batch: the index folds a batch without awaiting;
 * every read is batched (one call per DataLoader batch) and answers in the order of its keys;
-  lists come sorted by key, so Relay cursors over them are stable;
+  lists come sorted by key, so Relay cursors over them are stable: they are read-only
+  sequences over the order each index keeps (service.model.ordering), so that a page of one
+  costs the page, and they keep showing the state of the moment they were asked;
 * keys may arrive as plain tuples or lists (e.g. decoded from a GraphQL cursor);
 * relations keyed by uuid or device name answer across clusters, the others within the
   cluster named by the key's first element;
@@ -20,7 +22,8 @@ It implements `service.stores.protocols.StateStore` and promises:
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Hashable, Iterable, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
+from heapq import merge
 from typing import Any
 
 from msgspec.structs import replace
@@ -28,6 +31,7 @@ from msgspec.structs import replace
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.live import LiveEvent
+from dra_mirror.service.model.ordering import Chained
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.view import IndexView
@@ -105,14 +109,14 @@ class MemoryStore:
 
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[Record]:
-        out: list[Record] = []
-        for index in self._sorted_indexes(cluster):
-            records = index.records(kind)
-            if namespace is not None:
-                records = [r for r in records if r.meta.namespace == namespace]
-            out.extend(sorted(records, key=lambda r: (r.meta.namespace, r.meta.name)))
-        return out
+    ) -> Sequence[Record]:
+        """In key order, from the order each index keeps: nothing is sorted or copied here, a
+        page of the answer costs the page (service.model.ordering)."""
+        parts = [
+            index.order.records_in_order(kind, namespace=namespace)
+            for index in self._sorted_indexes(cluster)
+        ]
+        return parts[0] if len(parts) == 1 else Chained(parts)
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         out: list[DeviceEntry | None] = []
@@ -128,18 +132,18 @@ class MemoryStore:
         cluster: str | None = None,
         driver: str | None = None,
         published: bool | None = True,
-    ) -> builtins.list[DeviceEntry]:
-        out: list[DeviceEntry] = []
+    ) -> Sequence[DeviceEntry]:
+        parts: list[Sequence[DeviceEntry]] = []
         for index in self._sorted_indexes(cluster):
-            entries: Iterable[DeviceEntry]
-            if published is None:
-                entries = [*index.devices(), *index.unpublished_devices()]
+            if published is None:  # both kept orders, merged
+                both = (
+                    index.order.devices_in_order(published=which, driver=driver)
+                    for which in (True, False)
+                )
+                parts.append(list(merge(*both, key=lambda e: e.key)))
             else:
-                entries = index.devices() if published else index.unpublished_devices()
-            if driver is not None:
-                entries = [e for e in entries if e.key.driver == driver]
-            out.extend(sorted(entries, key=lambda e: e.key))
-        return out
+                parts.append(index.order.devices_in_order(published=published, driver=driver))
+        return parts[0] if len(parts) == 1 else Chained(parts)
 
     async def lookup(
         self, relation: Relation | str, keys: Sequence[Hashable]
@@ -169,9 +173,10 @@ class MemoryStore:
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
         out: list[str | None] = []
-        for key in keys:
-            key = DeviceKey(*_as_key(key))
-            index = self._indexes.get(key.cluster)
+        indexes = self._indexes
+        for key in keys:  # a tuple looks a DeviceKey up as well (a NamedTuple hashes as one)
+            key = _as_key(key)
+            index = indexes.get(key[0])
             out.append(index.device_status(key) if index is not None else None)
         return out
 

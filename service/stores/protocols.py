@@ -103,7 +103,9 @@ class StateReader(Protocol):
 
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> list[Record]: ...
+    ) -> Sequence[Record]:
+        """Records sorted by key (cluster, then namespace and name): a read-only sequence."""
+        ...
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         """Each device's entry: published, or held and published by no slice (None: neither)."""
@@ -115,8 +117,8 @@ class StateReader(Protocol):
         cluster: str | None = None,
         driver: str | None = None,
         published: bool | None = True,
-    ) -> builtins.list[DeviceEntry]:
-        """Devices sorted by key: those slices publish (`published` True), those held and
+    ) -> Sequence[DeviceEntry]:
+        """Devices sorted by key (a read-only sequence): those slices publish (`published` True), those held and
         published by no slice (False), or both (None)."""
         ...
 

@@ -318,6 +318,7 @@ async def test_malformed_object_is_skipped_and_the_rest_listed(tmp_path: Path) -
             await eventually(lambda: watch.of(Listed))
             [skipped] = watch.of(Skipped)
             assert skipped.malformed.ref == "east/ResourceSlice/node-bad-gpu.example.com"
+            assert skipped.resource_version == broken["metadata"]["resourceVersion"] != ""
             listed = {key_of(r): r for r in watch.of(Listed)[0].records}
             assert listed == truth(store, "ResourceSlice")
             assert len(listed) == 3 and len(store.list("resourceslices")) == 4

@@ -102,7 +102,9 @@ async def test_resource_slices_group_partitions_under_their_gpu(page: Any, site:
         """{ devices(cluster: "east", node: "east-h200-1", first: 1000) { totalCount
              nodes { driver pool name status consumesCounters } }
            resourceSlices(cluster: "east", node: "east-h200-1") { name driver
-             pool { name generation complete } } }"""
+             pool { name generation complete } }
+           resourcePools(cluster: "east") { driver poolName totalDevices allocatedDevices
+             availableDevices unavailableDevices validationError } }"""
     )
     devices = truth["devices"]["nodes"]
     shown = {
@@ -118,6 +120,26 @@ async def test_resource_slices_group_partitions_under_their_gpu(page: Any, site:
         assert slice_["name"] in header
         assert ("incomplete" not in header) == slice_["pool"]["complete"]
         assert f"generation {slice_['pool']['generation']}" in header
+    # and its availability as the pool status request counts it (KEP-5677)
+    checked = 0
+    for status in truth["resourcePools"]:
+        pool = f"section[data-pool='east/{status['driver']}/{status['poolName']}']"
+        if not await page.locator(pool).count():
+            continue  # a pool of another node
+        figures = page.locator(f"{pool} > header [data-pool-status]")
+        await page.wait_for_selector(
+            f"{pool} > header [data-pool-status]:not([data-pool-status=loading])"
+        )
+        counts = [
+            status[k]
+            for k in ("totalDevices", "allocatedDevices", "availableDevices", "unavailableDevices")
+        ]
+        shown = await figures.get_attribute("data-pool-status")
+        assert shown == (
+            "/".join(map(str, counts)) if status["validationError"] is None else "not-counted"
+        )
+        checked += 1
+    assert checked >= 1
     # partitions sit under the GPU whose counter set they consume
     by_set: dict[str, set[str]] = {}
     for d in devices:
@@ -317,10 +339,12 @@ async def test_the_per_pod_checklist_names_what_is_missing(page: Any, site: Site
         site,
         f"/ui/pod?cluster=east&namespace=training&name={running['name']}&node={running['nodeName']}",
     )
-    checks = page.locator("[data-check]")
+    checks = page.locator("[data-check]:not([data-check=health])")
     assert {await checks.nth(i).get_attribute("data-ok") for i in range(await checks.count())} == {
         "true"
     }
+    # the demo's kubelets report no device health: said, not ticked
+    assert await attr(page, "[data-check=health]", "data-ok") == "null"
 
 
 async def test_lists_are_read_a_page_at_a_time(page: Any, site: Site) -> None:

@@ -12,6 +12,7 @@ const CLAIM = `query Claim($cluster: String!, $namespace: String!, $name: String
   resourceClaim(cluster: $cluster, namespace: $namespace, name: $name) {
     ...ClaimRow
     template { namespace name }
+    allocation { devices { request health { container health message } device { published taints } } }
   }
 }
 ${CLAIM_FIELDS}`;

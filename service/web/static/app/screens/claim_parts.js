@@ -3,6 +3,7 @@
 import { duration, since } from "../format.js";
 import { Badge, DeviceLink, Fragment, NodeName, PodLink, PodPhase, html } from "../ui.js";
 import { Cel } from "./classes.js";
+import { Health, NotPublished, Taints } from "./device_facts.js";
 
 export const CLAIM_FIELDS = `fragment ClaimRow on ResourceClaim {
   cluster namespace name uid state origin templateName createdAt pendingSeconds idle idleSince
@@ -54,7 +55,23 @@ export function Allocation({ claim }) {
       ${r.shareID ? html` <span class="muted" title=${r.shareID}>share ${r.shareID.slice(0, 8)}</span>` : null}
       ${Object.keys(r.consumedCapacity || {}).length ? html` <span class="muted">consumes ${Object.entries(r.consumedCapacity).map(([k, v]) => `${k.split("/").pop()} ${v}`).join(", ")}</span>` : null}
       ${r.adminAccess ? html` <${Badge} kind="warn">admin access<//>` : null}
+      <${DeviceFacts} claim=${claim} allocation=${a} result=${r} />
     </div>`)}
+  </div>`;
+}
+
+// On a claim's page (its query asks for them): the device's taints, whether a slice
+// publishes it, and what the kubelet reports of its health.
+function DeviceFacts({ claim, allocation, result }) {
+  const d = result.device;
+  if (d.published === undefined && result.health === undefined) return null;
+  return html`<div class="device-facts">
+    ${d.published === false
+      ? html`<${NotPublished} cluster=${claim.cluster} driver=${d.driver} pool=${d.pool} name=${d.name}
+          node=${d.nodeName || allocation.nodeName} holders=${[{ namespace: claim.namespace, name: claim.name }]} />`
+      : null}
+    ${d.taints && d.taints.length ? html`<div>taints: <${Taints} taints=${d.taints} /></div>` : null}
+    ${result.health !== undefined ? html`<div>health: <${Health} reports=${result.health} /></div>` : null}
   </div>`;
 }
 

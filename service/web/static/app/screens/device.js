@@ -6,6 +6,7 @@ import { Timeline } from "../charts.js";
 import { Attributes, Badge, ClaimLink, ClaimState, DeviceStatus, ErrorNote, KeyValues, Link, Loading, NodeName, PodLink, PodPhase, Screen, href, html, useState } from "../ui.js";
 import { DEVICE_FIELDS, Withheld } from "./slices.js";
 import { capacityText } from "./slice_groups.js";
+import { Health, NotPublished, Taints } from "./device_facts.js";
 
 const ON_NODE = `query DeviceOnNode($cluster: String!, $node: String!, $driver: String!) {
   devices(cluster: $cluster, node: $node, driver: $driver, first: 1000) { nodes { ...SliceDevice } }
@@ -16,7 +17,7 @@ const HOLDERS = `query DeviceHolders($cluster: String!, $spec: String!) {
     request shareID consumedCapacity since
     claim { cluster namespace name state idle idleSince origin }
     pods { cluster namespace name phase nodeName }
-    device { ...SliceDevice }
+    device { ...SliceDevice allocations { request shareID health { container health message } } }
   }
 }
 ${DEVICE_FIELDS}`;
@@ -85,6 +86,15 @@ function History({ cluster, windowName, timeline }) {
   </div>`;
 }
 
+// The health the consumer pods' kubelets report, per allocation result holding the device.
+function healthRows(holdings) {
+  const allocations = holdings && holdings.length ? holdings[0].device.allocations : [];
+  if (!allocations.length) return null;
+  return ["health", html`<div data-device-health=${allocations.length}>${allocations.map((a, i) => html`<div key=${i}>
+    ${a.claim ? html`<span class="mono small">${a.claim.namespace}/${a.claim.name}</span> ` : null}<${Health} reports=${a.health} />
+  </div>`)}</div>`];
+}
+
 export function DevicePage({ params }) {
   const { cluster, driver, pool, device: name, node } = params;
   const windowName = WINDOWS[params.window] ? params.window : "7d";
@@ -115,10 +125,15 @@ export function DevicePage({ params }) {
         ["status", html`<${DeviceStatus} status=${device.status} />${device.shareable ? html` <${Badge} kind="share">Shareable<//>` : null}`],
         ["slice", device.slice
           ? html`<span class="mono small">${device.slice.name}</span> (generation ${device.slice.pool.generation}${device.slice.pool.complete ? ", complete" : ", incomplete"})`
-          : html`<span class="muted" data-published="false">published by no slice now: known from the allocation that holds it</span>`],
+          : html`<span class="muted">none now</span>`],
         ["capacity", capacityText(device)],
-        device.taints && device.taints.length ? ["taints", html`<pre class="json">${JSON.stringify(device.taints, null, 2)}</pre>`] : null,
+        ["taints", html`<${Taints} taints=${device.taints} />`],
+        healthRows(holdings),
       ]} />
+      ${!device.published
+        ? html`<${NotPublished} cluster=${cluster} driver=${driver} pool=${pool} name=${name} node=${device.nodeName}
+            holders=${(holdings || []).map((h) => h.claim)} />`
+        : null}
       <${Attributes} attributes=${device.attributes} />
     </section>` : null}
     <h2>Held by now</h2>

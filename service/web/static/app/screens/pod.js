@@ -21,6 +21,7 @@ const POD_FIELDS = `fragment PodCheck on Pod {
   }
   extendedResourceClaim { cluster namespace name state }
   containers { name init limits claims }
+  deviceHealth { container health message driver pool deviceName }
 }`;
 const ON_NODE = `query PodOnNode($cluster: String!, $namespace: String!, $node: String!) {
   pods(cluster: $cluster, namespace: $namespace, node: $node, first: 1000) { nodes { ...PodCheck } }
@@ -137,8 +138,21 @@ export function checklist(pod, facts, diagnoses) {
       ok: resolved.length ? resolved.every((c) => c.consumers ? c.consumers.some((p) => p.name === pod.name) : c.state === "RESERVED") : null,
       detail: resolved.map((c) => `${c.name}: ${c.consumers ? c.consumers.map((p) => p.name).join(", ") || "nobody" : c.state}`).join("; ") || "—" },
     { id: "running", label: "The pod is Running", ...running },
+    { id: "health", label: "The kubelet reports its devices Healthy (allocatedResourcesStatus)", ...deviceHealth(pod) },
   ];
   return { order, after };
+}
+
+// Healthy when every report is; false when one is not; null when the kubelet reports nothing
+// (it reports device health only where the driver does, KEP-4680).
+function deviceHealth(pod) {
+  const reports = pod.deviceHealth || [];
+  if (!reports.length) return { ok: null, detail: "no report from the kubelet" };
+  const bad = reports.filter((r) => r.health !== "Healthy");
+  const named = (r) => `${r.driver}/${r.pool}/${r.deviceName} (container ${r.container}): ${r.health}${r.message ? `, ${r.message}` : ""}`;
+  return bad.length
+    ? { ok: bad.some((r) => r.health === "Unhealthy") ? false : null, detail: bad.map(named).join("; ") }
+    : { ok: true, detail: `${reports.length} device${reports.length === 1 ? "" : "s"} Healthy` };
 }
 
 // The common mistakes that apply: lint findings on the pod, its claims or its controller,

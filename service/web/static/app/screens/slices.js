@@ -4,7 +4,7 @@
 import { query } from "../graphql.js";
 import { useLive, useQuery, useThrottled } from "../hooks.js";
 import { attribute } from "../format.js";
-import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, Filters, Gap, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
+import { Attributes, Badge, ClaimLink, DeviceLink, DeviceStatus, ErrorNote, Filters, Loading, NodeName, Pager, Screen, html, useEffect, useState } from "../ui.js";
 import { blockers, capacityText, groupPools } from "./slice_groups.js";
 
 // A page of devices: 100 (each costs the server its status, holders and slice), or a whole
@@ -30,6 +30,13 @@ const DEVICES = `query SliceDevices($cluster: String, $node: String, $driver: St
 ${DEVICE_FIELDS}`;
 const NODE_SLICES = `query NodeSlices($cluster: String!, $node: String!) {
   resourceSlices(cluster: $cluster, node: $node) { name driver pool { name generation } sharedCounters }
+}`;
+// KEP-5677's pool status, asked once the page is drawn (it reads every slice and claim of
+// the cluster: ~0.2 s at 40,000 devices).
+const POOL_STATUS = `query PoolStatus($cluster: String, $driver: String) {
+  resourcePools(cluster: $cluster, driver: $driver) {
+    cluster driver poolName generation totalDevices allocatedDevices availableDevices unavailableDevices validationError
+  }
 }`;
 const LIVE_DEVICES = `subscription SlicesLive($cluster: String!, $node: String) { deviceEvents(cluster: $cluster, node: $node) { type } }`;
 
@@ -124,7 +131,18 @@ function CounterGroup({ group }) {
   </div>`;
 }
 
-function Pool({ pool }) {
+// total / allocated / available / unavailable (tainted) devices of the pool, as the pool
+// status request of Kubernetes 1.37 counts them; or why it cannot count (an incomplete pool).
+function PoolAvailability({ status }) {
+  if (status === undefined) return html`<span class="muted small" data-pool-status="loading">availability…</span>`;
+  if (status === null) return null;
+  if (status.validationError) return html`<span data-pool-status="not-counted"><${Badge} kind="warn" title=${status.validationError}>not counted: ${status.validationError}<//></span>`;
+  return html`<span class="small" data-pool-status=${`${status.totalDevices}/${status.allocatedDevices}/${status.availableDevices}/${status.unavailableDevices}`}
+    title="KEP-5677 pool status: admin-access results consume nothing, a shared device counts once, a NoSchedule/NoExecute taint makes a device unavailable">
+    ${status.totalDevices} devices · ${status.allocatedDevices} allocated · ${status.availableDevices} available${status.unavailableDevices ? html` · <span class="warn-text">${status.unavailableDevices} tainted</span>` : ""}</span>`;
+}
+
+function Pool({ pool, status }) {
   const { first, groups, loose } = pool;
   const info = first.slice.pool;
   return html`<section class="pool card" data-pool=${`${first.cluster}/${first.driver}/${first.pool}`}>
@@ -137,7 +155,7 @@ function Pool({ pool }) {
       <span>${info.resourceSliceCount} slice${info.resourceSliceCount === 1 ? "" : "s"}</span>
       ${info.complete ? html`<${Badge} kind="ok">complete<//>` : html`<${Badge} kind="bad" title="not every slice of the newest generation is published">incomplete<//>`}
       <span class="muted small">${pool.sliceNames.join(", ")}</span>
-      <${Gap} what="pool availability (KEP-5677)" needs="pool status counts: total / allocated / available / unavailable devices per pool" />
+      <${PoolAvailability} status=${status} />
     </header>
     ${groups.map((g) => html`<${CounterGroup} key=${g.counterSet} group=${g} />`)}
     ${loose.length ? html`<${DeviceTable} devices=${loose} group=${null} />` : null}
@@ -156,6 +174,12 @@ export function ResourceSlices({ params, clusters }) {
   const devices = data ? data.devices.nodes : null;
   const nodeSlices = useNodeSlices(devices);
   const pools = devices ? groupPools(devices, nodeSlices || []) : [];
+  const poolStatus = useQuery(POOL_STATUS, data ? { cluster: params.cluster || null, driver: params.driver || null } : null, refresh);
+  const statusOf = (p) => {
+    if (!poolStatus.data) return poolStatus.error ? null : undefined;
+    const { cluster, driver, pool: name } = p.first;
+    return poolStatus.data.resourcePools.find((s) => s.cluster === cluster && s.driver === driver && s.poolName === name) || null;
+  };
   const bump = useThrottled(() => setRefresh((n) => n + 1), 2000);
   const names = (clusters || []).map((c) => c.name).filter((n) => !params.cluster || n === params.cluster);
   useLive(names.map((c) => ({ document: LIVE_DEVICES, variables: { cluster: c, node: params.node || null } })), bump, bump);
@@ -174,8 +198,9 @@ export function ResourceSlices({ params, clusters }) {
     ${!data && !error ? html`<${Loading} />` : null}
     ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${pageSize} />` : null}
     <div data-counters=${nodeSlices === null && devices && devices.some((d) => d.consumesCounters.length) ? "loading" : "loaded"}>
-      ${pools.map((p) => html`<${Pool} key=${p.key} pool=${p} />`)}
+      ${pools.map((p) => html`<${Pool} key=${p.key} pool=${p} status=${statusOf(p)} />`)}
     </div>
+    <${ErrorNote} what="pool status" error=${poolStatus.error} />
     ${data && data.devices.totalCount === 0 ? html`<p class="muted">No device matches.</p>` : null}
     ${data ? html`<${Pager} screen="slices" params=${params} connection=${data.devices} pageSize=${pageSize} />` : null}
   <//>`;
