@@ -1,7 +1,7 @@
 """Bench: `whoHolds` by uuid and one node's page, over HTTP, on the 5,000-node scenario.
 
     .venv/bin/python bench/graphql_whoholds.py [--scenario scale-5000] [--requests 4000]
-        [--rounds 3] [--loop asyncio|uvloop]
+        [--rounds 3] [--loop asyncio|uvloop] [--http mirror|httptools|h11]
 
 A server process builds the scenario's objects (the simulator's generator), normalizes them
 with the model and applies them to a MemoryStore (the state the mirror would hold after its
@@ -12,8 +12,11 @@ under 16-way concurrency measures the client, not the server — performance-not
 Measured, printed (clients use a minimal HTTP/1.1 reader so the load generator costs little CPU),
 each `--rounds` times, with the median of the rounds' p50s and its ratio to the floor:
 
-* the floor: `GET /healthz` (a trivial Starlette endpoint: same server, same stack, same load
-  generator), one client and 16 clients;
+* the floor of `whoHolds`: a minimal Starlette app on the same uvicorn (event loop, HTTP
+  protocol), in a process of its own, answering every POST /graphql with the bytes of a real
+  `whoHolds` answer — the same requests from the same clients, one and 16;
+* `GET /healthz` on the mirror's server (a trivial endpoint behind the mirror's middleware),
+  one client and 16 clients: the floor of the node page;
 * `whoHolds(device: "<uuid>")` — claim, namespace, pods: one client (target p50 ≤ 1 ms) and
   16 clients (target p50 ≤ 5 ms), the query sent as text and as a persisted query (its
   SHA-256 only, registered once);
@@ -23,7 +26,9 @@ each `--rounds` times, with the median of the rounds' p50s and its ratio to the 
   latencies stretch with the time the server waits for a core, its CPU per request much less.
 
 The server runs on uvloop's event loop when uvloop is installed, as `dra-mirror serve` does
-(`--loop asyncio`: on asyncio's own).
+(`--loop asyncio`: on asyncio's own), with the HTTP protocol `serve` uses (`--http mirror`:
+`service.runtime.http_protocol`; `--http httptools` or `h11`: uvicorn's own, e.g. for code
+from before that protocol, put first on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ NODE_PAGE = """query($cluster: String!, $node: String!) {
       consumers { namespace name phase } } } } } } }"""
 
 
-def serve(port_queue: Any, scenario: str, loop: str) -> None:
+def serve(port_queue: Any, scenario: str, loop: str, http: str = "mirror") -> None:
     """The server process: build the state, then serve it until terminated."""
     import uvicorn
 
@@ -112,7 +117,42 @@ def serve(port_queue: Any, scenario: str, loop: str) -> None:
     sock.bind(("127.0.0.1", 0))
     port_queue.put((sock.getsockname()[1], count, loaded, uuids, nodes))
     app = create_app(Settings(), store=store)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", loop=loop)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", loop=loop, http=_http(http)
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _http(http: str) -> Any:
+    """uvicorn's HTTP protocol: the one `dra-mirror serve` runs ("mirror") or uvicorn's."""
+    if http == "mirror":
+        from dra_mirror.service.runtime.http_protocol import protocol_class
+
+        return protocol_class()
+    return http
+
+
+def serve_floor(port_queue: Any, answer: bytes, loop: str, http: str) -> None:
+    """The floor's server process: a minimal Starlette app on the same uvicorn (loop, HTTP
+    protocol) answering every POST /graphql with the same pre-encoded bytes."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def graphql(request: Request) -> Response:
+        await request.body()
+        return Response(answer, media_type="application/json")
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port_queue.put(sock.getsockname()[1])
+    app = Starlette(routes=[Route("/graphql", graphql, methods=["POST"])])
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="off", loop=loop, http=_http(http)
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -210,21 +250,30 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default=_serve_loop())
     parser.add_argument(
+        "--http",
+        default="mirror",
+        help="uvicorn's HTTP protocol: mirror (what `dra-mirror serve` runs), httptools, h11",
+    )
+    parser.add_argument(
         "--no-persisted", action="store_true", help="skip persisted queries (older servers)"
     )
     args = parser.parse_args()
 
     context = multiprocessing.get_context("spawn")
     ports = context.Queue()
-    server = context.Process(target=serve, args=(ports, args.scenario, args.loop), daemon=True)
+    server = context.Process(
+        target=serve, args=(ports, args.scenario, args.loop, args.http), daemon=True
+    )
     server.start()
     port, count, loaded, uuids, nodes = ports.get(timeout=600)
     print(
         f"scenario {args.scenario}: {count} objects loaded in {loaded:.1f} s; "
-        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes; {args.loop} event loop; "
-        f"server pid {server.pid}"
+        f"{len(uuids)} held devices with a uuid, {len(nodes)} nodes; {args.loop} event loop, "
+        f"{args.http} HTTP protocol; server pid {server.pid}"
     )
+    floor_server: Any = None
     base = f"http://127.0.0.1:{port}"
+    floor_port = 0
     rng = random.Random(1)
     n, clients = args.requests, args.clients
     p50s: dict[str, list[float]] = {}
@@ -237,10 +286,13 @@ def main() -> None:
         cpu_per_request.setdefault(name, []).append(last_cpu[0] / len(timings))
         print(line(name, timings, target, seconds, last_cpu[0]))
 
-    async def timed(requests: list[tuple[str, dict]], clients: int) -> tuple[list[float], float]:
-        began, cpu = time.perf_counter(), cpu_seconds(server.pid)  # type: ignore[arg-type]
-        timings = await run_load(port, requests, clients)
-        last_cpu[0] = cpu_seconds(server.pid) - cpu  # type: ignore[arg-type]
+    async def timed(
+        requests: list[tuple[str, dict]], clients: int, floor: bool = False
+    ) -> tuple[list[float], float]:
+        target, pid = (floor_port, floor_server.pid) if floor else (port, server.pid)
+        began, cpu = time.perf_counter(), cpu_seconds(pid)
+        timings = await run_load(target, requests, clients)
+        last_cpu[0] = cpu_seconds(pid) - cpu
         return timings, time.perf_counter() - began
 
     async def bench() -> None:
@@ -252,7 +304,20 @@ def main() -> None:
                 except httpx.TransportError:
                     pass
                 await asyncio.sleep(0.1)
+        nonlocal floor_server, floor_port
         who = [(WHO_HOLDS, {"uuid": rng.choice(uuids)}) for _ in range(n)]
+        async with httpx.AsyncClient(base_url=base) as http:
+            answer = (
+                await http.post("/graphql", json={"query": who[0][0], "variables": who[0][1]})
+            ).content
+        floor_ports = context.Queue()
+        floor_server = context.Process(
+            target=serve_floor, args=(floor_ports, answer, args.loop, args.http), daemon=True
+        )
+        floor_server.start()
+        floor_port = floor_ports.get(timeout=60)
+        await asyncio.sleep(1)  # uvicorn starts serving on the bound socket
+        await run_load(floor_port, who[:400], clients)
         by_hash = [(f"sha256:{WHO_HOLDS}", v) for _, v in who]
         await run_load(port, who[:400], clients)  # warm-up; registers nothing
         register = {"query": WHO_HOLDS, "variables": who[0][1], "extensions": persisted(WHO_HOLDS)}
@@ -267,6 +332,10 @@ def main() -> None:
             show("floor: GET /healthz, 1 client", (await timed(healthz[: n // 8], 1))[0])
             timings, seconds = await timed(healthz, clients)
             show(f"floor: GET /healthz, {clients} clients", timings, "", seconds)
+            floor = (await timed(who[: n // 8], 1, floor=True))[0]
+            show("floor: the answer's bytes, 1 client", floor)
+            timings, seconds = await timed(who, clients, floor=True)
+            show(f"floor: the answer's bytes, {clients} clients", timings, "", seconds)
             show("whoHolds by uuid, 1 client", (await timed(who[: n // 8], 1))[0], "(<= 1 ms)")
             if not args.no_persisted:
                 one = (await timed(by_hash[: n // 8], 1))[0]
@@ -281,16 +350,22 @@ def main() -> None:
     try:
         asyncio.run(bench())
     finally:
-        server.terminate()
-        server.join(10)
+        for process in (server, floor_server):
+            if process is not None:
+                process.terminate()
+                process.join(10)
     print(
-        f"median of {args.rounds} rounds' p50 (ratio to the floor with as many clients), and the "
-        "server's CPU per request:"
+        f"median of {args.rounds} rounds' p50 (ratio to the floor with as many clients: whoHolds "
+        "to the minimal app answering its bytes, the rest to /healthz), and the server's CPU per "
+        "request:"
     )
-    floor1 = statistics.median(p50s["floor: GET /healthz, 1 client"])
-    floor16 = statistics.median(p50s[f"floor: GET /healthz, {clients} clients"])
+    floors = {
+        (healthz, many): statistics.median(p50s[f"floor: {what}, {count}"])
+        for healthz, what in ((True, "GET /healthz"), (False, "the answer's bytes"))
+        for many, count in ((False, "1 client"), (True, f"{clients} clients"))
+    }
     for name, values in p50s.items():
-        floor = floor16 if f"{clients} clients" in name else floor1
+        floor = floors[("healthz" in name or "node page" in name, f"{clients} clients" in name)]
         cpu = statistics.median(cpu_per_request[name]) * 1000
         p50 = statistics.median(values)
         print(f"  {name:<44} p50 {p50:6.2f} ms  {p50 / floor:5.1f}x  server {cpu:.3f} ms CPU/req")

@@ -6,9 +6,9 @@ mutation execution gets a `Budget`, wired to graphql-core's abort signal:
 
 * every resolved field is counted in `execute_field`; past `max_fields`, or past the deadline
   (checked every 128 fields, and by a timer for executions waiting on the store), the
-  execution is aborted: graphql-core stops resolving, in-flight awaits are cancelled, and the
-  answer is one error `execution budget exceeded` (code BUDGET_EXCEEDED) — never a huge
-  partial answer;
+  execution is aborted: graphql-core stops resolving, in-flight awaits are cancelled (the
+  `InterruptingController` cancels the tasks awaiting them), and the answer is one error
+  `execution budget exceeded` (code BUDGET_EXCEEDED) — never a huge partial answer;
 * a request that registers a `RequestAborts` in its ASGI state (the HTTP guard does, and
   aborts it when the client disconnects or the request times out) aborts its executions too.
 
@@ -64,9 +64,57 @@ class RequestAborts:
             controller.abort(reason)
 
 
+class InterruptingController(AbortController):
+    """An abort controller that also cancels the tasks awaiting inside the execution's abort
+    regions (`with_abort_signal`), so an abort interrupts a pending await at once. graphql-core
+    gets there by racing every awaited resolver against the signal in two tasks of its own and
+    `asyncio.wait`; this costs no task at all until an abort. The task that aborts (a field
+    past the budget, counted in its own task) is not cancelled: it sees the signal at its next
+    field."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: dict[asyncio.Task[Any], int] = {}  # task -> regions it is inside
+        self.interrupted: set[asyncio.Task[Any]] = set()
+
+    def abort(self, reason: Any = None) -> None:
+        if self.signal.aborted:
+            return
+        super().abort(reason)
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:  # no event loop: no region is awaiting
+            current = None
+        for task in list(self.waiting):
+            if task is not current and not task.done():
+                self.interrupted.add(task)
+                task.cancel()
+
+    async def region(self, awaitable: Any, abort_error: Any) -> Any:
+        """Await `awaitable`; an abort meanwhile raises `abort_error()` instead."""
+        task = asyncio.current_task()
+        assert task is not None
+        waiting = self.waiting
+        waiting[task] = waiting.get(task, 0) + 1
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if task in self.interrupted:
+                self.interrupted.discard(task)
+                if task.uncancel() == 0:  # no one else cancelled it
+                    raise abort_error() from None
+            raise
+        finally:
+            left = waiting[task] - 1
+            if left:
+                waiting[task] = left
+            else:
+                del waiting[task]
+
+
 class Budget:
     def __init__(self, *, max_fields: int, max_seconds: float) -> None:
-        self.controller = AbortController()
+        self.controller = InterruptingController()
         self.max_fields = max_fields
         self.deadline = time.monotonic() + max_seconds
         self.fields = 0
@@ -154,6 +202,29 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
                     return _aborted(error)
 
             return settled()
+
+        def _interrupting(self) -> InterruptingController | None:
+            budget = self.budget
+            if budget is None or self.abort_signal is not budget.controller.signal:
+                return None
+            return budget.controller
+
+        async def with_abort_signal(self, awaitable: Any) -> Any:
+            # graphql-core's race of each awaited resolver, without its two tasks
+            controller = self._interrupting()
+            if controller is None or controller.signal.aborted:
+                return await super().with_abort_signal(awaitable)
+            return await controller.region(awaitable, self.abort_error)
+
+        async def with_aborted_execution_error(self, awaitable: Any) -> Any:
+            # The operation settles once its pending awaits are interrupted (their regions
+            # raise the abort); an aborted one is then rejected as graphql-core rejects it.
+            if self._interrupting() is None:
+                return await super().with_aborted_execution_error(awaitable)
+            result = await awaitable
+            if self.abort_signal is not None and self.abort_signal.aborted:
+                raise self.create_aborted_execution_error(result)
+            return result
 
         def build_response(self, *args: Any, **kwargs: Any) -> Any:
             if self.budget is not None:

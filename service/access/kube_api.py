@@ -17,13 +17,14 @@ refused, HTTP status and the Status reason) — never a header, a token or the k
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import aiohttp
 import orjson
-from kubernetes_asyncio.client import ApiClient
 
 from .errors import ReviewUnavailable
+
+if TYPE_CHECKING:  # kubernetes_asyncio and aiohttp load when Kubernetes review is configured
+    from kubernetes_asyncio.client import ApiClient
 
 REVIEW_TIMEOUT = 5.0
 
@@ -68,7 +69,7 @@ class ClusterReviewApi:
                 data = await response.read()
         except TimeoutError:
             raise ReviewUnavailable(f"{what}: no answer within {self.timeout:g} s") from None
-        except (aiohttp.ClientError, OSError) as error:
+        except (_client_error(), OSError) as error:
             raise ReviewUnavailable(f"{what}: {type(error).__name__}") from None
         except Exception as error:  # kubernetes_asyncio raises ApiException for statuses
             status = getattr(error, "status", None)
@@ -119,3 +120,9 @@ def _reason(data: bytes) -> str:
     except orjson.JSONDecodeError:
         return ""
     return str(status.get("reason") or "") if isinstance(status, dict) else ""
+
+
+def _client_error() -> type[Exception]:
+    import aiohttp  # loaded already: the ApiClient that raised it is aiohttp's
+
+    return aiohttp.ClientError

@@ -34,14 +34,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import httpx
-import jwt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import AccessConfigError, Forbidden, ReviewUnavailable, Unauthenticated
 from .scope import AccessScope
 from .subjects import Subject
+
+if TYPE_CHECKING:  # PyJWT and httpx load when OIDC is configured (AccessControl.open)
+    import httpx
+    import jwt
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ class KeySource(Protocol):
 
 
 def parse_jwks(document: Any, *, where: str) -> dict[str, jwt.PyJWK]:
+    import jwt
+
     try:
         found = jwt.PyJWKSet.from_dict(document)
     except (jwt.PyJWKSetError, jwt.InvalidKeyError, TypeError, ValueError) as error:
@@ -124,6 +127,8 @@ class JwksUrl:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Any = time.monotonic,
     ) -> None:
+        import httpx
+
         self.issuer, self.url, self.ttl, self.clock = issuer.rstrip("/"), url, ttl, clock
         self._client = httpx.AsyncClient(timeout=FETCH_TIMEOUT, transport=transport)
         self._keys: dict[str, jwt.PyJWK] = {}
@@ -144,6 +149,8 @@ class JwksUrl:
         return parse_jwks(await self._get_json(self.url), where="the issuer's JWKS")
 
     async def keys(self, *, refresh: bool = False) -> dict[str, jwt.PyJWK]:
+        import httpx
+
         now = self.clock()
         age = None if self._fetched_at is None else now - self._fetched_at
         if age is not None and age < self.ttl and not (refresh and age >= UNKNOWN_KID_REFRESH):
@@ -186,6 +193,8 @@ class OidcTokens:
     def claims(self, token: str) -> bool:
         """A JWT whose (unverified) issuer is ours: Kubernetes service-account tokens are
         JWTs too, from the cluster's own issuer, and go to the Kubernetes reviewer."""
+        import jwt
+
         if not looks_like_jwt(token):
             return False
         try:
@@ -199,6 +208,8 @@ class OidcTokens:
         return self.subject(claims)
 
     async def verify(self, token: str) -> dict[str, Any]:
+        import jwt
+
         s = self.settings
         try:
             header = jwt.get_unverified_header(token)

@@ -28,6 +28,7 @@ import uvicorn
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.server import DeadlineServer
+from dra_mirror.service.runtime.http_protocol import protocol_class
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
@@ -170,6 +171,7 @@ async def run_demo(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine
             port=settings.http.port,
+            http=protocol_class(),  # a response's head and body in one write
             log_config=None,
             access_log=False,
             lifespan="on",

@@ -153,6 +153,7 @@ async def _serve(
     import uvicorn
 
     from dra_mirror.service.cli.server import DeadlineServer
+    from dra_mirror.service.runtime.http_protocol import protocol_class
     from dra_mirror.service.runtime.mirror import mirror_app
 
     app = mirror_app(
@@ -167,6 +168,7 @@ async def _serve(
         app,
         host=settings.http.host,
         port=settings.http.port,
+        http=protocol_class(),  # a response's head and body in one write
         log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE,

@@ -14,13 +14,14 @@ from __future__ import annotations
 import asyncio
 
 import click
-import httpx
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
 from dra_mirror.service.mcp.server import build_server
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
+    import httpx  # the client command's, not loaded by the commands that serve
+
     headers = {"authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(
         base_url=server_url.rstrip("/"), headers=headers, timeout=TIMEOUT

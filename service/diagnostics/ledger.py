@@ -20,7 +20,7 @@ from the current holds in O(holds of that device or counter set).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -50,7 +50,7 @@ class Hold(NamedTuple):
     device: DeviceKey
     request: str
     share_id: str | None
-    consumed: dict[str, Fraction]
+    consumed: Mapping[str, Fraction]
     admin: bool
 
 
@@ -90,13 +90,16 @@ class Ledger:
         self.entries: dict[DeviceKey, DeviceEntry] = {}
         self.counter_totals: dict[CounterSetKey, dict[str, Fraction]] = {}
         self.exclusive: dict[DeviceKey, ObjectKey] = {}
-        self.shares: dict[DeviceKey, dict[tuple[ObjectKey, str | None], dict[str, Fraction]]] = (
+        self.shares: dict[DeviceKey, dict[tuple[ObjectKey, str | None], Mapping[str, Fraction]]] = (
             defaultdict(dict)
         )
         self.counters_used: dict[CounterSetKey, dict[str, Fraction]] = defaultdict(dict)
         self.holds: dict[ObjectKey, list[Hold]] = {}
-        # Claims holding each device (exclusive or shared; not admin), for counter accounting.
-        self._device_holders: dict[DeviceKey, set[ObjectKey]] = defaultdict(set)
+        # What every hold that consumes no capacity holds: one empty mapping, never written.
+        self._nothing_consumed: Mapping[str, Fraction] = {}
+        # Claims holding each device (exclusive or shared; not admin), for counter accounting:
+        # the one claim itself, or a set once several share the device.
+        self._device_holders: dict[DeviceKey, ObjectKey | set[ObjectKey]] = {}
         # Held devices per pool, so sibling partitions are found without scanning every hold.
         self._pool_held: dict[tuple[str, str, str], set[DeviceKey]] = defaultdict(set)
 
@@ -129,6 +132,9 @@ class Ledger:
         cluster = claim.cluster
         for result in allocation.results:
             dk = DeviceKey(cluster, result.driver, result.pool, result.device)
+            entry = self.entries.get(dk)
+            if entry is not None:
+                dk = entry.key  # the device's own key object: one per device, not per hold
             consumed = result.consumed_capacity
             hold = Hold(
                 dk,
@@ -137,13 +143,12 @@ class Ledger:
                 # keyed as the device's capacities are: qualified with the driver's domain
                 {qualify(k, dk.driver): v for k, v in _quantities(consumed).items()}
                 if consumed
-                else {},
+                else self._nothing_consumed,
                 result.admin_access,
             )
             holds.append(hold)
             if hold.admin:
                 continue
-            entry = self.entries.get(dk)
             shareable = result.share_id is not None or (
                 entry is not None and entry.device.shareable
             )
@@ -151,12 +156,16 @@ class Ledger:
                 self.shares[dk][(claim, result.share_id)] = hold.consumed
             else:
                 self.exclusive[dk] = claim
-            holders = self._device_holders[dk]
-            if not holders:
+            holders = self._device_holders.get(dk)
+            if holders is None:
+                self._device_holders[dk] = claim
                 self._pool_held[(dk.cluster, dk.driver, dk.pool)].add(dk)
                 if entry is not None:
                     self._add_counters(entry, +1)
-            holders.add(claim)
+            elif isinstance(holders, set):
+                holders.add(claim)
+            elif holders != claim:
+                self._device_holders[dk] = {holders, claim}
         self.holds[claim] = holds
 
     def release(self, claim: ObjectKey) -> None:
@@ -173,17 +182,19 @@ class Ledger:
                 if not shares:
                     del self.shares[dk]
             holders = self._device_holders.get(dk)
-            if holders is not None and claim in holders:
+            if isinstance(holders, set):
                 holders.discard(claim)
-                if not holders:
-                    del self._device_holders[dk]
-                    pool = (dk.cluster, dk.driver, dk.pool)
-                    self._pool_held[pool].discard(dk)
-                    if not self._pool_held[pool]:
-                        del self._pool_held[pool]
-                    entry = self.entries.get(dk)
-                    if entry is not None:
-                        self._add_counters(entry, -1)
+                if len(holders) == 1:
+                    self._device_holders[dk] = next(iter(holders))
+            elif holders is not None and holders == claim:
+                del self._device_holders[dk]
+                pool = (dk.cluster, dk.driver, dk.pool)
+                self._pool_held[pool].discard(dk)
+                if not self._pool_held[pool]:
+                    del self._pool_held[pool]
+                entry = self.entries.get(dk)
+                if entry is not None:
+                    self._add_counters(entry, -1)
 
     def _add_counters(self, entry: DeviceEntry, sign: int) -> None:
         for consumption in entry.device.consumes_counters:
@@ -198,7 +209,10 @@ class Ledger:
 
     def holders(self, device: DeviceKey) -> list[ObjectKey]:
         """Claims holding a device now (exclusively or by a share), sorted."""
-        return sorted(self._device_holders.get(device, ()))
+        holders = self._device_holders.get(device)
+        if holders is None:
+            return []
+        return sorted(holders) if isinstance(holders, set) else [holders]
 
     def remaining_capacity(self, entry: DeviceEntry) -> dict[str, Fraction]:
         """Each capacity of a device minus what its shares consumed."""
@@ -234,5 +248,8 @@ class Ledger:
             if sibling is not None and sets & {
                 c.counter_set for c in sibling.device.consumes_counters
             }:
-                found.update(holders)
+                if isinstance(holders, set):
+                    found.update(holders)
+                else:
+                    found.add(holders)
         return sorted(found)

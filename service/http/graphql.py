@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 import orjson
 from graphql import ExecutionResult, OperationType, execute
@@ -51,7 +51,9 @@ from dra_mirror.service.http.persisted import (
     PersistedQueries,
     PersistedQueryError,
     resolve_persisted,
+    with_query,
 )
+from dra_mirror.service.http.shapes import ShapeVerdicts
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.protocols import StateReader
 
@@ -212,6 +214,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             max_document_bytes=settings.cached_document_max_bytes,
         )
         self.short_path = _short_path_applies(schema)
+        self.shapes = ShapeVerdicts(schema._schema, settings, judge=shape_refusal)
 
     async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
         return make_context(
@@ -273,6 +276,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
     ) -> bool:
         """Answer one query; False when strawberry's view must answer it instead."""
         text, key, register = fields.query, None, False
+        rewrite: str | None = None  # the registered text a POST handed over must carry
         if fields.extensions:
             try:
                 resolved = resolve_persisted(fields.extensions, text, self.persisted)
@@ -282,25 +286,28 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             if resolved is not None:
                 text, key, register = resolved
                 if fields.query is None:  # strawberry's view sees the registered text too
-                    scope, body = _with_query(scope, body, text)
+                    if scope["method"] == "GET":
+                        scope, body = with_query(scope, body, text)
+                    else:
+                        rewrite = text  # the body is rewritten only if it is handed over
         if text is None:
             return False
         limits = self.state.settings.graphql
         if document_refusal(text, limits, self.persisted) is not None:
-            return await self._hand_over(scope, receive, send, body)  # it answers the refusal
+            return await self._hand_over(
+                scope, receive, send, body, rewrite
+            )  # it answers the refusal
         prepared = self.documents.prepare(text, key)
         if prepared.errors or (
             prepared.document is not None
-            and shape_refusal(
-                self.documents.schema, prepared.document, fields.operation_name,
-                fields.variables, limits,
-            ) is not None
+            and self.shapes.refusal(text, prepared.document, fields.operation_name,
+                                    fields.variables) is not None
         ):  # fmt: skip
-            return await self._hand_over(scope, receive, send, body)
+            return await self._hand_over(scope, receive, send, body, rewrite)
         if prepared.document is not None and (
             prepared.operation_type(fields.operation_name) is not OperationType.QUERY
         ):
-            return await self._hand_over(scope, receive, send, body)
+            return await self._hand_over(scope, receive, send, body, rewrite)
         if register and key is not None and not limits.refuse_unregistered:
             # only documents that parse and validate; and only while clients may register
             self.persisted.register(key, text)
@@ -319,9 +326,13 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             await sub_response.background()
         return True
 
-    async def _hand_over(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> bool:
+    async def _hand_over(
+        self, scope: Scope, receive: Receive, send: Send, body: bytes, text: str | None = None
+    ) -> bool:
         # Not a query (or no single operation to run): strawberry's view answers, with the
         # persisted document's text in place of the hash.
+        if text is not None:
+            scope, body = with_query(scope, body, text)
         await super().__call__(scope, _replay(body, receive), send)
         return True
 
@@ -380,12 +391,3 @@ def _response_data(result: ExecutionResult) -> dict[str, Any]:
     if result.errors:
         data["errors"] = [error.formatted for error in result.errors]
     return data
-
-
-def _with_query(scope: Scope, body: bytes, text: str) -> tuple[Scope, bytes]:
-    """The request as if it had carried `text` as its `query`."""
-    if scope["method"] == "GET":
-        params = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
-        query_string = urlencode([*params, ("query", text)]).encode("latin-1")
-        return {**scope, "query_string": query_string}, body
-    return scope, orjson.dumps({**orjson.loads(body), "query": text})

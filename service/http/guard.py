@@ -5,9 +5,11 @@ request it:
 
 * refuses a body over `max_body_bytes` with 413 — by `Content-Length` before reading, or as
   soon as the streamed body passes the limit — so a 50 MB body is never buffered;
-* reads the body, then hands it to the app and keeps listening: when the client disconnects,
-  the request's executions are aborted (`schema.guard.budget.RequestAborts`, registered in the
-  ASGI state) and the app's task is cancelled, so no work goes on for nobody;
+* reads the body, then runs the app in the request's own task and, once it has run for
+  `WATCH_AFTER` (50 ms: most answers are sent sooner and cost no listening at all), listens
+  for the client: when it disconnects, the request's executions are aborted
+  (`schema.guard.budget.RequestAborts`, registered in the ASGI state) and the app's work is
+  cancelled, so no work goes on for nobody;
 * gives the whole request `request_timeout` seconds; past them the executions are aborted,
   the task cancelled and, if nothing was sent yet, the answer is 504 with a JSON error.
 
@@ -35,6 +37,11 @@ def _json_error(status: int, message: str, code: str) -> tuple[int, bytes]:
     return status, orjson.dumps({"errors": [{"message": message, "extensions": {"code": code}}]})
 
 
+# How long a request runs before the guard starts listening for its client leaving: most
+# answers are sent sooner, and then cost no listening task at all.
+WATCH_AFTER = 0.05
+
+
 class RequestGuard:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, request_timeout: float) -> None:
         self.app = app
@@ -45,67 +52,130 @@ class RequestGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-        answered = asyncio.Event()  # the whole response is sent: background work may go on
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            elif message["type"] == "http.response.body" and not message.get("more_body"):
-                answered.set()
-            await send(message)
-
         length = _content_length(scope)
         if length is not None and length > self.max_body_bytes:
-            await _answer(guarded_send, *_too_large(self.max_body_bytes))
+            await _answer(send, *_too_large(self.max_body_bytes))
             return
         body = await _read_body(receive, self.max_body_bytes)
         if body is None:
-            await _answer(guarded_send, *_too_large(self.max_body_bytes))
+            await _answer(send, *_too_large(self.max_body_bytes))
             return
         if body is _GONE:
             return
         aborts = RequestAborts()
         scope.setdefault("state", {})[ABORTS_KEY] = aborts
+        watch = _Watch(scope, receive, aborts, self.request_timeout)
         replayed = False
-        disconnected = asyncio.Event()
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            await disconnected.wait()
-            return {"type": "http.disconnect"}
+            return await watch.disconnect()
 
-        app = asyncio.ensure_future(self.app(scope, replay, guarded_send))
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
+        async def guarded_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                watch.started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                watch.answer()  # the whole response is sent: background work may go on
+            await send(message)
+
         try:
-            done, _ = await asyncio.wait({app, watcher}, timeout=self.request_timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-            if app in done or answered.is_set():
-                await app  # answered: what runs after the response (background tasks) may end
-                return
-            if watcher in done:
-                disconnected.set()
-                aborts.abort(ClientGone())
-                log.info("%s %s: the client disconnected; its work is stopped",
-                         scope.get("method"), scope["path"])  # fmt: skip
-            else:
-                aborts.abort(ClientGone(f"over the request timeout ({self.request_timeout:g} s)"))
-                log.info("%s %s: over the request timeout (%g s); its work is stopped",
-                         scope.get("method"), scope["path"], self.request_timeout)  # fmt: skip
-            app.cancel()
-            await asyncio.gather(app, return_exceptions=True)
-            if watcher not in done and not started:
-                await _answer(send, *_json_error(
-                    504, f"the request took longer than {self.request_timeout:g} s",
-                    "REQUEST_TIMEOUT"))  # fmt: skip
+            await self.app(scope, replay, guarded_send)
+        except BaseException as error:  # what the app raises once stopped is not answered
+            cancelled = isinstance(error, asyncio.CancelledError)
+            if watch.why is None or (not watch.take_back() and cancelled):
+                raise  # not stopped by the guard, or cancelled by someone else too (shutdown)
+        else:
+            watch.take_back()
         finally:
-            watcher.cancel()
-            if not app.done():
-                app.cancel()
+            watch.close()
+        if watch.why == _TIMEOUT and not watch.started:
+            await _answer(send, *_json_error(
+                504, f"the request took longer than {self.request_timeout:g} s",
+                "REQUEST_TIMEOUT"))  # fmt: skip
+
+
+_GONE_CLIENT, _TIMEOUT = "gone", "timeout"
+
+
+class _Watch:
+    """One request's deadline and disconnect watch. The app runs in the request's own task;
+    after `WATCH_AFTER` (or at the deadline, if sooner) a task starts listening for the
+    client leaving until the deadline. Either stops the work — its executions aborted, the
+    request's task cancelled — unless the whole response was sent by then."""
+
+    def __init__(self, scope: Scope, receive: Receive, aborts: RequestAborts, timeout: float):
+        self.scope = scope
+        self.receive = receive
+        self.aborts = aborts
+        self.timeout = timeout
+        self.task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        self.deadline = loop.time() + timeout
+        self.started = False  # the response's start was sent
+        self.answered = False  # the whole response was sent
+        self.why: str | None = None  # why the guard stopped the work: gone, timeout or None
+        self._gone: asyncio.Event | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._handle = loop.call_at(min(loop.time() + WATCH_AFTER, self.deadline), self.listen)
+
+    def listen(self) -> None:
+        if self._watcher is None and not self.answered and self.why is None:
+            self._watcher = asyncio.ensure_future(self._watch())
+
+    async def disconnect(self) -> Message:
+        """The app asks for the next message after the body: it gets the disconnect."""
+        if self._gone is None:
+            self._gone = asyncio.Event()
+        self.listen()
+        await self._gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def _watch(self) -> None:
+        try:
+            async with asyncio.timeout_at(self.deadline):
+                await _wait_disconnect(self.receive)
+        except TimeoutError:
+            self._stop(_TIMEOUT)
+            return
+        if self._gone is not None:
+            self._gone.set()
+        self._stop(_GONE_CLIENT)
+
+    def _stop(self, why: str) -> None:
+        if self.answered or self.why is not None:
+            return
+        self.why = why
+        method, path = self.scope.get("method"), self.scope["path"]
+        if why == _GONE_CLIENT:
+            self.aborts.abort(ClientGone())
+            log.info("%s %s: the client disconnected; its work is stopped", method, path)
+        else:
+            self.aborts.abort(ClientGone(f"over the request timeout ({self.timeout:g} s)"))
+            log.info("%s %s: over the request timeout (%g s); its work is stopped",
+                     method, path, self.timeout)  # fmt: skip
+        if self.task is not None:
+            self.task.cancel()
+
+    def take_back(self) -> bool:
+        """Once the app has returned or raised: the guard's own cancellation of the request's
+        task is taken back. False when something else cancelled the task too."""
+        if self.why is None:
+            return False
+        if self.task is not None and self.task.cancelling():
+            return self.task.uncancel() == 0
+        return True
+
+    def answer(self) -> None:
+        self.answered = True
+        self.close()
+
+    def close(self) -> None:
+        self._handle.cancel()
+        if self._watcher is not None:
+            self._watcher.cancel()
 
 
 _GONE: Any = object()

@@ -28,6 +28,10 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+from starlette.types import Scope
 
 NOT_CACHEABLE = (("cache-control", "private, no-cache, must-revalidate"),)
 
@@ -169,3 +173,13 @@ def resolve_persisted(
     if hashlib.sha256(query.encode()).hexdigest() != sha256:
         raise PersistedQueryHashMismatch()
     return Resolved(query, sha256, register=True)
+
+
+def with_query(scope: Scope, body: bytes, text: str) -> tuple[Scope, bytes]:
+    """The request (an ASGI scope and its body) as if it had carried `text` as its `query`:
+    what a persisted query handed to strawberry's view carries."""
+    if scope["method"] == "GET":
+        params = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+        query_string = urlencode([*params, ("query", text)]).encode("latin-1")
+        return {**scope, "query_string": query_string}, body
+    return scope, orjson.dumps({**orjson.loads(body), "query": text})

@@ -40,8 +40,8 @@ class _Kept:
     ledger: Ledger
     devices: dict[DeviceKey, DeviceEntry]
     slices: dict[str, SliceRecord]
-    # "namespace/name" -> (key, allocation) of every allocated claim committed
-    allocations: dict[str, tuple[ObjectKey, Allocation]] = field(default_factory=dict)
+    # the key of every allocated claim committed -> its allocation
+    allocations: dict[ObjectKey, Allocation] = field(default_factory=dict)
     # the claim records last seen, by identity (kept alive here, so ids are not reused)
     seen: dict[int, ClaimRecord] = field(default_factory=dict)
     # the lists last read: a cluster where nothing changed lists the very same records again,
@@ -85,24 +85,24 @@ class LedgerCache:
             if seen.get(id(claim)) is claim:
                 unchanged += 1  # the very record synced last time: nothing to do
                 continue
-            name = name_of(claim)
-            before = allocations.get(name)
+            key = key_of(claim)
+            before = allocations.get(key)
             allocation = claim.allocation
             if allocation is None:
                 if before is not None:
-                    kept.ledger.release(before[0])
-                    del allocations[name]
+                    kept.ledger.release(key)
+                    del allocations[key]
                     self.commits += 1
-            elif before is None or not _same(before[1], allocation):
-                key = key_of(claim)
+            elif before is None or not _same(before, allocation):
                 kept.ledger.commit(key, allocation)
-                allocations[name] = (key, allocation)
+                allocations[key] = allocation
                 self.commits += 1
         if unchanged < len(seen):
             # Some records of last time are gone: replaced (handled above) or deleted.
-            present = {name_of(c) for c in records}
-            for name in [n for n in allocations if n not in present]:
-                kept.ledger.release(allocations.pop(name)[0])
+            present = {key_of(c) for c in records}
+            for gone in [k for k in allocations if k not in present]:
+                kept.ledger.release(gone)
+                del allocations[gone]
                 self.commits += 1
         if unchanged != len(records) or unchanged != len(seen):
             kept.seen = {id(c): c for c in records}
@@ -115,17 +115,17 @@ class LedgerCache:
         # Ledger.build, with each allocated claim's key made once for the ledger and the list of
         # what was committed.
         ledger = Ledger.build(state.devices, (), slices=state.slices)
-        allocations: dict[str, tuple[ObjectKey, Allocation]] = {}
+        allocations: dict[ObjectKey, Allocation] = {}
         commit = ledger.commit
         for claim in claims:
             allocation = claim.allocation
             if allocation is not None:
                 key = key_of(claim)
                 commit(key, allocation)
-                allocations[f"{key.namespace}/{key.name}"] = (key, allocation)
+                allocations[key] = allocation
         return _Kept(
             ledger=ledger,
-            devices={e.key: e for e in state.devices},
+            devices=ledger.entries,  # the same mapping (key -> entry), never written after
             slices={name_of(s): s for s in state.slices},
             allocations=allocations,
             seen={id(c): c for c in claims},

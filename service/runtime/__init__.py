@@ -7,7 +7,8 @@
   own indexes, or — for the Redis store, whose type says it is shared — under per-cluster
   leases with fencing tokens, each new holder's index seeded with what Redis holds;
 * `mirror` — the whole mirror as one Starlette app (`mirror_app`): `serve`, `watch` and
-  `demo` run it; `explain --kubeconfig` watches in-process with `watch_clusters`.
+  `demo` run it; `explain --kubeconfig` watches in-process with `watch_clusters`;
+* `http_protocol` — the uvicorn HTTP protocol they serve it with (a response in one write).
 
 What is built where is decided by the type of what was built (a `MemoryStore` or a
 `RedisStore`), never by probing an object for methods: the one decision that matters —

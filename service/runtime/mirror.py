@@ -42,7 +42,6 @@ from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.alerts.engine import AlertEngine
 from dra_mirror.service.alerts.metrics import AlertsCollector
-from dra_mirror.service.alerts.slack import SlackNotifier
 from dra_mirror.service.http.app import AppState, create_app
 from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.watchers import Watchers
@@ -157,7 +156,11 @@ def synced_indexes(watching: Sequence[WatchedClusters]) -> dict[str, Any]:
 
 def alerting(config: AlertsConfig, sources: Any) -> AlertEngine:
     """The alert engine over `sources` (cluster -> index), posting to Slack when configured."""
-    notifier = SlackNotifier(config.slack, web_url=config.web_url) if config.slack else None
+    notifier = None
+    if config.slack:
+        from dra_mirror.service.alerts.slack import SlackNotifier  # slack_sdk's web client
+
+        notifier = SlackNotifier(config.slack, web_url=config.web_url)
     return AlertEngine(config, sources=sources, notifier=notifier)
 
 

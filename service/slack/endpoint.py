@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-import httpx
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -169,6 +168,8 @@ async def safe_answer(ask: Ask, text: str, command: str, **kw: Any) -> blocks.Me
 
 async def post_when_ready(task: asyncio.Task[blocks.Message], url: str) -> None:
     """Post the answer to Slack's response_url (runs after the HTTP reply was sent)."""
+    import httpx  # loaded when an answer is posted to Slack, not with the app
+
     reply = await task
     try:
         async with httpx.AsyncClient(timeout=POST_TIMEOUT) as client:

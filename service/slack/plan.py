@@ -18,17 +18,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import httpx
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dra_mirror.service.questions.asking import Ask, QuestionError
 from dra_mirror.service.questions.plan import ask_plan
 from dra_mirror.service.settings import SettingsError
 
 from . import blocks
+
+if TYPE_CHECKING:  # httpx and slack_sdk load when a plan reads a Slack file
+    import httpx
 
 ENV_PREFIX = "DRA_MIRROR_SLACK_"
 SLACK_API = "https://slack.com/api/"
@@ -83,6 +82,10 @@ class SlackFiles:
         self.transport = transport
 
     async def text_of(self, file_id: str) -> str:
+        import httpx
+        from slack_sdk.errors import SlackApiError
+        from slack_sdk.web.async_client import AsyncWebClient
+
         client = AsyncWebClient(token=self.bot.token.reveal(), base_url=self.bot.api_url)
         try:
             info = await client.files_info(file=file_id)
