@@ -1,10 +1,12 @@
 """Fault suite: a real deployment under API-server, PostgreSQL and watcher faults, checked
 after each one against the simulator's own objects and a reference history.
 
-    .venv/bin/python bench/fault_suite.py [--only NAME ...] [--churn-seconds 20] [--keep]
+    .venv/bin/python bench/fault_suite.py [--only NAME ...] [--churn-seconds 20] [--single-redis]
+                                          [--keep]
 
 Two simulated clusters (the `churn` scenario's hardware, pods arriving at `--rate` per second
-each) served by the simulator in this process; a private redis-server and PostgreSQL;
+each) served by the simulator in this process; a private Redis Cluster (three masters, one
+replica each; `--single-redis`: one redis-server, without the redis stages) and PostgreSQL;
 `dra-mirror watch` and `dra-mirror serve --no-watch` as child processes
 (`bench.mirror_stack`). Every write the simulator makes is also folded through the model
 into a reference history (`bench.mirror_checks.Reference`). Then, one after the other, with
@@ -19,6 +21,9 @@ the world moving (churn) during each fault:
                cleared before the next one)
     restart    alpha's API server restarts, resourceVersions reset (etcd restore)
     postgres   PostgreSQL stopped for 60 s (--postgres-seconds)
+    redis      the Redis master of alpha's slot SIGKILLed under churn (its replica promoted,
+               the watcher retries the batch; the node rejoins as a replica afterwards)
+    outbox     the same for the master of the history outbox stream's slot
     watcher    the watcher SIGKILLed (mid-batch, under churn), restarted 5 s later
 
 After each: the world is paused; `state s` is the time until the mirror equals the API
@@ -42,11 +47,13 @@ import time
 from pathlib import Path
 
 import yaml
+from redis.crc import key_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mirror_checks import Reference, compare
 from bench.mirror_stack import ROOT, MirrorStack
+from bench.watchdog import ProcessExited
 
 KINDS = ("LOST", "DUPLICATE", "PHANTOM", "UNCLOSED", "CLOSED", "LATE")
 
@@ -116,6 +123,25 @@ async def postgres(stack, s, seconds: float = 60.0):
         await asyncio.to_thread(stack.postgres().start)
 
 
+async def redis_master(stack, s, slot_of: str = "alpha"):
+    """The Redis master serving `slot_of`'s slot SIGKILLed under churn: its replica is promoted,
+    the writers retry; the killed node is started again afterwards and rejoins as a replica,
+    so that the next stages write with a replica again."""
+    cluster = stack.redis_cluster()
+    await churn(stack, s / 2)
+    slot = key_slot(f"{{{slot_of}}}".encode())
+    victim, promoted = await asyncio.to_thread(cluster.kill_master, slot=slot)
+    print(f"    redis: master :{victim.port} of slot {slot} ({{{slot_of}}}) killed, its replica "
+          f"promoted {promoted:.1f}s later", flush=True)  # fmt: skip
+    await churn(stack, s / 2)
+    await asyncio.to_thread(cluster.restart, victim)
+
+
+async def redis_outbox(stack, s):
+    """The same for the master of the history outbox's slot (the stream and its drain lease)."""
+    await redis_master(stack, s, slot_of="history")
+
+
 async def watcher(stack, s):
     await churn(stack, s / 2)
     stack.kill_watcher()
@@ -125,7 +151,9 @@ async def watcher(stack, s):
 
 
 FAULTS = {"drops": drops, "gone": gone, "errors": errors, "stalls": stalls, "restart": restart,
-          "postgres": postgres, "watcher": watcher}  # fmt: skip
+          "postgres": postgres, "redis": redis_master, "outbox": redis_outbox,
+          "watcher": watcher}  # fmt: skip
+ON_REDIS_CLUSTER = {"redis", "outbox"}
 
 
 async def check(stack: MirrorStack, reference: Reference, name: str, began: float) -> dict:
@@ -173,12 +201,17 @@ async def main() -> None:
         "--rate", type=float, default=2.0, help="pods arriving per second, each cluster"
     )
     parser.add_argument("--lifetime", type=float, default=15.0)
+    parser.add_argument("--single-redis", action="store_true",
+                        help="one redis-server instead of a Redis Cluster (no redis stages)")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
     args = parser.parse_args()
+    stages = [name for name in args.only or list(FAULTS)
+              if not (args.single_redis and name in ON_REDIS_CLUSTER)]  # fmt: skip
     run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-faults-", dir="/tmp"))
     print(f"run directory {run_dir}")
     try:
-        async with MirrorStack(scenario(args.rate, args.lifetime), run_dir) as stack:
+        async with MirrorStack(scenario(args.rate, args.lifetime), run_dir,
+                               redis_cluster=not args.single_redis) as stack:  # fmt: skip
             assert stack.sim is not None
             await stack.start_mirror()  # the world waits until the mirror has synced it
             synced, diffs = await stack.converged()
@@ -192,7 +225,7 @@ async def main() -> None:
             began = time.monotonic()
             await churn(stack, args.churn_seconds)
             rows = [await check(stack, reference, "baseline", began)]
-            for name in args.only or list(FAULTS):
+            for name in stages:
                 began = time.monotonic()
                 fault = FAULTS[name]
                 if name == "postgres":
@@ -209,4 +242,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except ProcessExited as exited:  # a mirror process died: its status, its log's tail
+        print(f"fault suite stopped: {exited}", file=sys.stderr)
+        sys.exit(exited.status)

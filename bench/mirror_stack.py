@@ -4,7 +4,8 @@
         stack.faults("alpha", {"expireWatches": 2})     # the simulator's fault API
         await stack.converged()                          # seconds until mirror == simulator
 
-What runs: a private redis-server and PostgreSQL (tests.infra.stack, the suite's own), the
+What runs: a private redis-server (or, `redis_cluster=True`, a Redis Cluster of three masters
+with one replica each) and PostgreSQL (tests.infra.stack, the suite's own), the
 simulator in this process (so that every write it makes is recorded as it happens:
 `bench.mirror_checks.Reference`), `dra-mirror watch` (state into Redis, history appended
 to the Redis stream and drained into PostgreSQL) and `dra-mirror serve --no-watch` (GraphQL,
@@ -25,17 +26,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis.asyncio as aioredis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.redis_common import free_port  # noqa: E402
+from bench.watchdog import ProcessExited, Watchdog  # noqa: E402
 from dra_mirror.service.history.migrate import migrate  # noqa: E402
 from dra_mirror.service.history.redis_outbox import stream_key  # noqa: E402
 from dra_mirror.service.sim.run import Simulator  # noqa: E402
 from dra_mirror.service.sim.scenario import build_world, parse_scenario  # noqa: E402
+from dra_mirror.service.stores.redis_connect import connect  # noqa: E402
 from tests.infra import stack as servers  # noqa: E402
+from tests.infra.redis_cluster import RedisCluster  # noqa: E402
 from tests.infra.servers import PostgresServer, RedisServer  # noqa: E402
 
 CLAIMS = """query Claims($cluster: String, $after: String) {
@@ -55,8 +58,18 @@ OTHERS = """query Others($cluster: String) {
 
 
 class MirrorStack:
-    def __init__(self, scenario: dict, run_dir: Path, *, api_port: int | None = None) -> None:
+    def __init__(
+        self,
+        scenario: dict,
+        run_dir: Path,
+        *,
+        api_port: int | None = None,
+        redis_cluster: bool = False,
+        cluster_node_timeout_ms: int = 1000,
+    ) -> None:
         self.run_dir = run_dir
+        self.on_redis_cluster = redis_cluster  # three masters, one replica each (tests.infra)
+        self.cluster_node_timeout_ms = cluster_node_timeout_ms
         self.scenario = parse_scenario(scenario)
         self.world = build_world(self.scenario)
         self.clusters = [c.name for c in self.scenario.clusters]
@@ -70,41 +83,61 @@ class MirrorStack:
         self.sim: Simulator | None = None
         # called right before a fault is applied (the reference reads the log a restart clears)
         self.before_faults: Callable[[], None] | None = None
+        # a mirror process that exits on its own fails the bench at once (ProcessExited: its
+        # exit status and the tail of its log), whatever the bench is waiting for
+        self.dog = Watchdog(run_dir)
+        self.comparisons = 0  # of the last `converged`
 
     # --- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> MirrorStack:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.env = await asyncio.to_thread(servers.up, self.run_dir)
-        self.redis_url = self.env["DRA_MIRROR_TEST_REDIS_URL"]
+        self.env = await asyncio.to_thread(
+            servers.up, self.run_dir, redis_cluster=self.on_redis_cluster,
+            cluster_node_timeout_ms=self.cluster_node_timeout_ms,
+        )  # fmt: skip
+        self.redis_url = self.env[
+            "DRA_MIRROR_TEST_REDIS_CLUSTER_URL"
+            if self.on_redis_cluster
+            else "DRA_MIRROR_TEST_REDIS_URL"
+        ]
         self.database_url = self.env["DRA_MIRROR_TEST_POSTGRES_URL"]
         await migrate(self.database_url)
         self.sim = Simulator(self.world.specs, kubeconfig_path=self.kubeconfig)
         await self.sim.start()
-        self.redis = aioredis.Redis.from_url(self.redis_url)
+        self.redis = connect(self.redis_url)
         self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.api_port}", timeout=30)
+        await self.dog.__aenter__()
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        self.pause()
-        for process in (self.watcher, self.api):
-            _stop(process)
-        await self.http.aclose()
-        await self.redis.aclose()
-        if self.sim is not None:
-            await self.sim.stop()
-        await asyncio.to_thread(servers.down, self.env)
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.dog.__aexit__(*exc)  # raises ProcessExited if a mirror process died
+        finally:
+            self.pause()
+            for name, process in (("watcher", self.watcher), ("api", self.api)):
+                self.dog.expect_exit(name)
+                _stop(process)
+            await self.http.aclose()
+            await self.redis.aclose()
+            if self.sim is not None:
+                await self.sim.stop()
+            await asyncio.to_thread(servers.down, self.env)
 
     async def start_mirror(self) -> None:
         await self.start_watcher()
+        await self.start_api()
+
+    async def start_api(self) -> None:
         for _ in range(3):  # a free port can be taken before the server binds it: another one
             self.api = self._spawn(["serve", "--no-watch", "--port", str(self.api_port)], "api")
             if await _survives(self.api):
+                self.dog.watch("api", self.api)
                 return
             self.api_port = free_port()
             await self.http.aclose()
             self.http = httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.api_port}", timeout=30)
-        raise RuntimeError(f"dra-mirror serve did not start: see {self.run_dir / 'api.log'}")
+        raise ProcessExited("api", self.api.returncode, self.run_dir / "api.log")
 
     async def start_watcher(self) -> None:
         contexts = [arg for name in self.clusters for arg in ("--context", name)]
@@ -114,13 +147,15 @@ class MirrorStack:
                  str(self.watch_port)], "watcher",
             )  # fmt: skip
             if await _survives(self.watcher):
+                self.dog.watch("watcher", self.watcher)
                 return
             self.watch_port = free_port()
-        raise RuntimeError(f"dra-mirror watch did not start: see {self.run_dir / 'watcher.log'}")
+        raise ProcessExited("watcher", self.watcher.returncode, self.run_dir / "watcher.log")
 
     def kill_watcher(self) -> None:
         """SIGKILL: the watcher dies wherever it is, mid-batch included."""
         if self.watcher is not None:
+            self.dog.expect_exit("watcher")
             self.watcher.send_signal(signal.SIGKILL)
             self.watcher.wait()
 
@@ -170,6 +205,12 @@ class MirrorStack:
 
     def redis_server(self) -> RedisServer:
         return RedisServer.from_env(self.env)
+
+    def redis_cluster(self) -> RedisCluster:
+        cluster = RedisCluster.from_env(self.env)
+        if cluster is None:
+            raise RuntimeError("the stack runs on one redis-server (redis_cluster=False)")
+        return cluster
 
     async def outbox_backlog(self) -> int:
         return int(await self.redis.xlen(stream_key()))
@@ -273,7 +314,9 @@ class MirrorStack:
         what still differed if it never did."""
         began = time.monotonic()
         diffs: list[str] = []
+        self.comparisons = 0
         while time.monotonic() - began < within:
+            self.comparisons += 1  # how many whole comparisons it took (each costs seconds)
             try:
                 diffs = [f"{c}: {d}" for c in self.clusters for d in await self.differences(c)]
             except (httpx.HTTPError, RuntimeError) as error:

@@ -1,11 +1,13 @@
 """Soak: a deployment under steady churn for half an hour, watched for growth and lag.
 
-    .venv/bin/python bench/soak.py [--minutes 30] [--clusters 10] [--events 2000] [--keep]
+    .venv/bin/python bench/soak.py [--minutes 30] [--clusters 10] [--events 2000]
+                                   [--sim-processes 2] [--keep]
 
-The simulator (what `dra-mirror sim` runs, with a shorter event window) serves `--clusters`
-simulated clusters (40 nodes x 8 H100 each) whose pods arrive so that the API servers make
-about `--events` writes per second in all (a pod's life is ~14 writes: pod, claim,
-allocation, reservation, binding, Running, then the deletions); `dra-mirror watch` mirrors
+The simulator (what `dra-mirror sim` runs, with a shorter event window; `--sim-processes` of
+them, the clusters dealt out between them) serves `--clusters` simulated clusters (60 nodes x 8 H100 each: at 2,000 writes/s about three quarters of the
+GPUs are held) whose pods arrive so that the API servers make about `--events` writes per
+second in all (a pod's life is ~11.5 writes: pod, claim, allocation, reservation, binding,
+Running, then the deletions); `dra-mirror watch` mirrors
 them into Redis and history into PostgreSQL; `dra-mirror serve --no-watch` answers GraphQL.
 Every second a probe claim is created through one cluster's API (a class nothing matches: it
 stays pending, costs no scheduling) and the time from the API server's answer until GraphQL
@@ -14,7 +16,9 @@ resourceVersions), RSS, open fds, threads and CPU of every process (simulator, w
 redis-server, PostgreSQL summed over its processes — one per connection), Redis clients and
 memory, the history outbox backlog. At the end: lag p50/p99/max, CPU, each process's RSS
 over the run (the first 5 minutes are warm-up) — flat means within ±10 % of its median after
-warm-up — and whether connections or fds grew. Not part of the test run.
+warm-up — and whether connections or fds grew. A process that exits on its own stops the
+soak at once with its exit status and the tail of its log (bench.watchdog). Not part of the
+test run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import statistics
@@ -39,15 +44,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mirror_stack import ROOT, _stop
 from bench.redis_common import free_port
+from bench.watchdog import ProcessExited, Watchdog
 from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.redis_outbox import stream_key
 from tests.infra import stack as servers
 
-WRITES_PER_POD = 14
+# writes the API servers make per pod of the soak's plan (pod, claim, allocation and
+# reservation, binding, Running, then the deletions and releases; a fifth turn Succeeded
+# first): 11.5 measured by folding the plan through one simulated cluster for 60 s
+WRITES_PER_POD = 11.5
 PROBE = """query Probe($c: String!, $n: String!) { resourceClaim(cluster: $c, namespace: "probe", name: $n) { uid } }"""
 
 
-def scenario(clusters: int, events: float, lifetime: float) -> dict:
+def scenario(clusters: int, events: float, lifetime: float, nodes: int = 60) -> dict:
     rate = events / WRITES_PER_POD / clusters
     template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
                 "metadata": {"name": "h100", "namespace": "jobs"},
@@ -56,7 +65,7 @@ def scenario(clusters: int, events: float, lifetime: float) -> dict:
     return {"name": "soak", "seed": 11, "clusters": [
         {"name": f"soak-{i:02d}", "versions": ["v1"], "namespaces": ["jobs", "probe"],
          "deviceClasses": ["gpu.nvidia.com"],
-         "nodes": [{"name": f"soak-{i:02d}-n{{i}}", "count": 40,
+         "nodes": [{"name": f"soak-{i:02d}-n{{i}}", "count": nodes,
                     "devices": [{"profile": "nvidia-h100-80gb-hbm3", "count": 8}]}],
          "objects": [template],
          "churn": {"rate": rate, "lifetime": lifetime, "seed": 100 + i, "namespace": "jobs",
@@ -86,8 +95,9 @@ def proc_figures(pid: int) -> tuple[int, int, int, float]:
 def children(pid: int) -> list[int]:
     found = [pid]
     for path in Path(f"/proc/{pid}/task").glob("*/children"):
-        for child in path.read_text().split():
-            found.extend(children(int(child)))
+        with contextlib.suppress(OSError):  # the task ended meanwhile
+            for child in path.read_text().split():
+                found.extend(children(int(child)))
     return found
 
 
@@ -104,6 +114,7 @@ class Soak:
         self.lags: list[float] = []
         self.probe_failures = 0
         self.stalls = 0
+        self.dog = Watchdog(run_dir)  # a process that dies fails the soak at once
 
     def spawn(
         self, name: str, argv: list[str], env: dict[str, str], script: str | None = None
@@ -114,6 +125,7 @@ class Soak:
                                    cwd=ROOT, env={**os.environ, **env}, stdout=log,
                                    stderr=subprocess.STDOUT)  # fmt: skip
         self.processes[name] = process
+        self.dog.watch(name, process)
         return process
 
     async def start(self) -> None:
@@ -121,23 +133,38 @@ class Soak:
         redis_url = self.env["DRA_MIRROR_TEST_REDIS_URL"]
         database_url = self.env["DRA_MIRROR_TEST_POSTGRES_URL"]
         await migrate(database_url)
-        scenario_file = self.run_dir / "soak.yaml"
-        scenario_file.write_text(yaml.safe_dump(
-            scenario(self.args.clusters, self.args.events, self.args.lifetime)))  # fmt: skip
+        doc = scenario(self.args.clusters, self.args.events, self.args.lifetime)
         kubeconfig = self.run_dir / "sim.kubeconfig"
         # loopback only, no credentials: the bench's own processes
         quiet = {"DRA_MIRROR_LOG_LEVEL": "WARNING", "DRA_MIRROR_ACCESS_INSECURE_NO_AUTH": "true"}
-        # the simulator with a shorter event window than its default 100,000 per cluster:
-        # at ~200 writes/s a cluster, each retained event (object and previous state) would
+        # the simulated clusters spread over --sim-processes simulators (one event loop, so
+        # one core, each: ten clusters' writes in one loop left it no time to answer), each
+        # with a shorter event window than its default 100,000 per cluster: at ~200
+        # writes/s a cluster, each retained event (object and previous state) would
         # otherwise grow it by gigabytes before the window fills; the mirror reads live
-        self.spawn("sim", ["--serve-sim", str(scenario_file), str(kubeconfig),
-                           str(self.args.sim_window)], quiet, script=__file__)  # fmt: skip
-        for _ in range(600):
-            if kubeconfig.exists():
+        shards = max(1, min(self.args.sim_processes, self.args.clusters))
+        parts = []
+        for shard in range(shards):
+            scenario_file = self.run_dir / f"soak-{shard}.yaml"
+            scenario_file.write_text(
+                yaml.safe_dump({**doc, "clusters": doc["clusters"][shard::shards]})
+            )
+            part = self.run_dir / f"sim-{shard}.kubeconfig"
+            self.spawn(f"sim-{shard}", [str(scenario_file), str(part), str(self.args.sim_window)],
+                       quiet, script=str(Path(__file__).with_name("soak_sim.py")))  # fmt: skip
+            parts.append(part)
+        self.parts = parts
+        for _ in range(6000):  # 10 minutes; the watchdog ends a simulator's death at once
+            if all(part.exists() for part in parts):
                 break
             await asyncio.sleep(0.1)
-        config = yaml.safe_load(kubeconfig.read_text())
-        self.sims = {c["name"]: c["cluster"]["server"] for c in config["clusters"]}
+        configs = [yaml.safe_load(part.read_text()) for part in parts]
+        merged = {**configs[0]} | {
+            field: [entry for config in configs for entry in config[field]]
+            for field in ("clusters", "users", "contexts")
+        }
+        kubeconfig.write_text(yaml.safe_dump(merged, sort_keys=False))
+        self.sims = {c["name"]: c["cluster"]["server"] for c in merged["clusters"]}
         mirror = ["--redis-url", redis_url, "--database-url", database_url]
         self.spawn("watcher", ["watch", "--kubeconfig", str(kubeconfig), "--port",
                                str(free_port()), *mirror], quiet)  # fmt: skip
@@ -149,10 +176,12 @@ class Soak:
         self.redis_pid = pid_of(Path(self.env["DRA_MIRROR_TEST_REDIS_DIR"]) / "redis.pid")
 
     async def stop(self) -> None:
-        for process in self.processes.values():
+        for name, process in self.processes.items():
+            self.dog.expect_exit(name)
             _stop(process)
-        await self.http.aclose()
-        await self.redis.aclose()
+        if hasattr(self, "http"):
+            await self.http.aclose()
+            await self.redis.aclose()
         await asyncio.to_thread(servers.down, self.env)
 
     async def rvs(self) -> dict[str, int]:
@@ -174,19 +203,27 @@ class Soak:
         for name, process in self.processes.items():
             figures[name] = proc_figures(process.pid)
         for name, pid in (("redis", self.redis_pid), ("postgres", self.pg_pid)):
-            parts = [proc_figures(p) for p in children(pid)]
+            parts = []
+            for child in children(pid):  # PostgreSQL's backends come and go meanwhile
+                with contextlib.suppress(OSError, KeyError):  # gone, or a zombie (no VmRSS)
+                    parts.append(proc_figures(child))
             figures[name] = (sum(p[0] for p in parts), sum(p[1] for p in parts), len(parts),
                              sum(p[3] for p in parts))  # fmt: skip
+        behind = 0.0
+        for part in self.parts:
+            with contextlib.suppress(OSError, ValueError):
+                text = Path(f"{part}.behind").read_text()  # noqa: ASYNC240 (a few bytes)
+                behind = max(behind, *json.loads(text).values())
         info = await self.redis.info()
         sample = {"t": time.monotonic(), "writes": writes, "procs": figures,
                   "redis_clients": info["connected_clients"], "redis_mem": info["used_memory"],
                   "backlog": await self.redis.xlen(stream_key()),
-                  "lag_p99": _percentile(self.lags[-100:], 0.99)}  # fmt: skip
+                  "lag_p99": _percentile(self.lags[-100:], 0.99), "behind": behind}  # fmt: skip
         self.samples.append(sample)
         rss = " ".join(f"{n} {f[0] / 2**20:.0f}M/{f[1]}fd" for n, f in figures.items())
         print(f"{time.strftime('%H:%M:%S')} writes/s {writes:7.0f}  backlog {sample['backlog']:6d}  "
               f"redis clients {sample['redis_clients']}  lag p99(last 100) "
-              f"{sample['lag_p99']:.2f}s  {rss}", flush=True)  # fmt: skip
+              f"{sample['lag_p99']:.2f}s  sim behind plan {behind:.0f}s  {rss}", flush=True)  # fmt: skip
         return rvs
 
     async def probe(self, serial: int) -> None:
@@ -260,8 +297,11 @@ def report(soak: Soak, warmup: float) -> None:
     start = soak.samples[0]["t"]
     steady = [s for s in soak.samples if s["t"] - start >= warmup] or soak.samples
     writes = [s["writes"] for s in steady]
+    behind = [s["behind"] for s in steady]
     print(f"\nAPI writes/s after warm-up: median {statistics.median(writes):.0f}, "
-          f"min {min(writes):.0f}, max {max(writes):.0f}")  # fmt: skip
+          f"min {min(writes):.0f}, max {max(writes):.0f}; the simulators' churn behind its "
+          f"plan: median {statistics.median(behind):.1f}s, max {max(behind):.1f}s (growing: "
+          f"the simulators lack the CPU to make the writes asked)")  # fmt: skip
     print(f"lag (probe claim created -> served by GraphQL): {len(soak.lags)} probes, "
           f"p50 {_percentile(soak.lags, 0.5):.3f}s, p99 {_percentile(soak.lags, 0.99):.3f}s, "
           f"max {max(soak.lags, default=float('nan')):.3f}s, {soak.probe_failures} failed; "
@@ -290,33 +330,6 @@ def report(soak: Soak, warmup: float) -> None:
           f"history backlog max {max(backlog)}, last {backlog[-1]}")  # fmt: skip
 
 
-def serve_sim(scenario_file: str, kubeconfig: str, window: int) -> None:
-    """The simulator of the soak: `dra-mirror sim` with a shorter event window, and what it
-    retains frozen out of the cyclic collector every 30 s (`gc.freeze`): full collections
-    over its gigabyte of retained events stalled it for tens of seconds at 2,000 writes/s.
-    Frozen objects are still freed by reference counting when the window drops them."""
-    import gc
-
-    from dra_mirror.service.sim import store
-    from dra_mirror.service.sim.scenario import serve_scenario
-
-    store.ClusterStore.__init__.__kwdefaults__["window"] = window
-
-    async def run() -> None:
-        async def freeze() -> None:
-            while True:
-                await asyncio.sleep(30)
-                gc.freeze()
-
-        freezer = asyncio.create_task(freeze())
-        try:
-            await serve_scenario(scenario_file, kubeconfig_path=kubeconfig, announce=lambda _: None)
-        finally:
-            freezer.cancel()
-
-    asyncio.run(run())
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
@@ -330,25 +343,30 @@ async def main() -> None:
     )
     parser.add_argument("--sim-window", type=int, default=20_000,
                         help="events each simulated cluster retains for watches to resume")  # fmt: skip
+    parser.add_argument("--sim-processes", type=int, default=2,
+                        help="simulator processes the clusters are spread over")  # fmt: skip
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-soak-", dir="/tmp"))
     print(f"run directory {run_dir}")
     soak = Soak(args, run_dir)
     try:
-        await soak.start()
         try:
-            await run(soak, args.minutes)
+            async with soak.dog:
+                await soak.start()
+                await run(soak, args.minutes)
         finally:
             report(soak, min(args.warmup, args.minutes * 60 / 3))
-            await soak.stop()
+            if hasattr(soak, "env"):
+                await soak.stop()
     finally:
         if not args.keep:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--serve-sim"]:
-        serve_sim(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    else:
+    try:
         asyncio.run(main())
+    except ProcessExited as exited:  # a process died: its status and the tail of its log
+        print(f"soak stopped: {exited}", file=sys.stderr)
+        sys.exit(exited.status)

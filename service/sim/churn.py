@@ -10,7 +10,8 @@ to time T is the same whatever comes after T.
 `Churn(store, spec)` carries the plan out against a `ClusterStore` through its client write
 path (create with validation, status patches, delete), so the `Controller` schedules and
 releases exactly as for `kubectl`: `advance(t)` applies every step due by virtual time `t` at
-once (tests), `run(speed=…)` follows the plan in real time inside the Simulator's event loop.
+once (tests), `run(speed=…)` follows the plan in real time inside the Simulator's event loop,
+yielding to it between steps even when behind (the API server answers while it catches up).
 
 Promises: the same seed gives the same steps, pod names and — with the store seeded — the same
 objects; a step the API refuses (its pod already gone, its name taken by someone else) is
@@ -23,7 +24,7 @@ import asyncio
 import heapq
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -135,6 +136,14 @@ class Churn:
         self._plan = schedule(spec)
         self._next: Step | None = None
         self._shapes = {s.name: s for s in spec.shapes}
+        self._clock: Callable[[], float] | None = None  # virtual time now, while `run` runs
+
+    def behind(self) -> float:
+        """Virtual seconds the running plan is behind real time: the step due longest ago and
+        not yet applied (0 when none is due, or before `run`)."""
+        if self._clock is None:
+            return 0.0
+        return max(0.0, self._clock() - self._peek().at)
 
     def _peek(self) -> Step:
         if self._next is None:
@@ -154,7 +163,7 @@ class Churn:
 
     def apply(self, step: Step) -> None:
         ns = self.spec.namespace
-        if self.store.get("namespaces", None, ns) is None:
+        if self.store.stored("namespaces", ("", ns)) is None:
             self.store.create("namespaces", {"metadata": {"name": ns}})
         try:
             if step.action == ARRIVE:
@@ -191,9 +200,10 @@ class Churn:
         """Follow the plan in real time (`spec.speed` virtual seconds per second), forever."""
         loop = asyncio.get_running_loop()
         started = loop.time() - self.now / self.spec.speed
+        self._clock = lambda: (loop.time() - started) * self.spec.speed
         while True:
             due = started + self._peek().at / self.spec.speed
-            delay = due - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            # behind the plan (a busy machine) the steps due are caught up one at a time,
+            # yielding between them: the API server's requests are answered meanwhile
+            await asyncio.sleep(max(0.0, due - loop.time()))
             self.advance(self._peek().at)

@@ -17,7 +17,7 @@ Promises:
 * Nodes save no snapshots and keep no AOF; each keeps its cluster configuration
   (``nodes-<port>.conf``) and, as a replica, the copy its master sent it
   (``dump-<port>.rdb``); a fresh ``start()`` removes both. ``cluster-node-timeout`` is one
-  second, so a failover takes a few seconds.
+  second unless asked otherwise (``node_timeout_ms``), so a failover takes a few seconds.
 * Every failure raises ``ServerError`` with the failing node's log tail.
 """
 
@@ -60,6 +60,7 @@ class ClusterNode:
     binary: Path
     port: int
     workdir: Path
+    node_timeout_ms: int = NODE_TIMEOUT_MS
 
     @property
     def log(self) -> Path:
@@ -89,7 +90,7 @@ class ClusterNode:
             "--port", str(self.port),
             "--cluster-enabled", "yes",
             "--cluster-config-file", str(self.config),
-            "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+            "--cluster-node-timeout", str(self.node_timeout_ms),
             "--save", "",
             "--appendonly", "no",
             # a replica's first sync without the 5 s wait for more replicas: a replica that
@@ -156,11 +157,16 @@ class RedisCluster:
     binary: Path
     workdir: Path
     ports: list[int] = field(default_factory=list)
+    # how long a master may not answer before its replica is promoted: 1 s makes the tests'
+    # failovers quick; a bench writing large batches on a busy machine wants more (a master
+    # busy with one for over a second is taken for dead)
+    node_timeout_ms: int = NODE_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if not self.ports:
             self.ports = _distinct_free_ports(NODES)
-        self.nodes = [ClusterNode(self.binary, port, self.workdir) for port in self.ports]
+        self.nodes = [ClusterNode(self.binary, port, self.workdir, self.node_timeout_ms)
+                      for port in self.ports]  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -294,7 +300,8 @@ class RedisCluster:
         binary = env.get("DRA_MIRROR_TEST_REDIS_SERVER")
         if not (ports and workdir and binary):
             return None
-        return cls(Path(binary), Path(workdir), [int(p) for p in ports.split(",")])
+        timeout = int(env.get("DRA_MIRROR_TEST_REDIS_CLUSTER_NODE_TIMEOUT_MS") or NODE_TIMEOUT_MS)
+        return cls(Path(binary), Path(workdir), [int(p) for p in ports.split(",")], timeout)
 
     @classmethod
     def found_in(cls, workdir: Path) -> RedisCluster | None:
@@ -308,6 +315,7 @@ class RedisCluster:
             "DRA_MIRROR_TEST_REDIS_CLUSTER_URL": self.url,
             "DRA_MIRROR_TEST_REDIS_CLUSTER_PORTS": ",".join(map(str, self.ports)),
             "DRA_MIRROR_TEST_REDIS_CLUSTER_DIR": str(self.workdir),
+            "DRA_MIRROR_TEST_REDIS_CLUSTER_NODE_TIMEOUT_MS": str(self.node_timeout_ms),
         }
 
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.infra.redis_cluster import RedisCluster
+from tests.infra.redis_cluster import NODE_TIMEOUT_MS, RedisCluster
 from tests.infra.servers import (
     FALLBACK_PG_USER,
     PostgresServer,
@@ -87,7 +87,9 @@ def cluster_dir(run_dir: Path) -> Path:
     return run_dir / "redis-cluster"
 
 
-def up(run_dir: Path, *, redis_cluster: bool = False) -> dict[str, str]:
+def up(
+    run_dir: Path, *, redis_cluster: bool = False, cluster_node_timeout_ms: int = NODE_TIMEOUT_MS
+) -> dict[str, str]:
     """Start both servers under ``run_dir`` (and a Redis Cluster when asked); return the
     variables that describe them."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +111,8 @@ def up(run_dir: Path, *, redis_cluster: bool = False) -> dict[str, str]:
         raise
     extra: dict[str, str] = {}
     if redis_cluster:
-        cluster = RedisCluster(redis.binary, cluster_dir(run_dir))
+        cluster = RedisCluster(redis.binary, cluster_dir(run_dir),
+                               node_timeout_ms=cluster_node_timeout_ms)  # fmt: skip
         try:
             cluster.start()
         except BaseException:

@@ -251,3 +251,49 @@ def test_the_kubernetes_access_method_is_granted_only_when_asked_for() -> None:
     assert '"/api/v1/namespaces"' in Path(kube_api.__file__).read_text()  # list, paged
     assert kubernetes.TOKEN_REVIEWS.endswith("/tokenreviews")  # system:auth-delegator's
     assert kubernetes.ACCESS_REVIEWS.endswith("/subjectaccessreviews")
+
+
+def _readme_yaml_blocks() -> list[Any]:
+    text = (CHART / "README.md").read_text()
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)]
+
+
+def _merged(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {k: _merged(base.get(k), v) for k, v in override.items()} | {
+            k: v for k, v in base.items() if k not in override
+        }
+    return copy.deepcopy(override)
+
+
+def test_the_documented_redis_cluster_shape_is_accepted(
+    values: dict[str, Any], validator: jsonschema.Draft7Validator
+) -> None:
+    """The chart's README points the chart at an operated Redis Cluster: its Secret's URL is
+    one the mirror reads as a cluster, its values validate, name that Secret, and leave the
+    chart's own Redis out."""
+    from dra_mirror.service.settings import StoreSettings
+    from dra_mirror.service.stores.redis_connect import is_cluster_url
+
+    (secret,) = [b for b in _readme_yaml_blocks() if b.get("kind") == "Secret"]
+    (override,) = [b for b in _readme_yaml_blocks() if "redis" in b and "kind" not in b]
+    url = secret["stringData"]["url"]
+    assert is_cluster_url(url) and StoreSettings(redis_url=url).redis_url == url
+    variant = _merged(values, override)
+    assert sorted(error.message for error in validator.iter_errors(variant)) == []
+    assert variant["mode"] == "split" and variant["redis"]["deploy"]["enabled"] is False
+    assert variant["redis"]["urlSecret"] == {"name": secret["metadata"]["name"], "key": "url"}
+
+
+def test_a_url_secret_wins_over_the_charts_own_redis() -> None:
+    """What the README promises of the rendering: with `redis.urlSecret` the pods read the URL
+    from that Secret, and redis.yaml (the chart's own Redis) renders nothing."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    env = helpers[helpers.index('define "dra-mirror.env"') :]
+    actions = [a for a in ACTION.findall(env) if "redis" in a]
+    assert actions[:2] == ["if .Values.redis.urlSecret.name", ".Values.redis.urlSecret.name"]
+    assert "else if .Values.redis.deploy.enabled" in actions
+    assert actions.index("else if .Values.redis.deploy.enabled") > 1
+    first = next(a for a in ACTION.findall((CHART / "templates" / "redis.yaml").read_text())
+                 if not a.startswith("/*"))  # fmt: skip
+    assert first == "if and .Values.redis.deploy.enabled (not .Values.redis.urlSecret.name)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -194,3 +195,46 @@ async def test_kubectl_apply_and_delete_drive_the_world(served_demo, kubectl_bin
     # The freed GPU went to the first pod waiting for it (the trainer replica), not to "applied".
     assert len(re.findall(r"allocated,reserved", claims)) == 2
     assert re.search(r"^applied-gpu-\w{5}\s+pending", claims, re.M)
+
+
+async def test_churn_behind_its_plan_lets_the_api_answer_meanwhile():
+    """A churn that has fallen behind (a busy machine) catches up step by step, yielding to
+    the event loop between steps, so the API server's requests are answered meanwhile
+    instead of waiting until the backlog is written."""
+    fast = {**SMALL["clusters"][0], "churn": {**SMALL["clusters"][0]["churn"], "speed": 1e6}}
+    world = build_world(parse_scenario({"clusters": [{**fast, "workloads": []}]}))
+    churn = world.churns["tiny"]
+    apply = churn.apply
+
+    def bounded(step):  # the plan is endless: stop a churn that never yields after a while
+        if len(churn.applied) >= 500:
+            raise RuntimeError("the churn never yielded")
+        apply(step)
+
+    churn.apply = bounded  # type: ignore[method-assign]
+    task = asyncio.create_task(churn.run())
+    ticks = 0
+    for _ in range(20):
+        await asyncio.sleep(0)
+        ticks += 1
+        if task.done():
+            break
+    applied = len(churn.applied)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert ticks == 20 and 0 < applied < 500
+
+
+async def test_a_running_churn_says_how_far_behind_its_plan_it_is():
+    world = build_world(parse_scenario({"clusters": [{**SMALL["clusters"][0], "workloads": []}]}))
+    churn = world.churns["tiny"]
+    assert churn.behind() == 0.0  # not running
+    task = asyncio.create_task(churn.run())
+    try:
+        await asyncio.sleep(0.05)
+        assert churn.behind() < 0.05  # an idle loop keeps up
+        time.sleep(0.3)  # noqa: ASYNC251 (the loop held on purpose: steps fall due and wait)
+        assert churn.behind() >= 0.2
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
