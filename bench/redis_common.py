@@ -22,9 +22,11 @@ PLURALS = {
     "ResourceClaimTemplate": "resourceclaimtemplates",
     "Pod": "pods",
     "Node": "nodes",
+    "DeviceTaintRule": "devicetaintrules",
 }
-# The order in which the reactor's six list calls typically complete (small kinds first).
+# The order in which the reactor's list calls typically complete (small kinds first).
 LIST_ORDER = (
+    "DeviceTaintRule",
     "DeviceClass",
     "ResourceClaimTemplate",
     "Node",
