@@ -317,7 +317,9 @@ async def test_contention_charts_the_history_audit(page: Any, site: Site) -> Non
             f"tr[data-group='{row['cluster']}/{row['group']}'] [data-field=claimsWaited]"
         )
         assert int(await cell.inner_text()) == row["claimsWaited"]
-    assert await page.locator("canvas[data-drawn=true]").count() == 2
+    drawn = page.locator("canvas[data-drawn=true]")
+    await drawn.nth(1).wait_for()  # the charts are drawn once their data has arrived
+    assert await drawn.count() == 2
 
 
 async def test_the_per_pod_checklist_names_what_is_missing(page: Any, site: Site) -> None:
