@@ -1,6 +1,7 @@
-"""What a mirror without OIDC, Kubernetes review or Slack does not load: PyJWT, httpx,
-slack_sdk, the access package's kubernetes_asyncio client, and never kubernetes_asyncio's
-generated API and model modules (memory and start-up time of every `serve`)."""
+"""What a mirror without OIDC, Kubernetes review, Slack or Redis does not load: PyJWT, httpx,
+slack_sdk, the access package's kubernetes_asyncio client, the Redis client, the Redis store
+and its leases, and never kubernetes_asyncio's generated API and model modules (memory and
+start-up time of every `serve`)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,10 @@ def test_serve_loads_no_httpx_jwt_or_slack_sdk():
         "slack_sdk",
         "kubernetes_asyncio.client.api",
         "kubernetes_asyncio.client.models.v1_pod",
+        "redis",
+        "dra_mirror.service.stores.redis",
+        "dra_mirror.service.stores.lease",
+        "dra_mirror.service.reactor.leased",
     ]
     assert (
         loaded_after("dra_mirror.service.cli.main, dra_mirror.service.runtime.mirror", names) == []
