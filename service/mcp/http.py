@@ -6,7 +6,7 @@ requests, so any API replica answers any call). The app mounts `endpoint.asgi` a
 enters `endpoint.running()` in its lifespan (a new session manager each time the lifespan runs).
 The SDK is imported and the server built by the first `/mcp` request, not before: a mirror no
 agent asks never loads it (~30 MiB and ~0.5 s of CPU at every start); that first request
-waits for it (~0.5 s once).
+waits for it (~0.5 s once), loaded in a worker thread so the event loop is not held meanwhile.
 
 Each tool call asks the app's schema in-process with `context_for(request)` — the same
 per-request context `/graphql` builds — so the request's bearer token has already passed the
@@ -75,6 +75,9 @@ class McpEndpoint:
         async def run() -> None:
             await wanted.wait()
             try:
+                # imported in a worker thread: the loop goes on serving /graphql and the
+                # watches while the SDK loads (the GIL is handed back every few ms)
+                await asyncio.to_thread(_load_sdk)
                 manager = self._new_manager()
                 async with manager.run():
                     self.manager = manager
@@ -106,6 +109,13 @@ class McpEndpoint:
             raise RuntimeError("/mcp answers only while the app's lifespan runs")
         self._wanted.set()
         return await asyncio.shield(self._started)
+
+
+def _load_sdk() -> None:
+    import importlib
+
+    importlib.import_module("mcp.server.transport_security")
+    importlib.import_module("dra_mirror.service.mcp.server")
 
 
 class _CurrentManager:

@@ -49,8 +49,16 @@ def test_serve_loads_no_httpx_jwt_or_slack_sdk():
 
 def test_the_mcp_sdk_loads_with_the_first_mcp_request():
     code = """
-import asyncio, json, sys
+import asyncio, json, sys, threading
 import httpx
+
+importing_threads = set()
+class Watch:  # records which thread first imports the SDK
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp":
+            importing_threads.add(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
 from asgi_lifespan import LifespanManager
 from dra_mirror.service.http.app import create_app
 from dra_mirror.service.settings import Settings
@@ -70,7 +78,8 @@ async def main():
     tools = [sorted(t["name"] for t in a.json()["result"]["tools"]) for a in answers]
     print(json.dumps({"before": before, "after": "mcp" in sys.modules,
                       "statuses": [a.status_code for a in answers],
-                      "same": all(t == tools[0] for t in tools), "who_holds": "who_holds" in tools[0]}))
+                      "same": all(t == tools[0] for t in tools), "who_holds": "who_holds" in tools[0],
+                      "in_main_thread": sorted(importing_threads)}))
 
 asyncio.run(main())
 """
@@ -84,4 +93,5 @@ asyncio.run(main())
         "statuses": [200, 200, 200],  # three first requests at once: one manager starts
         "same": True,
         "who_holds": True,
+        "in_main_thread": [False],  # loaded in a worker thread: the event loop goes on meanwhile
     }
