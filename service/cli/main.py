@@ -35,6 +35,7 @@ from dra_mirror.service.cli.persisted import persisted_queries
 from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
 from dra_mirror.service.cli.sdl import schema_command
 from dra_mirror.service.cli.simulator import sim
+from dra_mirror.service.reactor.heap import SyncGc
 from dra_mirror.service.settings import Settings, SettingsError
 
 
@@ -150,6 +151,26 @@ async def _serve(
     role: str = "api",
     deadline: ShutdownDeadline | None = None,
 ) -> None:
+    # The imports, the schema and the app are long-lived: no collector walks while they are
+    # built, and they are frozen once the app has started (the watchers' own tuning goes on
+    # until every cluster synced).
+    starting = SyncGc()
+    try:
+        await _serve_app(settings, watch=watch, access=access, role=role, deadline=deadline,
+                         starting=starting)  # fmt: skip
+    finally:
+        starting.done(freeze=False)  # the app never started
+
+
+async def _serve_app(
+    settings: Settings,
+    *,
+    watch: bool,
+    access: Any,
+    role: str,
+    deadline: ShutdownDeadline | None,
+    starting: SyncGc,
+) -> None:
     import uvicorn
 
     from dra_mirror.service.cli.server import DeadlineServer
@@ -180,6 +201,7 @@ async def _serve(
         if serving.done():
             break
         await asyncio.sleep(0.05)
+    starting.done(freeze=server.started)
     if server.started:
         sockets = [sock for listening in server.servers for sock in listening.sockets]
         port = sockets[0].getsockname()[1] if sockets else settings.http.port
