@@ -85,10 +85,12 @@ def mirror_app(
 
     async def open_access() -> AccessControl:
         assert access is not None
-        from dra_mirror.service.slack.directory import SlackDirectory  # slack_sdk's web client
-
         path = kubeconfig() if kubeconfig is not None else settings.clusters.kubeconfig
-        directory = SlackDirectory.from_settings(slack) if slack is not None else None
+        directory = None
+        if slack is not None:  # slack_sdk's web client loads only with Slack's settings
+            from dra_mirror.service.slack.directory import SlackDirectory
+
+            directory = SlackDirectory.from_settings(slack)
         if access.slack.user_groups and directory is None:
             log.warning("the access file maps Slack user groups, but no Slack bot token is "
                         "set (DRA_MIRROR_SLACK_BOT_TOKEN): those mappings match nobody")  # fmt: skip

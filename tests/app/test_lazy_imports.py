@@ -47,6 +47,31 @@ def test_serve_loads_no_httpx_jwt_or_slack_sdk():
     )
 
 
+def test_a_started_serve_without_slack_loads_no_slack_sdk():
+    code = """
+import asyncio, dataclasses, sys
+from asgi_lifespan import LifespanManager
+from dra_mirror.service.access.config import load
+from dra_mirror.service.runtime.mirror import mirror_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+
+async def main():
+    settings = Settings()
+    access = dataclasses.replace(settings.access, insecure_no_auth=True)
+    settings = dataclasses.replace(settings, access=access)
+    app = mirror_app(settings, store=MemoryStore(), watch=False, access=load(access))
+    async with LifespanManager(app):
+        print(app.state.mirror.access is not None, "slack_sdk" in sys.modules)
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.split() == ["True", "False"]  # access opened, Slack's client not loaded
+
+
 def test_the_mcp_sdk_loads_with_the_first_mcp_request():
     code = """
 import asyncio, json, sys, threading
