@@ -39,6 +39,7 @@ from dra_mirror.service.clusters.kubeconfig import (  # noqa: F401  (re-exported
     in_cluster,
     plan_clusters,
 )
+from dra_mirror.service.clusters.transport import api_client_for
 
 # Six watches per cluster stay open at once, plus lists and discovery.
 _MIN_POOL = 16
@@ -88,7 +89,7 @@ async def _from_kubeconfig(path: str, context: str) -> ClusterConnection:
     except (ConfigException, OSError, KeyError, ValueError, TypeError, yaml.YAMLError) as error:
         raise ConfigurationError(f"context {context!r} in {path}: {error}") from error
     _refresh_exec_tokens(loader, configuration)
-    return ClusterConnection(context, ApiClient(configuration), context)
+    return ClusterConnection(context, api_client_for(configuration), context)
 
 
 async def connect(
@@ -105,7 +106,7 @@ async def connect(
             load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as error:
             raise ConfigurationError(f"in-cluster configuration: {error}") from error
-        return [ClusterConnection(in_cluster_name, ApiClient(configuration), None)]
+        return [ClusterConnection(in_cluster_name, api_client_for(configuration), None)]
     connections: list[ClusterConnection] = []
     try:
         for name in plan.contexts:

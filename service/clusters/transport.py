@@ -8,6 +8,15 @@ as a `service.clusters.errors.ClusterError`; nothing else in the package touches
 
 Watch streams are split into lines here rather than with aiohttp's `readline`, whose limit
 (128 KiB) a ResourceSlice of 128 devices can exceed.
+
+`api_client_for(configuration)` builds the `ApiClient` of a connection with a session that reads
+nothing from the environment per request. The client's own session trusts the environment
+(aiohttp's `trust_env`): for every request it looks the server's host up in ~/.netrc and the
+proxy variables, each in a worker thread (~0.45 ms of CPU a request), and a netrc entry for
+that host adds Basic credentials that clash with the kubeconfig's token (every request then
+fails). Kubernetes clients take credentials from the kubeconfig alone, and a proxy from the
+kubeconfig's `proxy-url` or else from HTTPS_PROXY / HTTP_PROXY / NO_PROXY: the environment's
+proxy for the server (and its credentials, as aiohttp finds them) is read here, once.
 """
 
 from __future__ import annotations
@@ -16,9 +25,15 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from dra_mirror.service.clusters.errors import ClusterError, from_status, translate
-from dra_mirror.service.clusters.kube_client import ApiClient
+from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
+
+# kubernetes_asyncio's own session reads up to this much of a response at once (large watch
+# events).
+_READ_BUFFER = 2**21
 
 Query = Mapping[str, str | int | bool]
 
@@ -29,6 +44,28 @@ def _query(params: Query) -> list[tuple[str, str]]:
         (k, ("true" if v else "false") if isinstance(v, bool) else str(v))
         for k, v in params.items()
     ]
+
+
+def api_client_for(configuration: Configuration) -> ApiClient:
+    """The ApiClient for `configuration`, its session not trusting the environment (see the
+    module docstring); call it inside the event loop."""
+    if not configuration.proxy and configuration.host:  # the kubeconfig's proxy-url wins
+        try:
+            proxy, proxy_auth = get_env_proxy_for_url(URL(configuration.host))
+        except LookupError:  # no proxy variable for the scheme, or NO_PROXY names the host
+            pass
+        else:
+            configuration.proxy = str(proxy)
+            if proxy_auth is not None:
+                configuration.proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
+    client = ApiClient(configuration)
+    rest = client.rest_client
+    trusting = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=trusting.connector, trust_env=False, read_bufsize=_READ_BUFFER
+    )
+    trusting.detach()  # the connector (pool, TLS context) now belongs to the new session
+    return client
 
 
 class ClusterApi:

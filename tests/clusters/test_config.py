@@ -190,3 +190,26 @@ def test_a_kubeconfig_path_list_merges_as_kubectl_does(
     monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'absent'}:{second}")
     plan = plan_clusters(None, None)
     assert plan.contexts == ("east", "west", "north")  # east from the first file wins
+
+
+async def test_the_environment_s_proxy_is_read_once_and_no_proxy_is_honoured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kubeconfig = str(write_kubeconfig(tmp_path / "config", {"east": {}, "west": {}}))
+    for name in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://someone:secret@proxy.example:3128")
+    [east] = await connect(kubeconfig, ["east"])
+    try:
+        rest = east.api_client.rest_client
+        assert rest.proxy == "http://proxy.example:3128"
+        assert rest.proxy_headers == {"Proxy-Authorization": "Basic c29tZW9uZTpzZWNyZXQ="}
+        assert rest.pool_manager.trust_env is False  # nothing read again per request
+    finally:
+        await east.close()
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    [east] = await connect(kubeconfig, ["east"])
+    try:
+        assert east.api_client.rest_client.proxy is None
+    finally:
+        await east.close()

@@ -214,3 +214,14 @@ async def test_tls_without_the_client_certificate_or_the_ca_is_refused(tls_clust
     }
     with pytest.raises(Unreachable, match="CERTIFICATE_VERIFY_FAILED"):
         await namespaces(kubeconfig(tmp_path / "no-ca", url, inline))
+
+
+async def test_a_netrc_entry_for_the_server_changes_nothing(east, tmp_path, monkeypatch):
+    # Kubernetes clients take credentials from the kubeconfig alone; a ~/.netrc naming the API
+    # server's host must neither add a second Authorization nor be read for every request.
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    known = kubeconfig(tmp_path / "known", east, {"token": "bob-token"})
+    assert "ml" in await namespaces(known)

@@ -172,7 +172,10 @@ async def test_deletions_while_disconnected_become_deletes(
 
     recorder = HistoryLike()
 
-    async with serving(tmp_path, ClusterSpec(world)) as (sim, connections):
+    async with serving(tmp_path, ClusterSpec(world), bookmark_interval=0.1) as (
+        sim,
+        connections,
+    ):
         async with await run_reactors(
             connections,
             open_index=store.open_index,
@@ -184,6 +187,10 @@ async def test_deletions_while_disconnected_become_deletes(
         ) as reactors:
             await reactors.wait_synced()
             reactor = reactors.by_name["east"]
+            # Every watch has heard from the server (a bookmark): a stream the restart ends is
+            # watched again at once, and meets the errors (an empty one waits a moment first,
+            # and the gate below holds that wait).
+            await eventually(lambda: all(reactor.watchers[k]._received for k in reactor.listed))
             # Cut the cluster off: every request fails, and the restart ends open streams.
             recording_sleep.gate.clear()
             served = sim.served["east"]
