@@ -131,24 +131,40 @@ class ClaimTracker:
             batch.transition(ch.CLAIM_DELETED, **fields)
 
     def _claim_added(self, key: ObjectKey, claim: ClaimRecord, batch: Batch) -> None:
-        """`on_claim` for a claim the index did not hold: everything it says is new (the same
-        links and transitions, in the same order, without diffing against nothing)."""
+        """`on_claim` for a claim the index did not hold: all of it is new, nothing to diff."""
         links = self._index.links
-        fields = self._claim_fields(key, claim) if batch.keep_transitions else {}
+        keep = batch.keep_transitions
+        fields = self._claim_fields(key, claim) if keep else {}
         for name in class_names(claim):
             links.add(CLASS_CLAIMS, (self._cluster, name), key)
-        batch.transition(ch.CLAIM_CREATED, **fields)
+        if keep:
+            batch.transition(ch.CLAIM_CREATED, **fields)
         if claim.allocation is None:
-            batch.transition(ch.WAIT_STARTED, **fields)
+            if keep:
+                batch.transition(ch.WAIT_STARTED, **fields)
         else:
             held = self._index.touched.devices  # their statuses are re-derived at settle
             for (device, hold_id), hold in holds_of(self._cluster, key, claim).items():
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, hold[0])
                 held.add(device)
-                self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
+                if keep:
+                    self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
         if claim.reserved_for:
-            self._diff_consumers(key, None, claim, batch, fields)
+            if keep:
+                self._diff_consumers(key, None, claim, batch, fields)
+            else:  # what _diff_consumers keeps of them, without transitions
+                self._consumers_added(key, claim)
         self._refresh_idle(key, claim, batch, fields)
+
+    def _consumers_added(self, key: ObjectKey, claim: ClaimRecord) -> None:
+        """The consumer maps of a claim the index did not hold (service.model.consumers)."""
+        cluster, namespace = claim.meta.cluster, claim.meta.namespace
+        for consumer in claim.reserved_for:
+            if is_pod(consumer):
+                pod = ObjectKey(cluster, POD, namespace, consumer.name)
+                self._consumers.setdefault(pod, set()).add(key)
+            elif is_pod_group(consumer):
+                self._groups.setdefault((cluster, namespace, consumer.name), set()).add(key)
 
     def _diff_holds(
         self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
