@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
     GroupKey,
@@ -52,22 +53,14 @@ if TYPE_CHECKING:
 RUNNING = "Running"
 
 
-def _drop(index: dict[Any, set[ObjectKey]], key: Any, claim: ObjectKey) -> None:
-    claims = index.get(key)
-    if claims is not None:
-        claims.discard(claim)
-        if not claims:
-            del index[key]
-
-
 class ClaimTracker:
     def __init__(self, index: ClusterIndex) -> None:
         self._index = index
         self._cluster = index.cluster
         self.idle_since: dict[ObjectKey, str] = {}
         self.views = ClaimViews(index.cluster)
-        self._consumers: dict[ObjectKey, set[ObjectKey]] = {}  # pod -> claims it consumes
-        self._groups: dict[GroupKey, set[ObjectKey]] = {}  # PodGroup -> claims reserved for it
+        self._consumers: ClaimsBy[ObjectKey] = ClaimsBy()  # pod -> claims it consumes
+        self._groups: ClaimsBy[GroupKey] = ClaimsBy()  # PodGroup -> claims reserved for it
 
     def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
         return self.views.view(key, claim)
@@ -162,9 +155,9 @@ class ClaimTracker:
         for consumer in claim.reserved_for:
             if is_pod(consumer):
                 pod = ObjectKey(cluster, POD, namespace, consumer.name)
-                self._consumers.setdefault(pod, set()).add(key)
+                self._consumers.add(pod, key)
             elif is_pod_group(consumer):
-                self._groups.setdefault((cluster, namespace, consumer.name), set()).add(key)
+                self._groups.add((cluster, namespace, consumer.name), key)
 
     def _diff_holds(
         self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
@@ -206,20 +199,15 @@ class ClaimTracker:
                 batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
         old_pods, new_pods = pod_refs(old), pod_refs(new)
         for pod in old_pods.keys() - new_pods.keys():
-            _drop(self._consumers, pod, key)
-        consumers = self._consumers
+            self._consumers.discard(pod, key)
         for pod in new_pods:
             if pod not in old_pods:
-                claims = consumers.get(pod)
-                if claims is None:
-                    consumers[pod] = {key}
-                else:
-                    claims.add(key)
+                self._consumers.add(pod, key)
         old_groups, new_groups = set(group_refs(old)), set(group_refs(new))
         for group in old_groups - new_groups:
-            _drop(self._groups, group, key)
+            self._groups.discard(group, key)
         for group in new_groups - old_groups:
-            self._groups.setdefault(group, set()).add(key)
+            self._groups.add(group, key)
 
     def _hold_transition(
         self,
@@ -352,10 +340,10 @@ class ClaimTracker:
     ) -> None:
         for claim, (before, after) in self.views.on_pod(key, old, new).items():
             self._view_changed(claim, before, after, batch)
-        claims = set(self._consumers.get(key, ()))
+        claims = set(self._consumers.get(key))
         if self._groups:  # claims reserved for the pod's PodGroup, before or after
             for group in {pod_group_key(old), pod_group_key(new)} - {None}:
-                claims.update(self._groups.get(group, ()))  # type: ignore[arg-type]
+                claims.update(self._groups.get(group))  # type: ignore[arg-type]
         if not claims:
             return
         # The claims' live events show their consumers as they are (a derived change).
