@@ -217,8 +217,10 @@ class ClusterIndex:
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
     ) -> ch.Changes:
-        """After a (re)list of `kind`: upsert what changed, delete what is no longer there."""
-        if not self._objects[kind]:  # nothing held of the kind (its first LIST): all is new
+        """After a (re)list of `kind`: upsert what changed, delete what is no longer there. A
+        LIST of a kind the index holds nothing of (its first) is folded in bulk: nothing can
+        have vanished and every record is new (`_add_listed`; the same state and Changes)."""
+        if not self._objects[kind]:
             return self.apply((), at=at, resource_version=resource_version, listed=kind,
                               added=records)  # fmt: skip
         events = [Event(MODIFIED, record) for record in records]
