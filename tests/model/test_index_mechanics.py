@@ -3,7 +3,8 @@
 * `ClusterIndex(transitions=False)` (a mirror that records no history): the same state and the
   same Changes, transitions left out, for any sequence of events;
 * the first LIST of a kind, folded in bulk (`resync` of a kind the index holds nothing of): the
-  same state and the same Changes as its records applied one by one.
+  same state and the same Changes as its records applied one by one;
+* the compact pod -> claims map of the claim side: what a map of sets answers.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.index import MODIFIED, ClusterIndex, Event
-from dra_mirror.service.model.records import KINDS, Record
+from dra_mirror.service.model.records import KINDS, ObjectKey, Record
 from tests.model.builders import CLUSTER
 from tests.model.test_index_property import draw_world, state
 
@@ -66,3 +68,30 @@ def test_a_first_list_folds_in_bulk_as_it_folds_record_by_record(data: st.DataOb
         expected = plain.apply([Event(MODIFIED, r) for r in records], at="t", listed=kind)
         assert bulk.resync(kind, records, at="t") == expected
     assert state(bulk) == state(plain)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from("pq"), st.sampled_from(("c0", "c1", "c2"))),
+        max_size=30,
+    )
+)
+def test_claims_by_a_key_answer_as_a_map_of_sets(steps: list[tuple[bool, str, str]]) -> None:
+    """The claim side's compact pod -> claims map (a single claim kept as itself) answers as
+    a plain map of sets under any sequence of links and unlinks."""
+    compact: ClaimsBy[str] = ClaimsBy()
+    plain: dict[str, set[ObjectKey]] = {}
+    for add, pod, name in steps:
+        claim = ObjectKey(CLUSTER, "ResourceClaim", "ns", name)
+        if add:
+            compact.add(pod, claim)
+            plain.setdefault(pod, set()).add(claim)
+        else:
+            compact.discard(pod, claim)
+            plain.get(pod, set()).discard(claim)
+            if not plain.get(pod, True):
+                del plain[pod]
+        assert {pod: set(claims) for pod, claims in compact.items()} == plain
+        assert all(set(compact.get(pod)) == plain.get(pod, set()) for pod in "pq")
+        assert len(compact) == len(plain)
