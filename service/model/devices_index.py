@@ -122,7 +122,7 @@ class DeviceTracker:
         pool is settled whole, with the pool's counters weighed once."""
         before: dict[DeviceKey, str | None] = {}
         statuses = self.statuses
-        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        holds_of = self._index.links.reader(DEVICE_ALLOCATIONS)
         devices = self.devices
         entries_before = touched.entries
         pools = set(touched.pools)
@@ -171,7 +171,7 @@ class DeviceTracker:
     def refresh_unpublished(self, touched: Touched) -> None:
         """Give every device the batch touched that is held and not published its entry, and
         drop the entries of those published again or no longer held (delta.unpublished)."""
-        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        holds_of = self._index.links.reader(DEVICE_ALLOCATIONS)
         unpublished = self.unpublished
         for key in touched.devices:
             old = unpublished.get(key)
