@@ -54,8 +54,11 @@ class SharedValues:
     quantity map, string tuple and node-local node selector, for the objects converted with
     it."""
 
-    def __init__(self, *, limit: int = 65_536) -> None:
+    def __init__(self, *, limit: int = 65_536, map_limit: int = 4_096) -> None:
         self.limit = limit
+        # Maps are often one per object (a node's hostname label, a pod's own name in a
+        # StatefulSet's labels): their tables keep fewer, the repeated ones come back soon.
+        self.map_limit = min(map_limit, limit)
         self.attributes: dict[tuple[str, Any], Attribute] = {}
         self.capacities: dict[str, Capacity] = {}
         self.keys: dict[tuple[str, str], str] = {}
@@ -70,8 +73,8 @@ class SharedValues:
         # The map of every field without values (labels, capacity, consumedCapacity…).
         self.empty: dict[str, Any] = {}
 
-    def _room(self, table: dict[Any, Any]) -> dict[Any, Any]:
-        if len(table) >= self.limit:
+    def _room(self, table: dict[Any, Any], limit: int = 0) -> dict[Any, Any]:
+        if len(table) >= (limit or self.limit):
             table.clear()
         return table
 
@@ -122,7 +125,7 @@ class SharedValues:
                 intern(key): intern(value) if len(value) <= _SHORT else value
                 for key, value in values.items()
             }
-            self._room(self.maps)[tuple(found.items())] = found
+            self._room(self.maps, self.map_limit)[tuple(found.items())] = found
         return found
 
     def quantities(self, values: dict[str, api.Quantity] | None) -> dict[str, str]:
@@ -135,7 +138,7 @@ class SharedValues:
             found = {intern(name): quantity_text(v) for name, v in values.items()}
             # Only maps written as text are looked up again: 1 and True are equal keys.
             if all(type(v) is str for v in values.values()):
-                self._room(self.quantity_maps)[tuple(found.items())] = found
+                self._room(self.quantity_maps, self.map_limit)[tuple(found.items())] = found
         return found
 
     def tuple_of(self, values: list[str] | None) -> tuple[str, ...]:
@@ -220,7 +223,7 @@ class SharedValues:
             return dict(zip(keys, capacities, strict=True))
         if found is None:
             found = dict(zip(keys, capacities, strict=True))
-            self._room(self.capacity_maps)[(keys, capacities)] = found
+            self._room(self.capacity_maps, self.map_limit)[(keys, capacities)] = found
         return found
 
     def node_selector(self, raw: dict[str, Any], node: str) -> dict[str, Any]:

@@ -121,7 +121,12 @@ def test_tables_are_bounded() -> None:
     shared = SharedValues(limit=2)
     body = _page("ResourceSlice", [_slice("n1", ["u1", "u2", "u3", "u4", "u5"])])
     records = decode_list("ResourceSlice", body, cluster="c", shared=shared).records
-    assert len(shared.attributes) <= 2 and len(shared.keys) <= 2 and len(shared.layouts) <= 2
+    assert (
+        len(shared.attributes) <= 2
+        and len(shared.keys) <= 2
+        and len(shared.layouts) <= 2
+        and len(shared.maps) <= 2
+    )
     assert records == decode_list("ResourceSlice", body, cluster="c").records
 
 
