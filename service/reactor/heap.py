@@ -1,7 +1,7 @@
 """Garbage-collector settings for an initial sync.
 
 An initial sync builds a large, long-lived heap fast (a 5,000-node cluster: ~90,000 records
-and their indexes, ~1.5 million objects the collector tracks) and almost no cyclic garbage.
+and their indexes, about a million objects the collector tracks) and almost no cyclic garbage.
 CPython's generational GC runs a young collection every 700 allocations and, as survivors
 pile up in the older generations, walks them again and again: measured on that cluster, more
 than half of the sync time. `SyncGc` raises the thresholds while clusters sync, then moves
