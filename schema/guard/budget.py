@@ -26,7 +26,8 @@ from typing import Any
 from graphql import ExecutionResult, GraphQLError, OperationType
 from graphql.execution.aborted_graphql_execution_error import AbortedGraphQLExecutionError
 from graphql.pyutils import AbortController, Undefined
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+from dra_mirror.schema.execution import PlainFieldsExecution
 
 ABORTS_KEY = "dra_mirror.aborts"
 CHECK_EVERY = 128
@@ -159,7 +160,7 @@ def _aborted(error: AbortedGraphQLExecutionError) -> ExecutionResult:
 
 
 def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
-    class BudgetedExecutionContext(StrawberryGraphQLCoreExecutionContext):
+    class BudgetedExecutionContext(PlainFieldsExecution):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.budget: Budget | None = None

@@ -214,6 +214,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             max_document_bytes=settings.cached_document_max_bytes,
         )
         self.short_path = _short_path_applies(schema)
+        self.keeps_collected = getattr(schema.execution_context_class, "keeps_collected", False)
         self.shapes = ShapeVerdicts(schema._schema, settings, judge=shape_refusal)
 
     async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
@@ -355,6 +356,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
             executor_class=schema.execution_context_class,
             operation_extensions=fields.extensions,
+            **self._collected(prepared),
         )
         if optimized_is_awaitable(result):
             result = await result
@@ -362,6 +364,13 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             self.schema.process_errors(result.errors)
             result.errors = [masked(error) for error in result.errors]
         return result
+
+    def _collected(self, prepared: PreparedDocument) -> dict[str, Any]:
+        # the per-document store of collected sub-selections, for an executor that keeps them
+        # (schema.execution)
+        if prepared.collected is None or not self.keeps_collected:
+            return {}
+        return {"collected": prepared.collected}
 
     async def _send(
         self,
