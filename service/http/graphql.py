@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl
 import orjson
 from graphql import ExecutionResult, OperationType, execute
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.execution import optimized_is_awaitable
@@ -44,7 +45,7 @@ from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
-from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.graphql_http import GraphQLOverHttp, acceptable
 from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.persisted import (
     DocumentRegistry,
@@ -149,8 +150,21 @@ def _answers_plain_json(scope: Scope) -> bool:
             accept = value.lower()
             if b"application/graphql-response+json" in accept:
                 return False
-            return b"application/json" in accept or b"*/*" in accept
+            if b"application/json" not in accept and b"*/*" not in accept:
+                return False
+            return acceptable(value.decode("latin-1"))  # not application/json-patch+json…
     return True
+
+
+def _sub_response(request: Request) -> Response:
+    """What strawberry's `get_sub_response` gives (a response without content-length or
+    status, for resolvers to set a status, headers or a background task on), for a request
+    whose Accept the short path has already judged."""
+    response = Response()
+    response.status_code = None  # type: ignore[assignment]
+    response.raw_headers = []  # strawberry deletes the content-length: the only header
+    response.dra_mirror_request = request  # type: ignore[attr-defined]
+    return response
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -313,7 +327,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             # only documents that parse and validate; and only while clients may register
             self.persisted.register(key, text)
         request = Request(scope, receive)
-        sub_response = await self.get_sub_response(request)
+        sub_response = _sub_response(request)
         context = await self.get_context(request, sub_response)
         result = await self.state.metrics.timed_operation(
             Operation(text, fields.operation_name), self._execute(prepared, fields, context)
