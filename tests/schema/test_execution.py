@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from typing import Any
 
 import strawberry
 from graphql import execute, parse
@@ -147,3 +148,23 @@ def test_documents_with_directives_collect_their_fields_each_time() -> None:
                          "@include(if: $more) } }", {"more": more})  # fmt: skip
         assert ("colour" in data["items"][0]) is more
     assert cache.prepare("{ items(count: 1) { nope } }").collected is None  # invalid
+
+
+def test_the_budget_counts_plain_leaf_fields() -> None:
+    from dra_mirror.schema.guard.budget import budgeted_execution
+
+    text = "{ items(count: 30) { name colour maybe } }"  # 1 + 30 * 3 fields
+    for max_fields, exceeded in ((80, True), (91, False)):
+        budgeted = strawberry.Schema(
+            query=Query, execution_context_class=budgeted_execution(max_fields=max_fields,
+                                                                    max_seconds=5.0),
+        )  # fmt: skip
+        direct_resolvers(budgeted)
+
+        async def run(schema: strawberry.Schema = budgeted) -> object:
+            return await schema.execute(text)
+
+        result: Any = asyncio.run(run())
+        codes = [e.extensions["code"] for e in result.errors or ()]
+        assert codes == (["BUDGET_EXCEEDED"] if exceeded else []), (max_fields, result.errors)
+        assert (result.data is None) is exceeded
