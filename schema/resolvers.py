@@ -14,12 +14,14 @@ values, under their Python names), with no field extensions (permission classes 
 extensions) and no exception handlers. Every other field keeps strawberry's resolver. Results
 are exactly the method's; graphql-core awaits the coroutine of an async method as it awaits
 strawberry's. A synchronous method without arguments or `info` whose type is a scalar or an
-enum is also marked for `schema.execution`, which calls it without building resolve info.
+enum, and such a field without resolver (an attribute), are also marked for
+`schema.execution`, which calls them without building resolve info.
 """
 
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -91,12 +93,26 @@ def _direct(field: StrawberryField, info_class: Any, names: dict[str, str]) -> A
     return with_info
 
 
+def _mark_plain_attribute(graphql_field: GraphQLField, field: StrawberryField) -> None:
+    """Mark a field without resolver (strawberry answers `getattr(source, python_name)`) of a
+    scalar or enum type for `schema.execution`."""
+    if field.extensions or field.default_resolver is not getattr or not field.python_name:
+        return
+    if not getattr(graphql_field.resolve, "_is_default", False):  # strawberry's basic resolver
+        return
+    _mark(graphql_field, operator.attrgetter(field.python_name))
+
+
 def _mark_plain_leaf(graphql_field: GraphQLField, field: StrawberryField) -> None:
     """Mark a plain synchronous method field of a scalar or enum type for
     `schema.execution` (see the module docstring)."""
-    method = field.base_resolver.wrapped_func  # type: ignore[union-attr]
+    method: Any = field.base_resolver.wrapped_func  # type: ignore[union-attr]
     if inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method):
         return
+    _mark(graphql_field, method)
+
+
+def _mark(graphql_field: GraphQLField, method: Callable[[Any], Any]) -> None:
     kind: Any = graphql_field.type
     non_null = is_non_null_type(kind)
     named = kind.of_type if non_null else kind
@@ -128,11 +144,14 @@ def direct_resolvers(schema: strawberry.Schema) -> int:
             )
             if graphql_field is None:
                 continue
+            if field.base_resolver is None:
+                _mark_plain_attribute(graphql_field, field)
+                continue
             names = {naming.from_argument(a): a.python_name or "" for a in field.arguments}
             direct = _direct(field, schema.config.info_class, names)
             if direct is not None:
                 graphql_field.resolve = direct
                 count += 1
-                if not names and field.base_resolver.info_parameter is None:  # type: ignore[union-attr]
+                if not names and field.base_resolver.info_parameter is None:
                     _mark_plain_leaf(graphql_field, field)
     return count

@@ -24,6 +24,7 @@ class Colour(enum.Enum):
 @strawberry.type
 class Item:
     n: strawberry.Private[int]
+    label: str | None = None  # an attribute: no resolver
 
     @strawberry.field
     def name(self) -> str:
@@ -61,7 +62,7 @@ class Item:
 class Query:
     @strawberry.field
     def items(self, count: int, prefix: str | None = None) -> list[Item]:
-        return [Item(n=n) for n in range(count)]
+        return [Item(n=n, label=prefix and f"{prefix}{n}") for n in range(count)]
 
     @strawberry.field
     def item(self, n: int) -> Item | None:
@@ -99,6 +100,7 @@ def test_plain_leaf_fields_are_marked() -> None:
         "missing",
         "wrong",
         "later",
+        "label",
     }
     assert PLAIN_LEAF not in fast._schema.query_type.fields["items"].extensions
 
@@ -111,7 +113,8 @@ def test_plain_leaf_fields_answer_values_errors_and_nulls_as_graphql_core() -> N
         "{ items(count: 2) { name missing } }",
         "{ item(n: 1) { name missing } }",
         "{ items(count: 2) { wrong } }",
-        "{ items(count: 2, prefix: null) { name later } }",
+        "{ items(count: 2, prefix: null) { name later label } }",
+        '{ items(count: 3, prefix: "x") { label name } }',
     ):
         expected = answer(plain, text)
         assert answer(fast, text) == expected, text
