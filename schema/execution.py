@@ -55,6 +55,13 @@ class PlainFieldsExecution(StrawberryGraphQLCoreExecutionContext):
         self.collected = collected
         self._plans: dict[int, tuple[GroupedFieldSet, FieldPlan | None]] = {}
 
+    def build_per_event_executor(self, payload: Any) -> Any:
+        # A subscription's event executor is a copy of this one: its plans are its own (the
+        # root's field groups are collected anew for every event; none are kept across).
+        executor: Any = super().build_per_event_executor(payload)
+        executor._plans = {}
+        return executor
+
     def admit_field(self) -> bool:
         """Asked before each field executes: False skips the field (as graphql-core skips a
         field it does not know); it may raise, which stops the selection."""

@@ -171,3 +171,12 @@ def test_the_budget_counts_plain_leaf_fields() -> None:
         codes = [e.extensions["code"] for e in result.errors or ()]
         assert codes == (["BUDGET_EXCEEDED"] if exceeded else []), (max_fields, result.errors)
         assert (result.data is None) is exceeded
+
+
+def test_a_subscription_event_keeps_no_plans_of_earlier_events() -> None:
+    fast, _ = schemas()
+    executor: Any = PlainFieldsExecution.build(fast._schema, parse("{ items(count: 2) { name } }"))
+    first = executor.build_per_event_executor(None)
+    assert first.execute_operation().data == {"items": [{"name": "item-0"}, {"name": "item-1"}]}
+    assert first._plans and first._plans is not executor._plans
+    assert executor.build_per_event_executor(None)._plans == {}
