@@ -28,13 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
-from urllib.parse import parse_qsl
 
 import orjson
 from graphql import ExecutionResult, OperationType, execute
 from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.execution import optimized_is_awaitable
 from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
@@ -45,7 +43,17 @@ from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
-from dra_mirror.service.http.graphql_http import GraphQLOverHttp, acceptable
+from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.graphql_requests import (
+    QueryRequest,
+    answers_plain_json,
+    is_json,
+    new_sub_response,
+    query_params,
+    read_body,
+    replay,
+    request_fields,
+)
 from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.persisted import (
     DocumentRegistry,
@@ -84,13 +92,6 @@ class Operation(NamedTuple):
     operation_name: str | None
 
 
-class QueryRequest(NamedTuple):
-    query: str | None
-    variables: dict[str, Any] | None
-    operation_name: str | None
-    extensions: dict[str, Any] | None
-
-
 def _short_path_applies(schema: Any) -> bool:
     extensions = [e if isinstance(e, SchemaExtension) else e() for e in schema.extensions]
     return (
@@ -98,99 +99,6 @@ def _short_path_applies(schema: Any) -> bool:
         and not schema.directives
         and not schema.config.disable_field_suggestions
     )
-
-
-def _request_fields(data: Any) -> QueryRequest | None:
-    """The fields of one GraphQL-over-HTTP request object; None when strawberry must judge it
-    (not an object, a batch, fields of the wrong type: its 400 answers say why)."""
-    if not isinstance(data, dict):
-        return None
-    query, variables = data.get("query"), data.get("variables")
-    name, extensions = data.get("operationName"), data.get("extensions")
-    if not (
-        isinstance(query, str | None)
-        and isinstance(variables, dict | None)
-        and isinstance(name, str | None)
-        and isinstance(extensions, dict | None)
-    ):
-        return None
-    return QueryRequest(query, variables, name, extensions)
-
-
-def _query_params(scope: Scope) -> QueryRequest | None:
-    params = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-    if "query" not in params and "extensions" not in params:
-        return None  # GraphiQL, or strawberry's "no query" answer
-    data: dict[str, Any] = {
-        "query": params.get("query"),
-        "operationName": params.get("operationName"),
-    }
-    try:
-        for name in ("variables", "extensions"):
-            if params.get(name):
-                data[name] = orjson.loads(params[name])
-    except orjson.JSONDecodeError:
-        return None
-    return _request_fields(data)
-
-
-def _is_json(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            return b"application/json" in value.lower()
-    return False
-
-
-def _answers_plain_json(scope: Scope) -> bool:
-    """Whether the client takes the short path's `application/json` answer: no Accept header,
-    or one naming it (or anything) and not GraphQL over HTTP's own media type, whose status
-    codes strawberry's view gives (as it refuses, 406, what accepts neither)."""
-    for name, value in scope["headers"]:
-        if name == b"accept":
-            accept = value.lower()
-            if b"application/graphql-response+json" in accept:
-                return False
-            if b"application/json" not in accept and b"*/*" not in accept:
-                return False
-            return acceptable(value.decode("latin-1"))  # not application/json-patch+json…
-    return True
-
-
-def _sub_response(request: Request) -> Response:
-    """What strawberry's `get_sub_response` gives (a response without content-length or
-    status, for resolvers to set a status, headers or a background task on), for a request
-    whose Accept the short path has already judged."""
-    response = Response()
-    response.status_code = None  # type: ignore[assignment]
-    response.raw_headers = []  # strawberry deletes the content-length: the only header
-    response.dra_mirror_request = request  # type: ignore[attr-defined]
-    return response
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that gives `body` once, then whatever the client sends next."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replayed
 
 
 class MirrorGraphQL(GraphQLOverHttp, GraphQL):
@@ -262,29 +170,39 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
 
     # --- the short path -------------------------------------------------------------------
 
+    def takes_short_path(self, scope: Scope) -> bool:
+        """Whether a request is a JSON POST the short path reads (`service.http.graphql_route`
+        routes those here directly)."""
+        return (
+            self.short_path
+            and scope.get("method") == "POST"
+            and answers_plain_json(scope)
+            and is_json(scope)
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
         if (
             scope["type"] != "http"
             or not self.short_path
             or method not in ("GET", "POST")
-            or not _answers_plain_json(scope)
+            or not answers_plain_json(scope)
         ):
             return await super().__call__(scope, receive, send)
         body = b""
         if method == "GET":
-            fields = _query_params(scope)
-        elif _is_json(scope):
-            body = await _read_body(receive)
+            fields = query_params(scope)
+        elif is_json(scope):
+            body = await read_body(receive)
             try:
-                fields = _request_fields(orjson.loads(body))
+                fields = request_fields(orjson.loads(body))
             except orjson.JSONDecodeError:
                 fields = None
         else:
             fields = None
         if fields is not None and await self._run(fields, scope, receive, send, body):
             return
-        await super().__call__(scope, _replay(body, receive), send)
+        await super().__call__(scope, replay(body, receive), send)
 
     async def _run(
         self, fields: QueryRequest, scope: Scope, receive: Receive, send: Send, body: bytes
@@ -327,7 +245,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             # only documents that parse and validate; and only while clients may register
             self.persisted.register(key, text)
         request = Request(scope, receive)
-        sub_response = _sub_response(request)
+        sub_response = new_sub_response(request)
         context = await self.get_context(request, sub_response)
         result = await self.state.metrics.timed_operation(
             Operation(text, fields.operation_name), self._execute(prepared, fields, context)
@@ -348,7 +266,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
         # persisted document's text in place of the hash.
         if text is not None:
             scope, body = with_query(scope, body, text)
-        await super().__call__(scope, _replay(body, receive), send)
+        await super().__call__(scope, replay(body, receive), send)
         return True
 
     async def _execute(
