@@ -6,7 +6,7 @@ construction the writer never holds much more than one request of it (checked he
 tracemalloc on a batch twenty times that size), the requests together are exactly the
 transaction, and a transaction cut into many requests is written whole — or, when the
 connection fails halfway, not at all (Redis drops a MULTI whose EXEC never came), its batch
-kept pending and written with the next."""
+kept pending and written with the next. A new writer's seed is read back page by page."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
-from dra_mirror.service.model.records import Record
+from dra_mirror.service.model.records import Record, key_of
 from dra_mirror.service.stores import redis_writes
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import StoreUnavailable
@@ -188,3 +188,27 @@ async def test_a_connection_lost_halfway_writes_nothing_and_keeps_the_batch(
         await memory.apply(changes)
     await assert_same(store, memory, EAST)
     assert await store.redis.hlen(store.keys(EAST).objects("ResourceSlice")) == NODES
+
+
+async def test_a_new_writer_is_seeded_page_by_page(
+    server_store: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dra_mirror.service.stores import redis as redis_module
+
+    for changes in synced(ClusterIndex(EAST)):
+        await server_store.apply(changes)
+    monkeypatch.setattr(redis_module, "SEED_SCAN", 16)
+    pages: list[int] = []
+    scan = server_store.redis.hscan
+
+    async def spied(name: str, cursor: int = 0, **options):
+        found = await scan(name, cursor, **options)
+        pages.append(len(found[1]))
+        return found
+
+    monkeypatch.setattr(server_store.redis, "hscan", spied)
+    seed = await server_store.held(EAST)
+    everything = [r for records in world().values() for r in records]
+    assert len(seed.records) == len(everything)
+    assert {key_of(r): r for r in seed.records} == {key_of(r): r for r in everything}
+    assert len(pages) >= len(everything) // 32 and max(pages) < 64
