@@ -15,9 +15,10 @@ engine can tell a condition that goes on from a new one:
     pool-incomplete          a pool with fewer slices of its highest generation than its
                              resourceSliceCount (its devices cannot all be allocated); since
                              first seen so
-    tainted-while-held       a held device carrying a NoSchedule/NoExecute taint published by
-                             its driver (a failed health check); since the taint's timeAdded,
-                             else first seen so
+    tainted-while-held       a held device carrying a NoSchedule/NoExecute taint, published by
+                             its driver (a failed health check) or put on it by a
+                             DeviceTaintRule (a drain); published or not; since the taint's
+                             timeAdded, else first seen so
 
 `since` is None where only the engine can know (it then counts from its first sight).
 
@@ -46,6 +47,7 @@ from dra_mirror.service.model.records import (
     ObjectKey,
     SliceRecord,
 )
+from dra_mirror.service.model.taint_rules import UNAVAILABLE_EFFECTS, shown
 from dra_mirror.service.model.view import IndexView
 
 PENDING_BEHIND_IDLE = "pending-behind-idle"
@@ -209,20 +211,22 @@ def _incomplete_pools(index: IndexView) -> list[Condition]:
 
 def _tainted_held(index: IndexView) -> list[Condition]:
     out = []
-    for entry in index.devices():
-        taints = [t for t in entry.device.taints if t.get("effect") in ("NoSchedule", "NoExecute")]
+    for entry in (*index.devices(), *index.unpublished_devices()):
+        taints = [t for t in shown(entry) if t.get("effect") in UNAVAILABLE_EFFECTS]
         if not taints or not index.held(entry.key):
             continue
         key = entry.key
         holders = sorted({_ref(ref.claim) for ref in index.holds(key)})
         taint = taints[0]
+        source = f" by DeviceTaintRule {taint['rule']}" if "rule" in taint else ""
         out.append(Condition(
             TAINTED_WHILE_HELD, index.cluster, "", f"{key.driver}/{key.pool}/{key.device}",
             f"device {key.driver}/{key.pool}/{key.device} is tainted "
-            f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')} while held by "
-            f"{', '.join(holders)}",
+            f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}{source} while "
+            f"held by {', '.join(holders)}",
             since=taint.get("timeAdded"),
             details={"driver": key.driver, "pool": key.pool, "device": key.device,
-                     "node": entry.node, "holders": holders, "uuid": entry.device.uuid},
+                     "node": entry.node, "holders": holders, "uuid": entry.device.uuid,
+                     "rule": taint.get("rule")},
         ))  # fmt: skip
     return out

@@ -15,7 +15,7 @@ from dra_mirror.service.alerts.metrics import AlertsCollector
 from dra_mirror.service.alerts.rules import Condition
 from dra_mirror.service.alerts.slack import SlackNotifier, screen_link
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.records import RESOURCE_SLICE
+from dra_mirror.service.model.records import DEVICE_TAINT_RULE, RESOURCE_SLICE
 from tests.alerts.conftest import FakeSlack
 from tests.feeding import feed
 from tests.plan.conftest import World, demo_world
@@ -143,6 +143,39 @@ async def test_pool_incomplete_and_tainted_while_held() -> None:
     await engine.tick()
     assert not engine.firing
     assert "dra_mirror_alerts{" not in generate_latest(registry).decode()
+
+
+async def test_a_device_taint_rule_on_a_held_device_fires_tainted_while_held() -> None:
+    """A DeviceTaintRule (an admin's drain) taints the devices it selects as a driver's taint
+    does: the held one fires, naming the rule; deleting the rule resolves it."""
+    world = await demo_world()
+    clock = Clock(LOADED)
+    engine = engine_for(world, {"tainted-while-held": {}}, clock)
+    await engine.tick()
+    assert not engine.firing
+    drain = normalize(DEVICE_TAINT_RULE, {
+        "apiVersion": "resource.k8s.io/v1beta2", "kind": DEVICE_TAINT_RULE,
+        "metadata": {"name": "drain-gpu-0", "uid": "uid-drain", "resourceVersion": "7"},
+        "spec": {
+            "deviceSelector": {"driver": "gpu.nvidia.com", "pool": "east-h200-1",
+                               "device": "gpu-0"},
+            "taint": {"key": "example.com/drain", "value": "rma", "effect": "NoExecute",
+                      "timeAdded": "2026-11-30T00:01:00Z"},
+        },
+    }, cluster="east")  # fmt: skip
+    await feed(world.store, "east", upserts=[drain], at="2026-11-30T00:01:00Z")
+    clock.now += timedelta(minutes=2)
+    await engine.tick()
+    [(name, summary)] = firing(engine, "tainted-while-held").items()
+    assert name == "east//gpu.nvidia.com/east-h200-1/gpu-0"
+    assert "example.com/drain=rma:NoExecute by DeviceTaintRule drain-gpu-0" in summary
+    assert "research/notebook-gpu" in summary
+    [alert] = engine.firing.values()
+    assert alert.condition.since == "2026-11-30T00:01:00Z"
+    assert alert.condition.details["rule"] == "drain-gpu-0"
+    await feed(world.store, "east", deletes=[drain], at="2026-11-30T00:02:00Z")
+    await engine.tick()
+    assert not engine.firing
 
 
 async def test_a_failed_post_is_retried_never_repeated(fake_slack: FakeSlack) -> None:
