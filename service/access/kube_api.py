@@ -24,7 +24,7 @@ import orjson
 from .errors import ReviewUnavailable
 
 if TYPE_CHECKING:  # kubernetes_asyncio and aiohttp load when Kubernetes review is configured
-    from kubernetes_asyncio.client import ApiClient
+    from dra_mirror.service.clusters.kube_client import ApiClient
 
 REVIEW_TIMEOUT = 5.0
 

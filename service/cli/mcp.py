@@ -16,11 +16,12 @@ import asyncio
 import click
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
-from dra_mirror.service.mcp.server import build_server
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
     import httpx  # the client command's, not loaded by the commands that serve
+
+    from dra_mirror.service.mcp.server import build_server  # the MCP SDK, this command's
 
     headers = {"authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(

@@ -2,6 +2,7 @@
 
 * `kubeconfig` — which clusters: the kubeconfig read and checked without connecting;
 * `config`     — connections from kubeconfig contexts or the in-cluster service account;
+* `kube_client` — the parts of kubernetes_asyncio used (not its generated API and models);
 * `transport`  — raw GET and line-streamed WATCH through kubernetes_asyncio (bytes, no models);
 * `errors`     — the one error tree of this boundary, translated once from foreign errors;
 * `discovery`  — which resource.k8s.io version each cluster serves (v1, v1beta2, v1beta1);

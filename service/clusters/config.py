@@ -23,12 +23,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
-from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config.incluster_config import load_incluster_config
-from kubernetes_asyncio.config.kube_config import KubeConfigLoader, load_kube_config
 
 from dra_mirror.service.clusters.errors import ConfigurationError
+from dra_mirror.service.clusters.kube_client import (
+    ApiClient,
+    ConfigException,
+    Configuration,
+    KubeConfigLoader,
+    load_incluster_config,
+    load_kube_config,
+)
 from dra_mirror.service.clusters.kubeconfig import (  # noqa: F401  (re-exported)
     IN_CLUSTER_NAME,
     ClusterPlan,

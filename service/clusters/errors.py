@@ -192,7 +192,8 @@ def translate(error: BaseException, *, cluster: str = "", path: str = "") -> Clu
     # Imported here: the tree itself is light, so the configuration checks that raise
     # ConfigurationError do not load the HTTP and Kubernetes clients.
     import aiohttp
-    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from dra_mirror.service.clusters.kube_client import ApiException
 
     where = f"{path}: " if path else ""
     if isinstance(error, ApiException):

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
 
 from dra_mirror.service.clusters.errors import ClusterError, from_status, translate
+from dra_mirror.service.clusters.kube_client import ApiClient
 
 Query = Mapping[str, str | int | bool]
 

@@ -1,9 +1,12 @@
 """`/mcp`: the MCP tools over streamable HTTP, on the mirror's own app.
 
-`McpEndpoint(context_for, schema)` builds the server (`server.build_server`) with a stateless
+`McpEndpoint(context_for, schema)` serves the tools (`server.build_server`) with a stateless
 streamable-HTTP session manager answering JSON (one POST, one reply: nothing kept between
 requests, so any API replica answers any call). The app mounts `endpoint.asgi` at `/mcp` and
 enters `endpoint.running()` in its lifespan (a new session manager each time the lifespan runs).
+The SDK is imported and the server built by the first `/mcp` request, not before: a mirror no
+agent asks never loads it (~30 MiB and ~0.5 s of CPU at every start); that first request
+waits for it (~0.5 s once), loaded in a worker thread so the event loop is not held meanwhile.
 
 Each tool call asks the app's schema in-process with `context_for(request)` — the same
 per-request context `/graphql` builds — so the request's bearer token has already passed the
@@ -14,17 +17,16 @@ bearer tokens are what protect `/mcp`, as they protect `/graphql`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
-
-from mcp.server.mcpserver import Context
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.questions.asking import Ask, ExecutableSchema, QuestionError, in_process
 
-from .server import build_server
+if TYPE_CHECKING:  # the SDK (pydantic, its HTTP client, ~30 MiB) loads with the first call
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 
 class McpEndpoint:
@@ -33,11 +35,19 @@ class McpEndpoint:
     ) -> None:
         self.context_for = context_for
         self.schema = schema
-        self.server = build_server(self._ask_for)
-        self.manager = self._new_manager()
+        self.server: MCPServer | None = None
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._started: asyncio.Future[StreamableHTTPSessionManager] | None = None
+        self._wanted = asyncio.Event()
         self.asgi = _CurrentManager(self)
 
     def _new_manager(self) -> StreamableHTTPSessionManager:
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from .server import build_server
+
+        if self.server is None:
+            self.server = build_server(self._ask_for)
         # Builds a session manager (the SDK's Starlette app around it is not used).
         self.server.streamable_http_app(
             stateless_http=True,
@@ -54,10 +64,58 @@ class McpEndpoint:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        # A session manager runs once: each lifespan of the app gets its own.
-        self.manager = self._new_manager()
-        async with self.manager.run():
+        # A session manager runs once: each lifespan of the app gets its own, built and run
+        # by a task of the lifespan's (its task group must end in the task that began it) once
+        # the first /mcp request of this lifespan wants it.
+        wanted, stop = asyncio.Event(), asyncio.Event()
+        started: asyncio.Future[StreamableHTTPSessionManager] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        async def run() -> None:
+            await wanted.wait()
+            try:
+                # imported in a worker thread: the loop goes on serving /graphql and the
+                # watches while the SDK loads (the GIL is handed back every few ms)
+                await asyncio.to_thread(_load_sdk)
+                manager = self._new_manager()
+                async with manager.run():
+                    self.manager = manager
+                    started.set_result(manager)
+                    await stop.wait()
+            except BaseException as error:
+                if not started.done():
+                    started.set_exception(error)
+                raise
+
+        task = asyncio.create_task(run(), name="mcp-session-manager")
+        self._wanted, self._started = wanted, started
+        try:
             yield
+        finally:
+            self._started = None
+            stop.set()
+            if not wanted.is_set():
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            if not started.done():
+                started.cancel()
+            elif not started.cancelled():
+                started.exception()  # retrieved: a failed start was the requests' to report
+
+    async def current(self) -> StreamableHTTPSessionManager:
+        """The session manager of the running lifespan, started on the first call."""
+        if self._started is None:
+            raise RuntimeError("/mcp answers only while the app's lifespan runs")
+        self._wanted.set()
+        return await asyncio.shield(self._started)
+
+
+def _load_sdk() -> None:
+    import importlib
+
+    importlib.import_module("mcp.server.transport_security")
+    importlib.import_module("dra_mirror.service.mcp.server")
 
 
 class _CurrentManager:
@@ -68,4 +126,5 @@ class _CurrentManager:
         self.endpoint = endpoint
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.endpoint.manager.asgi_app(scope, receive, send)
+        manager = await self.endpoint.current()
+        await manager.asgi_app(scope, receive, send)

@@ -107,11 +107,20 @@ class Condition(_Wire):
     last_transition_time: str | None = None
 
 
+class PodCondition(_Wire):
+    """What a pod's condition says to the mirror (a false PodScheduled's reason); its times and
+    message are not decoded."""
+
+    type: str = ""
+    status: str = ""
+    reason: str | None = None
+
+
 class PodStatus(_Wire):
     phase: str | None = None
     reason: str | None = None
     start_time: str | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[PodCondition] | None = None
     resource_claim_statuses: list[PodResourceClaimStatus] | None = None
     extended_resource_claim_status: ExtendedResourceClaimStatus | None = None
     container_statuses: list[ContainerStatus] | None = None

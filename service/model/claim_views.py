@@ -50,12 +50,15 @@ def _extended(cluster: str, pod: PodRecord | None) -> ObjectKey | None:
 class ClaimViews:
     def __init__(self, cluster: str) -> None:
         self._cluster = cluster
-        self._templates: dict[ObjectKey, dict[ObjectKey, str]] = {}
+        # claim -> (pod, template) of the one pod naming it, or {pod: template} of several
+        self._templates: dict[ObjectKey, tuple[ObjectKey, str] | dict[ObjectKey, str]] = {}
         self._extended: dict[ObjectKey, set[ObjectKey]] = {}  # claim -> pods naming it
 
     def template_of(self, claim: ObjectKey) -> str | None:
-        by_pod = self._templates.get(claim)
-        return by_pod[min(by_pod)] if by_pod else None
+        found = self._templates.get(claim)
+        if isinstance(found, tuple):
+            return found[1]
+        return found[min(found)] if found else None
 
     def origin_of(self, claim: ObjectKey, record: ClaimRecord) -> str:
         if claim in self._extended:
@@ -80,10 +83,16 @@ class ClaimViews:
         new_templates = _pod_templates(self._cluster, new)
         if old_templates != new_templates:
             for claim in old_templates.keys() | new_templates.keys():
-                if old_templates.get(claim) != new_templates.get(claim):
-                    before = self.template_of(claim)
-                    self._set_template(claim, key, new_templates.get(claim))
-                    changed[claim] = (before, self.template_of(claim))
+                template = new_templates.get(claim)
+                if old_templates.get(claim) == template:
+                    continue
+                if template is not None and claim not in self._templates:
+                    self._templates[claim] = (key, template)  # the first pod to name it
+                    changed[claim] = (None, template)
+                    continue
+                before = self.template_of(claim)
+                self._set_template(claim, key, template)
+                changed[claim] = (before, self.template_of(claim))
         old_extended, new_extended = _extended(self._cluster, old), _extended(self._cluster, new)
         if old_extended != new_extended:
             if old_extended is not None:
@@ -98,10 +107,15 @@ class ClaimViews:
         return changed
 
     def _set_template(self, claim: ObjectKey, pod: ObjectKey, template: str | None) -> None:
-        by_pod = self._templates.setdefault(claim, {})
+        found = self._templates.get(claim)
+        by_pod = dict([found]) if isinstance(found, tuple) else found or {}
         if template is None:
             by_pod.pop(pod, None)
-            if not by_pod:
-                del self._templates[claim]
         else:
             by_pod[pod] = template
+        if len(by_pod) > 1:
+            self._templates[claim] = by_pod
+        elif by_pod:
+            self._templates[claim] = next(iter(by_pod.items()))
+        else:
+            self._templates.pop(claim, None)

@@ -24,13 +24,7 @@ from sys import intern
 from typing import Any
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.metadata import (
-    cel_expressions,
-    object_meta,
-    quantities,
-    selector_node,
-    strings_of,
-)
+from dra_mirror.service.model.metadata import cel_expressions, object_meta, selector_node
 from dra_mirror.service.model.records import (
     ALLOCATED,
     DELETING,
@@ -49,6 +43,7 @@ from dra_mirror.service.model.records import (
     Constraint,
     Consumer,
     Meta,
+    OwnerRef,
     Request,
     SubRequest,
     TemplateRecord,
@@ -64,7 +59,7 @@ def _count(exact: api.ExactDeviceRequest, mode: str) -> int:
     return 1 if mode == _EXACT_COUNT else 0
 
 
-def _subrequest(sub: api.DeviceSubRequest) -> SubRequest:
+def _subrequest(sub: api.DeviceSubRequest, shared: SharedValues) -> SubRequest:
     mode = intern(sub.allocation_mode or _EXACT_COUNT)
     return SubRequest(
         name=intern(sub.name),
@@ -72,14 +67,14 @@ def _subrequest(sub: api.DeviceSubRequest) -> SubRequest:
         selectors=cel_expressions(sub.selectors),
         allocation_mode=mode,
         count=_count(sub, mode),
-        capacity=quantities(sub.capacity.requests if sub.capacity else None),
+        capacity=shared.quantities(sub.capacity.requests if sub.capacity else None),
         tolerations=tuple(sub.tolerations or ()),
     )
 
 
-def _request(wire: api.DeviceRequest) -> Request:
+def _request(wire: api.DeviceRequest, shared: SharedValues) -> Request:
     subrequests = wire.first_available
-    first_available = tuple(map(_subrequest, subrequests)) if subrequests else ()
+    first_available = tuple(_subrequest(s, shared) for s in subrequests) if subrequests else ()
     # v1/v1beta2: `exactly`; v1beta1: the same fields flat on the request.
     exact: api.ExactDeviceRequest | None = wire.exactly
     if exact is None and wire.device_class_name:
@@ -95,17 +90,18 @@ def _request(wire: api.DeviceRequest) -> Request:
         allocation_mode=mode,
         count=_count(exact, mode),
         admin_access=bool(exact.admin_access),
-        capacity=quantities(exact.capacity.requests) if exact.capacity else {},
+        capacity=shared.quantities(exact.capacity.requests if exact.capacity else None),
         tolerations=tuple(exact.tolerations) if exact.tolerations else (),
         first_available=first_available,
     )
 
 
-def _claim_spec(
-    spec: api.ResourceClaimSpec | None,
-) -> tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict[str, Any], ...]]:
+ClaimSpec = tuple[tuple[Request, ...], tuple[Constraint, ...], tuple[dict[str, Any], ...]]
+
+
+def _claim_spec(spec: api.ResourceClaimSpec | None, shared: SharedValues) -> ClaimSpec:
     devices = (spec.devices if spec else None) or api.DeviceClaim()
-    requests = tuple(map(_request, devices.requests)) if devices.requests else ()
+    requests = tuple(_request(r, shared) for r in devices.requests) if devices.requests else ()
     constraints = (
         tuple(
             Constraint(
@@ -121,32 +117,58 @@ def _claim_spec(
     return requests, constraints, tuple(devices.config) if devices.config else ()
 
 
-def _allocation(wire: api.AllocationResult, shared: SharedValues | None) -> Allocation:
+def _shared_spec(spec: api.ResourceClaimSpec | None, shared: SharedValues) -> ClaimSpec:
+    """The claim spec's requests, constraints and config, or equal ones already converted (the
+    claims made from one template have the same spec)."""
+    if spec is None:
+        return _claim_spec(spec, shared)
+    return shared.converted(spec, _claim_spec, _typed)
+
+
+def _typed(spec: api.ResourceClaimSpec) -> bool:
+    """Whether the spec holds no untyped JSON (tolerations, opaque config)."""
+    devices = spec.devices
+    if devices is None:
+        return True
+    if devices.config:
+        return False
+    for request in devices.requests or ():
+        if request.tolerations or (request.exactly is not None and request.exactly.tolerations):
+            return False
+        if any(sub.tolerations for sub in request.first_available or ()):
+            return False
+    return True
+
+
+def _result(r: api.DeviceRequestAllocationResult, shared: SharedValues) -> AllocationResult:
+    return AllocationResult(
+        intern(r.request),
+        intern(r.driver),
+        intern(r.pool),
+        intern(r.device),
+        r.share_id or None,
+        shared.quantities(r.consumed_capacity),
+        bool(r.admin_access),
+        shared.tuple_of(r.binding_conditions),
+        shared.tuple_of(r.binding_failure_conditions),
+        shared.tuple_of(r.skip_node_operations),
+    )
+
+
+def _allocation(wire: api.AllocationResult, shared: SharedValues) -> Allocation:
     devices = wire.devices or api.DeviceAllocationResult()
     node_selector = wire.node_selector or None
     node_name = selector_node(node_selector)
-    if node_name is not None and shared is not None:
+    if node_name is not None:
+        node_name = intern(node_name)
         node_selector = shared.node_selector(node_selector, node_name)  # type: ignore[arg-type]
+    results = devices.results
     return Allocation(
-        results=tuple(
-            AllocationResult(
-                request=intern(r.request),
-                driver=intern(r.driver),
-                pool=intern(r.pool),
-                device=intern(r.device),
-                share_id=r.share_id or None,
-                consumed_capacity=quantities(r.consumed_capacity),
-                admin_access=bool(r.admin_access),
-                binding_conditions=strings_of(r.binding_conditions),
-                binding_failure_conditions=strings_of(r.binding_failure_conditions),
-                skip_node_operations=strings_of(r.skip_node_operations),
-            )
-            for r in devices.results or ()
-        ),
-        node_name=intern(node_name) if node_name is not None else None,
-        node_selector=node_selector,
-        allocated_at=wire.allocation_timestamp,
-        config=tuple(devices.config or ()),
+        tuple([_result(r, shared) for r in results]) if results else (),
+        node_name,
+        node_selector,
+        wire.allocation_timestamp,
+        tuple(devices.config) if devices.config else (),
     )
 
 
@@ -171,39 +193,55 @@ def claim_origin(meta: Meta) -> str:
     return MANUAL
 
 
+def _consumer(c: api.ResourceClaimConsumerReference, owners: tuple[OwnerRef, ...]) -> Consumer:
+    # A claim is reserved for the pod that owns it: its strings are the owner's, already
+    # interned.
+    for owner in owners:
+        if owner.uid == c.uid and owner.name == c.name:
+            return Consumer(
+                intern(c.resource),
+                owner.name,
+                owner.uid,
+                intern(c.api_group) if c.api_group else "",
+            )
+    return Consumer(
+        intern(c.resource),
+        intern(c.name),
+        intern(c.uid),
+        intern(c.api_group) if c.api_group else "",
+    )
+
+
 def claim_record(
     wire: api.ResourceClaim, *, cluster: str, shared: SharedValues | None = None
 ) -> ClaimRecord:
-    meta = object_meta(RESOURCE_CLAIM, wire.metadata, cluster=cluster)
-    requests, constraints, config = _claim_spec(wire.spec)
+    shared = shared or SharedValues()
+    meta = object_meta(RESOURCE_CLAIM, wire.metadata, cluster=cluster, shared=shared)
+    requests, constraints, config = _shared_spec(wire.spec, shared)
     status = wire.status or api.ResourceClaimStatus()
     allocation = _allocation(status.allocation, shared) if status.allocation is not None else None
-    reserved_for = tuple(
-        Consumer(
-            resource=intern(c.resource),
-            name=intern(c.name),
-            uid=intern(c.uid),
-            api_group=intern(c.api_group) if c.api_group else "",
-        )
-        for c in status.reserved_for or ()
-    )
+    reserved = status.reserved_for
+    reserved_for = tuple([_consumer(c, meta.owners) for c in reserved]) if reserved else ()
     return ClaimRecord(
-        meta=meta,
-        requests=requests,
-        constraints=constraints,
-        config=config,
-        allocation=allocation,
-        reserved_for=reserved_for,
-        device_status=tuple(status.devices) if status.devices else (),
-        state=claim_state(meta, allocation, reserved_for),
-        origin=claim_origin(meta),
+        meta,
+        requests,
+        constraints,
+        config,
+        allocation,
+        reserved_for,
+        tuple(status.devices) if status.devices else (),
+        claim_state(meta, allocation, reserved_for),
+        claim_origin(meta),
     )
 
 
-def template_record(wire: api.ResourceClaimTemplate, *, cluster: str) -> TemplateRecord:
-    meta = object_meta(RESOURCE_CLAIM_TEMPLATE, wire.metadata, cluster=cluster)
+def template_record(
+    wire: api.ResourceClaimTemplate, *, cluster: str, shared: SharedValues | None = None
+) -> TemplateRecord:
+    shared = shared or SharedValues()
+    meta = object_meta(RESOURCE_CLAIM_TEMPLATE, wire.metadata, cluster=cluster, shared=shared)
     spec = wire.spec or api.ResourceClaimTemplateSpec()
-    requests, constraints, config = _claim_spec(spec.spec)
+    requests, constraints, config = _claim_spec(spec.spec, shared)
     claim_meta = spec.metadata or api.TemplateMeta()
     return TemplateRecord(
         meta=meta,

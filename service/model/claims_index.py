@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
     GroupKey,
@@ -27,11 +28,11 @@ from dra_mirror.service.model.consumers import (
     pod_refs,
     reservations,
 )
+from dra_mirror.service.model.holds import class_names, holds_of
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
-    AllocationResult,
     ClaimRecord,
     Consumer,
     DeviceKey,
@@ -52,61 +53,14 @@ if TYPE_CHECKING:
 RUNNING = "Running"
 
 
-def class_names(claim: ClaimRecord | None) -> tuple[str, ...]:
-    """Every DeviceClass a claim's requests (and subrequests) name, in order, once."""
-    if claim is None:
-        return ()
-    names: dict[str, None] = {}
-    for request in claim.requests:
-        if request.device_class_name:
-            names[request.device_class_name] = None
-        for sub in request.first_available:
-            if sub.device_class_name:
-                names[sub.device_class_name] = None
-    return tuple(names)
-
-
-HoldId = tuple[ObjectKey, str, str]  # (claim, request, shareID or "")
-Hold = tuple[AllocationRef, AllocationResult]
-
-
-def _holds(
-    cluster: str, key: ObjectKey, claim: ClaimRecord | None
-) -> dict[tuple[DeviceKey, HoldId], Hold]:
-    """(device key, hold id) -> (AllocationRef, AllocationResult) of a claim's allocation."""
-    if claim is None or claim.allocation is None:
-        return {}
-    holds = {}
-    for result in claim.allocation.results:
-        device = DeviceKey(cluster, result.driver, result.pool, result.device)
-        hold_id = (key, result.request, result.share_id or "")
-        ref = AllocationRef(
-            claim=key,
-            request=result.request,
-            share_id=result.share_id,
-            consumed_capacity=result.consumed_capacity,
-            admin_access=result.admin_access,
-        )
-        holds[(device, hold_id)] = (ref, result)
-    return holds
-
-
-def _drop(index: dict[Any, set[ObjectKey]], key: Any, claim: ObjectKey) -> None:
-    claims = index.get(key)
-    if claims is not None:
-        claims.discard(claim)
-        if not claims:
-            del index[key]
-
-
 class ClaimTracker:
     def __init__(self, index: ClusterIndex) -> None:
         self._index = index
         self._cluster = index.cluster
         self.idle_since: dict[ObjectKey, str] = {}
         self.views = ClaimViews(index.cluster)
-        self._consumers: dict[ObjectKey, set[ObjectKey]] = {}  # pod -> claims it consumes
-        self._groups: dict[GroupKey, set[ObjectKey]] = {}  # PodGroup -> claims reserved for it
+        self._consumers: ClaimsBy[ObjectKey] = ClaimsBy()  # pod -> claims it consumes
+        self._groups: ClaimsBy[GroupKey] = ClaimsBy()  # PodGroup -> claims reserved for it
 
     def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
         return self.views.view(key, claim)
@@ -125,6 +79,9 @@ class ClaimTracker:
     def on_claim(
         self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
     ) -> None:
+        if old is None and new is not None:
+            self._claim_added(key, new, batch)
+            return
         links = self._index.links
         cluster = self._cluster
         current = new if new is not None else old
@@ -166,11 +123,47 @@ class ClaimTracker:
         if new is None:
             batch.transition(ch.CLAIM_DELETED, **fields)
 
+    def _claim_added(self, key: ObjectKey, claim: ClaimRecord, batch: Batch) -> None:
+        """`on_claim` for a claim the index did not hold: all of it is new, nothing to diff."""
+        links = self._index.links
+        keep = batch.keep_transitions
+        fields = self._claim_fields(key, claim) if keep else {}
+        for name in class_names(claim):
+            links.add(CLASS_CLAIMS, (self._cluster, name), key)
+        if keep:
+            batch.transition(ch.CLAIM_CREATED, **fields)
+        if claim.allocation is None:
+            if keep:
+                batch.transition(ch.WAIT_STARTED, **fields)
+        else:
+            held = self._index.touched.devices  # their statuses are re-derived at settle
+            for (device, hold_id), hold in holds_of(self._cluster, key, claim).items():
+                links.add(DEVICE_ALLOCATIONS, device, hold_id, hold[0])
+                held.add(device)
+                if keep:
+                    self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
+        if claim.reserved_for:
+            if keep:
+                self._diff_consumers(key, None, claim, batch, fields)
+            else:  # what _diff_consumers keeps of them, without transitions
+                self._consumers_added(key, claim)
+        self._refresh_idle(key, claim, batch, fields)
+
+    def _consumers_added(self, key: ObjectKey, claim: ClaimRecord) -> None:
+        """The consumer maps of a claim the index did not hold (service.model.consumers)."""
+        cluster, namespace = claim.meta.cluster, claim.meta.namespace
+        for consumer in claim.reserved_for:
+            if is_pod(consumer):
+                pod = ObjectKey(cluster, POD, namespace, consumer.name)
+                self._consumers.add(pod, key)
+            elif is_pod_group(consumer):
+                self._groups.add((cluster, namespace, consumer.name), key)
+
     def _diff_holds(
         self, key: ObjectKey, old: ClaimRecord | None, new: ClaimRecord | None, batch: Batch
     ) -> None:
         links = self._index.links
-        old_holds, new_holds = _holds(self._cluster, key, old), _holds(self._cluster, key, new)
+        old_holds, new_holds = holds_of(self._cluster, key, old), holds_of(self._cluster, key, new)
         held = self._index.touched.devices  # their statuses are re-derived at settle
         for hold in old_holds.keys() - new_holds.keys():
             device, hold_id = hold
@@ -196,23 +189,25 @@ class ClaimTracker:
         batch: Batch,
         fields: dict[str, Any],
     ) -> None:
-        old_consumers, new_consumers = reservations(old), reservations(new)
-        for uid in old_consumers.keys() - new_consumers.keys():
-            c = old_consumers[uid]
-            batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
-        for uid in new_consumers.keys() - old_consumers.keys():
-            c = new_consumers[uid]
-            batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
-        old_pods, new_pods = set(pod_refs(old)), set(pod_refs(new))
-        for pod in old_pods - new_pods:
-            _drop(self._consumers, pod, key)
-        for pod in new_pods - old_pods:
-            self._consumers.setdefault(pod, set()).add(key)
+        if batch.keep_transitions:
+            old_consumers, new_consumers = reservations(old), reservations(new)
+            for uid in old_consumers.keys() - new_consumers.keys():
+                c = old_consumers[uid]
+                batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
+            for uid in new_consumers.keys() - old_consumers.keys():
+                c = new_consumers[uid]
+                batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
+        old_pods, new_pods = pod_refs(old), pod_refs(new)
+        for pod in old_pods.keys() - new_pods.keys():
+            self._consumers.discard(pod, key)
+        for pod in new_pods:
+            if pod not in old_pods:
+                self._consumers.add(pod, key)
         old_groups, new_groups = set(group_refs(old)), set(group_refs(new))
         for group in old_groups - new_groups:
-            _drop(self._groups, group, key)
+            self._groups.discard(group, key)
         for group in new_groups - old_groups:
-            self._groups.setdefault(group, set()).add(key)
+            self._groups.add(group, key)
 
     def _hold_transition(
         self,
@@ -266,7 +261,10 @@ class ClaimTracker:
     def is_idle(self, claim: ClaimRecord | None) -> bool:
         if claim is None or claim.allocation is None:
             return False
-        return not any(self._consumer_running(claim, c) for c in claim.reserved_for)
+        for consumer in claim.reserved_for:
+            if self._consumer_running(claim, consumer):
+                return False
+        return True
 
     def _refresh_idle(
         self,
@@ -300,7 +298,7 @@ class ClaimTracker:
         batch.transition(ch.CLAIM_CREATED, **fields)
         if claim.allocation is None:
             batch.transition(ch.WAIT_STARTED, **fields)
-        for (device, _), hold in _holds(self._cluster, key, claim).items():
+        for (device, _), hold in holds_of(self._cluster, key, claim).items():
             self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
         for consumer in reservations(claim).values():
             batch.transition(ch.CONSUMER_ADDED, pod=consumer.name, pod_uid=consumer.uid, **fields)
@@ -342,9 +340,10 @@ class ClaimTracker:
     ) -> None:
         for claim, (before, after) in self.views.on_pod(key, old, new).items():
             self._view_changed(claim, before, after, batch)
-        claims = set(self._consumers.get(key, ()))
-        for group in {pod_group_key(old), pod_group_key(new)} - {None}:
-            claims.update(self._groups.get(group, ()))  # type: ignore[arg-type]
+        claims = set(self._consumers.get(key))
+        if self._groups:  # claims reserved for the pod's PodGroup, before or after
+            for group in {pod_group_key(old), pod_group_key(new)} - {None}:
+                claims.update(self._groups.get(group))  # type: ignore[arg-type]
         if not claims:
             return
         # The claims' live events show their consumers as they are (a derived change).

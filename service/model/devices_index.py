@@ -33,11 +33,17 @@ reported (IndexDelta.statuses, live events). Reading a status is then a dict loo
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.device_links import (
+    device_links,
+    link_device,
+    linked_by,
+    unpublished_links,
+)
 from dra_mirror.service.model.inventory import consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
@@ -57,13 +63,7 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
-    NAME_DEVICES,
-    NODE_DEVICES,
     NODE_SLICES,
-    POOL_DEVICES,
-    SLICE_DEVICES,
-    UUID_DEVICES,
-    Relation,
 )
 from dra_mirror.service.model.taint_rules import rule_taints, selects, shown, with_rules
 
@@ -122,7 +122,7 @@ class DeviceTracker:
         pool is settled whole, with the pool's counters weighed once."""
         before: dict[DeviceKey, str | None] = {}
         statuses = self.statuses
-        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        holds_of = self._index.links.reader(DEVICE_ALLOCATIONS)
         devices = self.devices
         entries_before = touched.entries
         pools = set(touched.pools)
@@ -171,7 +171,7 @@ class DeviceTracker:
     def refresh_unpublished(self, touched: Touched) -> None:
         """Give every device the batch touched that is held and not published its entry, and
         drop the entries of those published again or no longer held (delta.unpublished)."""
-        holds_of = self._index.links.mapping(DEVICE_ALLOCATIONS).get
+        holds_of = self._index.links.reader(DEVICE_ALLOCATIONS)
         unpublished = self.unpublished
         for key in touched.devices:
             old = unpublished.get(key)
@@ -253,15 +253,15 @@ class DeviceTracker:
 
     def _link_unpublished(self, entry: DeviceEntry) -> None:
         links = self._index.links
-        for relation, from_key in _unpublished_links(entry):
+        for relation, from_key in unpublished_links(entry):
             links.add(relation, from_key, entry.key)
 
     def _unlink_unpublished(self, entry: DeviceEntry, *, keep: DeviceEntry | None = None) -> None:
         """Drop the links of an unpublished entry, but those the device's published entry
         (`keep`: a slice publishes it again) holds too."""
         links = self._index.links
-        kept = set(_device_links(keep)) if keep is not None else set()
-        for relation, from_key in _unpublished_links(entry):
+        kept = set(device_links(keep)) if keep is not None else set()
+        for relation, from_key in unpublished_links(entry):
             if (relation, from_key) not in kept:
                 links.remove(relation, from_key, entry.key)
 
@@ -324,7 +324,7 @@ class DeviceTracker:
                 touched.device(dk, None, entry)
                 self._transition(ch.DEVICE_APPEARED, entry, batch)
             elif previous != entry:
-                if _linked_by(previous) != _linked_by(entry):
+                if linked_by(previous) != linked_by(entry):
                     self._unlink(previous)
                     self._link(entry)
                 self.devices[dk] = entry
@@ -340,13 +340,11 @@ class DeviceTracker:
             self._transition(ch.DEVICE_APPEARED, entry, batch)
 
     def _link(self, entry: DeviceEntry) -> None:
-        links = self._index.links
-        for relation, from_key in _device_links(entry):
-            links.add(relation, from_key, entry.key)
+        link_device(self._index.links, entry)
 
     def _unlink(self, entry: DeviceEntry) -> None:
         links = self._index.links
-        for relation, from_key in _device_links(entry):
+        for relation, from_key in device_links(entry):
             links.remove(relation, from_key, entry.key)
 
     def _transition(self, type_: str, entry: DeviceEntry, batch: Batch) -> None:
@@ -370,29 +368,3 @@ class DeviceTracker:
                 "generation": entry.pool_generation,
             },
         )
-
-
-def _linked_by(entry: DeviceEntry) -> tuple[object, ...]:
-    """What the device reverse maps are keyed by: relink only when one of these moved."""
-    return (entry.slice, entry.node, entry.device.uuid)
-
-
-def _unpublished_links(entry: DeviceEntry) -> Iterator[tuple[Relation, Hashable]]:
-    key = entry.key
-    yield NAME_DEVICES, key.device
-    if entry.node:
-        yield NODE_DEVICES, (key.cluster, entry.node)
-    if entry.device.uuid:
-        yield UUID_DEVICES, entry.device.uuid
-
-
-def _device_links(entry: DeviceEntry) -> Iterator[tuple[Relation, Hashable]]:
-    key = entry.key
-    assert entry.slice is not None
-    yield SLICE_DEVICES, entry.slice
-    yield POOL_DEVICES, (key.cluster, key.driver, key.pool)
-    yield NAME_DEVICES, key.device
-    if entry.node:
-        yield NODE_DEVICES, (key.cluster, entry.node)
-    if entry.device.uuid:
-        yield UUID_DEVICES, entry.device.uuid

@@ -62,7 +62,8 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from dra_mirror.service.model import changes as ch
-from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events, identity
+from dra_mirror.service.model.announcing import Announcements
+from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events
 from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.links import Links
@@ -71,10 +72,10 @@ from dra_mirror.service.model.ordering import IndexOrders
 from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
+    KIND_OF,
     KINDS,
     POD,
     RESOURCE_CLAIM,
-    RESOURCE_SLICE,
     AllocationRef,
     ClaimRecord,
     DeviceEntry,
@@ -90,7 +91,7 @@ from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELA
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
-_ANNOUNCED_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_SLICE})
+RECORD_TYPES = {kind: record_type for record_type, kind in KIND_OF.items()}
 
 
 class Event(NamedTuple):
@@ -114,11 +115,14 @@ class ClusterIndex:
         self._link_deltas = link_deltas
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
-        self._unannounced: set[str] = set()  # kinds a seed holds and no LIST re-announced yet
-        self._announced: set[str] = set()  # fact groups a batch carried complete (rule 9)
-        self._own_lists: set[str] = set()  # kinds this index listed itself (a seed's do not count)
         self._devices = DeviceTracker(self)
         self._claims = ClaimTracker(self)
+        self._announcements = Announcements(
+            cluster,
+            claims=self._claims,
+            devices=self._devices,
+            claim_records=self._objects[RESOURCE_CLAIM],
+        )
         self.order = IndexOrders(
             cluster, self._objects, self._devices.devices, self._devices.unpublished
         )
@@ -195,16 +199,17 @@ class ClusterIndex:
         at: str,
         resource_version: str = "",
         listed: str | None = None,
+        added: Iterable[Record] = (),
     ) -> ch.Changes:
         """Fold one batch of events. `listed`: the batch is the complete LIST of that kind
-        (`resync` passes it)."""
+        (`resync` passes it); `added`: that LIST, when the index holds nothing of its kind
+        (`resync` passes it instead of events: see `_add_listed`)."""
         batch = Batch(self.cluster, at, keep_transitions=self._transitions)
         self.order.before_batch()
+        if listed is not None:
+            self._add_listed(listed, added, batch)
         self._fold(events, batch, listed)
-        if listed in self._unannounced:
-            self._unannounced.discard(listed)
-            self._announce(listed, batch)
-        announced = self._complete(batch, listed) if listed is not None else ()
+        announced = self._announcements.listed(listed, batch) if listed is not None else ()
         changes = self._settle(batch, resource_version, listed)
         changes.announced = announced
         return changes
@@ -212,7 +217,12 @@ class ClusterIndex:
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""
     ) -> ch.Changes:
-        """After a (re)list of `kind`: upsert what changed, delete what is no longer there."""
+        """After a (re)list of `kind`: upsert what changed, delete what is no longer there. A
+        LIST of a kind the index holds nothing of (its first) is folded in bulk: nothing can
+        have vanished and every record is new (`_add_listed`; the same state and Changes)."""
+        if not self._objects[kind]:
+            return self.apply((), at=at, resource_version=resource_version, listed=kind,
+                              added=records)  # fmt: skip
         events = [Event(MODIFIED, record) for record in records]
         seen = {key_of(e.record) for e in events}
         events.extend(
@@ -233,7 +243,7 @@ class ClusterIndex:
         self._devices.remember_uuids(seed.uuids)
         self._settle(batch, "", None, live=False)
         if seed.records:
-            self._unannounced = set(_ANNOUNCED_KINDS)
+            self._announcements.seeded()
 
     def _fold(self, events: Iterable[Event], batch: Batch, listed: str | None) -> None:
         for event in events:
@@ -246,42 +256,38 @@ class ClusterIndex:
             if listed == POD:
                 self._claims.pods_listed(batch)
 
-    def _complete(self, batch: Batch, listed: str) -> tuple[str, ...]:
-        """The fact groups this LIST batch makes complete for the first time (rule 9)."""
-        found = []
-        self._own_lists.add(listed)
-        if listed == RESOURCE_CLAIM and ch.CLAIM_FACTS not in self._announced:
-            found.append(ch.CLAIM_FACTS)
-        if listed == RESOURCE_SLICE and ch.DEVICE_FACTS not in self._announced:
-            found.append(ch.DEVICE_FACTS)
-        self._announced.update(found)
-        if (
-            ch.IDLE_FACTS not in self._announced
-            and ch.CLAIM_FACTS in self._announced
-            and POD in self._own_lists
-        ):
-            if batch.keep_transitions:
-                seen = {identity(t) for t in batch.transitions}
-                scratch = Batch(self.cluster, batch.at)
-                self._claims.announce_idle(scratch)
-                batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
-            self._announced.add(ch.IDLE_FACTS)
-            found.append(ch.IDLE_FACTS)
-        return tuple(found)
-
-    def _announce(self, kind: str, batch: Batch) -> None:
-        if not batch.keep_transitions:
-            return
-        # What the batch's own diff opened is not said twice.
-        seen = {identity(t) for t in batch.transitions}
-        scratch = Batch(self.cluster, batch.at)
-        if kind == RESOURCE_CLAIM:
-            for key, claim in self._objects[RESOURCE_CLAIM].items():
-                assert isinstance(claim, ClaimRecord)
-                self._claims.announce(key, claim, scratch)
-        else:
-            self._devices.announce(scratch)
-        batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
+    def _add_listed(self, kind: str, records: Iterable[Record], batch: Batch) -> None:
+        """Fold a LIST of a kind the index holds none of: what `_upsert` does with a record it
+        has never seen, without looking for an old one to diff against (the same state and
+        Changes; a key twice in the list, or a record of another kind, goes to `_upsert`)."""
+        objects, cls = self._objects[kind], RECORD_TYPES[kind]
+        claims, devices, upsert, touch = self._claims, self._devices, batch.upsert, self.order.touch
+        for record in records:
+            meta = record.meta
+            key = ObjectKey(meta.cluster, kind, meta.namespace, meta.name)
+            if type(record) is not cls or key in objects:
+                self._upsert(record, batch)
+                continue
+            if isinstance(record, ClaimRecord):
+                record = claims.view(key, record)
+                self.touched.claim(key, None, claims.idle_since.get(key))
+                objects[key] = record
+                touch(key)
+                claims.on_claim(key, None, record, batch)
+            elif isinstance(record, PodRecord):
+                objects[key] = record
+                touch(key)
+                on_pod(self.cluster, self.links, key, None, record)
+                claims.on_pod(key, None, record, batch)
+            elif isinstance(record, SliceRecord):
+                objects[key] = record
+                touch(key)
+                devices.on_slice(key, None, record, batch)
+            else:
+                objects[key] = record
+                touch(key)
+                self._dispatch(key, None, record, batch)
+            upsert(key, record)
 
     def _settle(
         self, batch: Batch, resource_version: str, listed: str | None, *, live: bool = True
@@ -390,11 +396,4 @@ class ClusterIndex:
             batch.upsert(key, view)
 
 
-__all__ = [
-    "ADDED",
-    "DELETED",
-    "MODIFIED",
-    "RELATIONS",
-    "ClusterIndex",
-    "Event",
-]
+__all__ = ["ADDED", "DELETED", "MODIFIED", "RELATIONS", "ClusterIndex", "Event"]

@@ -21,7 +21,7 @@ Promises:
 from __future__ import annotations
 
 from sys import intern
-from typing import Any
+from typing import Any, Protocol
 
 from dra_mirror.service.model import api
 from dra_mirror.service.model.records import NAMESPACED_KINDS, NODE, POD, Meta, ObjectKey, OwnerRef
@@ -31,6 +31,14 @@ _SHORT = 64
 # Kinds whose uid other objects repeat (claims name their pods in ownerReferences and
 # reservedFor, slices their nodes): only those uids are worth interning.
 _REFERENCED_UIDS = frozenset({POD, NODE})
+
+
+class SharedMaps(Protocol):
+    """What `object_meta` asks of `service.model.sharing.SharedValues`."""
+
+    def strings(self, values: dict[str, str] | None) -> dict[str, str]: ...
+
+    def tuple_of(self, values: list[str] | None) -> tuple[str, ...]: ...
 
 
 class MalformedObject(ValueError):
@@ -75,8 +83,12 @@ def strings_of(values: list[str] | None) -> tuple[str, ...]:
     return tuple(intern(v) for v in values) if values else ()
 
 
-def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
-    """The served parts of ObjectMeta; raises MalformedObject for an object without a name."""
+def object_meta(
+    kind: str, metadata: api.ObjectMeta, *, cluster: str, shared: SharedMaps | None = None
+) -> Meta:
+    """The served parts of ObjectMeta; raises MalformedObject for an object without a name.
+    With `shared` (a `service.model.sharing.SharedValues`), equal label and annotation maps
+    and finalizer lists are one object."""
     name = metadata.name
     if not name:
         raise MalformedObject(object_ref(cluster, kind, metadata), "metadata.name is missing")
@@ -86,11 +98,11 @@ def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
     owners = (
         tuple(
             OwnerRef(
-                kind=intern(o.kind),
-                name=intern(o.name),
-                uid=intern(o.uid),
-                controller=bool(o.controller),
-                api_version=intern(o.api_version),
+                intern(o.kind),
+                intern(o.name),
+                intern(o.uid),
+                bool(o.controller),
+                intern(o.api_version),
             )
             for o in references
         )
@@ -98,20 +110,28 @@ def object_meta(kind: str, metadata: api.ObjectMeta, *, cluster: str) -> Meta:
         else ()
     )
     finalizers = metadata.finalizers
+    if shared is None:
+        labels = strings(metadata.labels)
+        annotations = strings(metadata.annotations)
+        written = tuple(map(intern, finalizers)) if finalizers else ()
+    else:
+        labels = shared.strings(metadata.labels)
+        annotations = shared.strings(metadata.annotations)
+        written = shared.tuple_of(finalizers)
     return Meta(
-        cluster=cluster,
-        name=intern(name),
-        namespace=namespace,
-        uid=intern(metadata.uid) if kind in _REFERENCED_UIDS else metadata.uid,
-        resource_version=metadata.resource_version,
-        generation=metadata.generation,
-        created_at=metadata.creation_timestamp,
-        deleted_at=metadata.deletion_timestamp,
-        labels=strings(metadata.labels),
-        annotations=strings(metadata.annotations),
-        owners=owners,
-        finalizers=tuple(map(intern, finalizers)) if finalizers else (),
-        generate_name=metadata.generate_name,
+        cluster,
+        intern(name),
+        namespace,
+        intern(metadata.uid) if kind in _REFERENCED_UIDS else metadata.uid,
+        metadata.resource_version,
+        metadata.generation,
+        metadata.creation_timestamp,
+        metadata.deletion_timestamp,
+        labels,
+        annotations,
+        owners,
+        written,
+        metadata.generate_name,
     )
 
 

@@ -64,20 +64,17 @@ _CONVERTERS: dict[str, Callable[..., Record]] = {
     RESOURCE_CLAIM_TEMPLATE: template_record,
     POD: pod_record,
     NODE: node_record,
-    DEVICE_TAINT_RULE: taint_rules.taint_rule_record,
 }
 
 
 def record_of(kind: str, wire: Any, *, cluster: str, shared: SharedValues | None = None) -> Record:
-    """The record of a decoded wire Struct; MalformedObject if its content is wrong. Slices and
-    claims converted with the same `shared` share their equal values (`SharedValues`)."""
+    """The record of a decoded wire Struct; MalformedObject if its content is wrong. Records
+    converted with the same `shared` share their equal values (`SharedValues`; a fresh one by
+    default)."""
     try:
-        if shared is not None:
-            if kind == RESOURCE_SLICE:
-                return slice_record(wire, cluster=cluster, shared=shared)
-            if kind == RESOURCE_CLAIM:
-                return claim_record(wire, cluster=cluster, shared=shared)
-        return _CONVERTERS[kind](wire, cluster=cluster)
+        if kind == DEVICE_TAINT_RULE:
+            return taint_rules.taint_rule_record(wire, cluster=cluster)
+        return _CONVERTERS[kind](wire, cluster=cluster, shared=shared or SharedValues())
     except MalformedObject:
         raise
     except (ValueError, TypeError, AttributeError, KeyError) as error:

@@ -18,6 +18,15 @@ from dra_mirror.service.model.relations import CLAIM_REFERRERS, GROUP_PODS, NODE
 def on_pod(
     cluster: str, links: Links, key: ObjectKey, old: PodRecord | None, new: PodRecord | None
 ) -> None:
+    if old is None and new is not None:  # a pod the index did not hold: every link is new
+        if new.node_name:
+            links.add(NODE_PODS, (cluster, new.node_name), key)
+        group = pod_group_key(new)
+        if group:
+            links.add(GROUP_PODS, group, key)
+        for claim in pod_claim_keys(cluster, new):
+            links.add(CLAIM_REFERRERS, claim, key)
+        return
     old_node = old.node_name if old else None
     new_node = new.node_name if new else None
     if old_node != new_node:

@@ -38,10 +38,12 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.sharing import SharedValues
 
 
-def device_class_record(wire: api.DeviceClass, *, cluster: str) -> DeviceClassRecord:
+def device_class_record(
+    wire: api.DeviceClass, *, cluster: str, shared: SharedValues | None = None
+) -> DeviceClassRecord:
     spec = wire.spec or api.DeviceClassSpec()
     return DeviceClassRecord(
-        meta=object_meta(DEVICE_CLASS, wire.metadata, cluster=cluster),
+        meta=object_meta(DEVICE_CLASS, wire.metadata, cluster=cluster, shared=shared),
         selectors=cel_expressions(spec.selectors),
         config=tuple(spec.config or ()),
         extended_resource_name=spec.extended_resource_name or None,
@@ -56,20 +58,25 @@ def _counters(counters: dict[str, api.Counter] | None) -> dict[str, str]:
 
 def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device:
     fields: api.DeviceFields = wire.basic if wire.basic is not None else wire
-    key, attribute, capacity = shared.key, shared.attribute, shared.capacity
-    written = fields.attributes or {}
-    attributes = {key(name, driver): attribute(value) for name, value in written.items()}
-    capacities = fields.capacity or {}
-    unqualified = [key(n, driver) for n in written if "/" not in n]
-    unqualified += [key(n, driver) for n in capacities if "/" not in n]
-    uuid = attributes.get(key("uuid", driver))
+    written = fields.attributes
+    capacities = fields.capacity
+    layout = shared.layout(
+        driver, tuple(written) if written else (), tuple(capacities) if capacities else ()
+    )
+    attributes = (
+        dict(zip(layout.attributes, map(shared.attribute, written.values()), strict=True))
+        if written
+        else shared.empty
+    )
+    uuid = attributes.get(layout.uuid) if layout.uuid is not None else None
     consumes = fields.consumes_counters
     taints = fields.taints
     conditions = fields.binding_conditions
+    failures = fields.binding_failure_conditions
     return Device(
         intern(wire.name),
         attributes,
-        {key(name, driver): capacity(value) for name, value in capacities.items()},
+        shared.capacity_map(layout.capacities, capacities.values()) if capacities else shared.empty,
         bool(fields.allow_multiple_allocations),
         tuple(CounterConsumption(intern(c.counter_set), _counters(c.counters)) for c in consumes)
         if consumes
@@ -80,11 +87,11 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
         bool(fields.all_nodes),
         fields.node_selector or None,
         tuple(conditions) if conditions else (),
-        strings_of(fields.binding_failure_conditions),
+        strings_of(failures) if failures else (),
         bool(fields.binds_to_node),
         fields.node_allocatable_resources or None,
         fields.node_allocatable_resource_mappings or None,
-        shared.names(frozenset(unqualified)) if unqualified else frozenset(),
+        layout.unqualified,
     )
 
 
@@ -92,11 +99,11 @@ def slice_record(
     wire: api.ResourceSlice, *, cluster: str, shared: SharedValues | None = None
 ) -> SliceRecord:
     spec = wire.spec
-    meta = object_meta(RESOURCE_SLICE, wire.metadata, cluster=cluster)
+    shared = shared or SharedValues()
+    meta = object_meta(RESOURCE_SLICE, wire.metadata, cluster=cluster, shared=shared)
     if not spec.driver or not spec.pool.name:
         raise ValueError("spec.driver and spec.pool.name are required")
     driver = intern(spec.driver)
-    shared = shared or SharedValues()
     devices = tuple(device_record(d, driver, shared) for d in spec.devices or ())
     if any(not d.name for d in devices):
         raise ValueError("a device without a name")

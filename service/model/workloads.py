@@ -32,7 +32,7 @@ from __future__ import annotations
 from sys import intern
 
 from dra_mirror.service.model import api_core as api
-from dra_mirror.service.model.metadata import object_meta, quantities, strings
+from dra_mirror.service.model.metadata import object_meta
 from dra_mirror.service.model.records import (
     NODE,
     POD,
@@ -44,26 +44,29 @@ from dra_mirror.service.model.records import (
     PodClaim,
     PodRecord,
 )
+from dra_mirror.service.model.sharing import SharedValues
 
 _CLAIM_PREFIX = "claim:"
 
 
-def _containers(containers: list[api.Container], *, init: bool) -> list[Container]:
+def _containers(
+    containers: list[api.Container], shared: SharedValues, *, init: bool
+) -> list[Container]:
     out = []
     for c in containers:
         name = intern(c.name)
         resources = c.resources
         if resources is None:
-            out.append(Container(name=name, init=init))
+            out.append(Container(name, init, shared.empty, shared.empty))
             continue
         references = resources.claims
         out.append(
             Container(
-                name=name,
-                init=init,
-                requests=quantities(resources.requests),
-                limits=quantities(resources.limits),
-                claims=tuple(
+                name,
+                init,
+                shared.quantities(resources.requests),
+                shared.quantities(resources.limits),
+                tuple(
                     ContainerClaim(
                         container=name,
                         claim=intern(ref.name),
@@ -76,6 +79,15 @@ def _containers(containers: list[api.Container], *, init: bool) -> list[Containe
             )
         )
     return out
+
+
+def _app_containers(containers: list[api.Container], shared: SharedValues) -> tuple[Container, ...]:
+    return tuple(_containers(containers, shared, init=False))
+
+
+def _typed(_containers: list[api.Container]) -> bool:
+    """Containers hold no untyped JSON: equal ones convert alike."""
+    return True
 
 
 def _optional(value: str | None) -> str | None:
@@ -116,15 +128,20 @@ def _device_health(
     return tuple(found)
 
 
-def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
-    meta = object_meta(POD, wire.metadata, cluster=cluster)
+def pod_record(wire: api.Pod, *, cluster: str, shared: SharedValues | None = None) -> PodRecord:
+    shared = shared or SharedValues()
+    meta = object_meta(POD, wire.metadata, cluster=cluster, shared=shared)
     spec = wire.spec or api.PodSpec()
     status = wire.status or api.PodStatus()
-    containers = []
+    containers: tuple[Container, ...] = ()
     if spec.init_containers:
-        containers = _containers(spec.init_containers, init=True)
-    if spec.containers:
-        containers += _containers(spec.containers, init=False)
+        containers = tuple(
+            _containers(spec.init_containers, shared, init=True)
+            + _containers(spec.containers or [], shared, init=False)
+        )
+    elif spec.containers:
+        # The pods of one workload have equal containers: converted once, shared.
+        containers = shared.converted(spec.containers, _app_containers, _typed)
     claims = []
     if spec.resource_claims:
         generated = {s.name: s.resource_claim_name for s in status.resource_claim_statuses or ()}
@@ -163,11 +180,11 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
         phase=intern(status.phase) if status.phase else "Pending",
         node_name=_optional(spec.node_name),
         claims=tuple(claims),
-        containers=tuple(containers),
+        containers=containers,
         extended_claim_name=extended_name,
         started_at=status.start_time,
         reason=_optional(reason),
-        node_selector=strings(spec.node_selector) if spec.node_selector else {},
+        node_selector=shared.strings(spec.node_selector),
         required_node_affinity=required,
         pod_group=_optional(group),
         extended_requests=tuple(
@@ -184,8 +201,9 @@ def pod_record(wire: api.Pod, *, cluster: str) -> PodRecord:
     )
 
 
-def node_record(wire: api.Node, *, cluster: str) -> NodeRecord:
-    meta = object_meta(NODE, wire.metadata, cluster=cluster)
+def node_record(wire: api.Node, *, cluster: str, shared: SharedValues | None = None) -> NodeRecord:
+    shared = shared or SharedValues()
+    meta = object_meta(NODE, wire.metadata, cluster=cluster, shared=shared)
     status = wire.status or api.NodeStatus()
     conditions = []
     ready = False
@@ -202,8 +220,8 @@ def node_record(wire: api.Node, *, cluster: str) -> NodeRecord:
         conditions.append(condition)
     return NodeRecord(
         meta=meta,
-        capacity=quantities(status.capacity),
-        allocatable=quantities(status.allocatable),
+        capacity=shared.quantities(status.capacity),
+        allocatable=shared.quantities(status.allocatable),
         ready=ready,
         unschedulable=bool(wire.spec.unschedulable) if wire.spec else False,
         conditions=tuple(conditions),

@@ -115,7 +115,7 @@ def mirror_app(
             store=state_store,
             writer=mirror.metrics.timed_store(state_store),
             sinks=sinks,
-            lease=lease_settings(settings),
+            lease=None if isinstance(state_store, MemoryStore) else lease_settings(settings),
             transitions=mirror.history is not None,  # history is what reads them
             settings=reactor_settings(settings),
         )

@@ -13,24 +13,27 @@
 from __future__ import annotations
 
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from dra_mirror.service.history.options import WriterOptions
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.stores.lease import LeaseSettings
 from dra_mirror.service.stores.memory import MemoryStore
-from dra_mirror.service.stores.redis import RedisStore
 
-if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
+if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured,
+    # the Redis client and the leases only when a Redis URL is
     from dra_mirror.service.history.outbox import Outbox
     from dra_mirror.service.history.runtime import History
+    from dra_mirror.service.stores.lease import LeaseSettings
+    from dra_mirror.service.stores.redis import RedisStore
 
-StateStores = MemoryStore | RedisStore
+StateStores: TypeAlias = "MemoryStore | RedisStore"
 
 
 def open_state_store(settings: Settings) -> StateStores:
     """The state store the settings ask for: in memory, or Redis when a URL is given."""
     if settings.store.redis_url:
+        from dra_mirror.service.stores.redis import RedisStore
+
         return RedisStore.from_url(settings.store.redis_url, prefix=settings.store.redis_prefix)
     return MemoryStore()
 
@@ -73,5 +76,7 @@ async def open_history(settings: Settings, *, upgrade: bool) -> History:
 
 def lease_settings(settings: Settings) -> LeaseSettings:
     """Renew every third of the TTL, retry a lease every fifth (docs/redis.md)."""
+    from dra_mirror.service.stores.lease import LeaseSettings
+
     ttl = settings.store.lease_ttl
     return LeaseSettings(ttl=ttl, renew_interval=ttl / 3, retry_interval=ttl / 5)

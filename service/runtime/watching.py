@@ -26,17 +26,20 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
 from dra_mirror.service.clusters.watching import WatchSettings
 from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
-from dra_mirror.service.reactor.leased import LeasedReactors, watch_leased
 from dra_mirror.service.reactor.reactor import Reactors, run_reactors
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.stores.lease import LeaseSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ChangeSink, StateSink
-from dra_mirror.service.stores.redis import RedisStore
+
+if TYPE_CHECKING:  # the Redis client and the leases load only for a RedisStore
+    from dra_mirror.service.reactor.leased import LeasedReactors
+    from dra_mirror.service.stores.lease import LeaseSettings
+    from dra_mirror.service.stores.redis import RedisStore
 
 
 class WatchedClusters:
@@ -98,7 +101,17 @@ async def watch_clusters(
     state = writer if writer is not None else store
     reactors: Reactors | LeasedReactors
     try:
-        if isinstance(store, RedisStore):  # shared by replicas: one watcher per cluster
+        if isinstance(store, MemoryStore):
+            reactors = await run_reactors(
+                connections,
+                sinks=[state, *sinks],
+                status_sink=state,
+                open_index=functools.partial(store.open_index, transitions=transitions),
+                settings=settings,
+            )
+        else:  # a RedisStore, shared by replicas: one watcher per cluster
+            from dra_mirror.service.reactor.leased import watch_leased
+
             reactors = watch_leased(
                 connections,
                 store=store,
@@ -106,14 +119,6 @@ async def watch_clusters(
                 sinks=sinks,
                 lease_settings=lease,
                 reactor_settings=settings,
-            )
-        else:
-            reactors = await run_reactors(
-                connections,
-                sinks=[state, *sinks],
-                status_sink=state,
-                open_index=functools.partial(store.open_index, transitions=transitions),
-                settings=settings,
             )
     except BaseException:
         await close_all(connections)

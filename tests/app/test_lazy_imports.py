@@ -1,9 +1,11 @@
-"""What a mirror without OIDC, Kubernetes review or Slack does not load: PyJWT, httpx,
-slack_sdk, the access package's kubernetes_asyncio client (memory and start-up time of every
-`serve`)."""
+"""What a mirror without OIDC, Kubernetes review, Slack or Redis does not load: PyJWT, httpx,
+slack_sdk, the access package's kubernetes_asyncio client, the Redis client, the Redis store
+and its leases, the MCP SDK until /mcp is first asked, and never kubernetes_asyncio's generated
+API and model modules (memory and start-up time of every `serve`)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -27,7 +29,69 @@ def test_the_runtime_loads_no_jwt_and_no_slack_notifier():
 
 
 def test_serve_loads_no_httpx_jwt_or_slack_sdk():
-    names = ["jwt", "httpx", "slack_sdk"]
+    names = [
+        "jwt",
+        "httpx",
+        "slack_sdk",
+        "kubernetes_asyncio.client.api",
+        "kubernetes_asyncio.client.models.v1_pod",
+        "redis",
+        "dra_mirror.service.stores.redis",
+        "dra_mirror.service.stores.lease",
+        "dra_mirror.service.reactor.leased",
+        "mcp",
+        "pydantic",
+    ]
     assert (
         loaded_after("dra_mirror.service.cli.main, dra_mirror.service.runtime.mirror", names) == []
     )
+
+
+def test_the_mcp_sdk_loads_with_the_first_mcp_request():
+    code = """
+import asyncio, json, sys, threading
+import httpx
+
+importing_threads = set()
+class Watch:  # records which thread first imports the SDK
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp":
+            importing_threads.add(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+from asgi_lifespan import LifespanManager
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+
+async def main():
+    app = create_app(Settings(), store=MemoryStore())
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"accept": "application/json, text/event-stream"}
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            before = "mcp" in sys.modules
+            answers = await asyncio.gather(
+                *(http.post("/mcp", json=listing, headers=headers) for _ in range(3))
+            )
+    tools = [sorted(t["name"] for t in a.json()["result"]["tools"]) for a in answers]
+    print(json.dumps({"before": before, "after": "mcp" in sys.modules,
+                      "statuses": [a.status_code for a in answers],
+                      "same": all(t == tools[0] for t in tools), "who_holds": "who_holds" in tools[0],
+                      "in_main_thread": sorted(importing_threads)}))
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {
+        "before": False,
+        "after": True,
+        "statuses": [200, 200, 200],  # three first requests at once: one manager starts
+        "same": True,
+        "who_holds": True,
+        "in_main_thread": [False],  # loaded in a worker thread: the event loop goes on meanwhile
+    }

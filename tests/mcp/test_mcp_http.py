@@ -4,6 +4,7 @@ answer within the token's scope, exactly as /graphql answers it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,7 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.static import StaticTokens, token_hash
 from dra_mirror.service.http.app import create_app
+from dra_mirror.service.mcp.http import McpEndpoint
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.plan.conftest import World, demo_world
@@ -140,3 +142,18 @@ async def test_mcp_answers_after_the_apps_lifespan_ran_again() -> None:
                 response = await http.post("/mcp", json=listing, headers=headers)
         assert response.status_code == 200, response.text
         assert {t["name"] for t in response.json()["result"]["tools"]} >= {"who_holds", "plan"}
+
+
+async def test_a_server_that_cannot_start_fails_its_requests_instead_of_hanging(monkeypatch):
+    endpoint = McpEndpoint(lambda request: None, None)
+    with pytest.raises(RuntimeError, match="lifespan"):
+        await endpoint.current()  # no lifespan running: refused at once
+
+    def broken():
+        raise ValueError("no server today")
+
+    monkeypatch.setattr(endpoint, "_new_manager", broken)
+    async with endpoint.running():
+        for _ in range(2):  # every request sees the failure, none waits for ever
+            with pytest.raises(ValueError, match="no server today"):
+                await asyncio.wait_for(endpoint.current(), 5)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
 import orjson
 
 from dra_mirror.service.model.decode import decode_list, decode_watch_line
-from dra_mirror.service.model.records import ClaimRecord, SliceRecord
+from dra_mirror.service.model.records import ClaimRecord, PodRecord, SliceRecord
 from dra_mirror.service.model.sharing import SharedValues
 
 DRIVER = "gpu.example.com"
@@ -120,5 +121,82 @@ def test_tables_are_bounded() -> None:
     shared = SharedValues(limit=2)
     body = _page("ResourceSlice", [_slice("n1", ["u1", "u2", "u3", "u4", "u5"])])
     records = decode_list("ResourceSlice", body, cluster="c", shared=shared).records
-    assert len(shared.attributes) <= 2 and len(shared.keys) <= 2
+    assert (
+        len(shared.attributes) <= 2
+        and len(shared.keys) <= 2
+        and len(shared.layouts) <= 2
+        and len(shared.maps) <= 2
+    )
     assert records == decode_list("ResourceSlice", body, cluster="c").records
+
+
+def _pod(name: str, cpu: object = "2") -> dict:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": {"app": "train"}},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [
+                {"name": "main", "resources": {"requests": {"cpu": cpu}, "claims": [{"name": "g"}]}}
+            ],
+            "resourceClaims": [{"name": "g", "resourceClaimName": f"{name}-g"}],
+        },
+    }
+
+
+def _opaque_claim(name: str, replicas: object) -> dict:
+    claim = _claim(name, "n1")
+    claim["spec"]["devices"]["config"] = [
+        {"opaque": {"driver": DRIVER, "parameters": {"replicas": replicas}}}
+    ]
+    return claim
+
+
+def test_claims_of_a_watcher_share_equal_maps_specs_and_tuples() -> None:
+    items = [_claim(f"c{i}", "n1") for i in range(3)]
+    for item in items:
+        item["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+        item["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    records = decode_list("ResourceClaim", _page("ResourceClaim", items), cluster="c").records
+    claims = [r for r in records if isinstance(r, ClaimRecord)]
+    assert len({id(c.meta.annotations) for c in claims}) == 1
+    assert len({id(c.meta.finalizers) for c in claims}) == 1
+    assert len({id(c.meta.labels) for c in claims}) == 1 and claims[0].meta.labels == {}
+    assert len({id(c.requests) for c in claims}) == 1
+    alone = [
+        decode_list("ResourceClaim", _page("ResourceClaim", [item]), cluster="c").records[0]
+        for item in items
+    ]
+    assert records == alone
+
+
+def test_specs_with_untyped_json_are_converted_each_as_written() -> None:
+    # 1 and 1.0 are equal in Python but not the same JSON: opaque parameters are kept as written.
+    items = [_opaque_claim("a", 1), _opaque_claim("b", 1.0), _opaque_claim("c", True)]
+    records = decode_list("ResourceClaim", _page("ResourceClaim", items), cluster="c").records
+    written = [
+        msgspec.json.encode(r.config[0]["opaque"]["parameters"])  # type: ignore[union-attr]
+        for r in records
+    ]
+    assert written == [b'{"replicas":1}', b'{"replicas":1.0}', b'{"replicas":true}']
+
+
+def test_pods_of_a_workload_share_containers_and_labels() -> None:
+    items = [_pod("p1"), _pod("p2"), _pod("p3", cpu="4")]
+    records = decode_list("Pod", _page("Pod", items), cluster="c").records
+    pods = [r for r in records if isinstance(r, PodRecord)]
+    assert pods[0].containers is pods[1].containers
+    assert pods[2].containers is not pods[0].containers
+    assert pods[2].containers[0].requests == {"cpu": "4"}
+    assert pods[0].meta.labels is pods[2].meta.labels
+    assert [p.claims[0].containers for p in pods] == [("main",), ("main",), ("main",)]
+    alone = [decode_list("Pod", _page("Pod", [item]), cluster="c").records[0] for item in items]
+    assert records == alone
+
+
+def test_a_quantity_map_is_looked_up_only_as_text() -> None:
+    # `True == 1`: a map written with numbers is never found again for another written so.
+    items = [_pod("p1", cpu=1), _pod("p2", cpu=True), _pod("p3", cpu=1.0)]
+    page = decode_list("Pod", _page("Pod", items), cluster="c")
+    assert [r.meta.name for r in page.records] == ["p1", "p3"]
+    assert [m.ref for m in page.malformed] == ["c/Pod/ns/p2"]
+    assert page.records[0].containers[0].requests == {"cpu": "1"}  # type: ignore[union-attr]

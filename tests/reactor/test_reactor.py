@@ -11,9 +11,9 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from kubernetes_asyncio.client import ApiClient, Configuration
 
 from dra_mirror.service.clusters.config import ClusterConnection
+from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.records import KINDS, ObjectKey, key_of
 from dra_mirror.service.reactor.heap import SyncGc
