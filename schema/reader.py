@@ -4,7 +4,8 @@
 
 * every list and lookup drops what the scope does not allow (a record the scope hides reads
   as `None`, exactly like one that does not exist), so access control can later be added by
-  giving a request a narrower `Scope` — no resolver changes;
+  giving a request a narrower `Scope` — no resolver changes; a scope that hides nothing gets
+  the store's answers as they are (fresh lists of the store's: callers may keep them);
 * `StoreUnavailable` from the backend becomes `StateStoreUnavailable`, a GraphQL error whose
   message says "state store unavailable" — clients see a clear error, never an HTTP 500.
 
@@ -148,7 +149,12 @@ class ScopedReader:
         return [s for s in statuses if self.scope.allows(s.name, "")]
 
     async def get(self, keys: Sequence[ObjectKey]) -> list[Record | None]:
-        records = await self._call(self.store.get, keys)
+        try:
+            records = await self.store.get(keys)
+        except StoreUnavailable as error:
+            raise StateStoreUnavailable(error) from error
+        if not self.scope.may_hide():  # the store's own fresh list, as it is
+            return records
         return [r if r is not None and _allows_record(self.scope, r) else None for r in records]
 
     async def list(
@@ -163,6 +169,8 @@ class ScopedReader:
 
     async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
         entries = await self._call(self.store.devices, keys)
+        if not self.scope.may_hide():
+            return entries
         return [e if e is not None and _allows_key(self.scope, e.key) else None for e in entries]
 
     async def list_devices(
@@ -182,7 +190,12 @@ class ScopedReader:
     async def lookup(
         self, relation: Relation, keys: Sequence[Hashable]
     ) -> builtins.list[builtins.list[Any]]:
-        found = await self._call(self.store.lookup, relation, keys)
+        try:
+            found = await self.store.lookup(relation, keys)
+        except StoreUnavailable as error:
+            raise StateStoreUnavailable(error) from error
+        if not self.scope.may_hide():
+            return found
         return [[item for item in items if _allows_key(self.scope, item)] for items in found]
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:

@@ -4,11 +4,12 @@
 class the schema executes with (strawberry's `execution_context_class`). Each query or
 mutation execution gets a `Budget`, wired to graphql-core's abort signal:
 
-* every resolved field is counted in `execute_field`; past `max_fields`, or past the deadline
-  (checked every 128 fields, and by a timer for executions waiting on the store), the
-  execution is aborted: graphql-core stops resolving, in-flight awaits are cancelled (the
-  `InterruptingController` cancels the tasks awaiting them), and the answer is one error
-  `execution budget exceeded` (code BUDGET_EXCEEDED) — never a huge partial answer;
+* every resolved field is counted (`admit_field`, asked before each field executes); past
+  `max_fields`, or past the deadline (checked every 128 fields, and by a timer for
+  executions waiting on the store), the execution is aborted: graphql-core stops resolving,
+  in-flight awaits are cancelled (the `InterruptingController` cancels the tasks awaiting
+  them), and the answer is one error `execution budget exceeded` (code BUDGET_EXCEEDED) —
+  never a huge partial answer;
 * a request that registers a `RequestAborts` in its ASGI state (the HTTP guard does, and
   aborts it when the client disconnects or the request times out) aborts its executions too.
 
@@ -25,8 +26,9 @@ from typing import Any
 
 from graphql import ExecutionResult, GraphQLError, OperationType
 from graphql.execution.aborted_graphql_execution_error import AbortedGraphQLExecutionError
-from graphql.pyutils import AbortController, Undefined
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from graphql.pyutils import AbortController
+
+from dra_mirror.schema.execution import PlainFieldsExecution
 
 ABORTS_KEY = "dra_mirror.aborts"
 CHECK_EVERY = 128
@@ -159,7 +161,7 @@ def _aborted(error: AbortedGraphQLExecutionError) -> ExecutionResult:
 
 
 def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
-    class BudgetedExecutionContext(StrawberryGraphQLCoreExecutionContext):
+    class BudgetedExecutionContext(PlainFieldsExecution):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.budget: Budget | None = None
@@ -173,17 +175,19 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
             if aborts is not None:
                 aborts.add(budget.controller)
 
-        def execute_field(self, *args: Any, **kwargs: Any) -> Any:
+        def admit_field(self) -> bool:
+            # every field, plain or not (schema.execution asks before each)
             budget = self.budget
-            if budget is not None:
-                budget.count()
-                if budget.controller.signal.aborted:
-                    if budget.reported:
-                        return Undefined
-                    budget.reported = True
-                    budget.done()
-                    raise self.abort_error()
-            return super().execute_field(*args, **kwargs)
+            if budget is None:
+                return True
+            budget.count()
+            if not budget.controller.signal.aborted:
+                return True
+            if budget.reported:
+                return False
+            budget.reported = True
+            budget.done()
+            raise self.abort_error()
 
         def execute_operation(self, *args: Any, **kwargs: Any) -> Any:
             # An aborted execution is one error and no data (never a partial answer), and it

@@ -66,6 +66,7 @@ from dra_mirror.service.http import exports as export
 from dra_mirror.service.http.access import AccessGate
 from dra_mirror.service.http.access import scope_for as subject_scope
 from dra_mirror.service.http.graphql import MirrorGraphQL
+from dra_mirror.service.http.graphql_route import GraphQLQueries
 from dra_mirror.service.http.guard import RequestGuard
 from dra_mirror.service.http.metrics import Metrics
 from dra_mirror.service.http.persisted import PersistedQueries
@@ -295,6 +296,7 @@ def create_app(
                 request_timeout=settings.graphql.request_timeout,
             ),
             Middleware(AccessGate, control=lambda: state.access),
+            Middleware(GraphQLQueries, view=view),  # JSON queries: straight to the view
         ],
     )
     app.state.mirror = state

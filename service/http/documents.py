@@ -14,17 +14,26 @@ Promises:
 * keys are the SHA-256 hex digest of the text (`document_key`), the hash persisted queries
   use, so a persisted query is found under the hash it was sent with;
 * a document that does not parse is prepared too (its syntax error as its only error), so a
-  client repeating a broken query costs one lookup.
+  client repeating a broken query costs one lookup;
+* a document without directives (so that which fields each selection collects cannot depend
+  on variables) carries `collected`, the store where executions of it keep the fields they
+  collected (`schema.execution`); it lives, and is evicted, with its document.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from graphql import DocumentNode, GraphQLError, GraphQLSchema, OperationType, parse
-from graphql.language import OperationDefinitionNode
+from graphql.language import (
+    BREAK,
+    FragmentDefinitionNode,
+    OperationDefinitionNode,
+    Visitor,
+    visit,
+)
 from graphql.validation import specified_rules
 from strawberry.schema.schema import validate_document
 
@@ -41,6 +50,7 @@ class PreparedDocument(NamedTuple):
     errors: tuple[GraphQLError, ...]  # the syntax error, or the validation errors
     operations: dict[str | None, OperationType]  # by name; None for an anonymous operation
     size: int  # bytes of text: what keeping it costs the cache
+    collected: dict[Any, Any] | None = None  # fields its executions collected (no directives)
 
     def operation_type(self, name: str | None) -> OperationType | None:
         """The type of the operation `name` selects (the only one when `name` is None), or
@@ -50,6 +60,27 @@ class PreparedDocument(NamedTuple):
                 return None
             return next(iter(self.operations.values()))
         return self.operations.get(name)
+
+
+class _Directives(Visitor):
+    found = False
+
+    def enter_directive(self, *_args: Any) -> Any:
+        self.found = True
+        return BREAK
+
+
+def _collects_alike(document: DocumentNode) -> bool:
+    """Whether each selection of `document` collects the same fields whatever the variables:
+    no directive anywhere (`@skip`, `@include`, `@defer`…) and no fragment variables."""
+    if any(
+        isinstance(d, FragmentDefinitionNode) and d.variable_definitions
+        for d in document.definitions
+    ):
+        return False
+    visitor = _Directives()
+    visit(document, visitor)
+    return not visitor.found
 
 
 def _prepare(
@@ -65,7 +96,8 @@ def _prepare(
         if isinstance(d, OperationDefinitionNode)
     }
     errors = validate_document(schema, document, tuple(specified_rules))
-    return PreparedDocument(document, tuple(errors), operations, size)
+    collected: dict[Any, Any] | None = {} if not errors and _collects_alike(document) else None
+    return PreparedDocument(document, tuple(errors), operations, size, collected)
 
 
 class DocumentCache:

@@ -28,12 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
-from urllib.parse import parse_qsl
 
 import orjson
 from graphql import ExecutionResult, OperationType, execute
 from starlette.requests import Request
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.execution import optimized_is_awaitable
 from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
@@ -45,6 +44,16 @@ from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
 from dra_mirror.service.http.graphql_http import GraphQLOverHttp
+from dra_mirror.service.http.graphql_requests import (
+    QueryRequest,
+    answers_plain_json,
+    is_json,
+    new_sub_response,
+    query_params,
+    read_body,
+    replay,
+    request_fields,
+)
 from dra_mirror.service.http.live_frames import TextFrames
 from dra_mirror.service.http.persisted import (
     DocumentRegistry,
@@ -83,13 +92,6 @@ class Operation(NamedTuple):
     operation_name: str | None
 
 
-class QueryRequest(NamedTuple):
-    query: str | None
-    variables: dict[str, Any] | None
-    operation_name: str | None
-    extensions: dict[str, Any] | None
-
-
 def _short_path_applies(schema: Any) -> bool:
     extensions = [e if isinstance(e, SchemaExtension) else e() for e in schema.extensions]
     return (
@@ -97,86 +99,6 @@ def _short_path_applies(schema: Any) -> bool:
         and not schema.directives
         and not schema.config.disable_field_suggestions
     )
-
-
-def _request_fields(data: Any) -> QueryRequest | None:
-    """The fields of one GraphQL-over-HTTP request object; None when strawberry must judge it
-    (not an object, a batch, fields of the wrong type: its 400 answers say why)."""
-    if not isinstance(data, dict):
-        return None
-    query, variables = data.get("query"), data.get("variables")
-    name, extensions = data.get("operationName"), data.get("extensions")
-    if not (
-        isinstance(query, str | None)
-        and isinstance(variables, dict | None)
-        and isinstance(name, str | None)
-        and isinstance(extensions, dict | None)
-    ):
-        return None
-    return QueryRequest(query, variables, name, extensions)
-
-
-def _query_params(scope: Scope) -> QueryRequest | None:
-    params = dict(parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True))
-    if "query" not in params and "extensions" not in params:
-        return None  # GraphiQL, or strawberry's "no query" answer
-    data: dict[str, Any] = {
-        "query": params.get("query"),
-        "operationName": params.get("operationName"),
-    }
-    try:
-        for name in ("variables", "extensions"):
-            if params.get(name):
-                data[name] = orjson.loads(params[name])
-    except orjson.JSONDecodeError:
-        return None
-    return _request_fields(data)
-
-
-def _is_json(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            return b"application/json" in value.lower()
-    return False
-
-
-def _answers_plain_json(scope: Scope) -> bool:
-    """Whether the client takes the short path's `application/json` answer: no Accept header,
-    or one naming it (or anything) and not GraphQL over HTTP's own media type, whose status
-    codes strawberry's view gives (as it refuses, 406, what accepts neither)."""
-    for name, value in scope["headers"]:
-        if name == b"accept":
-            accept = value.lower()
-            if b"application/graphql-response+json" in accept:
-                return False
-            return b"application/json" in accept or b"*/*" in accept
-    return True
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that gives `body` once, then whatever the client sends next."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replayed
 
 
 class MirrorGraphQL(GraphQLOverHttp, GraphQL):
@@ -214,6 +136,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             max_document_bytes=settings.cached_document_max_bytes,
         )
         self.short_path = _short_path_applies(schema)
+        self.keeps_collected = getattr(schema.execution_context_class, "keeps_collected", False)
         self.shapes = ShapeVerdicts(schema._schema, settings, judge=shape_refusal)
 
     async def get_context(self, request: Any, response: Any) -> Context:  # type: ignore[override]
@@ -247,29 +170,39 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
 
     # --- the short path -------------------------------------------------------------------
 
+    def takes_short_path(self, scope: Scope) -> bool:
+        """Whether a request is a JSON POST the short path reads (`service.http.graphql_route`
+        routes those here directly)."""
+        return (
+            self.short_path
+            and scope.get("method") == "POST"
+            and answers_plain_json(scope)
+            and is_json(scope)
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method")
         if (
             scope["type"] != "http"
             or not self.short_path
             or method not in ("GET", "POST")
-            or not _answers_plain_json(scope)
+            or not answers_plain_json(scope)
         ):
             return await super().__call__(scope, receive, send)
         body = b""
         if method == "GET":
-            fields = _query_params(scope)
-        elif _is_json(scope):
-            body = await _read_body(receive)
+            fields = query_params(scope)
+        elif is_json(scope):
+            body = await read_body(receive)
             try:
-                fields = _request_fields(orjson.loads(body))
+                fields = request_fields(orjson.loads(body))
             except orjson.JSONDecodeError:
                 fields = None
         else:
             fields = None
         if fields is not None and await self._run(fields, scope, receive, send, body):
             return
-        await super().__call__(scope, _replay(body, receive), send)
+        await super().__call__(scope, replay(body, receive), send)
 
     async def _run(
         self, fields: QueryRequest, scope: Scope, receive: Receive, send: Send, body: bytes
@@ -312,7 +245,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             # only documents that parse and validate; and only while clients may register
             self.persisted.register(key, text)
         request = Request(scope, receive)
-        sub_response = await self.get_sub_response(request)
+        sub_response = new_sub_response(request)
         context = await self.get_context(request, sub_response)
         result = await self.state.metrics.timed_operation(
             Operation(text, fields.operation_name), self._execute(prepared, fields, context)
@@ -333,7 +266,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
         # persisted document's text in place of the hash.
         if text is not None:
             scope, body = with_query(scope, body, text)
-        await super().__call__(scope, _replay(body, receive), send)
+        await super().__call__(scope, replay(body, receive), send)
         return True
 
     async def _execute(
@@ -355,6 +288,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
             executor_class=schema.execution_context_class,
             operation_extensions=fields.extensions,
+            **self._collected(prepared),
         )
         if optimized_is_awaitable(result):
             result = await result
@@ -362,6 +296,13 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             self.schema.process_errors(result.errors)
             result.errors = [masked(error) for error in result.errors]
         return result
+
+    def _collected(self, prepared: PreparedDocument) -> dict[str, Any]:
+        # the per-document store of collected sub-selections, for an executor that keeps them
+        # (schema.execution)
+        if prepared.collected is None or not self.keeps_collected:
+            return {}
+        return {"collected": prepared.collected}
 
     async def _send(
         self,

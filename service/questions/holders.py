@@ -133,11 +133,14 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
     )
     wanted: dict[ObjectKey, str] = {}
     groups: dict[GroupKey, list[ObjectKey]] = {}
-    for claim in claims.values():
+    # each claim's reserved pods and PodGroups, read once
+    reserved: dict[ObjectKey, tuple[dict[ObjectKey, str], list[GroupKey]]] = {}
+    for key, claim in claims.items():
         if isinstance(claim, ClaimRecord):
-            for pod_key, uid in consumer_keys(claim).items():
+            named, named_groups = reserved[key] = (consumer_keys(claim), group_refs(claim))
+            for pod_key, uid in named.items():
                 wanted.setdefault(pod_key, uid)
-            groups.update((g, []) for g in group_refs(claim))
+            groups.update((g, []) for g in named_groups)
     if groups:
         found_groups = await reader.lookup(Relation.GROUP_PODS, list(groups))
         for group, members in zip(list(groups), found_groups, strict=True):
@@ -149,7 +152,9 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
     )
     found = Holdings(records={**claims, **pods})
     for device, refs in zip(keys, holds, strict=True):
-        for ref in sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or "")):
+        if len(refs) > 1:
+            refs = sorted(refs, key=lambda r: (r.claim, r.request, r.share_id or ""))
+        for ref in refs:
             claim = claims.get(ref.claim)
             if not isinstance(claim, ClaimRecord):
                 # Deleted since the holds were read (a store read twice is no snapshot; holds
@@ -157,16 +162,17 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
                 # was there, its claim link dangles.
                 found.holdings.append(Holding(device=device, ref=ref, claim=None, pods=[]))
                 continue
-            named = dict(consumer_keys(claim))
-            for group in group_refs(claim):
-                named.update((k, "") for k in groups.get(group, ()) if k not in named)
-            consumers = sorted(
-                (
-                    pod
-                    for k, uid in named.items()
-                    if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
-                ),
-                key=lambda p: p.meta.name,
-            )
+            named, named_groups = reserved[ref.claim]
+            if named_groups:
+                named = dict(named)
+                for group in named_groups:
+                    named.update((k, "") for k in groups.get(group, ()) if k not in named)
+            consumers = [
+                pod
+                for k, uid in named.items()
+                if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
+            ]
+            if len(consumers) > 1:
+                consumers.sort(key=lambda p: p.meta.name)
             found.holdings.append(Holding(device=device, ref=ref, claim=claim, pods=consumers))
     return found

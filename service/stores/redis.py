@@ -54,6 +54,7 @@ from dra_mirror.service.model.records import (
     KINDS,
     RESOURCE_CLAIM,
     ObjectKey,
+    Record,
     key_of,
 )
 from dra_mirror.service.model.view import IndexView
@@ -81,6 +82,8 @@ from dra_mirror.service.stores.redis_writes import Fenced, Ops, send_batch
 __all__ = ["Fenced", "RedisStore"]
 
 log = logging.getLogger(__name__)
+
+SEED_SCAN = 1000  # records read at a time when seeding a new writer's index (HSCAN COUNT)
 
 
 class RedisStore(RedisReader):
@@ -130,18 +133,31 @@ class RedisStore(RedisReader):
         """What the store holds of `cluster`, to seed a new writer's index: every record, the
         idle marks, the kinds those records are complete for (every kind once the cluster
         was reported synced; else the kinds with records, each first written as one batch),
-        and the uuids of held devices no slice publishes."""
+        and the uuids of held devices no slice publishes. Records are read `SEED_SCAN` at a
+        time (HSCAN) and decoded as they come: the raw values of a large cluster are never
+        held at once. Nobody writes the cluster meanwhile (the earlier holder is fenced)."""
         keys = self.keys(cluster)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.sadd(clusters_key(self.prefix), cluster)
             pipe.get(keys.status)
             pipe.hgetall(keys.idle)
             pipe.hvals(keys.unpublished)
-            for kind in KINDS:
-                pipe.hvals(keys.objects(kind))
-            _, status, idle, unpublished, *values = await self._call(pipe.execute())
+            _, status, idle, unpublished = await self._call(pipe.execute())
         self._registered.add(cluster)
-        records = [record_decoder.decode(raw) for found in values for raw in found]
+        records: list[Record] = []
+        for kind in KINDS:
+            found: dict[Any, Record] = {}  # HSCAN may return a field twice
+            cursor = 0
+            while True:
+                cursor, page = await self._call(
+                    self.redis.hscan(keys.objects(kind), cursor, count=SEED_SCAN)
+                )
+                assert isinstance(page, dict)  # field -> value, without no_values
+                found.update((f, record_decoder.decode(raw)) for f, raw in page.items())  # type: ignore[arg-type]
+                del page
+                if not cursor:
+                    break
+            records.extend(found.values())
         synced = status is not None and status_decoder.decode(status).synced
         listed = frozenset(KINDS) if synced else frozenset(key_of(r).kind for r in records)
         marks = {}

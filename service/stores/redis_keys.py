@@ -23,7 +23,11 @@ shards by cluster. The layout (docs/redis.md has the full table):
 Keys inside a cluster's values drop the cluster (it is the tag): an ObjectKey is the JSON array
 `[kind, namespace, name]`, a DeviceKey `[driver, pool, device]`; JSON because pool names may
 hold '/' (object names never do, hence "namespace/name" for hash fields). Encodings are
-canonical (orjson of a list of strings), so a SREM of a member removes exactly what SADD added.
+canonical (compact JSON of a list of strings), so a SREM of a member removes exactly what SADD
+added. Keys and members are encoded by msgspec, whose bytes are the size of the text: orjson
+(3.12 and later) hands back each small result in a buffer of 4 KiB or more, and an initial sync
+holds some 300,000 of them until its transaction is sent (over 1 GiB at 5,000 nodes). The bytes
+are the same as orjson's (the layout has not changed).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ SET_RELATIONS = FAN_OUT
 holds_decoder = msgspec.msgpack.Decoder(list[AllocationRef])
 
 _encoder = msgspec.msgpack.Encoder()
+_json = msgspec.json.Encoder().encode  # right-sized bytes (see the module docstring)
 record_decoder = msgspec.msgpack.Decoder(Record)
 entry_decoder = msgspec.msgpack.Decoder(DeviceEntry)
 hold_decoder = msgspec.msgpack.Decoder(AllocationRef)
@@ -122,18 +127,18 @@ def split_object_field(field: bytes) -> tuple[str, str]:
 def link_part(from_key: Any) -> bytes:
     """A relation's from-key without its cluster: `["n1"]`, `["Pod","ns","a"]`, `"GPU-…"`."""
     if isinstance(from_key, tuple | list):
-        return orjson.dumps(list(from_key[1:]))
-    return orjson.dumps(from_key)
+        return _json(from_key[1:])
+    return _json(from_key)
 
 
 def key_member(key: tuple[Any, ...]) -> bytes:
     """A linked key without its cluster: `["Pod","ns","a"]`, `["driver","pool","gpu-0"]`."""
-    return orjson.dumps(list(key[1:]))
+    return _json(key[1:])
 
 
 def encode_members(keys: list[Any]) -> bytes:
     """A sorted list of linked keys, without their cluster: `[["Pod","ns","a"], …]`."""
-    return orjson.dumps([key[1:] for key in keys])
+    return _json([key[1:] for key in keys])
 
 
 def decode_members(cluster: str, relation: str, raw: bytes) -> list[Any]:
@@ -142,11 +147,11 @@ def decode_members(cluster: str, relation: str, raw: bytes) -> list[Any]:
 
 
 def device_field(key: DeviceKey) -> bytes:
-    return orjson.dumps(list(key[1:]))
+    return _json(key[1:])
 
 
 def driver_prefix(driver: str) -> bytes:
-    return b"[" + orjson.dumps(driver) + b","
+    return b"[" + _json(driver) + b","
 
 
 def decode_device_key(cluster: str, raw: bytes) -> DeviceKey:

@@ -3,23 +3,30 @@
 The Redis store derives nothing and keeps no index: each `Changes` carries its records, what
 the model derived of them (`Changes.delta`: reverse-map entries, the whole list of every
 touched from-key of a bounded relation, valid devices, held devices no slice publishes,
-device statuses, idle marks) and its
-live events; `Ops.of(changes)` turns that into Redis commands. Promises:
+device statuses, idle marks) and its live events; `Ops` turns that into Redis commands.
+Promises:
 
 * a batch's records, reverse maps, devices, device statuses, idle marks and its live events
   are written by ONE `MULTI … EXEC` transaction: Redis runs it atomically, so a reader never
   sees a claim allocated to a device whose index does not show it. A fenced writer first
   WATCHes the cluster's fence key and compares it with its token (service.stores.lease): if
   the fence is another's, or changes before EXEC, nothing is written (`Fenced`);
+* the writer holds a bounded part of the transaction at a time, whatever the batch's size:
+  commands are made from the Changes as they are sent (`Ops.requests`), in requests of about
+  `REQUEST_BYTES`, each sent (and drained to the socket) before the next is made; Redis queues
+  them until EXEC. A command carries at most `COMMAND_ARGS` arguments of about
+  `COMMAND_BYTES` at most, so an initial sync of 40,000 devices is some 500 commands of one
+  transaction (the list of 5,000 nodes' slices is 114 MB of RESP: it used to be held three
+  times over before its first byte was sent);
 * live events (`Changes.events`, none for a batch of more than LIVE_BATCH_LIMIT objects:
   service.model.live) are published inside the same transaction, after the writes, one
   message per batch;
 * relations with a large fan-out (relations.FAN_OUT: every claim of a class, every device
   named gpu-0) are Redis sets changed member by member; every other relation is one hash per
   relation whose field per from-key holds the from-key's full sorted list, as the delta gives
-  it — an initial sync of 40,000 devices is some 170 commands;
+  it;
 * commands of several batches (those still pending after a failed write, then the new one)
-  are concatenated in batch order: a later batch's command for the same entry runs later.
+  are sent in batch order: a later batch's command for the same entry runs later.
 
 `send_batch(client, token, ops)` sends it on one connection to where the cluster's keys live
 (`redis_connect.slot_connection`: the master of the `{cluster}` slot on a Redis Cluster).
@@ -27,14 +34,14 @@ live events; `Ops.of(changes)` turns that into Redis commands. Promises:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from dra_mirror.service.model.changes import Changes
-from dra_mirror.service.model.records import key_of
+from dra_mirror.service.model.records import Record, key_of
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, Relation
 from dra_mirror.service.stores import bus
 from dra_mirror.service.stores.protocols import StoreError
@@ -49,7 +56,11 @@ from dra_mirror.service.stores.redis_keys import (
     object_field,
 )
 
-_CHUNK = 2000  # arguments per command: big batches become several HSETs of one hash
+COMMAND_ARGS = 2000  # arguments of one command at most: a big hash is set by several HSETs
+COMMAND_BYTES = 256 * 1024  # about their bytes together at most (the last value may go over)
+REQUEST_BYTES = 1024 * 1024  # about how much of a transaction the writer holds at once
+
+Command = list[bytes]  # [name, key, *arguments]
 
 
 def resp(command: list[bytes]) -> bytes:
@@ -64,107 +75,141 @@ class Fenced(StoreError):
     """This replica no longer holds the cluster's lease: its writes are refused."""
 
 
+def _commands(name: bytes, key: str, args: Iterable[bytes], *, per: int = 1) -> Iterator[Command]:
+    """`name key args…` as commands of at most COMMAND_ARGS arguments and about COMMAND_BYTES,
+    cut between groups of `per` arguments (a field and its value stay together)."""
+    raw_key = key.encode()
+    command: Command = [name, raw_key]
+    size = 0
+    group = 0
+    for arg in args:
+        if (
+            group == 0
+            and len(command) > 2
+            and (len(command) - 2 + per > COMMAND_ARGS or size + len(arg) > COMMAND_BYTES)
+        ):
+            yield command
+            command, size = [name, raw_key], 0
+        command.append(arg)
+        size += len(arg)
+        group = (group + 1) % per
+    if len(command) > 2:
+        yield command
+
+
+def _pairs(items: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
+    for field, value in items:
+        yield field
+        yield value
+
+
 class Ops:
     """The commands of one or more batches, sent as ONE `MULTI … EXEC` (Redis runs a
-    transaction atomically: no reader sees part of it)."""
+    transaction atomically: no reader sees part of it), made as they are sent."""
 
     def __init__(self, keys: Keys, *, publish: bytes = b"PUBLISH") -> None:
         self.keys = keys
         self.publish = publish  # SPUBLISH on a Redis Cluster (sharded pub/sub)
         self.fence_key = keys.fence
-        self.commands: list[list[bytes]] = []
-        self.published: list[bytes] = []  # one encoded list of live events per batch
-
-    def __len__(self) -> int:
-        return len(self.commands)
+        self._sources: list[Callable[[], Iterator[Command]]] = []
+        self._events: list[Changes] = []  # the batches whose live events are published
 
     def add(self, command: bytes, key: str, args: list[bytes]) -> None:
-        raw_key = key.encode()
-        for start in range(0, len(args), _CHUNK):
-            self.commands.append([command, raw_key, *args[start : start + _CHUNK]])
+        self._sources.append(lambda: _commands(command, key, args))
 
-    def transaction(self) -> bytes:
-        """MULTI, the commands, the (S)PUBLISH of each batch's live events, EXEC."""
+    def batch(self, changes: Changes) -> None:
+        """Add the commands of one Changes (see the module docstring); they are made when
+        sent."""
+        self._sources.append(lambda: self._batch(changes))
+        if changes.events:
+            self._events.append(changes)
+
+    def commands(self) -> Iterator[Command]:
+        """Every command of the transaction between MULTI and EXEC, in order, made one at a
+        time: the writes of each batch, then the (S)PUBLISH of each batch's live events."""
+        for source in self._sources:
+            yield from source()
         channel = self.keys.events.encode()
-        parts = [resp([b"MULTI"])]
-        parts.extend(resp(command) for command in self.commands)
-        parts.extend(resp([self.publish, channel, events]) for events in self.published)
-        parts.append(resp([b"EXEC"]))
-        return b"".join(parts)
+        for changes in self._events:
+            yield [self.publish, channel, bus.events_encoder.encode(changes.events)]
 
-    def replies(self) -> int:
-        """How many replies the transaction gets: +OK, one +QUEUED each, the EXEC array."""
-        return len(self.commands) + len(self.published) + 2
+    def requests(self, limit: int | None = None) -> Iterator[tuple[list[bytes], int]]:
+        """The transaction (MULTI, the commands, EXEC) as requests of about `limit` bytes
+        (REQUEST_BYTES): (the packed commands, how many). Each is made when the previous was
+        taken; one is larger only when a single command is."""
+        limit = REQUEST_BYTES if limit is None else limit
+        pending = [resp([b"MULTI"])]
+        size = len(pending[0])
+        for command in self.commands():
+            packed = resp(command)
+            if pending and size + len(packed) > limit:
+                yield pending, len(pending)
+                pending, size = [], 0
+            pending.append(packed)
+            size += len(packed)
+        pending.append(resp([b"EXEC"]))
+        yield pending, len(pending)
 
     # --- one batch ------------------------------------------------------------------------
 
-    def batch(self, changes: Changes) -> None:
-        """Add the commands of one Changes (see the module docstring)."""
+    def _batch(self, changes: Changes) -> Iterator[Command]:
         keys = self.keys
-        by_kind: dict[str, tuple[list[bytes], list[bytes]]] = {}
+        by_kind: dict[str, tuple[list[Record], list[Record]]] = {}
         for record in changes.deletes:
-            key = key_of(record)
-            by_kind.setdefault(key.kind, ([], []))[1].append(object_field(key).encode())
+            by_kind.setdefault(key_of(record).kind, ([], []))[1].append(record)
         for record in changes.upserts:
-            key = key_of(record)
-            by_kind.setdefault(key.kind, ([], []))[0].extend(
-                (object_field(key).encode(), encode(record))
-            )
+            by_kind.setdefault(key_of(record).kind, ([], []))[0].append(record)
         for kind, (sets, dels) in by_kind.items():
-            self._hash(keys.objects(kind), sets, dels)
+            yield from self._hash(
+                keys.objects(kind),
+                ((object_field(key_of(r)).encode(), encode(r)) for r in sets),
+                (object_field(key_of(r)).encode() for r in dels),
+            )
         delta = changes.delta
-        members: dict[tuple[bytes, str], list[bytes]] = {}
+        members: dict[tuple[bytes, str], list[Any]] = {}
         for command, entries in ((b"SREM", delta.unlinked), (b"SADD", delta.linked)):
             for relation, from_key, value in entries:
                 if relation in FAN_OUT:
                     assert isinstance(value, tuple)  # fan-out relations link keys
-                    member = key_member(value)
-                    members.setdefault((command, keys.link(relation, from_key)), []).append(member)
+                    members.setdefault((command, keys.link(relation, from_key)), []).append(value)
         for (command, key_name), values in members.items():
-            self.add(command, key_name, values)
-        by_relation: dict[Relation, tuple[list[bytes], list[bytes]]] = {}
+            yield from _commands(command, key_name, (key_member(v) for v in values))
+        by_relation: dict[Relation, tuple[list[tuple[Any, list[Any]]], list[Any]]] = {}
         for (relation, from_key), linked in delta.lists.items():
-            sets, dels = by_relation.setdefault(relation, ([], []))
-            field = link_part(from_key)
-            if not linked:
-                dels.append(field)
-            elif relation == DEVICE_ALLOCATIONS:
-                sets.extend((field, encode(linked)))
+            filled, emptied = by_relation.setdefault(relation, ([], []))
+            if linked:
+                filled.append((from_key, linked))
             else:
-                sets.extend((field, encode_members(linked)))
-        for relation, (sets, dels) in by_relation.items():
-            self._hash(keys.links(relation), sets, dels)
-        self._entries(keys.devices, ((device_field(k), e) for k, e in delta.devices.items()))
-        self._entries(
-            keys.unpublished, ((device_field(k), e) for k, e in delta.unpublished.items())
-        )
-        self._entries(keys.idle, ((object_field(k).encode(), s) for k, s in delta.idle.items()))
-        self._entries(keys.device_status, ((device_field(k), s) for k, s in delta.statuses.items()))
-        if changes.events:
-            self.published.append(bus.events_encoder.encode(changes.events))
+                emptied.append(from_key)
+        for relation, (filled, emptied) in by_relation.items():
+            as_value = encode if relation == DEVICE_ALLOCATIONS else encode_members
+            yield from self._hash(
+                keys.links(relation),
+                ((link_part(f), as_value(linked)) for f, linked in filled),
+                (link_part(f) for f in emptied),
+            )
+        yield from self._entries(keys.devices, delta.devices, device_field)
+        yield from self._entries(keys.unpublished, delta.unpublished, device_field)
+        yield from self._entries(keys.idle, delta.idle, lambda k: object_field(k).encode())
+        yield from self._entries(keys.device_status, delta.statuses, device_field)
 
-    def _hash(self, key: str, sets: list[bytes], dels: list[bytes]) -> None:
-        if dels:
-            self.add(b"HDEL", key, dels)
-        if sets:
-            self.add(b"HSET", key, sets)
+    def _hash(self, key: str, sets: Iterable[tuple[bytes, bytes]], dels: Iterable[bytes]
+    ) -> Iterator[Command]:  # fmt: skip
+        yield from _commands(b"HDEL", key, dels)
+        yield from _commands(b"HSET", key, _pairs(sets), per=2)
 
-    def _entries(self, key: str, entries: Iterable[tuple[bytes, Any]]) -> None:
-        sets: list[bytes] = []
-        dels: list[bytes] = []
-        for field, value in entries:
-            if value is None:
-                dels.append(field)
-            else:
-                sets.extend((field, value.encode() if isinstance(value, str) else encode(value)))
-        self._hash(key, sets, dels)
+    def _entries(self, key: str, entries: dict[Any, Any], field: Callable[[Any], bytes]
+    ) -> Iterator[Command]:  # fmt: skip
+        sets = ((field(k), v.encode() if isinstance(v, str) else encode(v))
+                for k, v in entries.items() if v is not None)  # fmt: skip
+        yield from self._hash(key, sets, (field(k) for k, v in entries.items() if v is None))
 
 
 async def send_batch(client: Client, token: str, ops: Ops, *, wait: tuple[int, int] | None = None
 ) -> int | None:  # fmt: skip
     """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
-    packed as one request. EXEC answers nil when the fence changed after the WATCH. With
-    `wait` (replicas, milliseconds) a `WAIT` follows the EXEC in the same request: the answer
+    sent as `Ops.requests` makes it, the replies read once EXEC is sent. EXEC answers nil when the fence changed after the WATCH. With
+    `wait` (replicas, milliseconds) a `WAIT` follows the EXEC on the connection: the answer
     is how many replicas hold the batch (replication is asynchronous: a master killed right
     after EXEC may not have sent it, and its promoted replica would lack it); else None.
 
@@ -192,11 +237,17 @@ async def _send_once(client: Client, token: str, ops: Ops, wait: tuple[int, int]
                 await connection.send_packed_command(resp([b"UNWATCH"]))
                 await connection.read_response()
                 raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
-        request = ops.transaction()
+        replies = 0
+        for request, count in ops.requests():
+            # No health check once MULTI is sent: its PING would be queued in the transaction.
+            await connection.send_packed_command(request, check_health=replies == 0)
+            replies += count
+            del request  # not held while the next one is made
         if wait is not None:
-            request += resp([b"WAIT", b"%d" % wait[0], b"%d" % wait[1]])
-        await connection.send_packed_command(request)
-        for _ in range(ops.replies() - 1):
+            await connection.send_packed_command(
+                resp([b"WAIT", b"%d" % wait[0], b"%d" % wait[1]]), check_health=False
+            )
+        for _ in range(replies - 1):
             await connection.read_response()
         result = await connection.read_response()
         replicas = int(await connection.read_response()) if wait is not None else None

@@ -96,6 +96,21 @@ async def test_the_short_path_answers_every_request_as_strawberry_does(store: Me
         assert ide.status_code == 200 and "graphiql" in ide.text.lower()
 
 
+async def test_an_accept_header_allowing_no_answer_is_a_406_on_both_paths(
+    store: MemoryStore,
+) -> None:
+    async with client(store) as fast, client(store, short_path=False) as plain:
+        for accept in ("application/json-patch+json", "application/jsonx, text/*;q=0.1"):
+            for http in (fast, plain):
+                refused = await http.post(
+                    "/graphql", json={"query": "{ clusters { name } }"}, headers={"accept": accept}
+                )
+                assert refused.status_code == 406, (accept, refused.text)
+        taken = await fast.post("/graphql", json={"query": "{ clusters { name } }"},
+                                headers={"accept": "application/json;q=0.9, */*;q=0.1"})  # fmt: skip
+        assert taken.status_code == 200 and taken.json()["data"]["clusters"]
+
+
 async def test_resolver_errors_answer_as_strawberry_does() -> None:
     class Down(MemoryStore):
         async def clusters(self):  # type: ignore[override]
