@@ -21,12 +21,18 @@ Process-wide by nature, like the collector itself: whoever starts the watchers d
 has started (the imports and the schema build long-lived objects too). Tunings may overlap
 (two sets of watchers starting at once); the thresholds seen before the first one are restored
 when the last one ends, whatever the order, so a tuning that ends early never leaves the raised
-threshold behind.
+threshold behind. `end_after` ends a tuning when its clusters have synced, or after
+`SYNC_GC_LIMIT` seconds without that: a cluster that cannot be reached, or a standby replica
+that holds no lease, must not keep the collector held back for good.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from collections.abc import Awaitable
+
+SYNC_GC_LIMIT = 300.0  # seconds; a 10,000-node sync takes ~6 s in memory, ~15 s into Redis
 
 
 class SyncGc:
@@ -55,3 +61,19 @@ class SyncGc:
         SyncGc._active -= 1
         if SyncGc._active == 0:
             gc.set_threshold(*SyncGc._saved)
+
+
+async def end_after(
+    sync_gc: SyncGc, synced: Awaitable[None], *, limit: float = SYNC_GC_LIMIT
+) -> None:
+    """End `sync_gc` once `synced` returns (freezing what the sync built), or after `limit`
+    seconds without it (nothing frozen); at once and unfrozen when cancelled."""
+    try:
+        await asyncio.wait_for(synced, limit)
+    except TimeoutError:
+        sync_gc.done(freeze=False)
+        return
+    except asyncio.CancelledError:
+        sync_gc.done(freeze=False)
+        raise
+    sync_gc.done()

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
-from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.heap import SyncGc, end_after
 from dra_mirror.service.stores.lease import LeaseSettings, hold_leases
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StateSink
 from dra_mirror.service.stores.redis import Fenced, RedisStore
@@ -130,12 +130,7 @@ class LeasedReactors:
             await reactor.stop()
 
     async def _end_sync_gc(self, sync_gc: SyncGc) -> None:
-        try:
-            await self.wait_synced()
-        except asyncio.CancelledError:
-            sync_gc.done(freeze=False)
-            raise
-        sync_gc.done()
+        await end_after(sync_gc, self.wait_synced())
 
     @property
     def by_name(self) -> Mapping[str, Reactor]:

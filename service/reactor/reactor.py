@@ -19,7 +19,7 @@ from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.reactor.clock import Clock, Sleep, utc_now
 from dra_mirror.service.reactor.cluster import Reactor, ReactorSettings
-from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.heap import SyncGc, end_after
 from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, StatusSink
 
 __all__ = ["Reactor", "ReactorSettings", "Reactors", "run_reactors"]
@@ -37,12 +37,7 @@ class Reactors:
 
     async def _end_sync_gc(self) -> None:
         assert self._sync_gc is not None
-        try:
-            await self.wait_synced()
-        except asyncio.CancelledError:
-            self._sync_gc.done(freeze=False)
-            raise
-        self._sync_gc.done()
+        await end_after(self._sync_gc, self.wait_synced())
 
     def __iter__(self) -> Iterator[Reactor]:
         return iter(self.by_name.values())

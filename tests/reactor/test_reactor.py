@@ -4,6 +4,7 @@ two clusters at once, an unreachable one, and a clean stop."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from dataclasses import replace
@@ -16,7 +17,7 @@ from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.records import KINDS, ObjectKey, key_of
-from dra_mirror.service.reactor.heap import SyncGc
+from dra_mirror.service.reactor.heap import SyncGc, end_after
 from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
 from dra_mirror.service.sim.run import ClusterSpec
 from dra_mirror.service.sim.scenario import build_world, load_scenario
@@ -450,6 +451,31 @@ async def test_sync_gc_raises_then_restores_thresholds_and_freezes() -> None:
         assert gc.get_freeze_count() == frozen
         again = SyncGc(threshold=before[0] * 10)
         again.done()
+        assert gc.get_threshold() == before and gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+async def test_sync_gc_ends_by_its_limit_when_clusters_never_sync() -> None:
+    """A cluster that cannot be reached (or a standby replica holding no lease) never syncs:
+    the raised thresholds end after the limit anyway, freezing nothing; a sync that completes
+    ends them at once and freezes what it built."""
+    before = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    try:
+        tuning = SyncGc(threshold=before[0] * 10)
+        await end_after(tuning, never, limit=0.05)
+        assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+        assert never.cancelled()
+        synced = asyncio.Event()
+        tuning = SyncGc(threshold=before[0] * 10)
+        ending = asyncio.create_task(end_after(tuning, synced.wait(), limit=60))
+        await asyncio.sleep(0)
+        assert gc.get_threshold()[0] == before[0] * 10
+        synced.set()
+        await ending
         assert gc.get_threshold() == before and gc.get_freeze_count() > frozen
     finally:
         gc.unfreeze()
