@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mirror_checks import Reference, compare
 from bench.mirror_stack import ROOT, MirrorStack
-from bench.watchdog import ProcessExited
+from bench.watchdog import run_watched
 
 KINDS = ("LOST", "DUPLICATE", "PHANTOM", "UNCLOSED", "CLOSED", "LATE")
 
@@ -242,8 +242,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except ProcessExited as exited:  # a mirror process died: its status, its log's tail
-        print(f"fault suite stopped: {exited}", file=sys.stderr)
-        sys.exit(exited.status)
+    run_watched(main, "fault suite")

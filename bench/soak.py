@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.mirror_stack import ROOT, _stop
 from bench.redis_common import free_port
-from bench.watchdog import ProcessExited, Watchdog
+from bench.watchdog import Watchdog, run_watched
 from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.redis_outbox import stream_key
 from tests.infra import stack as servers
@@ -365,8 +365,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except ProcessExited as exited:  # a process died: its status and the tail of its log
-        print(f"soak stopped: {exited}", file=sys.stderr)
-        sys.exit(exited.status)
+    run_watched(main, "soak")

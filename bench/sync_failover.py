@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from redis.crc import key_slot
 
 from bench.mirror_stack import ROOT, MirrorStack
-from bench.watchdog import ProcessExited
+from bench.watchdog import run_watched
 from dra_mirror.service.model.kinds import BY_PLURAL
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX, Keys
 
@@ -160,8 +160,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except ProcessExited as exited:
-        print(f"sync failover stopped: {exited}", file=sys.stderr)
-        sys.exit(exited.status)
+    run_watched(main, "sync failover")

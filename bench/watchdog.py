@@ -9,7 +9,8 @@ While the block runs, the watched processes are polled every `interval` seconds;
 that has exited without being expected to cancels the block's task, and the block raises
 `ProcessExited` instead (its name, its exit status, the tail of its log) — so a mirror that
 died does not leave the bench polling a dead port until some distant timeout. A bench's main
-turns that into its own exit status with `ProcessExited.status`. Not a benchmark.
+runs through `run_watched(main, "name")`, which turns that into its own exit status
+(`ProcessExited.status`) and one line on stderr. Not a benchmark.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
+import sys
 from collections import deque
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 TAIL_LINES = 30
 
@@ -113,3 +117,13 @@ class Watchdog:
         if self.exited is not None:
             self._task.uncancel()  # the cancellation was ours: turn it into the real reason
             raise self.exited from None
+
+
+def run_watched(main: Callable[[], Coroutine[Any, Any, None]], name: str) -> None:
+    """`asyncio.run(main())`; a watched process that died ends the bench with its exit status
+    and says which, with the tail of its log."""
+    try:
+        asyncio.run(main())
+    except ProcessExited as exited:
+        print(f"{name} stopped: {exited}", file=sys.stderr)
+        sys.exit(exited.status)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.watchdog import ProcessExited, Watchdog
+from bench.watchdog import ProcessExited, Watchdog, run_watched
 
 
 def _spawn(tmp_path: Path, name: str, code: str) -> subprocess.Popen:
@@ -42,3 +42,13 @@ async def test_a_process_killed_on_purpose_is_no_failure(tmp_path):
         await asyncio.sleep(0.3)
     killed = ProcessExited("api", process.returncode, None)
     assert killed.status == 137 and "SIGKILL" in str(killed)
+
+
+def test_a_bench_run_watched_exits_with_the_dead_process_status(capsys):
+    async def main() -> None:
+        raise ProcessExited("watcher", 7, None)
+
+    with pytest.raises(SystemExit) as exited:
+        run_watched(main, "soak")
+    assert exited.value.code == 7
+    assert capsys.readouterr().err.startswith("soak stopped: watcher exited (exit status 7)")
