@@ -13,6 +13,11 @@ class WriterOptions:
     """Never take more outbox entries than this into one batch. A backlog (after an outage,
     at start-up) drains in batches this big: each transaction costs a few round trips and a
     commit whatever its size, so draining in batches of 100 is several times slower."""
+    max_batch_bytes: int = 4 * 2**20
+    """Never take more encoded entries than this into one batch (the entry that crosses it is
+    the last): a backlog of large entries (an initial sync's LISTs, in parts of
+    `outbox.ENTRY_ROWS`) drains in batches of about this size, so the writer never holds a
+    whole LIST decoded, and reads about this much from the outbox at a time."""
     linger: float = 0.1
     """Seconds to wait for more entries before writing a short batch."""
     retry_initial: float = 0.2

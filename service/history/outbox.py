@@ -17,7 +17,8 @@ restarts: a Redis stream key; for the in-process queue a fresh name per process,
 entries (and ids) die with it.
 
 Entries (`OutboxEntry`) are msgspec msgpack: a `Changes` batch (its records pre-encoded as
-JSON, so the writer never decodes them), a gap, "watch started", or "watched until".
+JSON, so the writer never decodes them; a large one in parts of at most `ENTRY_ROWS` versions
+or transitions, `changes_entries`), a gap, "watch started", or "watched until".
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import chain, islice
 from typing import Protocol
 
 import msgspec
@@ -70,6 +72,39 @@ class ChangesEntry(msgspec.Struct, tag="changes", gc=False):
                     *(_version(record, True) for record in changes.deletes))  # fmt: skip
         return cls(changes.cluster, changes.at, versions, tuple(changes.transitions),
                    changes.listed_kind is not None, changes.announced)  # fmt: skip
+
+
+ENTRY_ROWS = 2_000
+"""The most object versions or transitions one entry carries: a larger `Changes` (a LIST) is
+appended as several entries (`changes_entries`), so neither the outbox's payloads nor the
+writer's decoded batches hold a whole cluster's LIST at once."""
+
+
+def changes_entries(changes: Changes, *, rows: int = ENTRY_ROWS) -> Iterator[ChangesEntry]:
+    """What history keeps of `changes`, as consecutive entries: one when it holds at most
+    `rows` versions and transitions; else its versions `rows` at a time, then its transitions
+    `rows` at a time, in order, each with the batch's cluster, time and `listed`. Only the last
+    carries `announced`: what a new index did not re-announce is settled once all of its
+    LIST is written. Entries are built as they are taken (one chunk's versions at a time)."""
+    versions = len(changes.upserts) + len(changes.deletes)
+    transitions = changes.transitions
+    if versions + len(transitions) <= rows:
+        yield ChangesEntry.of(changes)
+        return
+    listed = changes.listed_kind is not None
+    version_parts = -(-versions // rows)
+    parts = version_parts + -(-len(transitions) // rows)
+    records = chain(((r, False) for r in changes.upserts), ((r, True) for r in changes.deletes))
+    for part in range(parts):
+        announced = changes.announced if part == parts - 1 else ()
+        chunk: tuple[Version, ...] = ()
+        moved: tuple[Transition, ...] = ()
+        if part < version_parts:
+            chunk = tuple(_version(record, deleted) for record, deleted in islice(records, rows))
+        else:
+            start = (part - version_parts) * rows
+            moved = tuple(transitions[start : start + rows])
+        yield ChangesEntry(changes.cluster, changes.at, chunk, moved, listed, announced)
 
 
 _json = msgspec.json.Encoder()

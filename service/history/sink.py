@@ -4,17 +4,20 @@
 appends: it never waits for SQL, so state stays current while history drains behind it (a
 bounded outbox may make it wait — backpressure, never loss). A `Changes` is kept when it holds
 records, transitions or the announcement of a new index's first complete lists (its derived
-delta and live events are the state stores' concern).
+delta and live events are the state stores' concern); a large one (a LIST) in parts of at most
+`ENTRY_ROWS` rows (`outbox.changes_entries`). When an append fails, the reactor hands the same
+batch again: the parts already appended are not appended again.
 """
 
 from __future__ import annotations
 
 from dra_mirror.service.history.outbox import (
-    ChangesEntry,
+    ENTRY_ROWS,
     GapEntry,
     Outbox,
     StartedEntry,
     WatchedEntry,
+    changes_entries,
     encode_entry,
 )
 from dra_mirror.service.model.changes import Changes
@@ -24,12 +27,28 @@ class HistorySink:
     """A ChangeSink (service.stores.protocols): puts each Changes that holds records or
     transitions into the outbox, and the watch hooks as their own entries."""
 
-    def __init__(self, outbox: Outbox) -> None:
+    def __init__(self, outbox: Outbox, *, entry_rows: int = ENTRY_ROWS) -> None:
         self.outbox = outbox
+        self.entry_rows = entry_rows
+        # a Changes appended in part when an append failed: the reactor hands the same batch
+        # again (its delivery retries), and the parts already appended are not appended twice
+        self._partial: tuple[Changes, int] | None = None
 
     async def apply(self, changes: Changes) -> None:
-        if changes.upserts or changes.deletes or changes.transitions or changes.announced:
-            await self.outbox.append(encode_entry(ChangesEntry.of(changes)))
+        if not (changes.upserts or changes.deletes or changes.transitions or changes.announced):
+            return
+        done = 0
+        if self._partial is not None and self._partial[0] is changes:
+            done = self._partial[1]
+        self._partial = None
+        for part, entry in enumerate(changes_entries(changes, rows=self.entry_rows)):
+            if part < done:
+                continue
+            try:
+                await self.outbox.append(encode_entry(entry))
+            except BaseException:
+                self._partial = (changes, part)
+                raise
 
     async def __call__(self, changes: Changes) -> None:
         """The same as `apply`."""

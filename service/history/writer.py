@@ -6,8 +6,9 @@ Promises:
 
 * `HistorySink` only encodes and appends: it never waits for SQL, so state stays current while
   history drains behind it (a bounded outbox may make it wait — backpressure, never loss).
-* `HistoryWriter` gathers entries into batches of about `batch_rows` rows or `linger` seconds,
-  writes each batch and its outbox position in one transaction, then acknowledges the entries.
+* `HistoryWriter` gathers entries into batches of about `batch_rows` rows or `linger` seconds
+  (and never more than `max_batch_bytes`: the entries read beyond it wait, undecoded, for the
+  next batch; entries are then read about that much at a time), writes each batch and its outbox position in one transaction, then acknowledges the entries.
   A crash between commit and acknowledgement replays entries the database already has: the
   position (and the unique keys) make that harmless. On start it resumes from the entries its
   outbox handed out but never saw acknowledged. While one batch commits, the next one is read,
@@ -32,9 +33,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
-import msgspec
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -42,13 +41,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from dra_mirror.service.history import partitions
 from dra_mirror.service.history.contention import warm_peaks
+from dra_mirror.service.history.gathering import SLICE, Batch, Decoded, Gatherer
 from dra_mirror.service.history.models import OutboxPosition
 from dra_mirror.service.history.options import WriterOptions, WriterStats
 from dra_mirror.service.history.outbox import (
-    ChangesEntry,
     Outbox,
     OutboxEntry,
-    decode_entry,
     entry_order,
 )
 from dra_mirror.service.history.preparing import Prepared, prepare
@@ -61,27 +59,6 @@ __all__ = ["HistorySink", "HistoryWriter", "WriterOptions", "WriterStats"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class _Batch:
-    """Outbox entries taken together: every id (acknowledged once the batch committed), the
-    decodable entries newer than the committed position, and those entries prepared."""
-
-    ids: list[str]
-    fresh: list[tuple[str, OutboxEntry]]
-    prepared: Prepared
-    decodable: int = -1
-    oldest: tuple[int, int] = (0, 0)  # order of the oldest fresh entry
-    newest: str = ""  # id of the newest fresh entry: the position once committed
-
-    def __post_init__(self) -> None:
-        if self.decodable < 0:
-            self.decodable = len(self.fresh)
-        if self.fresh:
-            orders = [(entry_order(entry_id), entry_id) for entry_id, _ in self.fresh]
-            self.oldest = min(orders)[0]
-            self.newest = max(orders)[1]
-
-
 def _transient(error: BaseException) -> bool:
     """Unreachable (retry forever) rather than refused (split and skip)."""
     if isinstance(error, OperationalError | InterfaceError | PoolTimeout | OSError):
@@ -89,15 +66,6 @@ def _transient(error: BaseException) -> bool:
     if isinstance(error, DBAPIError):
         return bool(error.connection_invalidated) or "connect" in str(error.orig).lower()
     return False
-
-
-SLICE = 50  # entries decoded or prepared between two yields to the event loop
-
-
-def _size(entry: OutboxEntry | None) -> int:
-    if isinstance(entry, ChangesEntry):
-        return max(1, len(entry.versions) + len(entry.transitions))
-    return 1
 
 
 class HistoryWriter:
@@ -123,6 +91,7 @@ class HistoryWriter:
         self._warming: asyncio.Task[None] | None = None
         self._warmed_at: float | None = None  # clock() of the last fill
         self._warmed_batches = -1  # stats.batches at the last fill
+        self._gatherer = Gatherer(outbox, self.options, self.stats)
 
     async def run(self) -> None:
         """Drain the outbox forever (cancel to stop; an unfinished batch is replayed).
@@ -132,7 +101,7 @@ class HistoryWriter:
         SQL halves of ingest overlap instead of taking turns."""
         await self._with_retry(self._load_position, "read the outbox position")
         await self._resume()
-        ready: asyncio.Queue[_Batch | Exception | None] = asyncio.Queue(maxsize=1)
+        ready: asyncio.Queue[Batch | Exception | None] = asyncio.Queue(maxsize=1)
         reader = asyncio.create_task(self._read_ahead(ready), name="history-read-ahead")
         try:
             while True:
@@ -178,20 +147,23 @@ class HistoryWriter:
             pending = await self.outbox.pending(self.options.batch_entries)
             if not pending:
                 return
-            await self._write(await self._prepare(self._decode(pending)))
+            decoded: Decoded = []
+            await self._gatherer.decode_until(pending, decoded, (0, 0))
+            self._gatherer.carry = []  # what did not fit is handed out as pending again, next
+            await self._write(await self._prepare(decoded))
             await self._acknowledged()  # before asking for what is still pending
 
-    async def _read_ahead(self, ready: asyncio.Queue[_Batch | Exception | None]) -> None:
+    async def _read_ahead(self, ready: asyncio.Queue[Batch | Exception | None]) -> None:
         """Hand `run` the next prepared batch, or None when nothing came within the read's
         block (so it can mark itself idle and prune), or the outbox's failure."""
         try:
             while True:
-                decoded = await self._gather()
+                decoded = await self._gatherer.gather()
                 await ready.put(await self._prepare(decoded) if decoded else None)
         except Exception as error:
             await ready.put(error)
 
-    async def _prepare(self, decoded: list[tuple[str, OutboxEntry | None]]) -> _Batch:
+    async def _prepare(self, decoded: list[tuple[str, OutboxEntry | None]]) -> Batch:
         """The batch of these entries, prepared in slices: the commit running beside it gets
         the loop back as soon as its SQL answers, not after the whole batch is prepared."""
         fresh = self._fresh(decoded)
@@ -200,18 +172,7 @@ class HistoryWriter:
             await asyncio.sleep(0)
             prepare((entry for _, entry in fresh[start : start + SLICE]), into=prepared)
         decodable = sum(1 for _, entry in decoded if entry is not None)
-        return _Batch([entry_id for entry_id, _ in decoded], fresh, prepared, decodable)
-
-    async def _decode_slices(
-        self, raw: Sequence[tuple[str, bytes]]
-    ) -> list[tuple[str, OutboxEntry | None]]:
-        """`_decode`, yielding to the loop between slices (see `_prepare`)."""
-        decoded: list[tuple[str, OutboxEntry | None]] = []
-        for start in range(0, len(raw), SLICE):
-            if start:
-                await asyncio.sleep(0)
-            decoded.extend(self._decode(raw[start : start + SLICE]))
-        return decoded
+        return Batch([entry_id for entry_id, _ in decoded], fresh, prepared, decodable)
 
     def _fresh(
         self, decoded: Sequence[tuple[str, OutboxEntry | None]]
@@ -224,45 +185,14 @@ class HistoryWriter:
             if entry is not None and (position is None or entry_order(entry_id) > position)
         ]
 
-    def _decode(self, raw: Sequence[tuple[str, bytes]]) -> list[tuple[str, OutboxEntry | None]]:
-        """Decode entries; one that cannot be decoded is counted, logged and later skipped."""
-        decoded: list[tuple[str, OutboxEntry | None]] = []
-        for entry_id, payload in raw:
-            try:
-                decoded.append((entry_id, decode_entry(payload)))
-            except msgspec.DecodeError as error:
-                self.stats.rejected += 1
-                log.error("history outbox entry %s cannot be decoded, skipped: %s", entry_id, error)
-                decoded.append((entry_id, None))
-        return decoded
-
-    async def _gather(self) -> list[tuple[str, OutboxEntry | None]]:
-        options = self.options
-        batch = await self._decode_slices(await self.outbox.read(options.batch_entries, block=0.5))
-        if not batch:
-            return batch
-        rows = sum(_size(entry) for _, entry in batch)
-        deadline = time.monotonic() + options.linger
-        while rows < options.batch_rows and len(batch) < options.batch_entries:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            more = await self.outbox.read(options.batch_entries - len(batch), block=remaining)
-            if not more:
-                break
-            decoded = await self._decode_slices(more)
-            batch.extend(decoded)
-            rows += sum(_size(entry) for _, entry in decoded)
-        return batch
-
-    async def _write(self, batch: _Batch) -> None:
+    async def _write(self, batch: Batch) -> None:
         fresh = batch.fresh
         position = self._position
         if fresh and position is not None and batch.oldest <= position:
             # prepared before the previous batch committed, and some of it is a replay of
             # that batch (a takeover handed them out twice): prepare what is left again
             fresh = self._fresh(fresh)
-            batch = _Batch(batch.ids, fresh, prepare(e for _, e in fresh), batch.decodable)
+            batch = Batch(batch.ids, fresh, prepare(e for _, e in fresh), batch.decodable)
         self.stats.replayed += batch.decodable - len(fresh)
         if fresh:
             await self._commit_with_retry(batch)
@@ -271,7 +201,7 @@ class HistoryWriter:
         await self._acknowledged()
         self._acking = asyncio.create_task(self.outbox.ack(batch.ids))
 
-    async def _commit_with_retry(self, batch: _Batch) -> None:
+    async def _commit_with_retry(self, batch: Batch) -> None:
         attempt = 0
         refused = 0
         while True:
@@ -296,7 +226,7 @@ class HistoryWriter:
 
     async def _commit_one_by_one(self, entries: list[tuple[str, OutboxEntry]]) -> None:
         for entry in entries:
-            single = _Batch([entry[0]], [entry], prepare([entry[1]]))
+            single = Batch([entry[0]], [entry], prepare([entry[1]]))
             try:
                 await self._commit(single)
             except Exception as error:
@@ -311,7 +241,7 @@ class HistoryWriter:
                     extra={"cluster": cluster},
                 )  # fmt: skip
 
-    async def _commit(self, batch: _Batch) -> None:
+    async def _commit(self, batch: Batch) -> None:
         last = batch.newest
         async with self.engine.begin() as conn:
             recorder = BatchRecorder(conn)

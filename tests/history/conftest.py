@@ -90,9 +90,11 @@ async def eventually(predicate, what: str, *, attempts: int = 3000) -> None:
 class Pipeline:
     """An outbox, the sink in front of it and a running writer behind it."""
 
-    def __init__(self, engine: AsyncEngine, outbox=None, options: WriterOptions = FAST) -> None:
+    def __init__(
+        self, engine: AsyncEngine, outbox=None, options: WriterOptions = FAST, **sink: int
+    ) -> None:
         self.outbox = outbox or MemoryOutbox()
-        self.sink = HistorySink(self.outbox)
+        self.sink = HistorySink(self.outbox, **sink)
         self.writer = HistoryWriter(engine, self.outbox, options=options)
         self.task: asyncio.Task | None = None
 
