@@ -8,8 +8,8 @@ was specified directly in the ResourceSlice by the DRA driver" (resource/v1/type
   empty selector matches all devices. Without a selector, no devices are matched." The
   criteria are `driver`, `pool` and `device` (the device's name);
 * 1.33 and 1.34 serve two more criteria in v1alpha3 (kubernetes/api v0.33/v0.34
-  resource/v1alpha3/types.go DeviceTaintSelector), tombstoned in 1.35 "because ... the
-  eviction controller cannot evaluate these CEL expressions" without the device attributes: a
+  resource/v1alpha3/types.go DeviceTaintSelector), tombstoned in 1.35 (supporting them "would
+  depend on copying the device attributes into the ResourceClaim allocation result"): a
   1.35+ server never serves them, so nothing here changes for it. Where they are served they
   are matched as the 1.33/1.34 rule tracker that feeds kube-scheduler and the eviction
   controller matches them (k8s.io/dynamic-resource-allocation v0.33/v0.34
@@ -21,7 +21,8 @@ was specified directly in the ResourceSlice by the DRA driver" (resource/v1/type
   - `selectors`: CEL, "all of these selectors must be satisfied", and the class's too: every
     class selector and every rule selector must hold, with driver, pool and device;
   - an expression that fails on a device (a missing attribute, a result that is not a bool)
-    does not select it (`continue devices`, with a CELRuntimeError event on the rule). One
+    does not select it (`continue devices`; a rule's own selector also gets a CELRuntimeError
+    event on the rule). One
     that does not compile (API validation refuses it, so only a server downgrade leaves one)
     selects no device here; the tracker there fails the whole slice's update instead, a state
     no reading of the objects can reproduce;
@@ -33,7 +34,8 @@ was specified directly in the ResourceSlice by the DRA driver" (resource/v1/type
     provides it); without one, a rule needing an expression selects nothing;
 * a rule selecting by driver/pool/device alone selects by name, not by slice: a device an
   allocation result names and no slice publishes is selected too (the 1.35+ eviction
-  controller matches allocated devices);
+  controller matches allocated devices; the 1.33/1.34 one reads published slices only, but
+  nothing a server serves tells 1.34 from 1.35 here, so the 1.35+ reading is kept);
 * `spec.taint` is a DeviceTaint (key, value, effect None/NoSchedule/NoExecute, timeAdded),
   kept raw as the slice's taints are; "consumers must treat unknown effects like None";
 * `status.conditions` (EvictionInProgress, 1.35+) are carried raw.
