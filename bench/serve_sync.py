@@ -12,12 +12,20 @@ memory: it costs next to nothing), in its own process. Runs alternate, each in a
   typed Structs (an item's name, namespace, uid and resourceVersion) kept in a list — nothing
   more — on uvloop's event loop when it is installed (as serve). Timed from spawn to its exit
   (it prints its totals last); interpreter start and imports included;
+* stack floor: the same process, after it has imported the libraries the chosen stack cannot
+  start without (strawberry, Starlette, uvicorn, click) and nothing of the mirror: what any
+  mirror written on this stack pays before it reads a field beyond the floor's four;
 * serve: `dra-mirror serve --kubeconfig …` (embedded defaults: state in memory, no history
   unless `--history`), timed from spawn to the log line of every cluster saying "synced"
   (then /readyz is checked). Peak RSS is the child's VmHWM read from /proc at that moment,
   and again `--settle` seconds later (after the diagnostics' preparation that follows a sync).
   `dra-mirror serve` runs on uvloop's event loop when uvloop is installed; `--loop uvloop` sets
   uvloop's policy before the command starts (the same loop, for a serve without that choice).
+
+Before the first run, the mirror's sources (and any `PYTHONPATH` entry's) are compiled to
+bytecode, as an installed package is (`pip install` compiles; a container image ships the
+`.pyc`): with `PYTHONDONTWRITEBYTECODE` set, each run would otherwise compile ~300 modules
+again (~0.17 s), a cost no installation pays and the floor's libraries do not pay either.
 
 Prints each run, the medians, the ratio of the medians and the load average around each run
 (the machine is shared: a busy one shows in `load`), and the CPU seconds each process used
@@ -78,7 +86,16 @@ class Page(msgspec.Struct, gc=False):
     items: list[Item] = []
 
 
-def floor_client(url: str, limit: int) -> None:
+# What any `serve` on the chosen stack imports before it reads anything (the stack floor).
+STACK = ("strawberry", "starlette.applications", "uvicorn", "click")
+
+
+def floor_client(url: str, limit: int, *, stack: bool = False) -> None:
+    if stack:
+        import importlib
+
+        for name in STACK:
+            importlib.import_module(name)
     import aiohttp
 
     decoder = msgspec.json.Decoder(Page)
@@ -141,11 +158,13 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def run_floor(url: str, limit: int, *, in_process: bool = False) -> dict:
-    """One floor run; `seconds` from spawn to exit, or (`in_process`) without start and imports."""
+def run_floor(url: str, limit: int, *, in_process: bool = False, stack: bool = False) -> dict:
+    """One floor run; `seconds` from spawn to exit, or (`in_process`) without start and imports.
+    `stack`: the stack floor (the stack's libraries imported first)."""
     started = time.perf_counter()
+    part = "stack-floor" if stack else "floor"
     out = subprocess.run(
-        [sys.executable, __file__, "--part", "floor", "--url", url, "--limit", str(limit)],
+        [sys.executable, __file__, "--part", part, "--url", url, "--limit", str(limit)],
         check=True,
         capture_output=True,
         text=True,
@@ -153,6 +172,17 @@ def run_floor(url: str, limit: int, *, in_process: bool = False) -> dict:
     seconds = time.perf_counter() - started
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return result | {"seconds": result["inside"] if in_process else seconds}
+
+
+def compile_sources() -> None:
+    """Compile the mirror's sources (and every PYTHONPATH entry) to bytecode, as installed."""
+    import compileall
+
+    roots = [REPO / "service", REPO / "schema", REPO / "migrations"]
+    roots += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for root in roots:
+        if root.is_dir():
+            compileall.compile_dir(root, quiet=1, workers=0)
 
 
 def _free_port() -> int:
@@ -262,12 +292,13 @@ def main() -> None:
     parser.add_argument("--history", action="store_true", help="serve with a SQLite history")
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
-    parser.add_argument("--part", choices=("floor",), help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=("floor", "stack-floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.part == "floor":
-        floor_client(args.url, args.limit)
+    if args.part is not None:
+        floor_client(args.url, args.limit, stack=args.part == "stack-floor")
         return
+    compile_sources()
 
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
@@ -280,17 +311,19 @@ def main() -> None:
                 f"{warm['bytes'] / 1e6:.0f} MB in {warm['pages']} pages (warm-up floor "
                 f"{warm['seconds']:.2f}s)"
             )
-            floors, serves = [], []
+            floors, stacks, serves = [], [], []
             for run in range(args.runs):
                 before = _load()
                 floors.append(run_floor(url, args.limit))
+                stacks.append(run_floor(url, args.limit, stack=True))
                 serves.append(
                     run_serve(kubeconfig, 1, history=history, settle=args.settle, loop=args.loop)
                 )
                 floor, serve = floors[-1], serves[-1]
                 print(
                     f"run {run + 1}: floor {floor['seconds']:.2f}s, {floor['cpu']:.2f} CPU s "
-                    f"({floor['rss_mib']:.0f} MiB)  serve {serve['seconds']:.2f}s, "
+                    f"({floor['rss_mib']:.0f} MiB)  stack floor {stacks[-1]['seconds']:.2f}s, "
+                    f"{stacks[-1]['cpu']:.2f} CPU s  serve {serve['seconds']:.2f}s, "
                     f"{serve['cpu']:.2f} CPU s (peak RSS {serve['rss_mib']:.0f} MiB at sync, "
                     f"{serve['settled_rss_mib']:.0f} MiB {args.settle:.0f}s later; ready "
                     f"{serve['ready']})  ratio {serve['seconds'] / floor['seconds']:.2f}x wall, "
@@ -313,6 +346,12 @@ def main() -> None:
         f"ratio serve/floor: {serve_s / floor_s:.2f}x (per run {', '.join(f'{r:.2f}' for r in ratios)})"
         f"; CPU seconds {serve_cpu:.2f} / {floor_cpu:.2f} = {serve_cpu / floor_cpu:.2f}x"
         "  targets: <= 1.5x, peak RSS <= 450 MiB"
+    )
+    stack_s, stack_cpu = _median(stacks, "seconds"), _median(stacks, "cpu")
+    print(
+        f"stack floor {stack_s:.2f}s, {stack_cpu:.2f} CPU s ({stack_s / floor_s:.2f}x the floor "
+        f"before the mirror reads anything); serve/stack floor: {serve_s / stack_s:.2f}x wall, "
+        f"{serve_cpu / stack_cpu:.2f}x CPU"
     )
 
 
