@@ -22,10 +22,9 @@ was specified directly in the ResourceSlice by the DRA driver" (resource/v1/type
     class selector and every rule selector must hold, with driver, pool and device;
   - an expression that fails on a device (a missing attribute, a result that is not a bool)
     does not select it (`continue devices`; a rule's own selector also gets a CELRuntimeError
-    event on the rule). One
-    that does not compile (API validation refuses it, so only a server downgrade leaves one)
-    selects no device here; the tracker there fails the whole slice's update instead, a state
-    no reading of the objects can reproduce;
+    event on the rule). One that does not compile (API validation refuses it, so only a
+    server downgrade leaves one) selects no device here; the tracker there fails the whole
+    slice's update instead, a state no reading of the objects can reproduce;
   - only a device a slice publishes can be selected by a rule using either criterion: the
     tracker patches slices, and the 1.33/1.34 eviction controller looks an allocated device
     up in those slices ("Unknown device? Can't be tainted..."). A DeviceClass change
