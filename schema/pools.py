@@ -7,12 +7,15 @@ from __future__ import annotations
 import strawberry
 from strawberry.types import Info
 
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.pool_status import PoolStatus, pool_statuses
 from dra_mirror.service.model.records import (
+    DEVICE_CLASS,
     DEVICE_TAINT_RULE,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     ClaimRecord,
+    DeviceClassRecord,
     SliceRecord,
     TaintRuleRecord,
 )
@@ -79,4 +82,13 @@ async def resource_pools(
         for r in await reader.list(DEVICE_TAINT_RULE, cluster=cluster)
         if isinstance(r, TaintRuleRecord)
     ]
-    return [ResourcePoolStatus.of(s) for s in pool_statuses(slices, claims, rules)]
+    # 1.33/1.34 rules may name a DeviceClass and carry CEL selectors (service.model.taint_rules)
+    classes = [
+        r
+        for r in (await reader.list(DEVICE_CLASS, cluster=cluster) if rules else ())
+        if isinstance(r, DeviceClassRecord)
+    ]
+    statuses = pool_statuses(
+        slices, claims, rules, classes=classes, selector_matcher=rule_selector_matches
+    )
+    return [ResourcePoolStatus.of(s) for s in statuses]

@@ -38,7 +38,14 @@ from cel_expr_python.ext.ext_strings import ExtStrings
 from dra_mirror.service.diagnostics import cel_library
 from dra_mirror.service.model.records import Device, DeviceEntry
 
-__all__ = ["Selector", "SelectorError", "SelectorEvalError", "compile_selector", "device_data"]
+__all__ = [
+    "Selector",
+    "SelectorError",
+    "SelectorEvalError",
+    "compile_selector",
+    "device_data",
+    "rule_selector_matches",
+]
 
 
 class SelectorError(Exception):
@@ -299,6 +306,17 @@ def _compile(expression: str) -> Selector | SelectorError:
         _referenced_domains.update(domains)
         _domains_generation += 1
     return Selector(expression, program)
+
+
+def rule_selector_matches(expression: str, device: Device, driver: str) -> bool:
+    """A DeviceTaintRule's selector (or its DeviceClass's) on one device, as the 1.33/1.34
+    rule tracker treats it (service.model.taint_rules.SelectorMatcher): True only when it
+    evaluates to true; one that does not compile, fails or is not a bool selects nothing."""
+    try:
+        selector = compile_selector(expression)
+    except SelectorError:
+        return False
+    return selector.answer(device, driver) is True
 
 
 def device_data(device: Device, driver: str) -> dict[str, Any]:

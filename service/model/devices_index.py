@@ -20,8 +20,9 @@ the reverse maps are sets, so the links it shares with a published entry a slice
 and withdrew within the batch are restored there.
 
 Each entry, published or not, carries the taints of the DeviceTaintRules selecting it
-(`rule_taints`, service.model.taint_rules): set when it is built and, on a rule's event, for
-every device the rule's old or new selector picks (`on_rule`, O(devices); rules are few). Its
+(`rule_taints`, service.model.taint_rules): set when it is built and, on a rule's event (or a
+DeviceClass's a rule names), for every device the rule's old or new driver/pool/device
+criteria pick (`on_rule`, O(devices); rules are few). Its
 taints changing is a `device_changed`; its status does not change (unavailable is not held).
 
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
@@ -47,6 +48,7 @@ from dra_mirror.service.model.device_links import (
 from dra_mirror.service.model.inventory import consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
+    DEVICE_CLASS,
     DEVICE_TAINT_RULE,
     FREE,
     HELD,
@@ -54,6 +56,7 @@ from dra_mirror.service.model.records import (
     AllocationRef,
     ClaimRecord,
     Device,
+    DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
@@ -65,7 +68,15 @@ from dra_mirror.service.model.relations import (
     DEVICE_ALLOCATIONS,
     NODE_SLICES,
 )
-from dra_mirror.service.model.taint_rules import rule_taints, selects, shown, with_rules
+from dra_mirror.service.model.taint_rules import (
+    RuleMatching,
+    SelectorMatcher,
+    may_select,
+    names_class,
+    rule_taints,
+    shown,
+    with_rules,
+)
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch, Touched
@@ -73,7 +84,7 @@ if TYPE_CHECKING:
 
 
 class DeviceTracker:
-    def __init__(self, index: ClusterIndex) -> None:
+    def __init__(self, index: ClusterIndex, selector_matcher: SelectorMatcher | None) -> None:
         self._index = index
         self._cluster = index.cluster
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
@@ -84,6 +95,7 @@ class DeviceTracker:
         # The uuid of a device that stopped being published (or that a seed says it had),
         # until the batch settles: its unpublished entry keeps it.
         self._last_uuid: dict[DeviceKey, str] = {}
+        self._matching = RuleMatching(self._device_class, selector_matcher)
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -219,7 +231,7 @@ class DeviceTracker:
             node=node,
             pool_complete=False,
             published=False,
-            rule_taints=rule_taints(self._rules(), key),
+            rule_taints=rule_taints(self._rules(), key, None, self._matching),
         )
 
     # --- DeviceTaintRules -------------------------------------------------------------------
@@ -227,18 +239,27 @@ class DeviceTracker:
     def _rules(self) -> list[TaintRuleRecord]:
         return [r for r in self._index.records(DEVICE_TAINT_RULE) if isinstance(r, TaintRuleRecord)]
 
+    def _device_class(self, name: str) -> DeviceClassRecord | None:
+        found = self._index.get(ObjectKey(self._cluster, DEVICE_CLASS, "", name))
+        return found if isinstance(found, DeviceClassRecord) else None
+
     def on_rule(self, old: Record | None, new: Record | None, batch: Batch) -> None:
-        """A rule changed: re-derive the rule taints of every device it selected or selects
-        (the index already holds `new`, or no longer holds `old`). Other kinds: nothing."""
+        """A rule changed, or a DeviceClass the rules may name: re-derive the rule taints of
+        every device the rule (the rules naming the class) selected or selects (the index
+        already holds `new`, or no longer holds `old`). Other kinds: nothing."""
         picked = [r for r in (old, new) if isinstance(r, TaintRuleRecord)]
+        changed_class = next((r for r in (old, new) if isinstance(r, DeviceClassRecord)), None)
+        rules = self._rules() if picked or changed_class is not None else []
+        if changed_class is not None:
+            picked = [r for r in rules if names_class(r, changed_class.meta.name)]
         if not picked:
             return
-        rules = self._rules()
+        matching = self._matching
         touched = self._index.touched
         for dk, entry in list(self.devices.items()):
-            if not any(selects(r, dk) for r in picked):
+            if not any(may_select(r, dk) for r in picked):
                 continue
-            new_entry = with_rules(entry, rules)
+            new_entry = with_rules(entry, rules, matching)
             if new_entry is entry:
                 continue
             self.devices[dk] = new_entry
@@ -248,7 +269,7 @@ class DeviceTracker:
             touched.device(dk, entry, new_entry)
             self._transition(ch.DEVICE_CHANGED, new_entry, batch)
         for dk in list(self.unpublished):
-            if any(selects(r, dk) for r in picked):
+            if any(may_select(r, dk) for r in picked):
                 touched.devices.add(dk)  # refresh_unpublished rebuilds it with the rules
 
     def _link_unpublished(self, entry: DeviceEntry) -> None:
@@ -296,7 +317,7 @@ class DeviceTracker:
         rules = self._rules() if after.devices else []
         if rules:
             for dk, entry in after.devices.items():
-                after.devices[dk] = with_rules(entry, rules)
+                after.devices[dk] = with_rules(entry, rules, self._matching)
         if slices:
             self._pools[pk] = after
         else:

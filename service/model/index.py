@@ -87,6 +87,7 @@ from dra_mirror.service.model.records import (
     key_of,
 )
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELATIONS, Relation
+from dra_mirror.service.model.taint_rules import SelectorMatcher
 
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
@@ -102,11 +103,11 @@ class Event(NamedTuple):
 class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
-    def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True) -> None:
-        """`link_deltas=False` leaves reverse-map entries out of each `Changes.delta`: for an
-        index that is itself the store (nothing outside it keeps reverse maps).
-        `transitions=False` leaves `Changes.transitions` empty: for a mirror that records no
-        history (nothing else reads them); everything else each `Changes` carries is the same."""
+    def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True,
+                 selector_matcher: SelectorMatcher | None = None) -> None:  # fmt: skip
+        """`link_deltas=False`: no reverse-map entries in `Changes.delta` (the index is the store);
+        `transitions=False`: no `Changes.transitions` (no history reads them); the rest is the same.
+        `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher)."""
         self.cluster = cluster
         self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
@@ -115,7 +116,7 @@ class ClusterIndex:
         self._link_deltas = link_deltas
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
-        self._devices = DeviceTracker(self)
+        self._devices = DeviceTracker(self, selector_matcher)
         self._claims = ClaimTracker(self)
         self._announcements = Announcements(
             cluster,
@@ -380,7 +381,7 @@ class ClusterIndex:
             assert isinstance(old, PodRecord | None) and isinstance(new, PodRecord | None)
             on_pod(self.cluster, self.links, key, old, new)
             self._claims.on_pod(key, old, new, batch)
-        else:  # a DeviceTaintRule changes the devices it selects; other kinds derive nothing
+        else:  # a DeviceTaintRule (or a class it names) changes the devices it selects
             self._devices.on_rule(old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:

@@ -14,8 +14,10 @@ kube-controller-manager's resourcepoolstatusrequest controller writes into a Poo
   device counted once, built without filtering on generation (a held device no slice
   publishes still counts); AdminAccess results are skipped (observers, not consumers);
 * `unavailableDevices`: devices with at least one NoSchedule or NoExecute taint — in the slice,
-  or from a DeviceTaintRule selecting the device (`service.model.taint_rules`) — counted over
-  every device of the pool whether allocated or not; unknown effects count as None;
+  or from a DeviceTaintRule selecting the device (`service.model.taint_rules`: pass the
+  cluster's DeviceClasses and the CEL matcher for the rules of 1.33/1.34 that name a class or
+  carry selectors) — counted over every device of the pool whether allocated or not; unknown
+  effects count as None;
 * `availableDevices` = max(0, total - allocated - unavailable);
 * `nodeName`: set when every slice names the same node.
 
@@ -24,7 +26,7 @@ Pure, O(slices + allocation results); the graph computes it over each cluster it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from msgspec import Struct
@@ -32,11 +34,17 @@ from msgspec import Struct
 from dra_mirror.service.model.records import (
     ClaimRecord,
     Device,
+    DeviceClassRecord,
     DeviceKey,
     SliceRecord,
     TaintRuleRecord,
 )
-from dra_mirror.service.model.taint_rules import UNAVAILABLE_EFFECTS, rule_taints
+from dra_mirror.service.model.taint_rules import (
+    UNAVAILABLE_EFFECTS,
+    RuleMatching,
+    SelectorMatcher,
+    rule_taints,
+)
 
 
 class PoolStatus(Struct, frozen=True, gc=False):
@@ -58,24 +66,49 @@ def tainted(device: Device, extra: Iterable[dict[str, Any]] = ()) -> bool:
     return any(t.get("effect") in UNAVAILABLE_EFFECTS for t in (*device.taints, *extra))
 
 
+class _Rules(Struct, frozen=True, gc=False):
+    rules: Sequence[TaintRuleRecord]
+    matching: RuleMatching
+
+
 def _ruled(
-    rules: Sequence[TaintRuleRecord], cluster: str, driver: str, pool: str, device: Device
+    rules: _Rules | None, cluster: str, driver: str, pool: str, device: Device
 ) -> Iterable[dict[str, Any]]:
-    if not rules:
+    if rules is None:
         return ()
-    return (t.taint for t in rule_taints(rules, DeviceKey(cluster, driver, pool, device.name)))
+    key = DeviceKey(cluster, driver, pool, device.name)
+    return (t.taint for t in rule_taints(rules.rules, key, device, rules.matching))
+
+
+def _classes_of(
+    class_of: dict[tuple[str, str], DeviceClassRecord], cluster: str
+) -> Callable[[str], DeviceClassRecord | None]:
+    return lambda name: class_of.get((cluster, name))
 
 
 def pool_statuses(
     slices: Iterable[SliceRecord],
     claims: Iterable[ClaimRecord],
     rules: Iterable[TaintRuleRecord] = (),
+    *,
+    classes: Iterable[DeviceClassRecord] = (),
+    selector_matcher: SelectorMatcher | None = None,
 ) -> list[PoolStatus]:
-    """Every pool with a slice, sorted by (cluster, driver, pool); `rules`: the
-    DeviceTaintRules of the same clusters."""
+    """Every pool with a slice, sorted by (cluster, driver, pool); `rules` and `classes`: the
+    DeviceTaintRules and DeviceClasses of the same clusters."""
     by_cluster: dict[str, list[TaintRuleRecord]] = {}
     for rule in rules:
         by_cluster.setdefault(rule.meta.cluster, []).append(rule)
+    class_of: dict[tuple[str, str], DeviceClassRecord] = {
+        (c.meta.cluster, c.meta.name): c for c in classes
+    }
+    ruled = {
+        cluster: _Rules(
+            found,
+            RuleMatching(_classes_of(class_of, cluster), selector_matcher),
+        )
+        for cluster, found in by_cluster.items()
+    }
     members: dict[tuple[str, str, str], list[SliceRecord]] = {}
     for sl in slices:
         key = (sl.meta.cluster, sl.driver, sl.pool.name)
@@ -94,7 +127,7 @@ def pool_statuses(
                 key = (claim.meta.cluster, result.driver, result.pool)
                 in_use.setdefault(key, set()).add(result.device)
     return [
-        _status(key, members[key], in_use.get(key, set()), by_cluster.get(key[0], ()))
+        _status(key, members[key], in_use.get(key, set()), ruled.get(key[0]))
         for key in sorted(members)
     ]
 
@@ -103,7 +136,7 @@ def _status(
     key: tuple[str, str, str],
     present: list[SliceRecord],
     used: set[str],
-    rules: Sequence[TaintRuleRecord],
+    rules: _Rules | None,
 ) -> PoolStatus:
     cluster, driver, pool = key
     present = sorted(present, key=lambda sl: sl.meta.name)

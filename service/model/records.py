@@ -319,12 +319,14 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
 # --- DeviceTaintRule ------------------------------------------------------------------------
 
 
+# spec.deviceSelector: every criterion set must match (service.model.taint_rules);
+# `device_class_name` and `selectors` (CEL expressions) are served by 1.33/1.34 only.
 class TaintSelector(Struct, frozen=True, gc=False):
-    """spec.deviceSelector: every criterion set must match (service.model.taint_rules)."""
-
     driver: str | None = None
     pool: str | None = None
     device: str | None = None
+    device_class_name: str | None = None
+    selectors: tuple[str, ...] = ()
 
 
 class TaintRuleRecord(Struct, frozen=True, gc=False, tag="DeviceTaintRule"):
@@ -334,9 +336,7 @@ class TaintRuleRecord(Struct, frozen=True, gc=False, tag="DeviceTaintRule"):
     conditions: tuple[dict[str, Any], ...] = ()  # raw status.conditions (EvictionInProgress)
 
 
-class RuleTaint(Struct, frozen=True, gc=False):
-    """The taint a DeviceTaintRule puts on a device it selects."""
-
+class RuleTaint(Struct, frozen=True, gc=False):  # the taint a rule puts on a device it selects
     rule: str  # the rule's name (DeviceTaintRule is cluster-scoped)
     taint: dict[str, Any]
 

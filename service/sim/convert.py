@@ -10,6 +10,12 @@ places (../shared/docs/dra-api.md §1):
   v1 `{name, exactly: {deviceClassName, …}}`  <->  v1beta1 `{name, deviceClassName, …}`;
   `firstAvailable` stays at the request level in both.
 
+DeviceTaintRules differ by Kubernetes release, not by version: 1.33 and 1.34 serve
+`spec.deviceSelector.deviceClassName` and `selectors` in v1alpha3, tombstoned in 1.35
+(kubernetes/api resource/v1alpha3/types.go). A 1.35+ server decodes a rule into a type without
+them, so `to_served(..., kubernetes=35)` (and later releases, or none given) drops them,
+whatever was written.
+
 `to_served` and `to_storage` return new dicts and never change their input. Core objects
 and DeviceClasses pass through with only `apiVersion` set.
 """
@@ -30,11 +36,19 @@ _EXACT_FIELDS = (
 )
 
 
-def to_served(plural: str, obj: dict, version: str) -> dict:
-    """The storage object `obj` as clients of `resource.k8s.io/<version>` see it."""
+# DeviceTaintSelector fields of 1.33/1.34 only.
+_TOMBSTONED_SELECTOR = ("deviceClassName", "selectors")
+TOMBSTONED_IN = 35
+
+
+def to_served(plural: str, obj: dict, version: str, *, kubernetes: int | None = None) -> dict:
+    """The storage object `obj` as clients of `resource.k8s.io/<version>` of Kubernetes
+    1.<kubernetes> see it."""
     out = dict(obj)
     if "apiVersion" in out:
         out["apiVersion"] = f"{DRA_GROUP}/{version}"
+    if plural == "devicetaintrules" and tombstones_rule_selectors(kubernetes):
+        return _without_tombstoned(out)
     if version != "v1beta1":
         return out
     if plural == "resourceslices" and "spec" in obj:
@@ -76,6 +90,22 @@ def to_storage(plural: str, obj: dict, version: str) -> dict:
             template["spec"] = _claim_spec(template["spec"], _request_to_v1)
         out["spec"] = template
     return out
+
+
+def tombstones_rule_selectors(kubernetes: int | None) -> bool:
+    """Whether 1.<kubernetes> no longer serves a rule's deviceClassName and selectors."""
+    return kubernetes is None or kubernetes >= TOMBSTONED_IN
+
+
+def _without_tombstoned(rule: dict) -> dict:
+    spec = rule.get("spec")
+    if not isinstance(spec, dict):
+        return rule
+    selector = spec.get("deviceSelector")
+    if not isinstance(selector, dict) or not any(f in selector for f in _TOMBSTONED_SELECTOR):
+        return rule
+    kept = {k: v for k, v in selector.items() if k not in _TOMBSTONED_SELECTOR}
+    return {**rule, "spec": {**spec, "deviceSelector": kept}}
 
 
 def _device_to_v1beta1(device: dict) -> dict:

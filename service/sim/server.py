@@ -129,7 +129,9 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         cluster.check_version(version)
         if not request.path_params["rest"].strip("/"):
             return await dra_resources(request)
-        target = Target(DRA_GROUP, version, request.path_params["rest"])
+        target = Target(
+            DRA_GROUP, version, request.path_params["rest"], kubernetes=cluster.kubernetes
+        )
         if not cluster.serves(target.plural, version):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return await verbs.objects(request, target)

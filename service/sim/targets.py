@@ -15,7 +15,7 @@ import orjson
 from starlette.requests import Request
 
 from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP, Resource
-from dra_mirror.service.sim.convert import to_served, to_storage
+from dra_mirror.service.sim.convert import to_served, to_storage, tombstones_rule_selectors
 from dra_mirror.service.sim.errors import ApiError, bad_request, not_found
 from dra_mirror.service.sim.patches import decode_body
 from dra_mirror.service.sim.store import ClusterStore, Key, list_item
@@ -26,9 +26,12 @@ _JSON = "application/json"
 class Target:
     """What a resource path names."""
 
-    def __init__(self, group: str, version: str, rest: str) -> None:
+    def __init__(
+        self, group: str, version: str, rest: str, *, kubernetes: int | None = None
+    ) -> None:
+        """`kubernetes`: the minor of the release served (convert.py: DeviceTaintRules)."""
         segs = [s for s in rest.split("/") if s]
-        self.group, self.version = group, version
+        self.group, self.version, self.kubernetes = group, version, kubernetes
         self.namespace: str | None = None
         self.name: str | None = None
         self.subresource: str | None = None
@@ -63,12 +66,15 @@ class Target:
 
     def served(self, obj: dict) -> dict:
         if self.group == DRA_GROUP:
-            return to_served(self.plural, obj, self.version)
+            return to_served(self.plural, obj, self.version, kubernetes=self.kubernetes)
         return obj
 
     def item_bytes(self, store: ClusterStore, key: Key, obj: dict, current: bool) -> bytes:
-        if self.group == DRA_GROUP and self.version == "v1beta1":
-            return orjson.dumps(list_item(to_served(self.plural, obj, "v1beta1")))
+        if self.group == DRA_GROUP and (
+            self.version == "v1beta1"
+            or (self.plural == "devicetaintrules" and tombstones_rule_selectors(self.kubernetes))
+        ):
+            return orjson.dumps(list_item(self.served(obj)))
         if current:
             return store.encoded(self.plural, key)
         return orjson.dumps(list_item(obj))

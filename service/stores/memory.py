@@ -28,12 +28,14 @@ from typing import Any
 
 from msgspec.structs import replace
 
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.ordering import Chained
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
+from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.bus import InProcessBus
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -46,7 +48,14 @@ def _as_key(key: Any) -> Any:
 class MemoryStore:
     """Current state of every cluster, in this process."""
 
-    def __init__(self, *, live: InProcessBus | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        live: InProcessBus | None = None,
+        selector_matcher: SelectorMatcher = rule_selector_matches,
+    ) -> None:
+        """`selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (service.model.taint_rules)."""
+        self._selector_matcher = selector_matcher
         self._indexes: dict[str, ClusterIndex] = {}
         self._statuses: dict[str, ClusterStatus] = {}
         self.live = live or InProcessBus()
@@ -55,7 +64,12 @@ class MemoryStore:
         """A fresh index for `cluster`, served from now on: the writer (the cluster's reactor)
         folds its events into it; it replaces what an earlier writer of this process left.
         `transitions=False`: nothing records history, so the index derives no transitions."""
-        index = ClusterIndex(cluster, link_deltas=False, transitions=transitions)
+        index = ClusterIndex(
+            cluster,
+            link_deltas=False,
+            transitions=transitions,
+            selector_matcher=self._selector_matcher,
+        )
         self._indexes[cluster] = index
         return index
 

@@ -47,6 +47,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes, Seed
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.live import LiveEvent
@@ -57,6 +58,7 @@ from dra_mirror.service.model.records import (
     Record,
     key_of,
 )
+from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores import bus
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -97,8 +99,10 @@ class RedisStore(RedisReader):
         wait_replicas: int | None = None,
         wait_timeout: float = 0.5,
         wait_backoff: float = 30.0,
+        selector_matcher: SelectorMatcher = rule_selector_matches,
     ) -> None:
         super().__init__(client, prefix=prefix)
+        self._selector_matcher = selector_matcher  # the CEL of 1.33/1.34 DeviceTaintRules
         self.publish = publish_command(client)
         cluster = isinstance(client, RedisCluster)
         self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
@@ -172,7 +176,7 @@ class RedisStore(RedisReader):
 
     def open_index(self, cluster: str) -> ClusterIndex:
         """A fresh index: this store persists the Changes of its writer, not the index."""
-        return ClusterIndex(cluster)
+        return ClusterIndex(cluster, selector_matcher=self._selector_matcher)
 
     async def apply(self, changes: Changes) -> None:
         cluster = changes.cluster

@@ -162,13 +162,22 @@ class Cluster:
                 events += self.remove(self.key(s))
         return events
 
-    def taint_rule(self, device: tuple[str, str, str], effect: str | None) -> list[tuple[str, Raw]]:
-        """An admin taints a device through a DeviceTaintRule (None: removes the rule)."""
+    def taint_rule(
+        self, device: tuple[str, str, str], effect: str | None, narrow: str | None = None
+    ) -> list[tuple[str, Raw]]:
+        """An admin taints a device through a DeviceTaintRule (None: removes the rule);
+        `narrow` adds what 1.33/1.34 serve: a DeviceClass ("gpu", or one that does not exist)
+        or a CEL selector, on the device's driver and pool (so it may select every device of
+        the pool, or none)."""
         name = "-".join(device).replace(".", "-").replace("/", "-")
         if effect is None:
             return self.remove(("DeviceTaintRule", "", name))
         driver, pool, dev = device
-        return [self.write(o.taint_rule(name, "example.com/maintenance", effect, driver=driver, pool=pool, device_name=dev))]  # fmt: skip
+        if narrow is None:
+            return [self.write(o.taint_rule(name, "example.com/maintenance", effect, driver=driver, pool=pool, device_name=dev))]  # fmt: skip
+        by = {"class": {"device_class_name": "gpu"}, "absent-class": {"device_class_name": "absent"},
+              "cel": {"cel": (f'device.attributes["{driver}"].type == "gpu"',)}}[narrow]  # fmt: skip
+        return [self.write(o.taint_rule(name, "example.com/maintenance", effect, driver=driver, pool=pool, **by))]  # fmt: skip
 
     # --- workloads ----------------------------------------------------------------------------
 

@@ -141,10 +141,14 @@ class MirrorMachine(RuleBasedStateMachine):
         self.tick()
         self.show(self.cluster.withdraw(pool))
 
-    @rule(device=devices, effect=st.none() | st.sampled_from(c.EFFECTS))
-    def taint_rule(self, device, effect) -> None:
+    @rule(
+        device=devices,
+        effect=st.none() | st.sampled_from(c.EFFECTS),
+        narrow=st.none() | st.sampled_from(["class", "absent-class", "cel"]),
+    )
+    def taint_rule(self, device, effect, narrow) -> None:
         self.tick()
-        self.show(self.cluster.taint_rule(device, effect))
+        self.show(self.cluster.taint_rule(device, effect, narrow))
 
     # --- claims and pods --------------------------------------------------------------------
 

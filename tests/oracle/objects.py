@@ -223,8 +223,21 @@ def pod(
 def taint_rule(
     name: str, key: str, effect: str, *, driver: str | None = None, pool: str | None = None,
     device_name: str | None = None, version: str = "v1alpha3",
+    device_class_name: str | None = None, cel: tuple[str, ...] = (),
 ) -> Raw:  # fmt: skip
-    selector = {k: v for k, v in (("driver", driver), ("pool", pool), ("device", device_name)) if v}
+    """`device_class_name` and `cel` (the selectors' expressions): v1alpha3 as 1.33/1.34 serve it."""
+    selector: Raw = {
+        k: v
+        for k, v in (
+            ("driver", driver),
+            ("pool", pool),
+            ("device", device_name),
+            ("deviceClassName", device_class_name),
+        )
+        if v
+    }
+    if cel:
+        selector["selectors"] = [{"cel": {"expression": e}} for e in cel]
     return {
         "apiVersion": f"{DRA}/{version}",
         "kind": "DeviceTaintRule",

@@ -78,7 +78,7 @@ class _Watcher:
             from dra_mirror.service.stores.redis import RedisStore
 
             self.redis = RedisStore.from_url(redis_url, prefix=prefix)
-            self.redis_index = ClusterIndex(cluster)
+            self.redis_index = self.redis.open_index(cluster)
 
     def pairs(self) -> list[tuple[ClusterIndex, Any]]:
         """(index, store) per watching process."""

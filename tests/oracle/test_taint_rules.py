@@ -97,3 +97,84 @@ async def test_free_devices_in_chat_say_which_taints_keep_claims_off(scenario):
         ("gpu-0", ["example.com/drain:NoExecute (rule drain-n1)"])
     ]  # the xid taint of effect None keeps nothing off
     assert "tainted: example.com/drain:NoExecute (rule drain-n1)" in str(render_free(free))
+
+
+# 1.33/1.34: v1alpha3 rules may name a DeviceClass and carry CEL selectors; the slices and the
+# class are served at v1beta1 there, the claims too.
+MODEL = 'device.attributes["gpu.nvidia.com"].model'
+
+
+def _gpu(name: str, model: str | None) -> dict:
+    made = o.device(name)
+    if model is not None:
+        made["attributes"]["model"] = {"string": model}
+    return made
+
+
+OLD_SLICE = o.render(
+    o.slice_("n2-gpu", GPU, "n2", [_gpu("gpu-0", "a100"), _gpu("gpu-1", "h100"), _gpu("gpu-2", None)], node_name="n2"),
+    "v1beta1",
+)  # fmt: skip
+A100 = {
+    **o.device_class("a100", GPU),
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}},
+                           {"cel": {"expression": f'{MODEL} == "a100"'}}]},
+}  # fmt: skip
+BY_CLASS = o.taint_rule("by-class", "example.com/a100", "NoExecute", device_class_name="a100")
+BY_CEL = o.taint_rule("by-cel", "example.com/h100", "NoSchedule", cel=(f'{MODEL} == "h100"',))
+NO_CLASS = o.taint_rule("no-class", "example.com/none", "NoExecute", device_class_name="absent")
+BOTH = o.taint_rule("both", "example.com/both", "NoExecute", device_class_name="a100", cel=(f'{MODEL} == "h100"',))  # fmt: skip
+HELD_ELSEWHERE = o.render(
+    o.claim("holds-gone", results=[o.result("gpu", GPU, "n2", "gpu-9")], node_name="n2"), "v1beta1"
+)
+EVERY = o.taint_rule("every", "example.com/every", "NoExecute", cel=("true",))
+BY_NAME = o.taint_rule("by-name", "example.com/by-name", "NoExecute", device_name="gpu-9")
+AREAS = ("device", "counts", "pool")
+
+
+async def test_a_1_33_rule_taints_only_the_devices_its_class_and_selectors_pick(each_store):
+    await each_store.show(OLD_SLICE, A100, BY_CLASS, BY_CEL, NO_CLASS, BOTH)
+    assert await each_store.mismatches(*AREAS) == []
+    for store in each_store.system.watcher.stores():
+        answer = await ask(each_store.system.schema, store, each_store.system.cluster, SOURCES)
+        assert answer.errors == []
+        rules = {d["name"]: [t["rule"] for t in d["taintSources"]] for d in answer.data["devices"]["nodes"]}  # fmt: skip
+        # gpu-2 has no model: the expressions fail on it and select it not
+        assert rules == {"gpu-0": ["by-class"], "gpu-1": ["by-cel"], "gpu-2": []}
+        assert answer.data["resourcePools"] == [
+            {"poolName": "n2", "unavailableDevices": 2, "availableDevices": 1}
+        ]
+
+
+async def test_a_class_change_re_matches_the_rules_naming_it(scenario):
+    await scenario.show(OLD_SLICE, BY_CLASS)  # the class does not exist yet: no device
+    assert await scenario.mismatches(*AREAS) == []
+    assert scenario.truth().devices[(GPU, "n2", "gpu-0")].taints == ()
+    await scenario.show(A100)
+    assert await scenario.mismatches(*AREAS) == []
+    h100 = {**A100, "spec": {"selectors": [{"cel": {"expression": f'{MODEL} == "h100"'}}]}}
+    await scenario.show(h100)
+    assert await scenario.mismatches(*AREAS) == []
+    assert [k[2] for k, d in scenario.truth().devices.items() if d.taints] == ["gpu-1"]
+    await scenario.show(gone=(h100,))
+    assert await scenario.mismatches(*AREAS) == []
+
+
+HOLDS = """query($cluster: String) {
+  whoHolds(device: "gpu.nvidia.com/n2/gpu-9", cluster: $cluster) {
+    device { published taintSources { rule } } } }"""
+
+
+async def test_a_1_33_selector_rule_taints_no_device_that_no_slice_publishes(scenario):
+    await scenario.show(OLD_SLICE, HELD_ELSEWHERE, EVERY, BY_NAME)
+    assert await scenario.mismatches(*AREAS) == []
+    truth = scenario.truth().devices
+    assert [t[0] for t in truth[(GPU, "n2", "gpu-9")].taints] == ["example.com/by-name"]
+    assert [t[0] for t in truth[(GPU, "n2", "gpu-0")].taints] == ["example.com/every"]
+    system = scenario.system
+    answer = await ask(system.schema, system.watcher.memory, system.cluster, HOLDS)
+    assert answer.errors == []
+    assert answer.data["whoHolds"] == [
+        {"device": {"published": False, "taintSources": [{"rule": "by-name"}]}}
+    ]

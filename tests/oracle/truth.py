@@ -11,11 +11,11 @@ read the API wrong.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from tests.oracle import reading
+from tests.oracle import reading, selectors
 from tests.oracle.claims import ClaimTruth, claim_truth, pod_devices
 from tests.oracle.pools import UNAVAILABLE_EFFECTS, PoolTruth, pool_counts
 from tests.oracle.reading import Raw, qualified, quantity
@@ -72,21 +72,46 @@ def _taint(t: Raw) -> tuple[str, str, str]:
     return (t.get("key") or "", t.get("value") or "", t.get("effect") or "")
 
 
-def _rule_taints(rules: list[Raw], driver: str, pool: str, device: str) -> list[tuple]:
+def _rule_taints(
+    rules: list[Raw], classes: dict[str, Raw], driver: str, pool: str, name: str, device: Raw | None
+) -> list[tuple]:
     """DeviceTaintRuleSpec.deviceSelector: "All selector criteria must be satisfied for a
     device to match. The empty selector matches all devices. Without a selector, no devices are
-    matched." Only driver, pool and device remain (deviceClassName and selectors are tombstoned
-    since 1.35)."""
+    matched." `device` is the published device (None: no slice publishes it).
+
+    1.33/1.34 v1alpha3 rules may also carry `deviceClassName` ("the selectors defined there
+    must be satisfied by a device to be selected") and `selectors` ("All of these selectors
+    must be satisfied"), tombstoned since 1.35. Those are applied to the devices of
+    ResourceSlices by the rule tracker of those versions (which skips a rule whose class
+    "does not exist" and a device whose expression fails), and the 1.33/1.34 eviction
+    controller reads allocated devices' taints from those slices: a rule using either selects
+    no device that no slice publishes (`tests.oracle.selectors`)."""
     found = []
     for rule in rules:
         spec = rule.get("spec") or {}
         selector = spec.get("deviceSelector")
         if selector is None:
             continue
-        wanted = {"driver": driver, "pool": pool, "device": device}
-        if all(selector.get(k) in (None, v) for k, v in wanted.items()):
-            found.append(_taint(spec.get("taint") or {}))
+        wanted = {"driver": driver, "pool": pool, "device": name}
+        if not all(selector.get(k) in (None, v) for k, v in wanted.items()):
+            continue
+        class_name = selector.get("deviceClassName")
+        expressions = selectors.expressions(selector.get("selectors"))
+        if class_name is not None or expressions:
+            if device is None:
+                continue
+            if class_name is not None:
+                if class_name not in classes:
+                    continue
+                class_spec = classes[class_name].get("spec") or {}
+                expressions = selectors.expressions(class_spec.get("selectors")) + expressions
+            if not all(selectors.holds(e, device, driver) for e in expressions):
+                continue
+        found.append(_taint(spec.get("taint") or {}))
     return found
+
+
+RuleTaints = Callable[[str, str, str, "Raw | None"], list[tuple]]
 
 
 def _published(slices: list[Raw]) -> dict[DeviceId, tuple[Raw, Raw]]:
@@ -179,7 +204,7 @@ def _device(
     published: dict[DeviceId, tuple[Raw, Raw]],
     holds: list[tuple[Raw, Raw]],
     counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]],
-    rules: list[Raw],
+    rule_taints: RuleTaints,
 ) -> DeviceTruth:
     driver, pool, name = key
     device, slice_ = published.get(key, (None, None))
@@ -211,7 +236,7 @@ def _device(
             (reading.allocated_node(c) for c, _ in holds if reading.allocated_node(c)), None
         )
         uuid, taints = None, []
-    taints += _rule_taints(rules, driver, pool, name)
+    taints += rule_taints(driver, pool, name, device)
     if consuming:
         status = "shared" if shareable else "held"
     elif device is not None and not _fits(device, counters.get((driver, pool), {})):
@@ -241,6 +266,11 @@ def answer(objects: Iterable[Raw]) -> Truth:
     kinds = _by_kind(objects)
     slices, claims = kinds.get("ResourceSlice", []), kinds.get("ResourceClaim", [])
     pods, rules = kinds.get("Pod", []), kinds.get("DeviceTaintRule", [])
+    classes = {reading.meta(c).get("name") or "": c for c in kinds.get("DeviceClass", [])}
+
+    def rule_taints(driver: str, pool: str, name: str, device: Raw | None) -> list[tuple]:
+        return _rule_taints(rules, classes, driver, pool, name, device)
+
     published = _published(slices)
     holds: dict[DeviceId, list[tuple[Raw, Raw]]] = {}
     for claim in claims:
@@ -251,11 +281,11 @@ def answer(objects: Iterable[Raw]) -> Truth:
     counters = _counters_left(slices, published, in_use)
     truth = Truth()
     for key in sorted(published.keys() | holds.keys()):
-        truth.devices[key] = _device(key, published, holds.get(key, []), counters, rules)
+        truth.devices[key] = _device(key, published, holds.get(key, []), counters, rule_taints)
 
     def tainted(driver: str, pool: str, device: Raw) -> bool:
         taints = [_taint(t) for t in device.get("taints") or []]
-        taints += _rule_taints(rules, driver, pool, device["name"])
+        taints += rule_taints(driver, pool, device["name"], device)
         return any(effect in UNAVAILABLE_EFFECTS for _, _, effect in taints)
 
     truth.pools = pool_counts(slices, claims, tainted)

@@ -28,10 +28,10 @@ def drain_rule(name: str, pool: str) -> dict[str, Any]:
     }
 
 
-def _rules(store: MemoryStore, cluster: str, pool: str) -> list[str]:
+def _rules(store: MemoryStore, cluster: str, pool: str, device: str = "gpu-0") -> list[str]:
     index = store.index(cluster)
     assert index is not None
-    entry = index.device(DeviceKey(cluster, DRIVER, pool, "gpu-0"))
+    entry = index.device(DeviceKey(cluster, DRIVER, pool, device))
     return [t.rule for t in entry.rule_taints] if entry is not None else []
 
 
@@ -74,3 +74,35 @@ async def test_each_cluster_watches_rules_at_its_own_version_or_not_at_all(tmp_p
             worlds["k36"].create("devicetaintrules", drain_rule("later", "node-0"))
             await eventually(lambda: _rules(store, "k37", "node-0") == [])
             await eventually(lambda: _rules(store, "k36", "node-0") == ["drain", "later"])
+
+
+async def test_class_and_cel_selectors_count_where_served_and_are_gone_from_1_35(
+    tmp_path: Path,
+) -> None:
+    """1.34 serves a v1alpha3 rule's deviceClassName and selectors; 1.35 tombstoned them, so
+    the same rule written there selects by driver and pool alone."""
+    worlds = {name: small_world(name, nodes=1) for name in ("k34", "k35")}
+    for world in worlds.values():
+        by_class, by_cel = drain_rule("by-class", "node-0"), drain_rule("by-cel", "node-0")
+        by_class["spec"]["deviceSelector"]["deviceClassName"] = "absent.example.com"
+        uuid = 'device.attributes["gpu.example.com"].uuid == "GPU-node-0-1"'
+        by_cel["spec"]["deviceSelector"]["selectors"] = [{"cel": {"expression": uuid}}]
+        world.create("devicetaintrules", by_class)
+        world.create("devicetaintrules", by_cel)
+    specs = [ClusterSpec(w, versions=("v1",), kubernetes=int(n[1:])) for n, w in worlds.items()]
+    store = MemoryStore()
+    async with serving(tmp_path, *specs) as (_sim, connections):
+        async with await run_reactors(
+            connections, open_index=store.open_index, sinks=[store], status_sink=Statuses(),
+            settings=SETTINGS, tune_gc=False,
+        ) as reactors:  # fmt: skip
+            await reactors.wait_synced()
+            found = {
+                (name, device): _rules(store, name, "node-0", device)
+                for name in worlds
+                for device in ("gpu-0", "gpu-1")
+            }
+    assert found == {
+        ("k34", "gpu-0"): [], ("k34", "gpu-1"): ["by-cel"],
+        ("k35", "gpu-0"): ["by-cel", "by-class"], ("k35", "gpu-1"): ["by-cel", "by-class"],
+    }  # fmt: skip

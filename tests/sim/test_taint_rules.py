@@ -79,3 +79,24 @@ def test_a_scenario_says_its_kubernetes_version_and_holds_rules() -> None:
     assert world.specs[0].store.count("devicetaintrules") == 1
     with pytest.raises(ScenarioError, match=r"kubernetes: 'latest' is not a version like 1\.36"):
         parse_scenario({"name": "bad", "clusters": [{"name": "east", "kubernetes": "latest"}]})
+
+
+@pytest.mark.parametrize(("kubernetes", "kept"), [(34, True), (35, False)])
+async def test_a_rule_s_class_and_cel_selectors_are_served_by_1_34_and_tombstoned_in_1_35(
+    tmp_path: Path, kubernetes: int, kept: bool
+) -> None:
+    body = rule_body("v1alpha3")
+    extra = {"deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": "true"}}]}
+    body["spec"]["deviceSelector"].update(extra)
+    spec = ClusterSpec(ClusterStore("alpha"), versions=("v1",), kubernetes=kubernetes)
+    async with Simulator([spec], kubeconfig_path=tmp_path / "kubeconfig") as sim:
+        assert sim.kubeconfig_path is not None
+        async with await api_client_for(sim.kubeconfig_path, "alpha") as api:
+            custom = client.CustomObjectsApi(api)
+            created = await custom.create_cluster_custom_object(
+                GROUP, "v1alpha3", "devicetaintrules", body
+            )
+            listed = await custom.list_cluster_custom_object(GROUP, "v1alpha3", "devicetaintrules")
+    for served in (created, listed["items"][0]):
+        selector = served["spec"]["deviceSelector"]
+        assert selector == ({**rule_body("v1alpha3")["spec"]["deviceSelector"], **extra} if kept else rule_body("v1alpha3")["spec"]["deviceSelector"])  # fmt: skip
