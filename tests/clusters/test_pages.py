@@ -88,10 +88,12 @@ async def test_a_page_read_ahead_and_not_used_is_cancelled_silently() -> None:
     failed.close()
     pending = PagedList(server.fetch)
     await pending.get("b")  # reads "c" ahead, which never answers
+    ahead = pending._ahead
+    assert ahead is not None and ahead[0] == "c"
     pending.close()
     await asyncio.sleep(0.01)
-    del failed, pending
+    assert ahead[1].cancelled()
+    del failed, pending, ahead
     gc.collect()
     await asyncio.sleep(0)
     assert seen == []  # nothing logged: neither the failure nor the cancellation
-    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
