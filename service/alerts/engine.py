@@ -9,8 +9,17 @@ has held for its rule's duration (from the data's `since`, else from the first e
 that saw it); an alert is identified by `(rule, cluster, namespace, name)` and notified once
 (de-duplicated); when its condition no longer holds it is resolved (notified once more). When
 a cluster leaves `sources()` (its lease moved to another replica) its alerts are dropped here
-without a resolved message: the new holder evaluates the cluster afresh (and may announce a
-firing alert once more).
+without a resolved message: the new holder takes them up.
+
+What has been announced outlives the process when there is a `ledger`
+(`service.alerts.ledger`; the mirror's Redis in the production shapes): each announced alert
+is recorded with its message's receipt and forgotten once its end is announced. Before it
+announces anything in a cluster, the engine reads that cluster's entries: a condition that
+still holds is not announced again, and one that ended meanwhile is resolved — the earlier
+process's message is updated. While the ledger cannot be read, the cluster's announcements
+wait (its series are exported meanwhile); a record or a forget that fails is retried at the
+next evaluation. Without a ledger, what was announced is known to the process only: after a
+restart a condition that still holds is announced once more.
 
 Notifying goes through a `Notifier` (the Slack one, or none); a notification that fails is
 retried at the next evaluation, never lost, never repeated once it succeeded.
@@ -32,6 +41,7 @@ from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.view import IndexView
 
 from .config import AlertsConfig
+from .ledger import AlertKey, AlertLedger, LedgerUnavailable, announced_alert
 from .rules import SEVERITY, Condition, evaluate
 
 log = logging.getLogger(__name__)
@@ -46,6 +56,7 @@ class Alert:
     fired_at: datetime
     notified: bool = False
     resolved: bool = False
+    recorded: bool = False  # in the ledger (when the engine has one)
     receipt: Any = None  # what the notifier needs to resolve it (channel, ts)
 
     @property
@@ -82,10 +93,13 @@ class AlertEngine:
     sources: Callable[[], Mapping[str, IndexView]]
     notifier: Notifier | None = None
     clock: Clock = field(default=lambda: datetime.now(UTC))
+    ledger: AlertLedger | None = None
     firing: dict[tuple[str, str, str, str], Alert] = field(default_factory=dict)
     pending_resolved: list[Alert] = field(default_factory=list)
     notifications: dict[str, int] = field(default_factory=lambda: {"sent": 0, "failed": 0})
     _seen: dict[tuple[str, str, str, str], _Seen] = field(default_factory=dict)
+    _adopted: set[str] = field(default_factory=set)  # clusters whose ledger entries are read
+    _to_forget: dict[AlertKey, str] = field(default_factory=dict)  # resolved, still recorded
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
 
@@ -110,6 +124,7 @@ class AlertEngine:
         now = self.clock()
         holding: dict[tuple[str, str, str, str], Condition] = {}
         indexes = dict(self.sources())
+        self._adopted &= set(indexes)  # a cluster taken up again reads the ledger again
         for index in indexes.values():
             for condition in evaluate(index, self.config.rules):
                 holding[condition.key] = condition
@@ -140,11 +155,18 @@ class AlertEngine:
 
     async def tick(self) -> None:
         """Evaluate, then notify what changed (and retry what failed before)."""
+        keeping = self.ledger is not None and self.notifier is not None
+        if keeping:
+            await self._adopt()
         _, ended = self.evaluate()
         self.pending_resolved.extend(a for a in ended if a.notified)
         if self.notifier is None:
             return
+        if keeping:
+            await self._forget_resolved()
         for alert in [a for a in self.firing.values() if not a.notified]:
+            if keeping and alert.condition.cluster not in self._adopted:
+                continue  # its cluster's ledger is not read yet: it may have been announced
             try:
                 alert.receipt = await self.notifier.fire(alert)
                 alert.notified = True
@@ -153,6 +175,8 @@ class AlertEngine:
                 self.notifications["failed"] += 1
                 log.warning("alert %s: notifying failed (%s); retrying at the next evaluation",
                             "/".join(alert.condition.key), error)  # fmt: skip
+        if keeping:
+            await self._record_announced()
         for alert in list(self.pending_resolved):
             try:
                 await self.notifier.resolve(alert)
@@ -162,6 +186,64 @@ class AlertEngine:
                 self.notifications["failed"] += 1
                 log.warning("alert %s: resolving failed (%s); retrying at the next evaluation",
                             "/".join(alert.condition.key), error)  # fmt: skip
+                continue
+            if keeping and alert.recorded:
+                self._to_forget[alert.condition.key] = alert.condition.cluster
+        if keeping:
+            await self._forget_resolved()
+
+    # --- the ledger: what was announced, across processes ------------------------------------
+
+    async def _adopt(self) -> None:
+        """Read the entries of every cluster taken up since the last evaluation."""
+        assert self.ledger is not None
+        for cluster in sorted(set(self.sources()) - self._adopted):
+            try:
+                entries = await self.ledger.announced(cluster)
+            except LedgerUnavailable as error:
+                log.warning("alerts of %s wait: %s; trying again at the next evaluation",
+                            cluster, error)  # fmt: skip
+                continue
+            for entry in entries:
+                receipt = tuple(entry.receipt) if entry.receipt is not None else None
+                fired_at = _parse(entry.fired_at) or self.clock()
+                alert = self.firing.get(entry.key)
+                if alert is None:
+                    alert = self.firing[entry.key] = Alert(entry.condition(), fired_at=fired_at)
+                elif alert.notified:
+                    continue  # announced by this process since (not yet recorded)
+                alert.notified = alert.recorded = True
+                alert.receipt, alert.fired_at = receipt, fired_at
+            self._adopted.add(cluster)
+
+    async def _record_announced(self) -> None:
+        assert self.ledger is not None
+        for alert in [a for a in self.firing.values() if a.notified and not a.recorded]:
+            entry = announced_alert(
+                alert.condition, fired_at=alert.fired_at.isoformat(), receipt=alert.receipt
+            )
+            try:
+                await self.ledger.record(entry)
+            except LedgerUnavailable as error:
+                log.warning("alert %s: recording it failed (%s); retrying at the next "
+                            "evaluation", "/".join(alert.condition.key), error)  # fmt: skip
+                continue
+            alert.recorded = True
+            self._to_forget.pop(entry.key, None)  # fired again: the new entry stays
+
+    async def _forget_resolved(self) -> None:
+        assert self.ledger is not None
+        for key, cluster in list(self._to_forget.items()):
+            if key in self.firing and self.firing[key].recorded:
+                del self._to_forget[key]  # fired again and recorded anew: keep that entry
+                continue
+            try:
+                await self.ledger.forget(cluster, key)
+            except LedgerUnavailable as error:
+                log.warning("alert %s: forgetting it failed (%s); retrying at the next "
+                            "evaluation", "/".join(key), error)  # fmt: skip
+                return
+            del self._to_forget[key]
 
     # --- running -----------------------------------------------------------------------------
 

@@ -112,7 +112,7 @@ def mirror_app(
         engine = None
         watching: list[WatchedClusters] = []  # set below; the engine reads it when it runs
         if alerts is not None:  # beside the reactors: the clusters this process watches
-            engine = alerting(alerts, lambda: synced_indexes(watching))
+            engine = alerting(alerts, lambda: synced_indexes(watching), store=state_store)
             mirror.metrics.registry.register(AlertsCollector(engine))
             sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
@@ -161,14 +161,20 @@ def synced_indexes(watching: Sequence[WatchedClusters]) -> dict[str, Any]:
     }
 
 
-def alerting(config: AlertsConfig, sources: Any) -> AlertEngine:
-    """The alert engine over `sources` (cluster -> index), posting to Slack when configured."""
-    notifier = None
+def alerting(config: AlertsConfig, sources: Any, *, store: Any = None) -> AlertEngine:
+    """The alert engine over `sources` (cluster -> index), posting to Slack when configured;
+    with a Redis `store`, what it announced is kept in that Redis (its alert ledger), so a
+    restart or a takeover neither repeats an announcement nor leaves one unresolved."""
+    notifier = ledger = None
     if config.slack:
         from dra_mirror.service.alerts.slack import SlackNotifier  # slack_sdk's web client
 
         notifier = SlackNotifier(config.slack, web_url=config.web_url)
-    return AlertEngine(config, sources=sources, notifier=notifier)
+        if store is not None and not isinstance(store, MemoryStore):
+            from dra_mirror.service.alerts.ledger import RedisAlertLedger
+
+            ledger = RedisAlertLedger(store.redis, prefix=store.prefix)
+    return AlertEngine(config, sources=sources, notifier=notifier, ledger=ledger)
 
 
 def freeze_heap() -> None:
