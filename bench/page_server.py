@@ -22,6 +22,11 @@ What it answers (one cluster; the scale scenarios have one):
   churn on it (`bench/churn_stream.py`) and answers `{"t0": …, "events": …, "base": …}`;
 * anything else: 404 with a Kubernetes `Status` body.
 
+`--delay-ms N` holds every answer N ms before it is written (an API server tens of ms away, as
+a real one is: the network time the mirror's start can overlap); `--request-log PATH` appends
+`<time.time()> <target>` for each first page of a collection (no `continue` token): when a
+client's first LIST arrived.
+
 Recordings are cached under `--cache` (default `$TMPDIR/dra-mirror-pages`) by scenario and
 page size, so repeated benchmark runs skip the ~5-15 s of generating and recording.
 Prints `ready <port>` on stdout once it accepts connections and the kubeconfig is written.
@@ -146,8 +151,17 @@ def load_recording(scenario: str, limit: int, cache: Path) -> Recording:
 class PageServer:
     """Answers GETs from a `Recording` over HTTP/1.1 keep-alive connections."""
 
-    def __init__(self, recording: Recording, churn: ClaimChurn | None = None) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        churn: ClaimChurn | None = None,
+        *,
+        delay: float = 0.0,
+        request_log: Path | None = None,
+    ) -> None:
         self.bodies = recording.bodies
+        self.delay = delay
+        self.request_log = request_log
         self.requests = 0
         self.churn = churn
         self.churn_watch = asyncio.get_running_loop().create_future()  # the claims watch's writer
@@ -182,6 +196,9 @@ class PageServer:
                 if answer is None:
                     await self._idle_watch(reader, writer, target)
                     return
+                self._note(target)
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 status, body = answer
                 writer.write(
                     b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\n"
@@ -193,6 +210,15 @@ class PageServer:
                     return
         finally:
             writer.close()
+
+    def _note(self, target: str) -> None:
+        """Log the arrival of a collection's first page (`--request-log`)."""
+        if self.request_log is None or "continue=" in target:
+            return
+        if urlsplit(target).path not in COLLECTIONS:
+            return
+        with self.request_log.open("a") as log:
+            log.write(f"{time.time():.6f} {target}\n")
 
     async def _start_churn(self, writer: asyncio.StreamWriter, target: str) -> None:
         from churn_stream import BASE_VERSION
@@ -258,13 +284,22 @@ class PageServer:
                 await writer.drain()
 
 
-async def serve(recording: Recording, kubeconfig: Path, port: int, churn: bool) -> None:
+async def serve(
+    recording: Recording,
+    kubeconfig: Path,
+    port: int,
+    churn: bool,
+    *,
+    delay: float = 0.0,
+    request_log: Path | None = None,
+) -> None:
     from churn_stream import ClaimChurn
 
     from dra_mirror.service.sim.kubeconfig import write_kubeconfig
 
     pages = (body for key, body in recording.bodies.items() if "/resourceclaims?" in key)
-    server = PageServer(recording, ClaimChurn.from_pages(pages) if churn else None)
+    churning = ClaimChurn.from_pages(pages) if churn else None
+    server = PageServer(recording, churning, delay=delay, request_log=request_log)
     listener = await asyncio.start_server(server.connection, "127.0.0.1", port, backlog=256)
     bound = listener.sockets[0].getsockname()[1]
     write_kubeconfig(kubeconfig, {recording.cluster: bound})
@@ -282,6 +317,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig-out", required=True)
     parser.add_argument("--churn", action="store_true", help="serve claim churn on GET /churn")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="hold every answer this long")
+    parser.add_argument("--request-log", type=Path, help="log each collection's first page here")
     parser.add_argument(
         "--cache", type=Path, default=Path(tempfile.gettempdir()) / "dra-mirror-pages"
     )
@@ -305,7 +342,16 @@ def main() -> None:
 
     gc.freeze()
     try:
-        asyncio.run(serve(recording, Path(args.kubeconfig_out), args.port, args.churn))
+        asyncio.run(
+            serve(
+                recording,
+                Path(args.kubeconfig_out),
+                args.port,
+                args.churn,
+                delay=args.delay_ms / 1000,
+                request_log=args.request_log,
+            )
+        )
     except KeyboardInterrupt:
         pass
 

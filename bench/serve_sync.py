@@ -22,6 +22,11 @@ memory: it costs next to nothing), in its own process. Runs alternate, each in a
   `dra-mirror serve` runs on uvloop's event loop when uvloop is installed; `--loop uvloop` sets
   uvloop's policy before the command starts (the same loop, for a serve without that choice).
 
+Each serve run also says when it got going: its first LIST (the page server's log of each
+collection's first page, `--request-log`) and uvicorn's "Application startup complete", each as
+seconds from spawn and the CPU seconds used by then (read from /proc every few ms). With
+`--delay-ms N` the page server holds every answer N ms, as an API server some way off does.
+
 Before the first run, the mirror's sources (and any `PYTHONPATH` entry's) are compiled to
 bytecode, as an installed package is (`pip install` compiles; a container image ships the
 `.pyc`): with `PYTHONDONTWRITEBYTECODE` set, each run would otherwise compile ~300 modules
@@ -200,8 +205,45 @@ _ON_UVLOOP = (
 )
 
 
+class CpuSampler(threading.Thread):
+    """(time.time(), CPU seconds) of a process every few ms, to read the CPU used by a moment."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.samples: list[tuple[float, float]] = []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.003):
+            try:
+                self.samples.append((time.time(), _cpu_seconds(self.pid)))
+            except (OSError, ValueError, IndexError):
+                return
+
+    def at(self, moment: float) -> float:
+        """The CPU seconds of the last sample at or before `moment`."""
+        before = [cpu for when, cpu in self.samples if when <= moment]
+        return before[-1] if before else 0.0
+
+
+def _first_list(request_log: Path | None, since: float) -> float | None:
+    """time.time() of the first collection's first page the page server logged after `since`."""
+    if request_log is None or not request_log.exists():
+        return None
+    times = [float(line.split()[0]) for line in request_log.read_text().splitlines() if line]
+    later = [when for when in times if when >= since]
+    return min(later) if later else None
+
+
 def run_serve(
-    kubeconfig: Path, clusters: int, *, history: Path | None, settle: float, loop: str = "asyncio"
+    kubeconfig: Path,
+    clusters: int,
+    *,
+    history: Path | None,
+    settle: float,
+    loop: str = "asyncio",
+    request_log: Path | None = None,
 ) -> dict:
     port = _free_port()
     program = [str(REPO / ".venv/bin/dra-mirror")]
@@ -213,10 +255,12 @@ def run_serve(
     if history is not None:
         history.unlink(missing_ok=True)
         command += ["--database-url", f"sqlite+aiosqlite:///{history}"]
-    started = time.perf_counter()
+    started, epoch = time.perf_counter(), time.time()
     child = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO
     )
+    sampler = CpuSampler(child.pid)
+    sampler.start()
     synced = threading.Event()
     marks: dict[str, float] = {}
     log: list[str] = []
@@ -234,8 +278,9 @@ def run_serve(
                     marks["hwm"] = _hwm_mib(child.pid)
                     marks["cpu"] = _cpu_seconds(child.pid)
                     synced.set()
-            elif "Application startup complete" in line:
-                marks.setdefault("http", time.perf_counter())
+            elif "Application startup complete" in line and "http" not in marks:
+                marks["http"] = time.perf_counter()
+                marks["http_cpu"] = _cpu_seconds(child.pid)
 
     def read_until_exit() -> None:
         read_log()
@@ -251,13 +296,19 @@ def run_serve(
         time.sleep(settle)
         settled = _hwm_mib(child.pid)
     finally:
+        sampler.stopping.set()
         child.terminate()
         try:
             child.wait(30)
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+    first = _first_list(request_log, epoch)
     return {
+        "first_list": (first - epoch) if first is not None else float("nan"),
+        "first_list_cpu": sampler.at(first) if first is not None else float("nan"),
+        "http": marks.get("http", float("nan")) - started,
+        "http_cpu": marks.get("http_cpu", float("nan")),
         "seconds": marks["synced"] - started,
         "cpu": marks["cpu"],
         "rss_mib": marks["hwm"],
@@ -266,9 +317,12 @@ def run_serve(
     }
 
 
-def start_server(args: argparse.Namespace, kubeconfig: Path) -> tuple[subprocess.Popen, str]:
+def start_server(
+    args: argparse.Namespace, kubeconfig: Path, request_log: Path | None = None
+) -> tuple[subprocess.Popen, str]:
     command = [sys.executable, str(REPO / "bench/page_server.py"), "--kubeconfig-out"]
-    command += [str(kubeconfig), "--limit", str(args.limit)]
+    command += [str(kubeconfig), "--limit", str(args.limit), "--delay-ms", str(args.delay_ms)]
+    command += ["--request-log", str(request_log)] if request_log is not None else []
     command += ["--nodes", str(args.nodes)] if args.nodes else ["--scenario", args.scenario]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
@@ -292,6 +346,9 @@ def main() -> None:
     parser.add_argument("--history", action="store_true", help="serve with a SQLite history")
     parser.add_argument("--settle", type=float, default=3.0)
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument(
+        "--delay-ms", type=float, default=0.0, help="the page server holds every answer this long"
+    )
     parser.add_argument("--part", choices=("floor", "stack-floor"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -303,7 +360,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         history = Path(tmp) / "history.db" if args.history else None
-        server, url = start_server(args, kubeconfig)
+        request_log = Path(tmp) / "requests.log"
+        server, url = start_server(args, kubeconfig, request_log)
         try:
             warm = run_floor(url, args.limit)
             print(
@@ -317,7 +375,14 @@ def main() -> None:
                 floors.append(run_floor(url, args.limit))
                 stacks.append(run_floor(url, args.limit, stack=True))
                 serves.append(
-                    run_serve(kubeconfig, 1, history=history, settle=args.settle, loop=args.loop)
+                    run_serve(
+                        kubeconfig,
+                        1,
+                        history=history,
+                        settle=args.settle,
+                        loop=args.loop,
+                        request_log=request_log,
+                    )
                 )
                 floor, serve = floors[-1], serves[-1]
                 print(
@@ -328,6 +393,11 @@ def main() -> None:
                     f"{serve['settled_rss_mib']:.0f} MiB {args.settle:.0f}s later; ready "
                     f"{serve['ready']})  ratio {serve['seconds'] / floor['seconds']:.2f}x wall, "
                     f"{serve['cpu'] / floor['cpu']:.2f}x CPU  load {before:.1f}->{_load():.1f}"
+                )
+                print(
+                    f"       serve's first LIST at {serve['first_list']:.2f}s "
+                    f"({serve['first_list_cpu']:.2f} CPU s), app started at {serve['http']:.2f}s "
+                    f"({serve['http_cpu']:.2f} CPU s)"
                 )
         finally:
             server.terminate()
@@ -352,6 +422,12 @@ def main() -> None:
         f"stack floor {stack_s:.2f}s, {stack_cpu:.2f} CPU s ({stack_s / floor_s:.2f}x the floor "
         f"before the mirror reads anything); serve/stack floor: {serve_s / stack_s:.2f}x wall, "
         f"{serve_cpu / stack_cpu:.2f}x CPU"
+    )
+    print(
+        f"serve's start (medians): first LIST at {_median(serves, 'first_list'):.2f}s "
+        f"({_median(serves, 'first_list_cpu'):.2f} CPU s), app started at "
+        f"{_median(serves, 'http'):.2f}s ({_median(serves, 'http_cpu'):.2f} CPU s) of "
+        f"{serve_s:.2f}s ({serve_cpu:.2f} CPU s) to synced"
     )
 
 

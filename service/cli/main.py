@@ -184,6 +184,7 @@ async def _serve_app(
         access=access,
         role=role,
         alerts=alerts_config(settings) if watch else None,
+        graphql_in_lifespan=True,  # the first LISTs leave before strawberry and the schema load
     )
     config = uvicorn.Config(
         app,

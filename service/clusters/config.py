@@ -9,7 +9,8 @@
   `~/.kube/config`).
 
 Each connection has its own `ApiClient` (own Configuration, own aiohttp session), so clusters
-never share credentials or connection pools. Exec credential plugins (EKS, GKE, AKS) are run by
+never share credentials or connection pools; connections with the same TLS settings share one
+TLS context (`service.clusters.tls`), and a plain `http://` server gets none. Exec credential plugins (EKS, GKE, AKS) are run by
 kubernetes_asyncio; their tokens are refreshed before they expire through the Configuration's
 `refresh_api_key_hook`. Errors leave as `ConfigurationError`.
 
@@ -39,6 +40,7 @@ from dra_mirror.service.clusters.kubeconfig import (  # noqa: F401  (re-exported
     in_cluster,
     plan_clusters,
 )
+from dra_mirror.service.clusters.tls import TlsContexts
 from dra_mirror.service.clusters.transport import api_client_for
 
 # Six watches per cluster stay open at once, plus lists and discovery.
@@ -77,7 +79,7 @@ def _refresh_exec_tokens(loader: KubeConfigLoader, configuration: Configuration)
     configuration.refresh_api_key_hook = refresh
 
 
-async def _from_kubeconfig(path: str, context: str) -> ClusterConnection:
+async def _from_kubeconfig(path: str, context: str, tls: TlsContexts) -> ClusterConnection:
     configuration = _configuration()
     try:
         loader = await load_kube_config(
@@ -89,7 +91,7 @@ async def _from_kubeconfig(path: str, context: str) -> ClusterConnection:
     except (ConfigException, OSError, KeyError, ValueError, TypeError, yaml.YAMLError) as error:
         raise ConfigurationError(f"context {context!r} in {path}: {error}") from error
     _refresh_exec_tokens(loader, configuration)
-    return ClusterConnection(context, api_client_for(configuration), context)
+    return ClusterConnection(context, api_client_for(configuration, tls=tls), context)
 
 
 async def connect(
@@ -100,17 +102,19 @@ async def connect(
 ) -> list[ClusterConnection]:
     """One connection per cluster to mirror (see the module docstring for the rules)."""
     plan = plan_clusters(kubeconfig, contexts, in_cluster_name=in_cluster_name)
+    tls = TlsContexts()  # the connections' TLS contexts, one per set of TLS settings
     if plan.path is None:
         configuration = _configuration()
         try:
             load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as error:
             raise ConfigurationError(f"in-cluster configuration: {error}") from error
-        return [ClusterConnection(in_cluster_name, api_client_for(configuration), None)]
+        client = api_client_for(configuration, tls=tls)
+        return [ClusterConnection(in_cluster_name, client, None)]
     connections: list[ClusterConnection] = []
     try:
         for name in plan.contexts:
-            connections.append(await _from_kubeconfig(plan.path, name))
+            connections.append(await _from_kubeconfig(plan.path, name, tls))
     except BaseException:
         await close_all(connections)
         raise

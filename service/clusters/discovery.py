@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -42,6 +42,12 @@ def _decode(body: bytes, what: str, cluster: str) -> dict:
     if not isinstance(document, dict):
         raise BadResponse(f"{what}: not a JSON object", cluster=cluster)
     return document
+
+
+def _retrieve(future: asyncio.Future[bytes]) -> None:
+    """The outcome of a resource list asked for ahead and not used is nobody's: not logged."""
+    if not future.cancelled():
+        future.exception()
 
 
 class DraVersions:
@@ -146,9 +152,26 @@ class DraVersions:
 
     async def _discover(self) -> tuple[str | None, dict[str, str | None]]:
         """(the version serving every kind served together or None, the version of each kind
-        with versions of its own or None). NotServed only when the group is not served."""
-        cluster = self.api.cluster
+        with versions of its own or None). NotServed only when the group is not served.
+
+        The preferred version's resource list is asked for together with the group's document
+        (one round trip instead of two, before the first LIST); it is used only if the group
+        lists that version, as when asked after it."""
         group_path = f"/apis/{DRA_GROUP}"
+        preferred = f"{group_path}/{self.preference[0]}" if self.preference else None
+        ahead = asyncio.ensure_future(self.api.get(preferred, time_limit=30)) if preferred else None
+        try:
+            return await self._discover_with(group_path, ahead)
+        finally:
+            if ahead is not None and not ahead.done():
+                ahead.cancel()
+            if ahead is not None:
+                ahead.add_done_callback(_retrieve)
+
+    async def _discover_with(
+        self, group_path: str, ahead: asyncio.Future[bytes] | None
+    ) -> tuple[str | None, dict[str, str | None]]:
+        cluster = self.api.cluster
         try:
             group = _decode(await self.api.get(group_path, time_limit=30), group_path, cluster)
         except NotServed as error:
@@ -165,8 +188,13 @@ class DraVersions:
                 return frozenset()
             if version not in resources:
                 path = f"{group_path}/{version}"
+                pending: Awaitable[bytes]
+                if ahead is not None and version == self.preference[0]:
+                    pending = ahead  # asked for with the group's document
+                else:
+                    pending = self.api.get(path, time_limit=30)
                 try:
-                    body = _decode(await self.api.get(path, time_limit=30), path, cluster)
+                    body = _decode(await pending, path, cluster)
                 except NotServed:
                     body = {}
                 resources[version] = frozenset(

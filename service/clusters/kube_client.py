@@ -115,6 +115,7 @@ defer_generated_code()
 from kubernetes_asyncio.client.api_client import ApiClient  # noqa: E402
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
 from kubernetes_asyncio.client.exceptions import ApiException  # noqa: E402
+from kubernetes_asyncio.client.rest import RESTClientObject  # noqa: E402
 from kubernetes_asyncio.config.config_exception import ConfigException  # noqa: E402
 from kubernetes_asyncio.config.incluster_config import load_incluster_config  # noqa: E402
 from kubernetes_asyncio.config.kube_config import (  # noqa: E402
@@ -128,6 +129,7 @@ __all__ = [
     "ConfigException",
     "Configuration",
     "KubeConfigLoader",
+    "RESTClientObject",
     "defer_generated_code",
     "load_incluster_config",
     "load_kube_config",

@@ -16,7 +16,10 @@ proxy variables, each in a worker thread (~0.45 ms of CPU a request), and a netr
 that host adds Basic credentials that clash with the kubeconfig's token (every request then
 fails). Kubernetes clients take credentials from the kubeconfig alone, and a proxy from the
 kubeconfig's `proxy-url` or else from HTTPS_PROXY / HTTP_PROXY / NO_PROXY: the environment's
-proxy for the server (and its credentials, as aiohttp finds them) is read here, once.
+proxy for the server (and its credentials, as aiohttp finds them) is read here, once. The
+client's REST object is the mirror's (`MirrorRest`): it builds no TLS context for a plain
+`http://` server and takes an https server's from `service.clusters.tls` (one per set of TLS
+settings among the connections made together), the context the client's own would build.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from dra_mirror.service.clusters.errors import ClusterError, from_status, translate
-from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
+from dra_mirror.service.clusters.kube_client import ApiClient, Configuration, RESTClientObject
+from dra_mirror.service.clusters.tls import TlsContexts
 
 # kubernetes_asyncio's own session reads up to this much of a response at once (large watch
 # events).
@@ -46,9 +50,44 @@ def _query(params: Query) -> list[tuple[str, str]]:
     ]
 
 
-def api_client_for(configuration: Configuration) -> ApiClient:
+class MirrorRest(RESTClientObject):
+    """The client's REST object, its session not trusting the environment and its TLS context
+    built only for an https server (the client's own `request` sends every call)."""
+
+    def __init__(self, configuration: Configuration, *, tls: TlsContexts) -> None:
+        # Not the client's __init__: that one builds a TLS context whatever the server.
+        # (the client's stubs type these without None; its own __init__ sets them so)
+        self.server_hostname = configuration.tls_server_name  # type: ignore[assignment]
+        self.proxy = configuration.proxy  # type: ignore[assignment]
+        self.proxy_headers = configuration.proxy_headers  # type: ignore[assignment]
+        context = tls.context_for(configuration)
+        connector = aiohttp.TCPConnector(
+            limit=configuration.connection_pool_maxsize,
+            ssl=True if context is None else context,  # True: aiohttp's default, for https
+        )
+        self.pool_manager = aiohttp.ClientSession(
+            connector=connector, trust_env=False, read_bufsize=_READ_BUFFER
+        )
+
+
+class MirrorApiClient(ApiClient):
+    """kubernetes_asyncio's `ApiClient` over `MirrorRest` (its __init__, without building the
+    client's own REST object: the same attributes, `tests/clusters` compares them)."""
+
+    def __init__(self, configuration: Configuration, *, tls: TlsContexts) -> None:
+        self.configuration = configuration
+        self.pool_threads = 1
+        self.rest_client = MirrorRest(configuration, tls=tls)
+        self.default_headers: dict[str, str] = {}
+        self.cookie = None  # type: ignore[assignment]
+        self.user_agent = "OpenAPI-Generator/33.3.0+snapshot/python"  # the client's own
+        self.client_side_validation = configuration.client_side_validation
+
+
+def api_client_for(configuration: Configuration, *, tls: TlsContexts | None = None) -> ApiClient:
     """The ApiClient for `configuration`, its session not trusting the environment (see the
-    module docstring); call it inside the event loop."""
+    module docstring), its TLS context from `tls` (connections made together share one);
+    call it inside the event loop."""
     if not configuration.proxy and configuration.host:  # the kubeconfig's proxy-url wins
         try:
             proxy, proxy_auth = get_env_proxy_for_url(URL(configuration.host))
@@ -58,14 +97,7 @@ def api_client_for(configuration: Configuration) -> ApiClient:
             configuration.proxy = str(proxy)
             if proxy_auth is not None:
                 configuration.proxy_headers = {"Proxy-Authorization": proxy_auth.encode()}
-    client = ApiClient(configuration)
-    rest = client.rest_client
-    trusting = rest.pool_manager
-    rest.pool_manager = aiohttp.ClientSession(
-        connector=trusting.connector, trust_env=False, read_bufsize=_READ_BUFFER
-    )
-    trusting.detach()  # the connector (pool, TLS context) now belongs to the new session
-    return client
+    return MirrorApiClient(configuration, tls=tls if tls is not None else TlsContexts())
 
 
 class ClusterApi:

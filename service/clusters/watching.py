@@ -9,7 +9,7 @@ The loop is three small functions (kopf's shape), each owning one concern:
   an ERROR event carrying a `Status` with code 410) raises `Expired`. A stream silent for
   `stall_intervals` bookmark intervals raises `WatchStalled` (see `stalls`).
 * `list_then_watch` — a paged LIST (`limit`, `continue`; an expired continue token restarts the
-  list) handed on whole as one `Listed`, so the index can diff it against what it holds and
+  list; the next page is asked for while one is decoded, `pages.PagedList`) handed on whole as one `Listed`, so the index can diff it against what it holds and
   emit deletes for objects that vanished while nobody watched; then `watch_once` again and
   again from the latest position until `Expired`, when it returns to be relisted.
 * `run` — forever: on `Expired` relist at once (after a pause if the watch expired right
@@ -64,6 +64,7 @@ from dra_mirror.service.clusters.messages import (
     Sleep,
     WatchMessage,
 )
+from dra_mirror.service.clusters.pages import PagedList
 from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import collection_path, is_dra
 from dra_mirror.service.clusters.settings import WatchSettings as WatchSettings
@@ -296,28 +297,35 @@ class KindWatcher:
                     raise
                 log.info("list continue token expired; restarting the list", extra=self._log)
 
+    async def _page(self, token: str | None) -> bytes:
+        params: dict[str, str | int | bool] = {"limit": self.settings.page_size}
+        if token:
+            params["continue"] = token
+        return await self.api.get(self.path, params, time_limit=self.settings.list_time_limit)
+
     async def _list_pages(self) -> tuple[list[Record], str]:
         records: list[Record] = []
+        pages = PagedList(self._page)  # the next page is on its way while one is decoded
         token: str | None = None
-        while True:
-            params: dict[str, str | int | bool] = {"limit": self.settings.page_size}
-            if token:
-                params["continue"] = token
-            body = await self.api.get(self.path, params, time_limit=self.settings.list_time_limit)
-            try:
-                page = decode_list(self.kind, body, cluster=self.cluster, shared=self.shared)
-            except (ValueError, msgspec.DecodeError) as error:
-                raise BadResponse(
-                    f"{self.path}: list body: {error}", cluster=self.cluster
-                ) from error
-            records.extend(page.records)
-            for malformed in page.malformed:
-                # The object's own resourceVersion: the list's would differ on every relist
-                # and make one object look like many.
-                await self.emit(Skipped(self.kind, malformed, malformed.resource_version))
-            if not page.continue_token:
-                return records, page.resource_version
-            token = page.continue_token
+        try:
+            while True:
+                body = await pages.get(token)
+                try:
+                    page = decode_list(self.kind, body, cluster=self.cluster, shared=self.shared)
+                except (ValueError, msgspec.DecodeError) as error:
+                    raise BadResponse(
+                        f"{self.path}: list body: {error}", cluster=self.cluster
+                    ) from error
+                records.extend(page.records)
+                for malformed in page.malformed:
+                    # The object's own resourceVersion: the list's would differ on every relist
+                    # and make one object look like many.
+                    await self.emit(Skipped(self.kind, malformed, malformed.resource_version))
+                if not page.continue_token:
+                    return records, page.resource_version
+                token = page.continue_token
+        finally:
+            pages.close()
 
     def _timeout_seconds(self) -> int:
         jitter = self.rng.uniform(0.0, self.settings.watch_timeout_jitter)

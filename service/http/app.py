@@ -48,7 +48,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -58,18 +58,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
-from dra_mirror.schema import build_schema
-from dra_mirror.schema.context import utc_now
-from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.access.control import AccessControl
-from dra_mirror.service.http import exports as export
 from dra_mirror.service.http.access import AccessGate
 from dra_mirror.service.http.access import scope_for as subject_scope
-from dra_mirror.service.http.graphql import MirrorGraphQL
+from dra_mirror.service.http.graphql_parts import DeferredView, GraphQLParts
 from dra_mirror.service.http.graphql_route import GraphQLQueries
 from dra_mirror.service.http.guard import RequestGuard
 from dra_mirror.service.http.metrics import Metrics
-from dra_mirror.service.http.persisted import PersistedQueries
 from dra_mirror.service.http.readiness import (
     API,
     STORE_TIMEOUT,
@@ -78,21 +73,37 @@ from dra_mirror.service.http.readiness import (
     StoreHealth,
     readiness,
 )
-from dra_mirror.service.http.registered import registered_documents
 from dra_mirror.service.http.watchers import Watchers
-from dra_mirror.service.mcp.http import McpEndpoint
 from dra_mirror.service.model.kinds import DRA_VERSIONS
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.slack import SlackCommands, SlackSettings
+from dra_mirror.service.slack import SlackSettings
 from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
 from dra_mirror.service.web.routes import web_routes
 
 if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
+    from dra_mirror.schema.reader import ReadScope
     from dra_mirror.service.history.runtime import History
 
 log = logging.getLogger(__name__)
 
-ScopeFor = Callable[[Any], ReadScope]
+ScopeFor = Callable[[Any], "ReadScope"]
+
+
+def utc_now() -> datetime:
+    """The clock of time-derived fields (`schema.context`'s, without importing the schema)."""
+    return datetime.now(UTC)
+
+
+async def _contention_csv(request: Request) -> Response:
+    from dra_mirror.service.http import exports  # the schema's reader: loaded by then
+
+    return await exports.contention_csv(request)
+
+
+async def _idle_holders_csv(request: Request) -> Response:
+    from dra_mirror.service.http import exports
+
+    return await exports.idle_holders_csv(request)
 
 
 class AppState:
@@ -191,34 +202,26 @@ def create_app(
     access: AccessControl | None = None,
     open_access: Callable[[], Awaitable[AccessControl]] | None = None,
     role: str = API,
+    graphql_in_lifespan: bool = False,
 ) -> Starlette:
-    """The ASGI app; see the module docstring for what its lifespan owns."""
+    """The ASGI app; see the module docstring for what its lifespan owns. `graphql_in_lifespan`:
+    the schema and the view are built in the lifespan, once the watchers started
+    (`service.http.graphql_parts`)."""
     if role not in (API, WATCHER):
         raise ValueError(f"role must be {API!r} or {WATCHER!r}, not {role!r}")
     state = AppState(
         settings, store, history, scope_for or subject_scope, now, dra_metrics=dra_metrics,
         role=role,
     )  # fmt: skip
-    # One registry of persisted documents: the view resolves hashes against it, and the
-    # guards' registered-only rule (DRA_MIRROR_GRAPHQL_REFUSE_UNREGISTERED) reads it. Documents
-    # registered ahead of time are read and checked now (a bad one stops the start); clients
-    # may add theirs only while other documents may run.
-    registry = PersistedQueries(
-        max_bytes=settings.graphql.persisted_queries_bytes,
-        max_document_bytes=settings.graphql.cached_document_max_bytes,
-        learn=not settings.graphql.refuse_unregistered,
-    )
-    schema = build_schema(settings.graphql, registry=registry)
-    registry.registered.update(registered_documents(schema._schema, settings.graphql))
-    view = MirrorGraphQL(
-        schema,
-        state=state,
-        graphiql=settings.http.graphiql,
-        registry=registry,
-    )
-
-    # MCP tools for agents at /mcp: the same context (and access scope) as /graphql.
-    mcp = McpEndpoint(lambda r: view.get_context(r, None), view.schema)
+    parts = GraphQLParts(settings, state, slack=slack, access=lambda: state.access)
+    view: Any = DeferredView(parts)
+    slack_commands: Any = parts.slack_commands
+    if not graphql_in_lifespan:  # built now: the routes hold the view itself
+        parts.build()
+        view = parts.view
+        assert parts.slack is not None
+        slack_commands = parts.slack.handle
+    mcp = parts.mcp
 
     async def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")
@@ -261,6 +264,9 @@ def create_app(
                 state.reactors = reactors
             if state.reactors is not None:
                 stack.push_async_callback(state.reactors.stop)
+            if parts.view is None:  # in a worker thread: the first LISTs go on meanwhile
+                await asyncio.sleep(0)  # the watchers' first requests leave first
+                await asyncio.to_thread(parts.build)
             state._started = True
             yield
 
@@ -273,19 +279,10 @@ def create_app(
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", state.metrics.endpoint, methods=["GET"]),
             # CSV exports of the history audits (they read app.state.mirror: history, scope_for)
-            Route("/export/contention.csv", export.contention_csv, methods=["GET"]),
-            Route("/export/idle-holders.csv", export.idle_holders_csv, methods=["GET"]),
+            Route("/export/contention.csv", _contention_csv, methods=["GET"]),
+            Route("/export/idle-holders.csv", _idle_holders_csv, methods=["GET"]),
             # Slack slash commands, answered by this schema with /graphql's per-request context
-            Route(
-                "/slack/commands",
-                SlackCommands(
-                    view.schema,
-                    lambda r: view.get_context(r, None),
-                    slack,
-                    access=lambda: state.access,
-                ).handle,
-                methods=["POST"],
-            ),
+            Route("/slack/commands", slack_commands, methods=["POST"]),
             *web_routes(),  # the Devices screens (/ui/) and their static files
         ],
         lifespan=lifespan,

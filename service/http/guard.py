@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from dra_mirror.schema.guard.budget import ABORTS_KEY, ClientGone, RequestAborts
+if TYPE_CHECKING:  # graphql-core and the schema load with the first request (see RequestGuard)
+    from dra_mirror.schema.guard.budget import RequestAborts
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +44,21 @@ def _json_error(status: int, message: str, code: str) -> tuple[int, bytes]:
 WATCH_AFTER = 0.05
 
 
+def _budget() -> ModuleType:
+    from dra_mirror.schema.guard import budget
+
+    return budget
+
+
 class RequestGuard:
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, request_timeout: float) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
+        # schema.guard.budget (graphql-core, the schema package), taken at the first request:
+        # the app is built before the schema is when it is built in the lifespan
+        # (service.http.graphql_parts), and no request runs before the lifespan has started.
+        self._budget: ModuleType | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -62,8 +74,11 @@ class RequestGuard:
             return
         if body is _GONE:
             return
-        aborts = RequestAborts()
-        scope.setdefault("state", {})[ABORTS_KEY] = aborts
+        budget = self._budget
+        if budget is None:
+            budget = self._budget = _budget()
+        aborts = budget.RequestAborts()
+        scope.setdefault("state", {})[budget.ABORTS_KEY] = aborts
         watch = _Watch(scope, receive, aborts, self.request_timeout)
         replayed = False
 
@@ -149,11 +164,12 @@ class _Watch:
             return
         self.why = why
         method, path = self.scope.get("method"), self.scope["path"]
+        gone = _budget().ClientGone  # loaded by the guard already: a lookup
         if why == _GONE_CLIENT:
-            self.aborts.abort(ClientGone())
+            self.aborts.abort(gone())
             log.info("%s %s: the client disconnected; its work is stopped", method, path)
         else:
-            self.aborts.abort(ClientGone(f"over the request timeout ({self.timeout:g} s)"))
+            self.aborts.abort(gone(f"over the request timeout ({self.timeout:g} s)"))
             log.info("%s %s: over the request timeout (%g s); its work is stopped",
                      method, path, self.timeout)  # fmt: skip
         if self.task is not None:

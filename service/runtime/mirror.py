@@ -21,6 +21,9 @@ access=None, role=API)`:
 * with `alerts` (`service.alerts.config`), the alert engine runs beside the reactors over
   their own indexes (with leased watchers: the clusters whose lease this replica holds), woken
   by every batch, its series in `/metrics`;
+* with `graphql_in_lifespan` (`serve`, `watch`), the schema and the GraphQL view are built in
+  the lifespan once the watchers started, in a worker thread, while the first LISTs are on
+  their way (`service.http.graphql_parts`); the app serves once they are built;
 * once every cluster synced: the heap built so far is moved out of the garbage collector's
   sight (`freeze_heap`), and for an in-process store the diagnostics' allocation ledgers are
   built (`diagnosis.prepare`) rather than by the first `explainClaim`.
@@ -79,6 +82,7 @@ def mirror_app(
     access: AccessConfig | None = None,
     alerts: AlertsConfig | None = None,
     role: str = API,
+    graphql_in_lifespan: bool = False,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
@@ -138,6 +142,7 @@ def mirror_app(
         open_access=open_access if access is not None else None,
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
         role=role,
+        graphql_in_lifespan=graphql_in_lifespan,
     )
     return app
 

@@ -120,3 +120,56 @@ asyncio.run(main())
         "who_holds": True,
         "in_main_thread": [False],  # loaded in a worker thread: the event loop goes on meanwhile
     }
+
+
+def test_serve_s_app_starts_its_watchers_before_strawberry_and_the_schema_load():
+    # `serve` builds its app with the GraphQL side built in the lifespan, in a worker thread,
+    # after the watchers started: their first LISTs are on their way meanwhile. The app
+    # answers GraphQL (and /mcp's tools) once started; a bad registered document still stops
+    # the start.
+    code = """
+import asyncio, json, sys, threading
+import httpx
+from asgi_lifespan import LifespanManager
+from dra_mirror.service.http.app import create_app
+from dra_mirror.service.settings import Settings
+from dra_mirror.service.stores.memory import MemoryStore
+
+seen = {}
+schema_threads = set()
+class Watch:  # records which thread imports the schema package
+    def find_spec(self, name, path=None, target=None):
+        if name == "dra_mirror.schema":
+            schema_threads.add(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+
+async def start_reactors():
+    seen["at_watchers"] = "strawberry" in sys.modules or "graphql" in sys.modules
+    return None
+
+async def main():
+    app = create_app(Settings(), store=MemoryStore(), start_reactors=start_reactors,
+                     graphql_in_lifespan=True)
+    seen["at_build"] = "strawberry" in sys.modules or "graphql" in sys.modules
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
+            answer = await http.post("/graphql", json={"query": "{ __typename }"})
+            seen["answer"] = answer.json()
+            seen["get"] = (await http.get("/graphql?query={__typename}")).json()
+    seen["schema_in_main_thread"] = sorted(schema_threads)
+    print(json.dumps(seen))
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "at_build": False,
+        "at_watchers": False,
+        "answer": {"data": {"__typename": "Query"}},
+        "get": {"data": {"__typename": "Query"}},
+        "schema_in_main_thread": [False],
+    }

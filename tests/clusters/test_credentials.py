@@ -225,3 +225,62 @@ async def test_a_netrc_entry_for_the_server_changes_nothing(east, tmp_path, monk
     monkeypatch.setenv("NETRC", str(netrc))
     known = kubeconfig(tmp_path / "known", east, {"token": "bob-token"})
     assert "ml" in await namespaces(known)
+
+
+async def test_insecure_skip_tls_verify_and_tls_server_name_are_honoured(tls_cluster, tmp_path):
+    url, pki = tls_cluster
+    inline = {
+        "client-certificate-data": pki.data("client.crt"),
+        "client-key-data": pki.data("client.key"),
+    }
+    skip = {"insecure-skip-tls-verify": True}  # the server's CA is nobody's the client knows
+    assert "default" in await namespaces(kubeconfig(tmp_path / "skip", url, inline, skip))
+    authority = {"certificate-authority-data": pki.data("ca.crt")}
+    other_name = {**authority, "tls-server-name": "elsewhere.example"}  # not the certificate's
+    with pytest.raises(Unreachable, match="CERTIFICATE_VERIFY_FAILED"):
+        await namespaces(kubeconfig(tmp_path / "other-name", url, inline, other_name))
+
+
+async def test_contexts_with_the_same_tls_settings_share_one_context_and_http_builds_none(
+    tls_cluster, tmp_path, monkeypatch
+):
+    url, pki = tls_cluster
+    built: list[object] = []
+    create = ssl.create_default_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(kwargs.get("cafile"))
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    user = {
+        "client-certificate-data": pki.data("client.crt"),
+        "client-key-data": pki.data("client.key"),
+    }
+    cluster = {"server": url, "certificate-authority-data": pki.data("ca.crt")}
+    path = tmp_path / "two"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": user}],
+                "contexts": [
+                    {"name": name, "context": {"cluster": "c", "user": "u"}} for name in "ab"
+                ],
+            }
+        )
+    )
+    both = await connect(str(path), None)
+    try:
+        assert len(built) == 1  # one context for both
+        for connection in both:
+            body = await ClusterApi("c", connection.api_client).get("/api/v1/namespaces")
+            assert b'"default"' in body
+        rests = [connection.api_client.rest_client for connection in both]
+        assert rests[0].pool_manager.connector._ssl is rests[1].pool_manager.connector._ssl
+    finally:
+        await close_all(both)
+    plain = kubeconfig(tmp_path / "plain", "http://127.0.0.1:1", {"token": "t"})
+    [connection] = await connect(plain, None)
+    await close_all([connection])
+    assert len(built) == 1  # a plain http:// server: no TLS context built

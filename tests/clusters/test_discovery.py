@@ -111,3 +111,37 @@ async def test_a_rule_version_switched_off_is_found_again_and_none_is_remembered
         sim.served["c"].taint_rule_versions = ("v1beta2",)
         now[0] = 11
         assert await versions.version_of("DeviceTaintRule") == "v1beta2"
+
+
+class SlowDiscovery:
+    """Discovery documents answered after a round trip; records what was in flight at once."""
+
+    cluster = "slow"
+
+    def __init__(self, listed: tuple[str, ...]) -> None:
+        self.listed = listed
+        self.in_flight: set[str] = set()
+        self.together: set[frozenset[str]] = set()
+
+    async def get(self, path: str, *, time_limit: float) -> bytes:
+        import asyncio
+
+        import orjson
+
+        self.in_flight.add(path)
+        self.together.add(frozenset(self.in_flight))
+        await asyncio.sleep(0.01)
+        self.in_flight.discard(path)
+        if path == "/apis/resource.k8s.io":
+            versions = [{"version": v} for v in self.listed]
+            return orjson.dumps({"kind": "APIGroup", "versions": versions})
+        names = ["deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates"]
+        return orjson.dumps({"resources": [{"name": n} for n in names]})
+
+
+async def test_the_preferred_version_is_asked_for_with_the_group_and_used_only_if_listed() -> None:
+    both = SlowDiscovery(("v1", "v1beta2"))
+    assert await DraVersions(both).version() == "v1"  # type: ignore[arg-type]
+    assert frozenset({"/apis/resource.k8s.io", "/apis/resource.k8s.io/v1"}) in both.together
+    older = SlowDiscovery(("v1beta2",))  # v1 answers (a stale proxy, say) but is not listed
+    assert await DraVersions(older).version() == "v1beta2"  # type: ignore[arg-type]

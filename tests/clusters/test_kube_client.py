@@ -157,3 +157,25 @@ def test_nothing_is_deferred_when_the_client_was_imported_in_full():
         """
     )
     assert result == {"models": True, "hook": False, "same": True}
+
+
+def test_the_mirror_s_client_has_the_attributes_the_client_s_own_has() -> None:
+    # MirrorApiClient and MirrorRest set what ApiClient and RESTClientObject's own __init__
+    # set (they skip them only to build no TLS context for a plain http:// server).
+    import asyncio
+
+    from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
+    from dra_mirror.service.clusters.transport import api_client_for
+
+    async def both() -> tuple[ApiClient, ApiClient]:
+        configuration = Configuration(host="http://127.0.0.1:1")
+        own, mirror = ApiClient(configuration), api_client_for(configuration)
+        await own.close()
+        await mirror.close()
+        return own, mirror
+
+    own, mirror = asyncio.run(both())
+    assert sorted(vars(mirror)) == sorted(vars(own))
+    assert sorted(vars(mirror.rest_client)) == sorted(vars(own.rest_client))
+    assert mirror.default_headers == own.default_headers
+    assert mirror.rest_client.pool_manager.trust_env is False

@@ -164,6 +164,23 @@ def test_a_bad_document_stops_the_start_naming_its_file(
     assert name in str(raised.value) and says in str(raised.value), raised.value
 
 
+async def test_a_bad_document_stops_the_start_when_the_schema_is_built_in_the_lifespan(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "unknown.graphql").write_text("{ clusters { nope } }")
+    settings = Settings(
+        graphql=GraphQLSettings(refuse_unregistered=True, persisted_documents=str(tmp_path))
+    )
+    app = create_app(settings, store=MemoryStore(), graphql_in_lifespan=True)  # serve's way
+    with pytest.raises(RegisteredDocumentsError) as raised:
+        async with LifespanManager(app):
+            pass
+    assert "unknown.graphql" in str(raised.value) and "Cannot query field 'nope'" in str(
+        raised.value
+    )
+    assert app.state.mirror.startup_error is raised.value  # what `serve` says when it stops
+
+
 def test_a_map_of_hashes_to_texts_is_read_too(tmp_path: Path) -> None:
     (tmp_path / "docs.json").write_bytes(orjson.dumps({sha(NAMES): NAMES, sha(FREE): FREE}))
     assert [d.sha256 for d in read_documents([tmp_path])] == [sha(NAMES), sha(FREE)]
