@@ -28,6 +28,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from dra_mirror.service.mcp.http import McpEndpoint
+from dra_mirror.service.questions.asker import Asker
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 
@@ -52,13 +53,20 @@ class GraphQLParts:
         self.access = access
         self.view: MirrorGraphQL | None = None
         self.slack: SlackCommands | None = None
-        # MCP tools for agents at /mcp: the same context (and access scope) as /graphql; its
-        # session manager runs in the lifespan, its schema is set by `build()`.
-        self.mcp = McpEndpoint(self._context, None)  # type: ignore[arg-type]
+        # MCP tools for agents at /mcp: the same asker (and access scope) as /graphql; its
+        # session manager runs in the lifespan.
+        self.mcp = McpEndpoint(self._asker)
 
     async def _context(self, request: Any) -> Any:
         assert self.view is not None, "GraphQLParts.build() has not run"
         return await self.view.get_context(request, None)
+
+    async def _asker(self, request: Any) -> Asker:
+        """Who asks, as /graphql sees the request: its scope, the app's history and clock."""
+        context = await self._context(request)
+        return Asker.over(
+            context.reader.store, context.scope, history=context.history, now=context.now
+        )
 
     def build(self) -> None:
         """Import strawberry and the schema and build the view (see the module docstring)."""
@@ -84,11 +92,8 @@ class GraphQLParts:
         view = MirrorGraphQL(
             schema, state=self.state, graphiql=self.settings.http.graphiql, registry=registry
         )
-        self.mcp.schema = view.schema
-        # Slack slash commands, answered by this schema with /graphql's per-request context
-        self.slack = SlackCommands(
-            view.schema, self._context, self.slack_settings, access=self.access
-        )
+        # Slack slash commands, answered by the questions with /graphql's per-request asker
+        self.slack = SlackCommands(self._asker, self.slack_settings, access=self.access)
         self.view = view
 
     async def slack_commands(self, request: Request) -> Response:
