@@ -16,6 +16,7 @@ import asyncio
 import click
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
+from dra_mirror.service.questions.remote import RemoteQuestions
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
@@ -27,12 +28,12 @@ async def serve_stdio(server_url: str, token: str | None) -> None:
     async with httpx.AsyncClient(
         base_url=server_url.rstrip("/"), headers=headers, timeout=TIMEOUT
     ) as http:
-        ask = over_http(http)
+        questions = RemoteQuestions(over_http(http))
 
-        async def ask_for(_ctx: object):
-            return ask
+        async def questions_for(_ctx: object) -> RemoteQuestions:
+            return questions
 
-        await build_server(ask_for).run_stdio_async()
+        await build_server(questions_for).run_stdio_async()
 
 
 @click.command("mcp")
