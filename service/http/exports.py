@@ -20,8 +20,8 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+from dra_mirror.service.questions.scoped import ReadScope
 
 CONTENTION_COLUMNS = (
     "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",
@@ -70,7 +70,7 @@ def _cluster(request: Request) -> str | None:
 
 
 class ExportState(Protocol):
-    """What the exports read of the app's shared state (`service.http.app.AppState`)."""
+    """What the exports read of the app's shared state (`service.http.state.AppState`)."""
 
     history: Any  # a `HistoryQueries`, or None without a history database
     scope_for: Callable[[Any], ReadScope]

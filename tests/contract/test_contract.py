@@ -20,9 +20,10 @@ import httpx
 import orjson
 import pytest
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.questions.facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
 from dra_mirror.service.questions.history_facts import TIMELINE_FIELDS
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from tests.contract.truth import free_rows, truth_of
 from tests.contract.worlds import HistoryWorld, demo_with_history
@@ -70,7 +71,8 @@ class Fronts:
 @pytest.fixture(scope="module")
 async def fronts(tmp_path_factory) -> AsyncIterator[Fronts]:
     world = await demo_with_history(tmp_path_factory.mktemp("contract"))
-    app = create_app(Settings(), store=world.store, history=world.history, slack=slack_settings())
+    app = compose_app(Settings(), store=world.store, history=opened(world.history),
+                      slack=slack_settings())  # fmt: skip
     try:
         async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as http:
             yield Fronts(url, world, http, Slack(http))
