@@ -169,7 +169,7 @@ class HistoryQueries:
                     )
                 ).all()
                 spans = [_allocation(r) for r in allocations]
-                await self._attach_pods(conn, spans, window=(start_us, end_us))
+                await self._attach_pods(conn, spans)
                 inventory = (
                     await conn.execute(
                         select(d)
@@ -203,12 +203,7 @@ class HistoryQueries:
         return list(timelines.values())
 
     async def _attach_pods(
-        self,
-        conn: AsyncConnection,
-        spans: list[AllocationSpan],
-        *,
-        at_us: int | None = None,
-        window: tuple[int, int] | None = None,
+        self, conn: AsyncConnection, spans: list[AllocationSpan], *, at_us: int | None = None
     ) -> None:
         uids = sorted({s.claim_uid for s in spans})
         if not uids:
