@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Annotated, overload
 import orjson
 import strawberry
 from strawberry.scalars import JSON
-from strawberry.types import Info
 
 from dra_mirror.service.history.times import to_rfc3339
 from dra_mirror.service.questions import history
 from dra_mirror.service.questions.asking import QuestionError
 
 from .asked import asked, graphql_error
+from .context import Info
 from .scalars import DateTime
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured

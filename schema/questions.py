@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.questions import capacity, claims, free, pods
 from dra_mirror.service.questions.asking import BadQuestion
 from dra_mirror.service.questions.claims import Claims
 
 from .asked import asked
+from .context import Info
 
 
 def _fields(value: Any) -> dict[str, Any]:

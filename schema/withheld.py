@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from strawberry.dataloader import DataLoader
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import AllocationRef, DeviceKey
 
+from .context import Info
 from .loaders import Loaders
 
 MEMO_KEY = "withheld:every-holder"
