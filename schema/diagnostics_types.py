@@ -235,6 +235,13 @@ class ClaimDiagnosis:
     def holders_total(self) -> int:
         return self.d.holders_total
 
+    @strawberry.field(
+        description="Holders in namespaces outside the asker's scope: counted in holdersTotal "
+        "and in every verdict, never named."
+    )
+    def holders_hidden(self) -> int:
+        return self.d.holders_hidden
+
     @strawberry.field(description="The checklist of an allocated claim (empty when pending).")
     def checks(self) -> list[ClaimCheck]:
         return [ClaimCheck(c=c) for c in self.d.checks]
