@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra_mirror.service.access.scope import AccessScope
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -105,7 +105,7 @@ class Mirror:
     """The app over one store, asked with one scope."""
 
     def __init__(self, store: MemoryStore, scope: AccessScope) -> None:
-        self.app = create_app(Settings(), store=store, scope_for=lambda _r: scope)
+        self.app = compose_app(Settings(), store=store, scope_for=lambda _r: scope)
 
     async def __aenter__(self) -> Mirror:
         self.manager = LifespanManager(self.app)
