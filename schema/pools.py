@@ -7,7 +7,6 @@ available — and name no claim."""
 from __future__ import annotations
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.pool_status import PoolStatus, pool_statuses
@@ -21,6 +20,8 @@ from dra_mirror.service.model.records import (
     SliceRecord,
     TaintRuleRecord,
 )
+
+from .context import Info
 
 
 @strawberry.type(
