@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
-from dra_mirror.service.diagnostics.explain import Check, Diagnosis, Holder
+from dra_mirror.service.diagnostics.diagnoses import Check, Diagnosis, Holder
 from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
 from dra_mirror.service.model.records import ClaimRecord, ObjectKey, PodRecord

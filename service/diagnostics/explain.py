@@ -30,21 +30,31 @@ count is the one the whole cluster gives. `withheld` keeps those holders for cal
 compute over them (the plan's cleanup candidates) and never show them.
 
 Promises: pure (reads records, never mutates the ledger); every verdict comes with a one-line
-`message` and the structured counts behind it.
+`message` and the structured counts behind it. The answer's types and verdict names are in
+`diagnoses`; an allocated claim's checklist in `checklist`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 
+from dra_mirror.service.diagnostics.checklist import checklist
 from dra_mirror.service.diagnostics.cluster import (
     driver_of_selectors,
     gpu_nodes,
-    node_shortfall,
     node_usage,
     pod_requests,
     shortfall,
+)
+from dra_mirror.service.diagnostics.diagnoses import (
+    ALLOCATABLE,
+    DELETING,
+    DRIVER_MISSING,
+    MAX_HOLDERS,
+    NODE_RESOURCES,
+    SHARING_OFF,
+    Diagnosis,
+    Holder,
 )
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
@@ -64,51 +74,6 @@ from dra_mirror.service.model.records import (
     PodRecord,
     key_of,
 )
-
-DRIVER_MISSING = "driver-missing"
-SHARING_OFF = "sharing-off"
-ALLOCATABLE = "allocatable"
-OK = "ok"
-NODE_RESOURCES = "node-resources"
-IDLE = "idle"
-POD_NOT_RUNNING = "pod-not-running"
-DELETING = "deleting"
-
-MAX_HOLDERS = 50
-
-
-@dataclass
-class Holder:
-    """A claim holding devices the explained claim wanted."""
-
-    claim: ObjectKey
-    pods: list[ObjectKey]  # consumer pods (status.reservedFor)
-    running: bool  # some consumer pod is Running
-    idle: bool  # allocated and no consumer pod Running
-    idle_since: str | None = None
-
-
-@dataclass
-class Check:
-    name: str  # allocated | node | devices | consumers | running
-    ok: bool
-    detail: str
-
-
-@dataclass
-class Diagnosis:
-    claim: ObjectKey
-    state: str
-    verdict: str
-    message: str
-    requests: list[RequestVerdict] = field(default_factory=list)
-    holders: list[Holder] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    pods: list[ObjectKey] = field(default_factory=list)  # pods that reference the claim
-    nodes_without_driver: list[str] = field(default_factory=list)
-    holders_total: int = 0  # holders may be cut to MAX_HOLDERS (idle ones kept first)
-    holders_hidden: int = 0  # holders outside the asker's scope: counted, never named
-    withheld: list[Holder] = field(default_factory=list)  # those holders: never shown
 
 
 def explain_claim(
@@ -144,7 +109,7 @@ def explain_claim(
         base.message = f"deletion requested at {claim.meta.deleted_at}; finalizers: {finalizers}"
         return base
     if claim.allocation is not None:
-        return _allocated(claim, base, users, pods, nodes)
+        return checklist(claim, base, users, pods, nodes)
     # Pending: ask the allocator, over the nodes its waiting pods may use (a pod pinned by
     # nodeName; `eligible_nodes` when the caller knows the pods' nodeSelector/affinity).
     scope = set(eligible_nodes) if eligible_nodes is not None else None
@@ -375,62 +340,3 @@ def _any_shareable(
 
 def _claim_ref(key: ObjectKey) -> str:
     return f"{key.namespace}/{key.name}" if key.namespace else key.name
-
-
-def _allocated(
-    claim: ClaimRecord,
-    diagnosis: Diagnosis,
-    users: list[PodRecord],
-    pods: Sequence[PodRecord],
-    nodes: Sequence[NodeRecord],
-) -> Diagnosis:
-    allocation = claim.allocation
-    assert allocation is not None
-    reserved = {c.uid for c in claim.reserved_for}
-    consumers = [p for p in users if p.meta.uid in reserved]
-    devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in allocation.results)
-    node = allocation.node_name
-    checks = [
-        Check("allocated", True, f"{len(allocation.results)} device(s)"),
-        Check("node", True, node or "network-attached: usable on any node"),
-        Check("devices", bool(allocation.results), devices or "no devices"),
-        Check(
-            "consumers",
-            bool(users) and len(consumers) == len(users),
-            ", ".join(f"{p.meta.namespace}/{p.meta.name}" for p in consumers)
-            or "no pod reserves it",
-        ),
-        Check(
-            "running",
-            bool(consumers) and all(p.phase == "Running" for p in consumers),
-            ", ".join(f"{p.meta.name}: {p.phase}" for p in users) or "no pod uses it",
-        ),
-    ]
-    diagnosis.checks = checks
-    pending = [p for p in users if p.phase == "Pending"]
-    for pod in pending:
-        target = node or pod.node_name
-        record = next((n for n in nodes if n.meta.name == target), None)
-        shortfall = node_shortfall(pod, record, pods) if record is not None else None
-        if shortfall is not None:
-            resource, requested, allocatable = shortfall
-            diagnosis.verdict = NODE_RESOURCES
-            diagnosis.message = (
-                f"the claim is allocated on {target}, but pod {pod.meta.name} is Pending: the node "
-                f"lacks {resource} ({requested} requested with the pods already there, "
-                f"{allocatable} allocatable)"
-            )
-            return diagnosis
-    if all(c.ok for c in checks):
-        diagnosis.verdict, diagnosis.message = (
-            OK,
-            f"allocated on {node or 'any node'}: {devices}; in use",
-        )
-    elif not any(p.phase == "Running" for p in consumers):
-        diagnosis.verdict = IDLE
-        diagnosis.message = f"allocated ({devices}) but no consumer pod is Running"
-    else:
-        diagnosis.verdict = POD_NOT_RUNNING
-        failing = [c for c in checks if not c.ok]
-        diagnosis.message = "; ".join(f"{c.name}: {c.detail}" for c in failing)
-    return diagnosis
