@@ -52,8 +52,7 @@ from dra_mirror.service.clusters.watching import (
     WatchMessage,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
-from dra_mirror.service.model.kinds import OPTIONAL
-from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.model.kinds import KINDS, OPTIONAL
 from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
