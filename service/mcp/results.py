@@ -169,6 +169,8 @@ class Diagnosis(Result):
     holders: list[dict[str, Any]] = Field(description="Claims holding what it wants (idle "
                                           "ones first), with since when idle")  # fmt: skip
     holders_total: int
+    holders_hidden: int = Field(description="Holders in namespaces outside your scope: "
+                                "counted, never named")  # fmt: skip
 
 
 class WhyPendingResult(Result):

@@ -180,6 +180,8 @@ async def why_pending(
                           "idle": h["idle"], "idleSince": h["idleSince"]}
                          for h in d["holders"][:20]],
                 holders_total=d["holdersTotal"],
+                # holders in namespaces outside the caller's scope: counted, never named
+                holders_hidden=d.get("holdersHidden", 0),
             )
             for d in found
         ]

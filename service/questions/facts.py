@@ -37,7 +37,8 @@ Facts = dict[str, Any]
 
 FINDING_FIELDS = "rule severity object path message"
 
-DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal nodesWithoutDriver
+DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal holdersHidden
+  nodesWithoutDriver
   pods { namespace name }
   requests { request deviceClassName classExists classDevices freeOrShareable nodes needed
              verdict summary selectors { expression passing rejected }
@@ -101,7 +102,8 @@ def diagnosis_facts(d: Diagnosis) -> Facts:
     return {
         "cluster": d.claim.cluster, "namespace": d.claim.namespace, "name": d.claim.name,
         "state": d.state, "verdict": enum_name(d.verdict), "message": d.message,
-        "holdersTotal": d.holders_total, "nodesWithoutDriver": list(d.nodes_without_driver),
+        "holdersTotal": d.holders_total, "holdersHidden": d.holders_hidden,
+        "nodesWithoutDriver": list(d.nodes_without_driver),
         "pods": [_ref(k) for k in d.pods],
         "requests": [request_facts(v) for v in d.requests],
         "holders": [holder_facts(h) for h in d.holders],

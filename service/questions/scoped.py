@@ -10,7 +10,10 @@
   (`schema.reader`) raises its GraphQL error instead;
 * it keeps the store's batched shape (`get(keys)`, `lookup(relation, keys)`…), and passes on
   the in-process index of a cluster unscoped (`index(cluster)`): the questions apply the scope
-  per namespace (`service.questions.cluster_state`).
+  per namespace (`service.questions.cluster_state`);
+* `whole` is the same store unfiltered (errors raised the same way), for the questions that
+  derive facts of a whole cluster — device status, capacity, counters, placement — and only
+  then withhold the names the scope hides.
 
 `ReadScope` is what a scope answers (`service.access.scope.AccessScope` is the subject's);
 `Scope.everything()` sees everything (a mirror without authentication, the command line's
@@ -137,6 +140,16 @@ class ScopedReader:
     def __init__(self, store: StateReader, scope: ReadScope) -> None:
         self.store = store
         self.scope = scope
+        self._whole: ScopedReader | None = None
+
+    @property
+    def whole(self) -> ScopedReader:
+        """The store behind the scope, unfiltered, its errors raised as this reader raises
+        them: what derivations of a cluster's facts read (a device held by a claim the asker
+        may not see is held); the names they show are still the scope's to decide."""
+        if self._whole is None:
+            self._whole = self if not self.scope.may_hide() else type(self)(self.store, Scope())
+        return self._whole
 
     def unavailable(self, error: StoreUnavailable) -> Exception:
         """What a store outage is raised as (the graph's reader raises a GraphQL error)."""
