@@ -21,6 +21,15 @@ Promises:
   `claim_idle` while draining, the lease holder removes (XGROUP DELCONSUMER) every other
   consumer with no pending entry that was idle longer than `claim_idle`; never one with
   pending entries.
+* Fenced appends: a watcher holding a cluster's lease gives the outbox the lease's token
+  (`fence(cluster, token)`, kept in `PREFIX:{history}:outbox:fences`, field = cluster); from
+  then on each entry of that cluster is appended by one script only while that field still
+  holds the token. Another replica that took the cluster over wrote its own token there, and a
+  Redis that came back empty holds none: an append of a watcher that lost the cluster (or
+  whose outbox lost its entries, and with them the mark history would count a gap from) is
+  refused with `OutboxFenced` — so it can never move history's mark of the cluster past
+  entries that were lost, and the gap the next start records covers them
+  (`OutboxFenced.lost`: no token at all, the outbox's data is gone).
 * Every Redis failure leaves this module as `StoreUnavailable` (a `StoreError`): the reactor
   retries an append that raised it with the same batch, so a watch keeps its position while
   Redis is down; the history runtime restarts its writer after one.
@@ -53,6 +62,7 @@ from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import connect
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
+from dra_mirror.service.stores.redis_writes import Fenced
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -89,6 +99,31 @@ for _, consumer in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
 end
 return removed
 """
+
+
+# Append only while the cluster's field of the fences hash holds this writer's token. KEYS:
+# stream, fences; ARGV: cluster, token, payload, maxlen ('' for none). The entry id, or 0 when
+# another token is there, -1 when none is (the outbox lost its data: Redis came back empty).
+_FENCED_APPEND = """
+local current = redis.call('HGET', KEYS[2], ARGV[1])
+if current ~= ARGV[2] then
+  if current then return 0 end
+  return -1
+end
+if ARGV[4] ~= '' then
+  return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
+end
+return redis.call('XADD', KEYS[1], '*', 'e', ARGV[3])
+"""
+
+
+class OutboxFenced(Fenced):
+    """An append refused: the cluster's fence in the outbox is not this writer's token.
+    `lost`: no token at all — the outbox lost its data (Redis came back empty)."""
+
+    def __init__(self, message: str, *, lost: bool) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 def stream_key(prefix: str = DEFAULT_PREFIX) -> str:
@@ -128,6 +163,8 @@ class RedisStreamOutbox:
         self.maxlen = maxlen
         self.claim_idle_ms = int(claim_idle * 1000)
         self.lease_key = f"{stream_key}:drainer"
+        self.fences_key = f"{stream_key}:fences"
+        self._tokens: dict[str, str] = {}  # cluster -> the token its appends are fenced with
         self.lease_ms = int(lease_ttl * 1000)
         self._lease = redis.register_script(_LEASE)
         self._prune = redis.register_script(_PRUNE)
@@ -178,25 +215,46 @@ class RedisStreamOutbox:
             await self._ensure_group()
             return await self._call(awaitable_factory())
 
+    # --- fencing (service.reactor.leased) ----------------------------------------------------
+
+    async def fence(self, cluster: str, token: str) -> None:
+        """Append `cluster`'s entries only while `token` is its fence here (the lease's token,
+        given when this process takes the cluster's lease)."""
+        await self._call(self.redis.hset(self.fences_key, cluster, token))
+        self._tokens[cluster] = token
+
+    def unfence(self, cluster: str) -> None:
+        """This process lost `cluster`: its appends still in flight are refused."""
+        if cluster in self._tokens:
+            self._tokens[cluster] = "lost"  # matches no token a lease hands out
+
+    def _append(self, client: Any, payload: bytes, cluster: str | None) -> Any:
+        token = self._tokens.get(cluster) if cluster is not None else None
+        if token is None:  # not fenced: one writer (tests), or no lease
+            return client.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
+        maxlen = "" if self.maxlen is None else str(self.maxlen)
+        return client.eval(
+            _FENCED_APPEND, 2, self.name, self.fences_key, cluster, token, payload, maxlen
+        )
+
     # --- the Outbox protocol -----------------------------------------------------------------
 
-    async def append(self, payload: bytes) -> str:
+    async def append(self, payload: bytes, *, cluster: str | None = None) -> str:
         loop = asyncio.get_running_loop()
         if self.wait_replicas <= 0 or loop.time() < self._unreplicated_until:
-            entry_id = await self._call(
-                self.redis.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
-            )
-            return _id(entry_id)
+            entry_id = await self._call(self._append(self.redis, payload, cluster))
+            return _appended(entry_id, cluster)
         # XADD then WAIT on one connection (a pipeline to the stream's node): WAIT counts the
         # replicas that hold every write of *this* connection
         pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
+        self._append(pipe, payload, cluster)
         target = {}
         if isinstance(self.redis, RedisCluster):
             await self._call(self.redis.initialize())  # the slot map, once
             target = {"target_nodes": self.redis.get_node_from_key(self.name)}
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
         entry_id, replicas = await self._call(pipe.execute())
+        entry_id = _appended(entry_id, cluster)
         if int(replicas) < self.wait_replicas:
             self._unreplicated_until = loop.time() + self.wait_backoff
             log.warning(
@@ -347,6 +405,18 @@ class RedisStreamOutbox:
 
 def _id(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _appended(reply: Any, cluster: str | None) -> str:
+    """The id an append answered, or `OutboxFenced` for the fenced script's refusals."""
+    if isinstance(reply, int):
+        lost = reply < 0
+        raise OutboxFenced(
+            f"history outbox: appends of {cluster} refused: "
+            + ("the outbox lost its entries (no fence)" if lost else "another writer holds it"),
+            lost=lost,
+        )
+    return _id(reply)
 
 
 def _payload(fields: Any) -> bytes | None:
