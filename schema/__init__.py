@@ -1,10 +1,10 @@
 """The GraphQL graph of dra-mirror (strawberry), read-only over the state store.
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
-(`schema.query`, the contract in API.md) merged with the history (`schema.history`),
-diagnostics (`schema.diagnostics`), plan (`schema.plan`) and `viewer` (`schema.viewer`) entry
-points, the live `Subscription` (`schema.live`), and
-the parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
+(`schema.query`; the printed `schema/schema.graphql` is the contract clients read) merged with
+the history (`schema.history`), diagnostics (`schema.diagnostics`), plan (`schema.plan`) and
+`viewer` (`schema.viewer`) entry points, the live `Subscription` (`schema.live`), and the
+parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
 instead of 4 to 6 ms).
 
 `print_sdl()` is the printed SDL; `schema/schema.graphql` is that text, committed, and
