@@ -10,10 +10,18 @@ instead of 4 to 6 ms).
 `print_sdl()` is the printed SDL; `schema/schema.graphql` is that text, committed, and
 `tests/schema/test_sdl.py` fails when it is stale (`dra-mirror schema --write` rewrites it).
 
-This package never imports the watchers, the reactor or the simulator (import-linter).
+This package never imports the watchers, the reactor or the simulator (import-linter). The
+folder installs as `dra_mirror.schema`, its only import path (as `schema` it refuses to load).
 """
 
 from __future__ import annotations
+
+if __name__ != "dra_mirror.schema":  # one import path per module (tests/test_import_path.py)
+    raise ImportError(
+        f"import dra_mirror.schema, not {__name__}: the folder schema/ installs as "
+        "dra_mirror.schema (pip install -e .); imported by its folder's name it would load a "
+        "second copy of every module"
+    )
 
 from pathlib import Path
 
