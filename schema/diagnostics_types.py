@@ -15,13 +15,13 @@ import enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.diagnostics.explain import Check, Diagnosis, Holder
 from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
-from dra_mirror.service.model.records import ObjectKey
+from dra_mirror.service.model.records import ClaimRecord, ObjectKey, PodRecord
 
+from .context import Info
 from .scalars import DateTime, to_datetime
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class ClaimHolder:
     async def resource_claim(self, info: Info) -> ClaimT | None:
         from .claims import ResourceClaim
 
-        record = await info.context.loaders.records.load(self.h.claim)
+        record = await info.context.loaders.record(ClaimRecord, self.h.claim)
         return ResourceClaim(record=record) if record is not None else None
 
 
@@ -251,15 +251,15 @@ class ClaimDiagnosis:
     async def resource_claim(self, info: Info) -> ClaimT | None:
         from .claims import ResourceClaim
 
-        record = await info.context.loaders.records.load(self.d.claim)
+        record = await info.context.loaders.record(ClaimRecord, self.d.claim)
         return ResourceClaim(record=record) if record is not None else None
 
     @strawberry.field(description="The pods that reference the claim, as mirrored now.")
     async def pod_objects(self, info: Info) -> list[PodT]:
         from .pods import Pod
 
-        found = await info.context.loaders.records.load_many(self.d.pods)
-        return [Pod(record=r) for r in found if r is not None]
+        found = await info.context.loaders.records_of(PodRecord, self.d.pods)
+        return [Pod(record=r) for r in found]
 
 
 @strawberry.type(description="A common DRA mistake found in a manifest or a mirrored cluster.")

@@ -8,7 +8,6 @@ counts computed from current state (devices, free devices, claims, pending claim
 from __future__ import annotations
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import (
     FREE,
@@ -25,6 +24,7 @@ from dra_mirror.service.stores.protocols import ClusterStatus as ClusterStatusRe
 from dra_mirror.service.stores.protocols import Relation
 
 from . import device_state
+from .context import Info
 from .devices import Device, ResourceSlice, load_devices
 from .identity import ClusterScopedFields
 from .pods import Pod

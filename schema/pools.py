@@ -5,7 +5,6 @@ scoped reader: a pool outside the caller's access is not counted)."""
 from __future__ import annotations
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.pool_status import PoolStatus, pool_statuses
@@ -19,6 +18,8 @@ from dra_mirror.service.model.records import (
     SliceRecord,
     TaintRuleRecord,
 )
+
+from .context import Info
 
 
 @strawberry.type(

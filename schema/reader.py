@@ -20,17 +20,24 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from graphql import GraphQLError
 
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
     AllocationRef,
+    ClaimRecord,
+    DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
+    NodeRecord,
     ObjectKey,
+    PodRecord,
     Record,
+    SliceRecord,
+    TaintRuleRecord,
+    TemplateRecord,
 )
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.protocols import (
@@ -157,6 +164,60 @@ class ScopedReader:
             return records
         return [r if r is not None and _allows_record(self.scope, r) else None for r in records]
 
+    # The store lists records of the kind asked for: a kind's constant (`RESOURCE_CLAIM`…,
+    # Final, so read as a literal) types the answer as that kind's records.
+    @overload
+    async def list(
+        self,
+        kind: Literal["DeviceClass"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[DeviceClassRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceSlice"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[SliceRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceClaim"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[ClaimRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceClaimTemplate"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[TemplateRecord]: ...
+    @overload
+    async def list(
+        self, kind: Literal["Pod"], *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[PodRecord]: ...
+    @overload
+    async def list(
+        self, kind: Literal["Node"], *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[NodeRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["DeviceTaintRule"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[TaintRuleRecord]: ...
+    @overload
+    async def list(
+        self, kind: str, *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[Record]: ...
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
     ) -> Sequence[Record]:

@@ -16,7 +16,7 @@ import asyncio
 
 import click
 
-from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, Ask, over_http
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
@@ -30,7 +30,7 @@ async def serve_stdio(server_url: str, token: str | None) -> None:
     ) as http:
         ask = over_http(http)
 
-        async def ask_for(_ctx: object):
+        async def ask_for(_ctx: object) -> Ask:
             return ask
 
         await serve_mcp_stdio(ask_for)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -75,7 +76,7 @@ def check_url(url: str) -> None:
         raise BadHistoryUrl(f"history database driver {parsed.drivername!r}: {error}") from None
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     # WAL: readers see the last commit while the writer appends; NORMAL sync is durable
     # across process crashes (not power loss) and several times faster than FULL.
     cursor = dbapi_connection.cursor()

@@ -126,7 +126,7 @@ class AccessGate:
         state[SUBJECT_KEY] = subject
         await self.app(scope, receive, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AccessError):
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AccessError) -> None:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4000 + error.status})
             return
