@@ -20,10 +20,8 @@ simulator's allocator) reads only these. They promise:
   one empty map for every field without values): nothing may write into a record's maps; copy
   one to change it.
 
-Identity: an object is `(cluster, kind, namespace, name)` (`namespace` "" for cluster-scoped
-kinds), keeping its `uid` and `resourceVersion`; a device is `(cluster, driver, pool, device)`.
-Device names are not stable hardware identity (drivers renumber `gpu-N`); the `uuid` attribute
-(GPU-…/MIG-…), where the driver publishes one, is, so a physical device's history follows it.
+Identity (`service.model.identity`): an object is `(cluster, kind, namespace, name)`; a device
+is `(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
 """
 
 from __future__ import annotations
@@ -50,9 +48,7 @@ from dra_mirror.service.model.kinds import RESOURCE_SLICE as RESOURCE_SLICE
 KINDS: tuple[str, ...] = tuple(r.kind for r in MIRRORED)
 NAMESPACED_KINDS = frozenset(r.kind for r in MIRRORED if r.namespaced)
 
-# Derived claim states, as kubectl's STATE column reads them: `deleting` once deletionTimestamp
-# is set, else `reserved` with consumers (status.reservedFor), else `allocated` with an
-# allocation, else `pending` (`service.model.claims` derives them).
+# Derived claim states, as kubectl's STATE column reads them (`service.model.claims` decides).
 PENDING = "pending"
 ALLOCATED = "allocated"
 RESERVED = "reserved"
