@@ -17,6 +17,11 @@ at most every `watched_interval`; a clean stop) says a quiet cluster is still wa
 the same call again after a backoff, and nothing after it is handed out meanwhile (nothing
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
+A kind whose stream missed its bookmark deadline (`Silent`) or that relists after a reset of
+the cluster's versions makes the cluster not `connected` (served as `stale`) until that kind
+is heard again or has relisted; only a stream that failed or was stalled is a gap in history
+(from when it was last heard), and a gap of no length is none.
+
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served — DeviceTaintRule, `kinds.OPTIONAL`, holds back neither, unserved or
 failing; whether DRA is served, at which version (DeviceTaintRule's: `taint_rule_version`),
@@ -32,6 +37,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 
 import msgspec
 
@@ -48,6 +54,7 @@ from dra_mirror.service.clusters.watching import (
     KindWatcher,
     Listed,
     Observed,
+    Silent,
     Skipped,
     WatchMessage,
 )
@@ -120,6 +127,8 @@ class Reactor:
         self._unserved: set[str] = set()
         self._failing: dict[str, str] = {}
         self._up: set[str] = set()
+        self._silent: dict[str, float] = {}  # kind -> seconds its stream was silent, when noticed
+        self._watching = False  # every stream up (what gaps follow; silence is no gap)
         self._disconnected_at: str | None = None
         self._gaps: list[tuple[str, str]] = []
         self._status_due = True
@@ -258,6 +267,11 @@ class Reactor:
             self._check_synced()
         elif isinstance(message, Skipped):
             self._skip(message)
+        elif isinstance(message, Silent):
+            # Missed its bookmark deadline: what the kind serves may be stale (a stream from
+            # a position the server never reached is silent) until it is heard again.
+            self._silent[kind] = message.seconds
+            self._refresh_connection()
         elif isinstance(message, Connected | Bookmarked):
             if isinstance(message, Connected):
                 self._served_at(kind, message.api_version)  # follows a cluster upgrade
@@ -266,6 +280,7 @@ class Reactor:
                 await self._watched()
         elif isinstance(message, Failed):
             self._up.discard(kind)
+            self._silent.pop(kind, None)
             unserved = isinstance(message.error, NotServed)
             if unserved and kind in OPTIONAL:  # mirrored without it: not an error
                 self._failing.pop(kind, None)
@@ -280,7 +295,9 @@ class Reactor:
                 self._dra(served=False)
                 self._unserved.add(kind)
             self._check_synced()
-            self._refresh_connection()
+            # a stream that was silent before it failed (a stall, a reset found on a silent
+            # stream) may have missed changes since it was last heard: the gap starts there
+            self._refresh_connection(silent_for=message.silent_for)
 
     async def _watched(self) -> None:
         """A quiet cluster is still watched: say until when (every watch up, all delivered)."""
@@ -310,27 +327,37 @@ class Reactor:
         self.status.taint_rule_version = version
 
     def _mark_up(self, kind: str) -> None:
-        if kind in self._up and kind not in self._failing:
+        if kind in self._up and kind not in self._failing and kind not in self._silent:
             return
         self._up.add(kind)
         self._failing.pop(kind, None)
+        self._silent.pop(kind, None)
         self._refresh_connection()
 
-    def _refresh_connection(self) -> None:
-        errors = sorted(set(self._failing.values()))
-        connected = bool(self._up) and self._failing.keys() <= self._unserved | OPTIONAL
+    def _refresh_connection(self, *, silent_for: float = 0.0) -> None:
+        failures = [*self._failing.values()]
+        failures += [f"{kind}: no event or bookmark for {seconds:.0f}s (possibly stale)"
+                     for kind, seconds in sorted(self._silent.items())]  # fmt: skip
+        errors = sorted(set(failures))
+        watching = bool(self._up) and self._failing.keys() <= self._unserved | OPTIONAL
+        # served as `stale`, not `synced`, while a stream is silent past its bookmark deadline
+        connected = watching and not self._silent
         # One failure is enough to say what is wrong; the log has every attempt.
         error = (
             errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
             if errors
             else None
         )
-        if self.status.connected and not connected:
-            self._disconnected_at = self._at()
-        elif connected and not self.status.connected and self._disconnected_at is not None:
-            # Events may have been missed (or arrive late) in between: history marks the gap.
-            self._gaps.append((self._disconnected_at, self._at()))
+        if self._watching and not watching:
+            self._disconnected_at = rfc3339(self.clock() - timedelta(seconds=silent_for))
+        elif watching and not self._watching and self._disconnected_at is not None:
+            # Events may have been missed (or arrive late) in between: history marks the gap,
+            # unless no time passed at all (a zero-length gap is no gap).
+            start, end = self._disconnected_at, self._at()
+            if start < end:
+                self._gaps.append((start, end))
             self._disconnected_at = None
+        self._watching = watching
         if (connected, error) != (self.status.connected, self.status.error):
             self.status.connected = connected
             self.status.error = error
