@@ -22,7 +22,8 @@ The loop is three small functions (kopf's shape), each owning one concern:
   rediscover the version (the kind's own, for DeviceTaintRule) and relist; a DeviceTaintRule
   served at none of its versions is asked for again only when discovery's answer ages. The backoff resets only when a watch delivers a line.
 
-Every kind of a cluster shares one `ClusterResets` (see `resets`): evidence that the
+Every kind of a cluster shares one `ClusterResets` (see `resets`; the watcher's side of it,
+its position, is `positions`): evidence that the
 cluster's resourceVersions were reset — "too large resource version", or a version older than
 one this kind already served — is reported there, and then every kind drops its position and
 relists (a watch in progress is ended; a watcher waiting to retry relists when it retries),
@@ -36,12 +37,10 @@ model's job.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import msgspec
 
@@ -70,6 +69,7 @@ from dra_mirror.service.clusters.messages import (
     WatchMessage,
 )
 from dra_mirror.service.clusters.pages import PagedList
+from dra_mirror.service.clusters.positions import Positions
 from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import collection_path, is_dra
 from dra_mirror.service.clusters.settings import WatchSettings as WatchSettings
@@ -83,7 +83,7 @@ from dra_mirror.service.model.sharing import SharedValues
 log = logging.getLogger(__name__)
 
 
-class KindWatcher:
+class KindWatcher(Positions):
     """Lists and watches one kind of one cluster; `resource_version` is its position."""
 
     def __init__(
@@ -200,81 +200,6 @@ class KindWatcher:
             )
             await self.emit(Failed(self.kind, failure, delay, self.backoff.attempt))
             await self.sleep(delay)
-
-    async def _until_reset(self, work: Coroutine[Any, Any, None]) -> bool:
-        """Run `work`; False (it is cancelled) when a reset of the cluster is reported first by
-        another kind. Its errors propagate."""
-        task = asyncio.ensure_future(work)
-        reset = asyncio.ensure_future(self.resets.wait_beyond(lambda: self._reset_seen))
-        try:
-            await asyncio.wait({task, reset}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pending in (task, reset):
-                if not pending.done():
-                    pending.cancel()
-            await asyncio.gather(task, reset, return_exceptions=True)
-        if task.cancelled():
-            self._reset_seen = self.resets.generation
-            return False
-        task.result()
-        return True
-
-    def _forget_position(self) -> None:
-        self.resource_version = None
-        self._highest = None  # the versions served before a reset compare with nothing now
-
-    def _report(self, evidence: str) -> None:
-        self._reset_seen = self.resets.report(self.kind, evidence, seen=self._reset_seen)
-        self._resetting = evidence
-
-    async def _say_resetting(self) -> None:
-        """Before relisting for a reset: the kind is stale until its LIST arrives."""
-        if self._resetting is None:
-            return
-        error = VersionsReset(
-            f"resourceVersions reset ({self._resetting}): relisting", cluster=self.cluster
-        )
-        silent, self._resetting, self._silent_for = self._silent_for, None, 0.0
-        await self.emit(Failed(self.kind, error, 0.0, self.backoff.attempt, silent))
-
-    def _noticed(self, error: Expired) -> None:
-        """A 410 or "too large": the latter is evidence that the cluster's versions reset."""
-        if isinstance(error, TooLarge):
-            self._report(error.detail())
-            self._forget_position()
-
-    def _served(self, version: str) -> bool:
-        """Note a version this kind served; False when it is older than one it served before,
-        which only a reset of the cluster's versions explains (the caller reports it).
-        `resets.comparable` and `older`, inlined: this runs once per watch event."""
-        if not version or not (version.isascii() and version.isdigit()) or version[0] == "0":
-            return True  # not comparable: never evidence
-        highest = self._highest  # comparable, or None
-        if highest is not None and (
-            len(version) < len(highest) or (len(version) == len(highest) and version < highest)
-        ):
-            return False
-        self._highest = version
-        return True
-
-    async def _check_position(self) -> bool:
-        """On a silent stream, and after a stall: a kube-apiserver watching from a position it
-        never reached (its versions went back) is silent, so ask for the kind's current
-        version (a LIST of one object) and relist if it is older than the position (True:
-        reported, the position forgotten)."""
-        if self.resource_version is None:
-            return False
-        try:
-            body = await self.api.get(self.path, {"limit": 1}, time_limit=30.0)
-            current = decode_list(self.kind, body, cluster=self.cluster).resource_version
-        except (ClusterError, ValueError, msgspec.DecodeError) as error:
-            log.info("could not check the current version: %s", error, extra=self._log)
-            return False
-        if not self._served(current):
-            self._report(f"current resourceVersion {current} is older than {self._highest}")
-            self._forget_position()
-            return True
-        return False
 
     async def list_then_watch(self) -> None:
         """(Re)list if there is no position, then watch until the position expires (returns)."""

@@ -37,7 +37,6 @@ import contextlib
 import logging
 import random
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
 
 import msgspec
 
@@ -62,6 +61,7 @@ from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import OPTIONAL
 from dra_mirror.service.model.records import KINDS
 from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
+from dra_mirror.service.reactor.connection import ClusterConnectionState
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
 from dra_mirror.service.reactor.malformed import MalformedObjects
@@ -71,7 +71,7 @@ from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, Statu
 log = logging.getLogger(__name__)
 
 
-class Reactor:
+class Reactor(ClusterConnectionState):
     """Watches one cluster and feeds its changes to the sinks; see the module docstring."""
 
     def __init__(
@@ -308,80 +308,10 @@ class Reactor:
         await self._flush()
         await self.delivery.watched(self._at())
 
-    def _dra(self, *, served: bool) -> None:
-        versions = list(self.versions.listed)  # what discovery lists, served or not
-        if (served, versions) != (self.status.dra_served, self.status.dra_versions):
-            self.status.dra_served, self.status.dra_versions = served, versions
-            self._status_due = True
-
-    def _served_at(self, kind: str, version: str) -> None:
-        if kind in OPTIONAL:
-            self._optional_version(version)
-        elif is_dra(kind):
-            self._status_due |= self.status.api_version != version
-            self.status.api_version = version
-            self._dra(served=True)
-
-    def _optional_version(self, version: str | None) -> None:
-        self._status_due |= self.status.taint_rule_version != version
-        self.status.taint_rule_version = version
-
-    def _mark_up(self, kind: str) -> None:
-        if kind in self._up and kind not in self._failing and kind not in self._silent:
-            return
-        self._up.add(kind)
-        self._failing.pop(kind, None)
-        self._silent.pop(kind, None)
-        self._refresh_connection()
-
-    def _refresh_connection(self, *, silent_for: float = 0.0) -> None:
-        failures = [*self._failing.values()]
-        failures += [f"{kind}: no event or bookmark for {seconds:.0f}s (possibly stale)"
-                     for kind, seconds in sorted(self._silent.items())]  # fmt: skip
-        errors = sorted(set(failures))
-        watching = bool(self._up) and self._failing.keys() <= self._unserved | OPTIONAL
-        # served as `stale`, not `synced`, while a stream is silent past its bookmark deadline
-        connected = watching and not self._silent
-        # One failure is enough to say what is wrong; the log has every attempt.
-        error = (
-            errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-            if errors
-            else None
-        )
-        if self._watching and not watching:
-            self._disconnected_at = rfc3339(self.clock() - timedelta(seconds=silent_for))
-        elif watching and not self._watching and self._disconnected_at is not None:
-            # Events may have been missed (or arrive late) in between: history marks the gap,
-            # unless no time passed at all (a zero-length gap is no gap).
-            start, end = self._disconnected_at, self._at()
-            if start < end:
-                self._gaps.append((start, end))
-            self._disconnected_at = None
-        self._watching = watching
-        if (connected, error) != (self.status.connected, self.status.error):
-            self.status.connected = connected
-            self.status.error = error
-            self._status_pushed_at = float("-inf")  # push state changes at once
-        self._status_due = True
-
-    def _check_synced(self) -> None:
-        if self.synced.is_set():
-            return
-        tried = self.listed | self._unserved | (OPTIONAL & self._failing.keys())
-        if tried.issuperset(self.kinds):  # an optional kind is not waited for once it failed
-            self.status.synced = True
-            self.synced.set()
-            self._status_pushed_at = float("-inf")
-            self._status_due = True
-            log.info("synced: every kind listed once", extra=self._log)
-
     def _skip(self, message: Skipped) -> None:
         if self.malformed.report(message.kind, message.malformed, message.resource_version):
             self.status.malformed = dict(self.malformed.counts)
             self._status_due = True
-
-    def _at(self) -> str:
-        return rfc3339(self.clock())
 
     async def _flush(self) -> None:
         if not self._pending:
