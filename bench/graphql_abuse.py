@@ -25,7 +25,7 @@ from asgi_lifespan import LifespanManager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.schema.conftest import load_world
@@ -90,7 +90,7 @@ def attacks() -> list[tuple[str, bytes | dict]]:
 async def main() -> None:
     store = MemoryStore()
     await load_world(store)
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     before = rss_mb()
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

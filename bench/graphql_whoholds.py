@@ -5,7 +5,7 @@
 
 A server process builds the scenario's objects (the simulator's generator), normalizes them
 with the model and applies them to a MemoryStore (the state the mirror would hold after its
-initial sync), then serves `create_app` with uvicorn on a free loopback port. This process is
+initial sync), then serves `compose_app` with uvicorn on a free loopback port. This process is
 the load generator: 16 concurrent clients, each with its own connection (one shared client
 under 16-way concurrency measures the client, not the server — performance-notes.md).
 
@@ -63,9 +63,9 @@ def serve(port_queue: Any, scenario: str, loop: str, http: str = "mirror") -> No
     """The server process: build the state, then serve it until terminated."""
     import uvicorn
 
-    from dra_mirror.service.http.app import create_app
     from dra_mirror.service.model.index import MODIFIED, Event
     from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.runtime.compose import compose_app
     from dra_mirror.service.runtime.mirror import freeze_heap
     from dra_mirror.service.settings import Settings
     from dra_mirror.service.sim.scenario import build_world, load_scenario
@@ -116,7 +116,7 @@ def serve(port_queue: Any, scenario: str, loop: str, http: str = "mirror") -> No
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port_queue.put((sock.getsockname()[1], count, loaded, uuids, nodes))
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", loop=loop, http=_http(http)
     )

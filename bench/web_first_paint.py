@@ -5,7 +5,7 @@
 A server process, started under `prlimit --as` (6 GB), builds the scenario's objects (the
 simulator's generator), normalizes them and applies them to the in-memory store with live
 events — the state the mirror holds after its initial sync — and serves the whole app
-(`create_app`: GraphQL, the screens, an empty SQLite history) with uvicorn on a free loopback
+(`compose_app`: GraphQL, the screens, an empty SQLite history) with uvicorn on a free loopback
 port. This process drives Debian's chromium through Playwright (no address-space cap:
 Chromium reserves tens of GB of virtual memory up front), a fresh profile, every request
 beyond 127.0.0.1 aborted.
@@ -91,9 +91,9 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
     from starlette.routing import Route
 
     from dra_mirror.service.history.runtime import History
-    from dra_mirror.service.http.app import create_app
     from dra_mirror.service.model.index import MODIFIED, Event
     from dra_mirror.service.model.normalize import normalize
+    from dra_mirror.service.runtime.compose import compose_app
     from dra_mirror.service.runtime.mirror import freeze_heap
     from dra_mirror.service.settings import Settings
     from dra_mirror.service.sim.scenario import build_world, load_scenario
@@ -128,7 +128,7 @@ def serve(port_file: str, scenario: str, workdir: str) -> None:
     async def history() -> Any:
         return await History.open(f"sqlite+aiosqlite:///{workdir}/history.db")
 
-    app = create_app(Settings(), store=store, open_history=history)
+    app = compose_app(Settings(), store=store, history=history)
 
     async def floor(_request: Any) -> HTMLResponse:
         return HTMLResponse("<!doctype html><title>floor</title><p>floor</p>")

@@ -58,11 +58,12 @@ from redis import asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, ResponseError
 
+from dra_mirror.service.history import outbox_replies as replies
+from dra_mirror.service.history.outbox_replies import OutboxFenced
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import connect
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
-from dra_mirror.service.stores.redis_writes import Fenced
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -101,35 +102,13 @@ return removed
 """
 
 
-# Append only while the cluster's field of the fences hash holds this writer's token. KEYS:
-# stream, fences; ARGV: cluster, token, payload, maxlen ('' for none). The entry id, or 0 when
-# another token is there, -1 when none is (the outbox lost its data: Redis came back empty).
-_FENCED_APPEND = """
-local current = redis.call('HGET', KEYS[2], ARGV[1])
-if current ~= ARGV[2] then
-  if current then return 0 end
-  return -1
-end
-if ARGV[4] ~= '' then
-  return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[3])
-end
-return redis.call('XADD', KEYS[1], '*', 'e', ARGV[3])
-"""
-
-
-class OutboxFenced(Fenced):
-    """An append refused: the cluster's fence in the outbox is not this writer's token.
-    `lost`: no token at all — the outbox lost its data (Redis came back empty)."""
-
-    def __init__(self, message: str, *, lost: bool) -> None:
-        super().__init__(message)
-        self.lost = lost
-
-
 def stream_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The deployment's outbox stream; hash-tagged so Redis Cluster keeps it (and its lease)
     on one slot."""
     return f"{prefix}:{{history}}:outbox"
+
+
+__all__ = ["GROUP", "OutboxFenced", "RedisStreamOutbox", "stream_key"]
 
 
 class RedisStreamOutbox:
@@ -169,8 +148,8 @@ class RedisStreamOutbox:
         self._lease = redis.register_script(_LEASE)
         self._prune = redis.register_script(_PRUNE)
         # XREADGROUP's reply as the server sent it: redis-py would otherwise build a dict per
-        # entry, only for `_pairs` to take one field out of it (a batch is thousands of entries)
-        redis.set_response_callback("XREADGROUP", _unparsed)
+        # entry, only for `replies.pairs` to take one field out of it (a batch is thousands of entries)
+        redis.set_response_callback("XREADGROUP", replies.unparsed)
         self._pruned_at = float("-inf")  # loop time of the last pruning of dead consumers
         self._group_ready = False
         # ids this object handed out and not yet acknowledged: never claimed back from itself
@@ -234,7 +213,7 @@ class RedisStreamOutbox:
             return client.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
         maxlen = "" if self.maxlen is None else str(self.maxlen)
         return client.eval(
-            _FENCED_APPEND, 2, self.name, self.fences_key, cluster, token, payload, maxlen
+            replies.FENCED_APPEND, 2, self.name, self.fences_key, cluster, token, payload, maxlen
         )
 
     # --- the Outbox protocol -----------------------------------------------------------------
@@ -243,7 +222,7 @@ class RedisStreamOutbox:
         loop = asyncio.get_running_loop()
         if self.wait_replicas <= 0 or loop.time() < self._unreplicated_until:
             entry_id = await self._call(self._append(self.redis, payload, cluster))
-            return _appended(entry_id, cluster)
+            return replies.appended(entry_id, cluster)
         # XADD then WAIT on one connection (a pipeline to the stream's node): WAIT counts the
         # replicas that hold every write of *this* connection
         pipe = self.redis.pipeline(transaction=False)
@@ -254,15 +233,15 @@ class RedisStreamOutbox:
             target = {"target_nodes": self.redis.get_node_from_key(self.name)}
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
         entry_id, replicas = await self._call(pipe.execute())
-        entry_id = _appended(entry_id, cluster)
+        entry_id = replies.appended(entry_id, cluster)
         if int(replicas) < self.wait_replicas:
             self._unreplicated_until = loop.time() + self.wait_backoff
             log.warning(
                 "history outbox: entry %s reached %s of %d replicas within %d ms; appending "
-                "without waiting for replicas for %.0fs", _id(entry_id), replicas,
+                "without waiting for replicas for %.0fs", replies.entry_id(entry_id), replicas,
                 self.wait_replicas, self.wait_timeout_ms, self.wait_backoff,
             )  # fmt: skip
-        return _id(entry_id)
+        return replies.entry_id(entry_id)
 
     async def holds_lease(self) -> bool:
         held = bool(
@@ -292,7 +271,7 @@ class RedisStreamOutbox:
             )
         )
         # `>` gives only entries added since the group last read: none of them is deleted yet.
-        entries, _ = _split(_entries(reply))
+        entries, _ = replies.split(replies.entries(reply))
         return self._hand_out(entries)
 
     async def pending(self, count: int) -> list[tuple[str, bytes]]:
@@ -305,7 +284,7 @@ class RedisStreamOutbox:
                     self.group, self.consumer, {self.name: "0"}, count=count
                 )
             )
-            entries, gone = _split(_entries(reply))
+            entries, gone = replies.split(replies.entries(reply))
             if gone:  # deleted from the stream (trimmed) but still pending: nothing to replay
                 await self.ack(gone)
                 if not entries:
@@ -333,9 +312,9 @@ class RedisStreamOutbox:
                 )
             )
             next_start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-            entries, gone = _split(_pairs(reply[1]))
+            entries, gone = replies.split(replies.pairs(reply[1]))
             if len(reply) > 2 and reply[2]:  # Redis 7: ids deleted from the stream
-                gone.extend(_id(raw) for raw in reply[2])
+                gone.extend(replies.entry_id(raw) for raw in reply[2])
             if gone:
                 await self.ack(gone)
             claimed.extend(e for e in entries if e[0] not in self._handed_out)
@@ -368,7 +347,7 @@ class RedisStreamOutbox:
             log.info(
                 "history outbox: %s removed idle consumers %s",
                 self.consumer,
-                ", ".join(sorted(_id(name) for name in removed)),
+                ", ".join(sorted(replies.entry_id(name) for name in removed)),
             )
 
     def _hand_out(self, entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -401,57 +380,3 @@ class RedisStreamOutbox:
 
     async def close(self) -> None:
         await self.redis.aclose()
-
-
-def _id(raw: Any) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-def _appended(reply: Any, cluster: str | None) -> str:
-    """The id an append answered, or `OutboxFenced` for the fenced script's refusals."""
-    if isinstance(reply, int):
-        lost = reply < 0
-        raise OutboxFenced(
-            f"history outbox: appends of {cluster} refused: "
-            + ("the outbox lost its entries (no fence)" if lost else "another writer holds it"),
-            lost=lost,
-        )
-    return _id(reply)
-
-
-def _payload(fields: Any) -> bytes | None:
-    """The `e` field of an entry: fields as redis-py parses them (a dict) or as the server
-    sent them (a flat list, XREADGROUP here); None when the entry was deleted."""
-    if not fields:
-        return None
-    if isinstance(fields, dict):
-        return fields.get(b"e")
-    for name, value in zip(fields[::2], fields[1::2], strict=True):
-        if name == b"e":
-            return value
-    return None
-
-
-def _pairs(raw: Any) -> list[tuple[str, bytes | None]]:
-    return [(_id(entry_id), _payload(fields)) for entry_id, fields in raw or ()]
-
-
-def _unparsed(response: Any, **options: Any) -> Any:
-    return response
-
-
-def _entries(reply: Any) -> list[tuple[str, bytes | None]]:
-    """XREADGROUP's reply (RESP2 list or RESP3 dict) as (id, payload or None)."""
-    if not reply:
-        return []
-    streams = reply.items() if isinstance(reply, dict) else reply
-    out: list[tuple[str, bytes | None]] = []
-    for _key, raw in streams:
-        out.extend(_pairs(raw))
-    return out
-
-
-def _split(entries: list[tuple[str, bytes | None]]) -> tuple[list[tuple[str, bytes]], list[str]]:
-    present = [(entry_id, payload) for entry_id, payload in entries if payload is not None]
-    gone = [entry_id for entry_id, payload in entries if payload is None]
-    return present, gone

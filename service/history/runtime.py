@@ -1,7 +1,7 @@
 """History wired for one process: the database, the outbox, the sink, the writer and the reads.
 
     history = await History.open(url)          # migrates (optional), starts the writer
-    create_app(settings, store=…, history=history)   # GraphQL reads: history is a HistoryQueries
+    compose_app(settings, store=…, history=opened(history))  # GraphQL reads: a HistoryQueries
     run_reactors(…, sinks=[store, history.sink])     # a ChangeSink with the watch hooks
     await history.close()                      # drains (bounded), stops the writer, disposes
 

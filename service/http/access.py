@@ -11,7 +11,7 @@ For each HTTP request and WebSocket handshake, `AccessGate`:
   token); the scraper's scope decides which series it gets (`service.http.metrics_scope`);
   for everything else `control.subject` with the `Authorization` header;
 * stores the `Subject` in the ASGI state (`SUBJECT_KEY`); `scope_for(request)` reads its scope
-  (the app's `create_app(scope_for=…)`): a request without one sees nothing;
+  (the app's `AppState.scope_for`): a request without one sees nothing;
 * refuses with the access error's status — 401 (with `WWW-Authenticate: Bearer`), 403, 429
   (with `Retry-After`), 503 when the reviewing API is down — as a GraphQL-shaped JSON body
   (`{"errors": [{"message", "extensions": {"code"}}]}`) and logs it at INFO, one line;

@@ -70,7 +70,7 @@ def _cluster(request: Request) -> str | None:
 
 
 class ExportState(Protocol):
-    """What the exports read of the app's shared state (`service.http.app.AppState`)."""
+    """What the exports read of the app's shared state (`service.http.state.AppState`)."""
 
     history: Any  # a `HistoryQueries`, or None without a history database
     scope_for: Callable[[Any], ReadScope]

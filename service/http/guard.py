@@ -57,7 +57,7 @@ class RequestGuard:
         self.request_timeout = request_timeout
         # schema.guard.budget (graphql-core, the schema package), taken at the first request:
         # the app is built before the schema is when it is built in the lifespan
-        # (service.http.graphql_parts), and no request runs before the lifespan has started.
+        # (service.runtime.api), and no request runs before the lifespan has started.
         self._budget: ModuleType | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

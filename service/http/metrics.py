@@ -2,7 +2,7 @@
 
 `Metrics(source)` owns a private `CollectorRegistry` (no global prometheus-client state: two apps
 in one process, as in the tests, never share a series). `source` is what the app shares with its
-routes (`service.http.app.AppState`): `store`, `reactors` (set once the lifespan started them),
+routes (`service.http.state.AppState`): `store`, `reactors` (set once the lifespan started them),
 `history` and the clock `now`. Series (docs/operations.md, "Metrics", lists every label):
 
 * per watched cluster, read at scrape time from the process's own reactors (so each cluster

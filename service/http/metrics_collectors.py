@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
 
 
 class MetricsSource(Protocol):
-    """What the app shares with its routes (`service.http.app.AppState`)."""
+    """What the app shares with its routes (`service.http.state.AppState`)."""
 
     @property
     def store(self) -> StateReader: ...

@@ -1,4 +1,4 @@
-"""What the app needs of the watchers it is handed (`create_app(reactors=...)`).
+"""What the app needs of the watchers the runtime hands it (`AppState.reactors`).
 
 `Watchers` is satisfied by `service.reactor.Reactors` (every cluster of the process), by
 `service.reactor.leased.LeasedReactors` (the clusters whose leases this replica holds) and

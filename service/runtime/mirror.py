@@ -23,7 +23,7 @@ access=None, role=API)`:
   by every batch, its series in `/metrics`;
 * with `graphql_in_lifespan` (`serve`, `watch`), the schema and the GraphQL view are built in
   the lifespan once the watchers started, in a worker thread, while the first LISTs are on
-  their way (`service.http.graphql_parts`); the app serves once they are built;
+  their way (`service.runtime.api`); the app serves once they are built;
 * once every cluster synced: the heap built so far is moved out of the garbage collector's
   sight (`freeze_heap`), and for an in-process store the diagnostics' allocation ledgers are
   built (`diagnosis.prepare`) rather than by the first `explainClaim`.
@@ -45,10 +45,11 @@ from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.alerts.engine import AlertEngine
 from dra_mirror.service.alerts.metrics import AlertsCollector
-from dra_mirror.service.http.app import AppState, create_app
 from dra_mirror.service.http.readiness import API
+from dra_mirror.service.http.state import AppState
 from dra_mirror.service.http.watchers import Watchers
 from dra_mirror.service.questions import diagnosis
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.runtime.stores import (
     StateStores,
     lease_settings,
@@ -132,16 +133,16 @@ def mirror_app(
             watched.also_stop.append(engine.stop)
         return watched
 
-    app = create_app(
+    app = compose_app(
         settings,
         store=state_store,
-        open_history=history if settings.history.database_url else None,
-        start_reactors=start_watching if watch else None,
+        history=history if settings.history.database_url else None,
+        watchers=start_watching if watch else None,
+        access=open_access if access is not None else None,
         resources=resources,
         slack=slack,
-        open_access=open_access if access is not None else None,
-        dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
         role=role,
+        dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
         graphql_in_lifespan=graphql_in_lifespan,
     )
     return app

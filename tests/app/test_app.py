@@ -8,7 +8,7 @@ import httpx
 import orjson
 from asgi_lifespan import LifespanManager
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import HttpSettings, Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -24,7 +24,7 @@ async def client(app):
 
 async def test_health_and_readiness_follow_the_cluster_statuses():
     store = MemoryStore()
-    async with client(create_app(Settings(), store=store)) as http:
+    async with client(compose_app(Settings(), store=store)) as http:
         assert (await http.get("/healthz")).text == "ok\n"
         first = await http.get("/readyz")
         open_note = "authentication is OFF (--insecure-no-auth): anyone who reaches this port sees everything"
@@ -56,7 +56,7 @@ async def test_a_cluster_without_dra_is_ready_and_says_which_versions_it_serves(
     await store.set_status(bare)
     await store.set_status(ClusterStatus(name="east", connected=True, synced=True,
                                          dra_served=True, dra_versions=["v1", "v1beta2"]))  # fmt: skip
-    async with client(create_app(Settings(), store=store)) as http:
+    async with client(compose_app(Settings(), store=store)) as http:
         ready = await http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["ready"] is True
         assert ready.json()["notes"] == [
@@ -74,7 +74,7 @@ async def test_a_cluster_without_dra_is_ready_and_says_which_versions_it_serves(
 async def test_graphql_route_answers_post_and_get_with_orjson():
     store = MemoryStore()
     await store.set_status(ClusterStatus(name="east", connected=True, synced=True, events=3))
-    async with client(create_app(Settings(), store=store)) as http:
+    async with client(compose_app(Settings(), store=store)) as http:
         post = await http.post(
             "/graphql", json={"query": "{ clusters { name status { events } } }"}
         )
@@ -93,7 +93,7 @@ async def test_graphql_route_answers_post_and_get_with_orjson():
 
 async def test_graphiql_can_be_turned_off():
     settings = Settings(http=HttpSettings(graphiql=False))
-    async with client(create_app(settings, store=MemoryStore())) as http:
+    async with client(compose_app(settings, store=MemoryStore())) as http:
         ide = await http.get("/graphql", headers={"accept": "text/html"})
         assert "graphiql" not in ide.text.lower()
 
@@ -124,10 +124,10 @@ async def test_lifespan_owns_resources_and_closes_the_store():
 
     store = MemoryStore()
     await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
-    app = create_app(
+    app = compose_app(
         Settings(),
         store=store,
-        start_reactors=start_watchers,
+        watchers=start_watchers,
         resources=[resource("sim"), resource("bus")],
     )
     async with client(app) as http:
@@ -138,7 +138,7 @@ async def test_lifespan_owns_resources_and_closes_the_store():
 
 
 async def test_history_exports_are_mounted_and_say_when_history_is_off():
-    async with client(create_app(Settings(), store=MemoryStore())) as http:
+    async with client(compose_app(Settings(), store=MemoryStore())) as http:
         for path in ("/export/contention.csv", "/export/idle-holders.csv"):
             response = await http.get(path, params={"from": "2026-01-01T00:00:00Z"})
             assert response.status_code == 404, (path, response.text)

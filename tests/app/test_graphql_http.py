@@ -11,7 +11,7 @@ import orjson
 import pytest
 from asgi_lifespan import LifespanManager
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus, StoreUnavailable
@@ -37,7 +37,7 @@ def sha(text: str) -> str:
 async def client(
     store: MemoryStore, *, short_path: bool = True
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     view = app.router.routes[0].endpoint
     assert view.short_path  # the mirror's schema carries only the caches the path replaces
     view.short_path = short_path

@@ -85,12 +85,12 @@ class Watch:  # records which thread first imports the SDK
         return None
 sys.meta_path.insert(0, Watch())
 from asgi_lifespan import LifespanManager
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
 async def main():
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"accept": "application/json, text/event-stream"}
     async with LifespanManager(app) as manager:
@@ -131,7 +131,7 @@ def test_serve_s_app_starts_its_watchers_before_strawberry_and_the_schema_load()
 import asyncio, json, sys, threading
 import httpx
 from asgi_lifespan import LifespanManager
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -149,7 +149,7 @@ async def start_reactors():
     return None
 
 async def main():
-    app = create_app(Settings(), store=MemoryStore(), start_reactors=start_reactors,
+    app = compose_app(Settings(), store=MemoryStore(), watchers=start_reactors,
                      graphql_in_lifespan=True)
     seen["at_build"] = "strawberry" in sys.modules or "graphql" in sys.modules
     async with LifespanManager(app) as manager:

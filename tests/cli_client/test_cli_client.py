@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from dra_mirror.schema.reader import Scope
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.slack import truth
@@ -38,7 +38,7 @@ async def mirror() -> AsyncIterator[Mirror]:
     store = MemoryStore()
     await load_world(store)
     mirror = Mirror()
-    app = create_app(Settings(), store=store, scope_for=mirror.scope_for, now=lambda: QUERIED_AT)
+    app = compose_app(Settings(), store=store, scope_for=mirror.scope_for, now=lambda: QUERIED_AT)
     async with served(app) as url:
         mirror.url = url
         yield mirror

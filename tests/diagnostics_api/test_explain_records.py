@@ -17,9 +17,9 @@ from asgi_lifespan import LifespanManager
 from dra_mirror import schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.questions.diagnosis import ledgers_for, prepare
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -171,7 +171,7 @@ async def lab() -> AsyncIterator[tuple[MemoryStore, httpx.AsyncClient]]:
         ),
     )
     await store.set_status(ClusterStatus(name=CLUSTER, connected=True, synced=True))
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

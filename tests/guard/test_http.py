@@ -11,7 +11,8 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.access.static import StaticTokens, token_hash
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import GraphQLSettings, Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -22,7 +23,7 @@ GRAPHQL_RESPONSE = "application/graphql-response+json"
 
 async def app_client(store, *, access=None, **limits):
     settings = Settings(graphql=GraphQLSettings(**limits))
-    app = create_app(settings, store=store, access=access)
+    app = compose_app(settings, store=store, access=opened(access) if access else None)
     manager = LifespanManager(app)
     await manager.__aenter__()
     http = httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://m")

@@ -11,8 +11,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from dra_mirror.service.access.scope import AccessScope
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics_scope import NAMESPACE_WIDE, scoped
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -38,7 +38,7 @@ async def scrape(scope: AccessScope | None) -> tuple[str, str]:
     store = MemoryStore()
     await load_world(store)
     scopes = {"admin": AccessScope.admin(), "asker": scope}
-    app = create_app(Settings(), store=store,
+    app = compose_app(Settings(), store=store,
                      scope_for=lambda r: scopes[r.headers.get("x-who", "admin")])  # fmt: skip
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

@@ -44,8 +44,9 @@ from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.options import WriterStats
 from dra_mirror.service.history.queries import HistoryQueries
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics_scope import NAMESPACE_WIDE
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.memory import MemoryStore
@@ -306,8 +307,8 @@ async def test_no_surface_names_or_counts_what_the_scope_hides(demo: Demo, docum
     hidden = demo.hidden_refs(scope)
     store = MemoryStore()
     await demo.load(store)
-    app = create_app(Settings(), store=store, history=KeptHistory(demo.engine),  # type: ignore[arg-type]
-                     slack=slack_settings(), access=control_for(document))  # fmt: skip
+    app = compose_app(Settings(), store=store, history=opened(KeptHistory(demo.engine)),  # type: ignore[arg-type]
+                     slack=slack_settings(), access=opened(control_for(document)))  # fmt: skip
     async with served(app) as url:
         headers = {"authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:

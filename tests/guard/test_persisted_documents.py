@@ -15,13 +15,13 @@ from click.testing import CliRunner
 
 from dra_mirror.schema import build_schema
 from dra_mirror.service.cli.main import main
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.registered import (
     RegisteredDocumentsError,
     own_documents,
     problem,
     read_documents,
 )
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import GraphQLSettings, Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -58,7 +58,7 @@ def app_with(folder: Path, *, refuse: bool):
     settings = Settings(
         graphql=GraphQLSettings(refuse_unregistered=refuse, persisted_documents=str(folder))
     )
-    return create_app(settings, store=MemoryStore())
+    return compose_app(settings, store=MemoryStore())
 
 
 async def post(http: httpx.AsyncClient, **body) -> tuple[int, dict]:
@@ -171,7 +171,7 @@ async def test_a_bad_document_stops_the_start_when_the_schema_is_built_in_the_li
     settings = Settings(
         graphql=GraphQLSettings(refuse_unregistered=True, persisted_documents=str(tmp_path))
     )
-    app = create_app(settings, store=MemoryStore(), graphql_in_lifespan=True)  # serve's way
+    app = compose_app(settings, store=MemoryStore(), graphql_in_lifespan=True)  # serve's way
     with pytest.raises(RegisteredDocumentsError) as raised:
         async with LifespanManager(app):
             pass
@@ -205,7 +205,7 @@ async def test_slack_questions_run_in_process_on_a_server_refusing_other_documen
     from ..slack.conftest import Slack, slack_settings
 
     settings = Settings(graphql=GraphQLSettings(refuse_unregistered=True))
-    app = create_app(settings, store=MemoryStore(), slack=slack_settings())
+    app = compose_app(settings, store=MemoryStore(), slack=slack_settings())
     async with LifespanManager(app) as manager:
         await load_world(app.state.mirror.store)
         transport = httpx.ASGITransport(app=manager.app)

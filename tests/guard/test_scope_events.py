@@ -20,8 +20,9 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.access.static import StaticTokens
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.feeding import feed
@@ -166,7 +167,7 @@ async def test_over_a_websocket_the_token_decides_what_is_sent(where: str) -> No
     control = AccessControl(AccessConfig(static_tokens="t", rate_limit=0), authenticators=[tokens])
     store = MemoryStore()
     await load_world(store)
-    app = create_app(Settings(), store=store, access=control)
+    app = compose_app(Settings(), store=store, access=opened(control))
     async with served(app) as url:
         address = url.replace("http://", "ws://") + "graphql"
         headers = {"Authorization": f"Bearer {TOKEN}"} if where == "header" else {}

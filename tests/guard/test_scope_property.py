@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.cli.demo import EXAMPLE_QUERIES
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.questions import chatops, holdings
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -101,7 +101,7 @@ def statuses(value: Any) -> dict[tuple, str]:
 
 
 async def answers(store: MemoryStore, scope: AccessScope) -> list[dict]:
-    app = create_app(Settings(), store=store, scope_for=lambda _r: scope)
+    app = compose_app(Settings(), store=store, scope_for=lambda _r: scope)
     out = []
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

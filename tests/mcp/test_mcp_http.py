@@ -18,8 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.static import StaticTokens, token_hash
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.mcp.http import McpEndpoint
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.plan.conftest import World, demo_world
@@ -40,7 +41,7 @@ async def mirror(tmp_path) -> AsyncIterator[tuple[str, World]]:
     )
     config = AccessConfig(static_tokens=str(tokens), rate_limit=0)
     control = AccessControl(config, authenticators=[StaticTokens.from_file(tokens)])
-    app = create_app(Settings(), store=world.store, access=control)
+    app = compose_app(Settings(), store=world.store, access=opened(control))
     async with served(app) as url:
         yield url, world
 
@@ -132,7 +133,7 @@ async def test_free_devices_of_a_class_use_each_clusters_own_class(mirror) -> No
 
 
 async def test_mcp_answers_after_the_apps_lifespan_ran_again() -> None:
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {"accept": "application/json, text/event-stream"}
     for _ in range(2):  # an app started, stopped, started again (tests, embedding servers)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from tests.plan.conftest import demo_world
 from tests.plan.test_plan import deployment
@@ -19,7 +19,7 @@ DRA_MIRROR = str(Path(sys.executable).with_name("dra-mirror"))
 
 async def test_the_tools_over_stdio() -> None:
     world = await demo_world()
-    async with served(create_app(Settings(), store=world.store)) as url:
+    async with served(compose_app(Settings(), store=world.store)) as url:
         params = StdioServerParameters(command=DRA_MIRROR, args=["mcp", "--server", url])
         async with Client(params) as session:
             tools = {t.name for t in (await session.list_tools()).tools}

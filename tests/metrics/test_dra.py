@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics_dra import PENDING_BUCKETS, DraSnapshot, IndexReader
 from dra_mirror.service.http.metrics_dra_text import render
 from dra_mirror.service.reactor.reactor import Reactors, ReactorSettings, run_reactors
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.memory import MemoryStore
@@ -51,7 +52,7 @@ async def demo(tmp_path_factory: pytest.TempPathFactory):
         # A fixed clock a while after every object was created: ages are exact.
         demo = Demo(world, store, reactors, datetime.now(UTC) + timedelta(seconds=90))
         # The app's lifespan owns the reactors and the store: one app for the whole module.
-        app = create_app(Settings(), store=store, reactors=reactors, now=lambda: demo.now)
+        app = compose_app(Settings(), store=store, watchers=opened(reactors), now=lambda: demo.now)
         async with client(app) as http:
             demo.http = http
             demo.metrics = await scrape(http)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from dra_mirror.service.history.db import open_engine
 from dra_mirror.service.history.runtime import History
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.http.metrics import MAX_OPERATIONS
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, HistorySettings, Settings
 from dra_mirror.service.sim.run import ClusterSpec, Simulator
@@ -104,7 +105,7 @@ async def test_stores_watch_and_cache_follow_the_cluster(tmp_path: Path) -> None
 
 
 async def test_graphql_latency_by_operation_and_errors() -> None:
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     async with client(app) as http:
         for _ in range(3):
             await http.post("/graphql", json={"query": "query Clusters { clusters { name } }"})
@@ -130,7 +131,7 @@ async def test_graphql_latency_by_operation_and_errors() -> None:
 
 
 def test_operation_names_are_capped() -> None:
-    metrics = create_app(Settings(), store=MemoryStore()).state.mirror.metrics
+    metrics = compose_app(Settings(), store=MemoryStore()).state.mirror.metrics
     labels = [metrics.operation_label(f"Op{i}", None) for i in range(MAX_OPERATIONS + 50)]
     assert labels[:MAX_OPERATIONS] == [f"Op{i}" for i in range(MAX_OPERATIONS)]
     assert set(labels[MAX_OPERATIONS:]) == {"other"}
@@ -141,7 +142,7 @@ def test_operation_names_are_capped() -> None:
 
 async def test_backlog_counts_what_waits_for_sql(tmp_path: Path) -> None:
     history = History(open_engine(str(tmp_path / "unused.db")))  # its writer never started
-    app = create_app(Settings(), store=MemoryStore(), history=history)
+    app = compose_app(Settings(), store=MemoryStore(), history=opened(history))
     async with client(app) as http:
         assert (await scrape(http)).value("dra_mirror_history_outbox_backlog") == 0
         for i in range(7):
@@ -152,7 +153,7 @@ async def test_backlog_counts_what_waits_for_sql(tmp_path: Path) -> None:
 async def test_api_replicas_leave_the_dra_series_to_watchers() -> None:
     store = MemoryStore()
     await feed(store, "east", upserts=[CLASS], at="2026-01-01T00:00:00Z")
-    async with client(create_app(Settings(), store=store)) as http:
+    async with client(compose_app(Settings(), store=store)) as http:
         assert (await scrape(http)).series("kube_deviceclass_info", cluster="east")
     # `serve --no-watch`: the watchers report the DRA series, API replicas do not repeat them.
     async with client(mirror_app(Settings(), store=store, watch=False)) as http:
@@ -163,7 +164,7 @@ async def test_api_replicas_leave_the_dra_series_to_watchers() -> None:
 
 async def test_unreachable_state_store_leaves_a_gap() -> None:
     store = RedisStore.from_url("redis://127.0.0.1:1/0")  # nothing listens on port 1
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     async with client(app) as http:
         metrics = await scrape(http)
     assert metrics.value("dra_mirror_state_snapshot_errors_total") == 1
@@ -244,7 +245,7 @@ async def test_failed_requests_and_malformed_objects_are_counted(tmp_path: Path)
             settings=settings,
             tune_gc=False,
         )
-        async with client(create_app(Settings(), store=store, reactors=reactors)) as http:
+        async with client(compose_app(Settings(), store=store, watchers=opened(reactors))) as http:
             await reactors.wait_synced()
             metrics = await scrape(http)
     errors = metrics.series("dra_mirror_watch_errors_total")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, Settings, StoreSettings
 from dra_mirror.service.sim.run import Simulator
@@ -70,7 +70,7 @@ async def test_redis_watcher_reports_what_the_memory_mirror_does(
                 assert await store.redis.get(keys.fence) is not None
             # An app that watches nothing reads the series from Redis itself.
             reader = RedisStore.from_url(redis_url, prefix=prefix)
-            async with client(create_app(Settings(), store=reader)) as http:
+            async with client(compose_app(Settings(), store=reader)) as http:
                 from_store = await scrape(http)
         expected = dra_series(memory)
         assert expected["kube_resourceclaim_info"] and expected["dra_mirror_devices"]

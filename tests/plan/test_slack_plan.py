@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack.plan import BotToken, SlackBot, split_request
 from tests.plan.conftest import demo_world
@@ -64,7 +64,7 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
 async def slack_with_files(fake_slack: FakeSlack) -> AsyncIterator[Slack]:
     world = await demo_world()
     bot = SlackBot(BotToken(TOKEN), api_url=f"{fake_slack.url}api/", file_urls=(fake_slack.url,))
-    app = create_app(Settings(), store=world.store, slack=slack_settings(bot=bot))
+    app = compose_app(Settings(), store=world.store, slack=slack_settings(bot=bot))
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
@@ -97,7 +97,7 @@ async def test_an_attached_file_read_with_the_bot_token(
 async def test_a_file_off_slacks_host_is_not_downloaded(fake_slack: FakeSlack) -> None:
     world = await demo_world()
     bot = SlackBot(BotToken(TOKEN), api_url=f"{fake_slack.url}api/")  # files.slack.com only
-    app = create_app(Settings(), store=world.store, slack=slack_settings(bot=bot))
+    app = compose_app(Settings(), store=world.store, slack=slack_settings(bot=bot))
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

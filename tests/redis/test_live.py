@@ -15,8 +15,8 @@ import pytest
 import uvicorn
 import websockets
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.index import Event
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.redis import RedisStore
@@ -62,7 +62,7 @@ def live_store(request: pytest.FixtureRequest):
 async def test_claim_and_device_events_over_websocket(live_store) -> None:
     store = live_store
     sock = free_socket()
-    server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
+    server = uvicorn.Server(uvicorn.Config(compose_app(Settings(), store=store), log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     index = store.open_index("east")
     try:
@@ -123,7 +123,7 @@ async def test_claim_events_carry_the_idle_mark_and_consumers_of_their_moment(li
     # subscribers hear of it, each event answered from its own moment (old and new side).
     store = live_store
     sock = free_socket()
-    server = uvicorn.Server(uvicorn.Config(create_app(Settings(), store=store), log_config=None))
+    server = uvicorn.Server(uvicorn.Config(compose_app(Settings(), store=store), log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     index = store.open_index("east")
     try:

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import GraphQLSettings, Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -80,7 +80,7 @@ class GraphQLClient:
 @pytest.fixture(scope="session")
 async def gql(world_store: MemoryStore) -> AsyncIterator[GraphQLClient]:
     settings = Settings(graphql=GraphQLSettings(max_page_size=5, default_page_size=3))
-    app = create_app(settings, store=world_store, now=lambda: QUERIED_AT)
+    app = compose_app(settings, store=world_store, now=lambda: QUERIED_AT)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

@@ -6,7 +6,7 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from dra_mirror.schema.reader import Scope
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import StoreUnavailable
@@ -33,7 +33,7 @@ async def query(app, text: str) -> dict:
 async def test_a_narrow_scope_hides_everything_outside_it():
     store = MemoryStore()  # its own: the app's lifespan closes the store it is given
     await load_world(store)
-    app = create_app(Settings(), store=store, scope_for=lambda request: TeamAOnly())
+    app = compose_app(Settings(), store=store, scope_for=lambda request: TeamAOnly())
     body = await query(
         app,
         """{
@@ -84,7 +84,7 @@ class FailingStore(MemoryStore):
 async def test_store_outage_is_a_graphql_error_not_a_500():
     store = FailingStore()
     await load_world(store)
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     text = '{ resourceClaims { totalCount } resourceClaim(cluster: "east", namespace: "team-a", name: "shared-gpu") { name } }'
     assert "errors" not in await query(app, text)
     store.down = True

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from asgi_lifespan import LifespanManager
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from tests.feeding import feed
@@ -83,7 +83,7 @@ async def test_the_health_the_kubelet_reports_is_shown_per_device() -> None:
     objects = _objects()
     upserts = [normalize(kind, raw, cluster="c") for kind, raws in objects.items() for raw in raws]
     await feed(store, "c", upserts=upserts, at="2026-01-01T02:00:00Z")
-    app = create_app(Settings(), store=store)
+    app = compose_app(Settings(), store=store)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

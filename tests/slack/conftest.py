@@ -25,8 +25,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SigningSecret, SlackSettings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -119,7 +119,7 @@ async def slack() -> AsyncIterator[Slack]:
     """The app with Slack commands on, over its own store, for the whole session."""
     store = MemoryStore()
     await load_world(store)
-    app = create_app(Settings(), store=store, now=lambda: QUERIED_AT, slack=slack_settings())
+    app = compose_app(Settings(), store=store, now=lambda: QUERIED_AT, slack=slack_settings())
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

@@ -20,7 +20,8 @@ from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.access.slack import REFUSAL
 from dra_mirror.service.access.static import StaticTokens
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SigningSecret
 from dra_mirror.service.slack.directory import SlackDirectory
@@ -108,7 +109,7 @@ async def asker(fake_slack: FakeSlack) -> AsyncIterator[tuple[Slack, FakeSlack]]
         authenticators=[StaticTokens({})],
         slack_directory=directory,
     )
-    app = create_app(Settings(), store=MemoryStore(), slack=settings, access=control,
+    app = compose_app(Settings(), store=MemoryStore(), slack=settings, access=opened(control),
                      now=lambda: QUERIED_AT)  # fmt: skip
     async with LifespanManager(app) as manager:
         await load_world(app.state.mirror.store)

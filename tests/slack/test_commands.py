@@ -11,7 +11,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from dra_mirror.schema.reader import Scope
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 
 from . import truth
@@ -164,7 +164,7 @@ async def test_answers_follow_the_request_scope(slack_store):
         def allows(self, cluster: str, namespace: str = "") -> bool:
             return namespace != "team-c"
 
-    app = create_app(
+    app = compose_app(
         Settings(),
         store=slack_store,
         slack=slack_settings(),
@@ -185,7 +185,7 @@ async def test_answers_follow_the_request_scope(slack_store):
 
 async def test_slow_answers_go_to_the_response_url(slack_store, receiver):
     settings = slack_settings(answer_within=0.0, response_urls=(receiver.url,))
-    app = create_app(Settings(), store=slack_store, slack=settings, now=lambda: QUERIED_AT)
+    app = compose_app(Settings(), store=slack_store, slack=settings, now=lambda: QUERIED_AT)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

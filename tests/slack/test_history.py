@@ -8,8 +8,9 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from dra_mirror.service.history.runtime import History
-from dra_mirror.service.http.app import create_app
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -33,8 +34,12 @@ async def test_holding_since_comes_from_history(tmp_path):
             await history.sink(changes)
         await store.set_status(ClusterStatus(name=cluster, connected=True, synced=True))
     await history.writer.drained()
-    app = create_app(
-        Settings(), store=store, history=history, slack=slack_settings(), now=lambda: QUERIED_AT
+    app = compose_app(
+        Settings(),
+        store=store,
+        history=opened(history),
+        slack=slack_settings(),
+        now=lambda: QUERIED_AT,
     )
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)

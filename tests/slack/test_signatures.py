@@ -13,7 +13,7 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings, SettingsError
 from dra_mirror.service.slack import SigningSecret, SlackSettings
 
@@ -89,7 +89,7 @@ async def test_rejected_requests_are_not_processed(slack_store, receiver):
     # answer_within=0: every accepted command is answered on its response_url, so a request
     # that was processed would show up at the receiver.
     settings = slack_settings(answer_within=0.0, response_urls=(receiver.url,))
-    app = create_app(Settings(), store=slack_store, slack=settings)
+    app = compose_app(Settings(), store=slack_store, slack=settings)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:
@@ -107,7 +107,7 @@ async def test_rejected_requests_are_not_processed(slack_store, receiver):
 
 
 async def test_slack_off_without_a_secret_and_bodies_are_bounded(slack_store, slack):
-    app = create_app(Settings(), store=slack_store)
+    app = compose_app(Settings(), store=slack_store)
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://mirror") as http:

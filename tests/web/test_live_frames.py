@@ -13,7 +13,7 @@ import orjson
 import uvicorn
 import websockets
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 
@@ -21,7 +21,7 @@ from dra_mirror.service.stores.memory import MemoryStore
 async def test_subscription_messages_are_text_frames() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     server = uvicorn.Server(uvicorn.Config(app, log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from dra_mirror.service.http.app import create_app
+from dra_mirror.service.runtime.compose import compose_app
+from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.web.routes import SCREENS
@@ -15,7 +16,7 @@ from dra_mirror.service.web.routes import SCREENS
 
 @pytest.fixture
 async def http():
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://test"
     ) as client:
@@ -60,7 +61,7 @@ async def test_static_files_come_from_the_package(http: httpx.AsyncClient) -> No
 
 
 async def test_a_path_prefix_is_kept_in_every_link() -> None:
-    app = create_app(Settings(), store=MemoryStore())
+    app = compose_app(Settings(), store=MemoryStore())
     transport = httpx.ASGITransport(app=app, root_path="/dra-mirror")
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         page = await client.get("/ui/claims")
@@ -80,7 +81,7 @@ async def test_pages_need_no_credentials_but_data_does(tmp_path) -> None:
     tokens.write_text(f"tokens:\n  - {{name: a, sha256: {token_hash('a-token')}}}\n")
     config = AccessConfig(static_tokens=str(tokens))
     control = AccessControl(config, authenticators=[StaticTokens.from_file(tokens)])
-    app = create_app(Settings(), store=MemoryStore(), access=control)
+    app = compose_app(Settings(), store=MemoryStore(), access=opened(control))
     app.state.mirror.access = control  # the lifespan is not run by this transport
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://test"
