@@ -171,7 +171,7 @@ async def run_demo(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine
             port=settings.http.port,
-            http=protocol_class(),  # a response's head and body in one write
+            http=protocol_class(settings.http.header_timeout, settings.http.max_connections),
             log_config=None,
             access_log=False,
             lifespan="on",

@@ -89,6 +89,7 @@ def access_config(settings: Settings) -> Any:
         config = load(settings.access)
     except AccessConfigError as error:
         raise preflight.ConfigurationProblem(str(error)) from None
+    preflight.check_access(config, settings)
     if not config.configured and not config.insecure_no_auth:
         raise preflight.ConfigurationProblem(
             "no authentication is configured: set DRA_MIRROR_ACCESS_CONFIG (or "
@@ -190,7 +191,7 @@ async def _serve_app(
         app,
         host=settings.http.host,
         port=settings.http.port,
-        http=protocol_class(),  # a response's head and body in one write
+        http=protocol_class(settings.http.header_timeout, settings.http.max_connections),
         log_config=None,
         lifespan="on",
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
