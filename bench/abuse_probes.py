@@ -379,7 +379,26 @@ async def garbage_tokens(stack: AbuseStack) -> Outcome:
                    f"(limit ~{allowed:.0f}); answers {dict(sorted(statuses.items()))}")  # fmt: skip
 
 
+async def hostile_documents(stack: AbuseStack) -> Outcome:
+    """bench/graphql_abuse.py's documents (size, tokens, aliases, depth, fragments, nesting,
+    malformed) sent to the running API with a token: held when none is a 5xx and memory
+    grows < 100 MB."""
+    from bench.graphql_abuse import attacks
+
+    before = stack.rss_mb()
+    worst = 0
+    async with httpx.AsyncClient(base_url=stack.url, timeout=60) as http:
+        for _name, body in attacks():
+            headers = {"content-type": "application/json", **_bearer(stack.admin_token)}
+            content = body if isinstance(body, bytes) else json.dumps(body).encode()
+            answer = await http.post("/graphql", content=content, headers=headers)
+            worst = max(worst, answer.status_code)
+    grown = stack.rss_mb() - before
+    return Outcome(worst < 500 and grown < 100, f"worst status {worst}; RSS +{grown:.0f} MB")
+
+
 PROBES = {
+    "hostile-documents": hostile_documents,
     "persisted-get": persisted_get,
     "ws-rate": ws_rate,
     "ws-expiry": ws_expiry,
