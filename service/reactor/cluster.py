@@ -171,7 +171,7 @@ class Reactor(ClusterConnectionState):
             error = await asyncio.gather(consumer, return_exceptions=True)
             if error and isinstance(error[0], Exception):
                 log.error("reactor failed", exc_info=error[0], extra=self._log)
-        if self.status.connected and consumer.done() and not consumer.cancelled():
+        if self._watching and consumer.done() and not consumer.cancelled():
             # Watched up to here, every batch delivered: a stop is not a gap.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.stop_grace):
@@ -302,7 +302,7 @@ class Reactor(ClusterConnectionState):
     async def _watched(self) -> None:
         """A quiet cluster is still watched: say until when (every watch up, all delivered)."""
         now = asyncio.get_running_loop().time()
-        if not self.status.connected or now - self._watched_at < self.settings.watched_interval:
+        if not self._watching or now - self._watched_at < self.settings.watched_interval:
             return
         self._watched_at = now
         await self._flush()
