@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from alembic import context
 from sqlalchemy.engine import Connection
@@ -37,15 +39,17 @@ def _url() -> str:
     return async_url(url)
 
 
-def _include_name(dialect: str):
-    def include_name(name, type_, parent_names) -> bool:
+def _include_name(dialect: str) -> Callable[..., bool]:
+    def include_name(name: str | None, type_: str, parent_names: Mapping[str, str | None]) -> bool:
         return not (type_ == "table" and name is not None and is_partition(name))
 
     return include_name
 
 
-def _include_object(dialect: str):
-    def include_object(obj, name, type_, reflected, compare_to) -> bool:
+def _include_object(dialect: str) -> Callable[..., bool]:
+    def include_object(
+        obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+    ) -> bool:
         wanted = getattr(obj, "info", {}).get("dialect")
         if type_ == "index" and not reflected and wanted not in (None, dialect):
             return False

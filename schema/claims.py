@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.consumers import group_refs, pod_refs, same_pod
 from dra_mirror.service.model.records import (
@@ -33,6 +32,7 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.records import Device as DeviceRecord
 from dra_mirror.service.stores.protocols import Relation
 
+from .context import Info
 from .devices import Device
 from .identity import NamespacedFields, NamespacedUidFields
 from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime

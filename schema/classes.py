@@ -10,6 +10,7 @@ classes offer this device", and `explainClaim` is where selector errors are repo
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry
@@ -56,7 +57,7 @@ async def classes_of(loaders: Loaders, entry: DeviceEntry) -> list[DeviceClassRe
 
 
 def devices_of(
-    loaders: Loaders, device_class: DeviceClassRecord, entries: list[DeviceEntry]
+    loaders: Loaders, device_class: DeviceClassRecord, entries: Sequence[DeviceEntry]
 ) -> list[DeviceEntry]:
     """The entries (of the class's cluster) the class's selectors accept."""
     cluster = device_class.meta.cluster

@@ -4,6 +4,9 @@
 `ScopedReader` over the state store, fresh DataLoaders (caches die with the request), the
 optional history reader (for `schema.history`), the GraphQL settings (page sizes) and a clock.
 Nothing here is global: the app passes the store and settings in, tests build their own.
+
+`Info` is what every resolver takes: strawberry's `Info` bound to this `Context` (and no root
+value), so that `info.context.reader` and the loaders are typed wherever a resolver reads them.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from strawberry.types import Info as StrawberryInfo
 
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.protocols import StateReader
@@ -43,6 +48,10 @@ class Context:
     @property
     def scope(self) -> ReadScope:
         return self.reader.scope
+
+
+# strawberry finds the info parameter by this annotation, so it must exist at run time
+Info: TypeAlias = StrawberryInfo[Context, None]
 
 
 def make_context(

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model import taint_rules
 from dra_mirror.service.model.quantity import parse_quantity
@@ -30,6 +29,7 @@ from dra_mirror.service.model.records import Device as DeviceRecord
 from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
+from .context import Info
 from .identity import ClusterScopedFields
 from .scalars import JSON, DeviceStatus
 

@@ -14,15 +14,17 @@ the query: those devices are counted and listed in `evaluationErrors`, never as 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import strawberry
 from graphql import GraphQLError
-from strawberry.types import Info
 
-from dra_mirror.service.diagnostics.lint import lint_manifests
+from dra_mirror.service.diagnostics.lint import Finding, lint_manifests
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey
 from dra_mirror.service.questions import diagnosis
 
 from . import device_state
+from .context import Info
 from .devices import Device
 from .diagnostics_types import ClaimDiagnosis, LintFinding
 from .paging import Connection, Edge, PageInfo, paginate
@@ -107,7 +109,7 @@ async def _with_status(info: Info, entries: list[DeviceEntry], wanted: str) -> l
     return [e for e, s in zip(entries, known, strict=True) if s == wanted]
 
 
-def _findings(found) -> list[LintFinding]:
+def _findings(found: Iterable[Finding]) -> list[LintFinding]:
     return [LintFinding(f=f) for f in found]
 
 

@@ -15,13 +15,13 @@ import enum
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
-from dra_mirror.service.diagnostics.explain import Check, Diagnosis, Holder
+from dra_mirror.service.diagnostics.diagnoses import Check, Diagnosis, Holder
 from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
-from dra_mirror.service.model.records import ObjectKey
+from dra_mirror.service.model.records import ClaimRecord, ObjectKey, PodRecord
 
+from .context import Info
 from .scalars import DateTime, to_datetime
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class ClaimHolder:
     async def resource_claim(self, info: Info) -> ClaimT | None:
         from .claims import ResourceClaim
 
-        record = await info.context.loaders.records.load(self.h.claim)
+        record = await info.context.loaders.record(ClaimRecord, self.h.claim)
         return ResourceClaim(record=record) if record is not None else None
 
 
@@ -235,6 +235,13 @@ class ClaimDiagnosis:
     def holders_total(self) -> int:
         return self.d.holders_total
 
+    @strawberry.field(
+        description="Holders in namespaces outside the asker's scope: counted in holdersTotal "
+        "and in every verdict, never named."
+    )
+    def holders_hidden(self) -> int:
+        return self.d.holders_hidden
+
     @strawberry.field(description="The checklist of an allocated claim (empty when pending).")
     def checks(self) -> list[ClaimCheck]:
         return [ClaimCheck(c=c) for c in self.d.checks]
@@ -251,15 +258,15 @@ class ClaimDiagnosis:
     async def resource_claim(self, info: Info) -> ClaimT | None:
         from .claims import ResourceClaim
 
-        record = await info.context.loaders.records.load(self.d.claim)
+        record = await info.context.loaders.record(ClaimRecord, self.d.claim)
         return ResourceClaim(record=record) if record is not None else None
 
     @strawberry.field(description="The pods that reference the claim, as mirrored now.")
     async def pod_objects(self, info: Info) -> list[PodT]:
         from .pods import Pod
 
-        found = await info.context.loaders.records.load_many(self.d.pods)
-        return [Pod(record=r) for r in found if r is not None]
+        found = await info.context.loaders.records_of(PodRecord, self.d.pods)
+        return [Pod(record=r) for r in found]
 
 
 @strawberry.type(description="A common DRA mistake found in a manifest or a mirrored cluster.")

@@ -17,17 +17,20 @@ with a `code` extension, never a 500.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Annotated, Any, overload
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Annotated, TypeVar, overload
 
 import orjson
 import strawberry
 from graphql import GraphQLError
 from strawberry.scalars import JSON
-from strawberry.types import Info
 
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
 
+from .context import Info
 from .scalars import DateTime
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
     from dra_mirror.service.history import queries as q
@@ -213,7 +216,7 @@ def _sees_aggregate(info: Info, cluster: str) -> bool:
     return info.context.scope.all_namespaces(cluster)
 
 
-async def _ask(coro) -> Any:
+async def _ask(coro: Awaitable[T]) -> T:
     from dra_mirror.service.history.db import HistoryUnavailable
 
     try:
@@ -277,7 +280,7 @@ class Query:
         for t in timelines:
             inventory = [
                 DeviceVersion(cluster=i.cluster, driver=i.driver, pool=i.pool, device=i.device,
-                              uuid=i.uuid, node=i.node, data=i.data, since=_time(i.start_us),
+                              uuid=i.uuid, node=i.node, data=JSON(i.data), since=_time(i.start_us),
                               until=_time(i.end_us), end_reason=i.end_reason)
                 for i in t.inventory if _allows(info, i.cluster)
             ]  # fmt: skip

@@ -28,14 +28,13 @@ import enum
 from collections.abc import AsyncGenerator
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.live import ClaimEvent as ClaimChange
 from dra_mirror.service.model.live import DeviceEvent as DeviceChange
 from dra_mirror.service.model.live import DeviceState
 
 from .claims import ClaimMoment, ResourceClaim
-from .context import Context
+from .context import Info
 from .devices import Device
 from .loaders import Loaders
 from .scalars import DeviceStatus
@@ -86,7 +85,7 @@ class Subscription:
         description="Claims of a cluster (optionally one namespace) as they change."
     )
     async def claim_events(
-        self, info: Info[Context, None], cluster: str, namespace: str | None = None
+        self, info: Info, cluster: str, namespace: str | None = None
     ) -> AsyncGenerator[ClaimEvent, None]:
         reader = info.context.reader
         if not reader.scope.allows(cluster, ""):
@@ -121,7 +120,7 @@ class Subscription:
         description="Devices of a cluster (optionally one node) as they change: published, changed, allocated, released, withdrawn."
     )
     async def device_events(
-        self, info: Info[Context, None], cluster: str, node: str | None = None
+        self, info: Info, cluster: str, node: str | None = None
     ) -> AsyncGenerator[DeviceEvent, None]:
         reader = info.context.reader
         if not reader.scope.allows(cluster, ""):

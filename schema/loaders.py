@@ -8,6 +8,10 @@ devices asking for their allocations costs one `lookup(DEVICE_ALLOCATIONS, keys)
 Pool facts (highest generation, completeness, shared counter sets) come from the slices of the
 node the pool is seen from when those form a complete generation (one batched node lookup),
 otherwise from the cluster's slices, read once per cluster per request.
+
+`record(cls, key)` and `records_of(cls, keys)` load through `records` and keep only records of
+the type asked for: an object key's kind is a string, so this is where a resolver's record is
+typed (a key of another kind reads as missing).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from strawberry.dataloader import DataLoader
 
@@ -34,6 +38,8 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.stores.protocols import Relation
 
 from .reader import ScopedReader
+
+R = TypeVar("R", bound=Record)
 
 PoolKey = tuple[str, str, str]  # (cluster, driver, pool)
 PoolLookup = tuple[str, str, str, str | None]  # (cluster, driver, pool, node it is seen from)
@@ -78,6 +84,16 @@ class Loaders:
     @cached_property
     def records(self) -> DataLoader[ObjectKey, Record | None]:
         return DataLoader(self._records)
+
+    async def record(self, cls: type[R], key: ObjectKey) -> R | None:
+        """The record under `key` if it is a `cls` (None: missing, hidden or another kind)."""
+        found = await self.records.load(key)
+        return found if isinstance(found, cls) else None
+
+    async def records_of(self, cls: type[R], keys: Sequence[ObjectKey]) -> list[R]:
+        """The `cls` records under `keys`, in key order; missing and hidden ones left out."""
+        found = await self.records.load_many(keys)
+        return [r for r in found if isinstance(r, cls)]
 
     @cached_property
     def devices(self) -> DataLoader[DeviceKey, DeviceEntry | None]:
@@ -129,13 +145,13 @@ class Loaders:
     async def _slices(self, clusters: list[str]) -> list[list[SliceRecord]]:
         found: list[list[SliceRecord]] = []
         for cluster in clusters:
-            found.append(list(await self.reader.list(RESOURCE_SLICE, cluster=cluster)))  # type: ignore[arg-type]
+            found.append(list(await self.reader.list(RESOURCE_SLICE, cluster=cluster)))
         return found
 
     async def _classes(self, clusters: list[str]) -> list[list[DeviceClassRecord]]:
         found: list[list[DeviceClassRecord]] = []
         for cluster in clusters:
-            found.append(list(await self.reader.list(DEVICE_CLASS, cluster=cluster)))  # type: ignore[arg-type]
+            found.append(list(await self.reader.list(DEVICE_CLASS, cluster=cluster)))
         return found
 
     async def _pools(self, keys: list[PoolLookup]) -> list[PoolFacts | None]:

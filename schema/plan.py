@@ -15,12 +15,12 @@ import enum
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.types import Info
 
 from dra_mirror.service.diagnostics.plan_results import ClaimOutcome, ItemPlan
 from dra_mirror.service.questions import diagnosis
 from dra_mirror.service.questions.plan import ClusterAnswer, plan_manifests
 
+from .context import Info
 from .diagnostics_types import ClaimHolder, LintFinding, ObjectRef, RequestDiagnosis
 from .scalars import JSON
 

@@ -9,7 +9,6 @@ import asyncio
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
@@ -22,6 +21,7 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.records import PodClaim as PodClaimRecord
 
 from .claims import ResourceClaim, device_for
+from .context import Info
 from .devices import Device
 from .identity import NamespacedUidFields
 from .scalars import JSON, DateTime, to_datetime

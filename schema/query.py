@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import cast
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
@@ -24,15 +23,18 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     ClaimRecord,
+    DeviceClassRecord,
     DeviceEntry,
     ObjectKey,
     PodRecord,
     Record,
+    SliceRecord,
 )
 from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
 from .claims import ResourceClaim, ResourceClaimTemplate, claim_key
+from .context import Info
 from .devices import Device, DeviceClass, ResourceSlice
 from .nodes import Cluster, Node
 from .paging import Connection, paginate
@@ -43,7 +45,7 @@ from .scalars import ClaimState, DeviceStatus
 from .whoholds import Holding, devices_named, who_holds
 
 
-def _identity(record) -> tuple[str, str, str]:
+def _identity(record: Record) -> tuple[str, str, str]:
     return (record.meta.cluster, record.meta.namespace, record.meta.name)
 
 
@@ -106,9 +108,7 @@ class Query:
             keys = await loaders.relation(Relation.NODE_SLICES).load_many(
                 [(c, node) for c in names]
             )
-            records = [
-                r for r in await loaders.records.load_many([k for ks in keys for k in ks]) if r
-            ]
+            records = await loaders.records_of(SliceRecord, [k for ks in keys for k in ks])
         found = [
             r
             for r in records
@@ -145,10 +145,11 @@ class Query:
         entries = await _device_candidates(info, cluster, node, driver, published)
         if class_name is not None:
             names = {e.key.cluster for e in entries}
-            found = await loaders.records.load_many(
-                [ObjectKey(c, DEVICE_CLASS, "", class_name) for c in sorted(names)]
+            found = await loaders.records_of(
+                DeviceClassRecord,
+                [ObjectKey(c, DEVICE_CLASS, "", class_name) for c in sorted(names)],
             )
-            by_cluster = {r.meta.cluster: r for r in found if r is not None}
+            by_cluster = {r.meta.cluster: r for r in found}
             entries = [
                 e
                 for e in entries

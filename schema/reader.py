@@ -6,6 +6,9 @@
   as `None`, exactly like one that does not exist), so access control can later be added by
   giving a request a narrower `Scope` — no resolver changes; a scope that hides nothing gets
   the store's answers as they are (fresh lists of the store's: callers may keep them);
+* `whole` is the same store unfiltered (errors still translated), for the questions that
+  derive facts of a whole cluster — device status, capacity, counters, placement — and only
+  then withhold the names the scope hides;
 * `StoreUnavailable` from the backend becomes `StateStoreUnavailable`, a GraphQL error whose
   message says "state store unavailable" — clients see a clear error, never an HTTP 500.
 
@@ -20,17 +23,24 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from graphql import GraphQLError
 
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
     AllocationRef,
+    ClaimRecord,
+    DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
+    NodeRecord,
     ObjectKey,
+    PodRecord,
     Record,
+    SliceRecord,
+    TaintRuleRecord,
+    TemplateRecord,
 )
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.protocols import (
@@ -137,6 +147,16 @@ class ScopedReader:
     def __init__(self, store: StateReader, scope: ReadScope) -> None:
         self.store = store
         self.scope = scope
+        self._whole: ScopedReader | None = None
+
+    @property
+    def whole(self) -> ScopedReader:
+        """The store behind the scope, unfiltered, its errors translated: what derivations of
+        a cluster's facts read (a device held by a claim the asker may not see is held); the
+        names they show are still the scope's to decide."""
+        if self._whole is None:
+            self._whole = self if not self.scope.may_hide() else ScopedReader(self.store, Scope())
+        return self._whole
 
     async def _call(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         try:
@@ -157,6 +177,60 @@ class ScopedReader:
             return records
         return [r if r is not None and _allows_record(self.scope, r) else None for r in records]
 
+    # The store lists records of the kind asked for: a kind's constant (`RESOURCE_CLAIM`…,
+    # Final, so read as a literal) types the answer as that kind's records.
+    @overload
+    async def list(
+        self,
+        kind: Literal["DeviceClass"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[DeviceClassRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceSlice"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[SliceRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceClaim"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[ClaimRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["ResourceClaimTemplate"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[TemplateRecord]: ...
+    @overload
+    async def list(
+        self, kind: Literal["Pod"], *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[PodRecord]: ...
+    @overload
+    async def list(
+        self, kind: Literal["Node"], *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[NodeRecord]: ...
+    @overload
+    async def list(
+        self,
+        kind: Literal["DeviceTaintRule"],
+        *,
+        cluster: str | None = ...,
+        namespace: str | None = ...,
+    ) -> Sequence[TaintRuleRecord]: ...
+    @overload
+    async def list(
+        self, kind: str, *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[Record]: ...
     async def list(
         self, kind: str, *, cluster: str | None = None, namespace: str | None = None
     ) -> Sequence[Record]:

@@ -9,7 +9,8 @@ A mirror serving without authentication answers `authenticated: false` and an ad
 from __future__ import annotations
 
 import strawberry
-from strawberry.types import Info
+
+from .context import Info
 
 
 @strawberry.type(description="Who asks, and what their access scope shows them.")

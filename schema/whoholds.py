@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import AllocationRef, ClaimRecord, DeviceKey, PodRecord
 from dra_mirror.service.questions.holders import holdings_of, resolve_devices
 
 from .claims import ResourceClaim, device_for
+from .context import Info
 from .devices import Device
 from .loaders import Loaders
 from .reader import ScopedReader

@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from strawberry.dataloader import DataLoader
-from strawberry.types import Info
 
 from dra_mirror.service.model.records import AllocationRef, DeviceKey
 from dra_mirror.service.stores.protocols import Relation
 
+from .context import Info
 from .loaders import Loaders
 
 MEMO_KEY = "withheld:every-holder"

@@ -67,7 +67,9 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
-def configure_logging(level: str = "INFO", *, json: bool = False, stream: TextIO | None = None):
+def configure_logging(
+    level: str = "INFO", *, json: bool = False, stream: TextIO | None = None
+) -> logging.Handler:
     """Install one handler on the root logger (replacing ours from an earlier call)."""
     root = logging.getLogger()
     for handler in list(root.handlers):

@@ -100,7 +100,9 @@ LIMIT = click.option("--limit", type=int, default=50, show_default=True, help="R
 @click.argument("device")
 @CLUSTER
 @client_options
-def who_holds(device: str, cluster: str | None, server: str, token: str | None, as_json: bool):
+def who_holds(
+    device: str, cluster: str | None, server: str, token: str | None, as_json: bool
+) -> None:
     """Claims holding DEVICE: a uuid (GPU-…, MIG-…), NODE/DEVICE, DRIVER/POOL/DEVICE or a name."""
 
     async def question(ask: Ask) -> tuple[WhoHolds, bool]:

@@ -15,7 +15,7 @@ import asyncio
 
 import click
 
-from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, Ask, over_http
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
@@ -29,7 +29,7 @@ async def serve_stdio(server_url: str, token: str | None) -> None:
     ) as http:
         ask = over_http(http)
 
-        async def ask_for(_ctx: object):
+        async def ask_for(_ctx: object) -> Ask:
             return ask
 
         await build_server(ask_for).run_stdio_async()

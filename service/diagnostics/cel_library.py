@@ -24,6 +24,7 @@ its environment.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -127,7 +128,7 @@ def _compare(a: Any, b: Any) -> int:
     return (x > y) - (x < y)
 
 
-def _semver_part(index: int):
+def _semver_part(index: int) -> Callable[[Any], int]:
     def part(value: Any) -> int:
         if _kind(value) != SEMVER_KEY:
             raise ValueError("expected a Semver")
@@ -143,7 +144,7 @@ def _as_integer(value: Any) -> int:
     return q.numerator
 
 
-def _is_valid(parse) -> Any:
+def _is_valid(parse: Callable[..., object]) -> Callable[..., bool]:
     def check(text: str, *args: Any) -> bool:
         try:
             parse(text, *args)
@@ -154,7 +155,7 @@ def _is_valid(parse) -> Any:
     return check
 
 
-def _plus(sign: int):
+def _plus(sign: int) -> Callable[[Any, Any], dict[str, str]]:
     def arith(a: Any, b: Any) -> dict[str, str]:
         other = Fraction(b) if isinstance(b, int) else _quantity(b)
         return {QUANTITY_KEY: str(_quantity(a) + sign * other)}
@@ -162,7 +163,7 @@ def _plus(sign: int):
     return arith
 
 
-def _overload(oid: str, ret: Any, params: list[Any], impl: Any, *, member: bool = False):
+def _overload(oid: str, ret: Any, params: list[Any], impl: Any, *, member: bool = False) -> Any:
     return cel.Overload(oid, ret, params, is_member=member, impl=impl)
 
 

@@ -31,7 +31,9 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -221,7 +223,7 @@ def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
     """
 
 
-def _waits(found: list, postgres: bool, row) -> None:
+def _waits(found: list[Any], postgres: bool, row: Callable[[str, str, int], ContentionRow]) -> None:
     if postgres:
         for c, grp, idx, waited, (p50, p95), longest in found:
             r = row(c, grp, idx)

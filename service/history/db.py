@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -96,7 +97,7 @@ def _check_sqlite_file(database: str) -> None:
         )
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     # WAL: readers see the last commit while the writer appends; NORMAL sync is durable
     # across process crashes (not power loss) and several times faster than FULL.
     cursor = dbapi_connection.cursor()

@@ -10,9 +10,9 @@ SQL, before any limit.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from sqlalchemy import and_, false, or_, true
+from sqlalchemy import ColumnElement, and_, false, or_, true
 
 from dra_mirror.service.history.spans import DeviceIdentity
 
@@ -38,7 +38,7 @@ class Granting(Visibility, Protocol):
         ...
 
 
-def visible(table, grants: Grants | None):
+def visible(table: Any, grants: Grants | None) -> ColumnElement[bool]:
     """The rows of `table` (with `cluster` and `namespace` columns) that `grants` shows: for
     each cluster (`*`: any), its namespaces (`*`: every one); a cluster granted no namespace
     shows none of its namespaced rows. None shows everything."""
@@ -67,7 +67,7 @@ def name_filters(device: str) -> list:
     return [lambda t: t.uuid == device, lambda t: t.device == device]
 
 
-def device_filter(table, identities: list[DeviceIdentity]):
+def device_filter(table: Any, identities: list[DeviceIdentity]) -> ColumnElement[bool]:
     """Rows of these devices: by uuid where one is known, and by (cluster, driver, pool,
     device) the rows that carry no uuid (an allocation recorded before any slice published its
     device, when the allocation result alone named it). A uuid is followed within the cluster

@@ -8,6 +8,7 @@ database become `HistoryUnavailable`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def alembic_config() -> Config:
     return config
 
 
-async def _with_connection(url: str, action) -> None:
+async def _with_connection(url: str, action: Callable[[Config], object]) -> None:
     engine = open_engine(url)
     try:
         with sql_errors("migrate"):

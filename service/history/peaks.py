@@ -26,6 +26,7 @@ service.history.contention.warm_peaks), so even the first audit of a grouping re
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from types import ModuleType
 
 from sqlalchemy import delete, null, select, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -54,7 +55,7 @@ def _epoch_name(day: int) -> str:
     return f"{EPOCH}:{day}"
 
 
-def _dialect(name: str):
+def _dialect(name: str) -> ModuleType:
     return postgresql if name == "postgresql" else sqlite
 
 

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import orjson
-from sqlalchemy import Row, and_, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import ColumnElement, Row, Select, and_, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
 from dra_mirror.service.history import pruning
@@ -85,7 +86,9 @@ def _allocation(a: Row[Any]) -> AllocationSpan:
     )  # fmt: skip
 
 
-def _overlaps(table, start_us: int, end_us: int, floors: dict[str, int] | None = None):
+def _overlaps(
+    table: Any, start_us: int, end_us: int, floors: dict[str, int] | None = None
+) -> ColumnElement[bool]:
     """Intervals of `table` overlapping [start_us, end_us); `floors` (pruning.floors) bound
     their starts from below, so PostgreSQL reads only the partitions the window reaches."""
     overlap = and_(table.start_us < end_us, or_(table.end_us.is_(None), table.end_us > start_us))
@@ -94,7 +97,7 @@ def _overlaps(table, start_us: int, end_us: int, floors: dict[str, int] | None =
 
 
 class HistoryQueries:
-    def __init__(self, engine: AsyncEngine, *, now_us=_now_us) -> None:
+    def __init__(self, engine: AsyncEngine, *, now_us: Callable[[], int] = _now_us) -> None:
         self.engine = engine
         self.now_us = now_us
 
@@ -130,7 +133,9 @@ class HistoryQueries:
             key=lambda d: (d.cluster, d.driver, d.pool, d.device, d.uuid or ""),
         )
 
-    async def who_held(self, device: str, at_us: int, cluster: str | None = None):
+    async def who_held(
+        self, device: str, at_us: int, cluster: str | None = None
+    ) -> list[AllocationSpan]:
         """Allocations holding the device at `at_us`, each with the pods consuming it then."""
         identities = await self.resolve(device, cluster)
         if not identities:
@@ -164,7 +169,7 @@ class HistoryQueries:
                     )
                 ).all()
                 spans = [_allocation(r) for r in allocations]
-                await self._attach_pods(conn, spans, window=(start_us, end_us))
+                await self._attach_pods(conn, spans)
                 inventory = (
                     await conn.execute(
                         select(d)
@@ -198,7 +203,7 @@ class HistoryQueries:
         return list(timelines.values())
 
     async def _attach_pods(
-        self, conn, spans: list[AllocationSpan], *, at_us: int | None = None, window=None
+        self, conn: AsyncConnection, spans: list[AllocationSpan], *, at_us: int | None = None
     ) -> None:
         uids = sorted({s.claim_uid for s in spans})
         if not uids:
@@ -242,7 +247,7 @@ class HistoryQueries:
                     )
                 ).all()  # fmt: skip
 
-                def of_claim(table):
+                def of_claim(table: Any) -> Select[Any]:
                     return (
                         select(table)
                         .where(

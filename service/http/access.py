@@ -184,7 +184,7 @@ class AccessGate:
         await send({"type": "http.response.start", "status": 421, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AccessError):
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AccessError) -> None:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4000 + error.status})
             return

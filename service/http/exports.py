@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+
+if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
+    from dra_mirror.service.history.queries import HistoryQueries
 
 CONTENTION_COLUMNS = (
     "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",
@@ -90,7 +93,9 @@ def _sees_aggregate(scope: ReadScope, cluster: str) -> bool:
     return scope.all_namespaces(cluster)
 
 
-async def _answer(request: Request, build) -> Response:
+async def _answer(
+    request: Request, build: Callable[[HistoryQueries, ReadScope], Awaitable[Response]]
+) -> Response:
     # The history modules (and SQLAlchemy) load only when a history database is configured.
     from dra_mirror.service.history.db import HistoryUnavailable
 
@@ -108,7 +113,7 @@ async def _answer(request: Request, build) -> Response:
 
 
 async def contention_csv(request: Request) -> Response:
-    async def build(history, scope) -> Response:
+    async def build(history: HistoryQueries, scope: ReadScope) -> Response:
         from dra_mirror.service.history.contention import GROUPS, BadAuditRequest
 
         start, end = _window(request)
@@ -141,7 +146,7 @@ async def contention_csv(request: Request) -> Response:
 
 
 async def idle_holders_csv(request: Request) -> Response:
-    async def build(history, scope) -> Response:
+    async def build(history: HistoryQueries, scope: ReadScope) -> Response:
         start, end = _window(request)
         try:
             first = max(0, min(int(request.query_params.get("first", "100")), 10_000))

@@ -24,7 +24,7 @@ is heard again or has relisted; only a stream that failed or was stalled is a ga
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served — DeviceTaintRule, `kinds.OPTIONAL`, holds back neither, unserved or
-failing; whether DRA is served, at which version (DeviceTaintRule's: `taint_rule_version`),
+failing; whether DRA is served, at which version (each optional kind's: `optional`),
 which versions discovery lists; last event and sync; error; counters, resourceVersion resets,
 malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
 state change, at most about once a second for counters alone.
@@ -58,8 +58,7 @@ from dra_mirror.service.clusters.watching import (
     WatchMessage,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
-from dra_mirror.service.model.kinds import OPTIONAL
-from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.model.kinds import KINDS, OPTIONAL
 from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
 from dra_mirror.service.reactor.connection import ClusterConnectionState
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
@@ -285,7 +284,7 @@ class Reactor(ClusterConnectionState):
             if unserved and kind in OPTIONAL:  # mirrored without it: not an error
                 self._failing.pop(kind, None)
                 self._unserved.add(kind)
-                self._optional_version(None)
+                self._optional_version(kind, None)
             else:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
                 if isinstance(message.error, WatchStalled):

@@ -57,15 +57,16 @@ class ClusterConnectionState:
 
     def _served_at(self, kind: str, version: str) -> None:
         if kind in OPTIONAL:
-            self._optional_version(version)
+            self._optional_version(kind, version)
         elif is_dra(kind):
             self._status_due |= self.status.api_version != version
             self.status.api_version = version
             self._dra(served=True)
 
-    def _optional_version(self, version: str | None) -> None:
-        self._status_due |= self.status.taint_rule_version != version
-        self.status.taint_rule_version = version
+    def _optional_version(self, kind: str, version: str | None) -> None:
+        if kind not in self.status.optional or self.status.optional[kind] != version:
+            self.status.optional = {**self.status.optional, kind: version}
+            self._status_due = True
 
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing and kind not in self._silent:

@@ -22,6 +22,8 @@ and DeviceClasses pass through with only `apiVersion` set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dra_mirror.service.model.kinds import DRA_GROUP
 
 # Fields of v1 ExactDeviceRequest that v1beta1 has at the request level.
@@ -125,7 +127,7 @@ def _device_to_v1(device: dict) -> dict:
     return out
 
 
-def _claim_spec(spec: dict, convert_request) -> dict:
+def _claim_spec(spec: dict, convert_request: Callable[[dict], dict]) -> dict:
     out = dict(spec)
     devices = spec.get("devices")
     if isinstance(devices, dict) and isinstance(devices.get("requests"), list):

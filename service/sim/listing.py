@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 import orjson
@@ -146,7 +146,7 @@ def list_page(
     return Page(items, at, token, remaining)
 
 
-def _merge(keys: list[Key], lo: int, hi: int, extra: list[Key]):
+def _merge(keys: list[Key], lo: int, hi: int, extra: list[Key]) -> Iterator[Key]:
     """Sorted union of keys[lo:hi] and `extra` (sorted), each key once."""
     j = 0
     for i in range(lo, hi):

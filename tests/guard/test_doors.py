@@ -358,6 +358,6 @@ async def test_a_selector_over_cels_budget_is_refused_as_a_bad_selector(store):
     selector = f"[{items}].all(a, [{items}].all(b, [{items}].all(c, a + b + c >= 0)))"
     query = "query($s: String!) { findDevices(selector: $s) { totalCount } }"
     async with app_client(store) as (http, _app):
-        answer = (await http.post("/graphql", json={"query": query, "variables": {"s": selector}}))
+        answer = await http.post("/graphql", json={"query": query, "variables": {"s": selector}})
     codes = [e["extensions"]["code"] for e in answer.json()["errors"]]
     assert codes == ["BAD_SELECTOR"] and "budget" in answer.text, answer.text
