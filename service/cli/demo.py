@@ -1,21 +1,26 @@
 """`dra-mirror demo`: the simulator's two-cluster `demo` scenario and the mirror, one process.
 
 What a newcomer gets from one command: the mirror the composition root builds for the demo
-(`service.runtime.demo`: the simulated clusters on free loopback ports with a kubeconfig in a
-temporary directory, watched through the real Kubernetes client, in-memory state, history in a
-SQLite file), served on 127.0.0.1:8000 (or `--port`). Once every cluster has synced, it prints
-the GraphiQL URL, the Devices screens' URL and three queries to paste. The demo serves without
-authentication, so it binds 127.0.0.1 whatever DRA_MIRROR_HTTP_HOST says, and says so.
+(`service.runtime.demo`: the simulated clusters on free loopback ports, watched through the
+real Kubernetes client, in-memory state, history in a SQLite file in a temporary directory),
+served on 127.0.0.1:8000 (or `--port`). The simulator's kubeconfig is written to
+`./demo.kubeconfig` (or `--kubeconfig-out`), so `kubectl --kubeconfig demo.kubeconfig` changes
+the very clusters the mirror watches. Once every cluster has synced, it prints the GraphiQL
+URL, the Devices screens' URL, the kubeconfig with a kubectl line, and three queries to paste.
+The demo serves without authentication, so it binds 127.0.0.1 whatever DRA_MIRROR_HTTP_HOST
+says, and says so.
 
 Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
-stops the watchers, then the simulator, and removes the temporary kubeconfig.
+stops the watchers, then the simulator, and removes the kubeconfig (unless something else
+replaced it meanwhile) and the temporary directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +50,29 @@ EXAMPLE_QUERIES = (
 )
 
 
-def banner(url: str, *, slack: bool = False) -> str:
+KUBECONFIG_OUT = "demo.kubeconfig"
+
+
+def banner(
+    url: str,
+    *,
+    slack: bool = False,
+    kubeconfig: str | None = None,
+    contexts: Sequence[str] = (),
+) -> str:
     base = url.removesuffix("/graphql")
     lines = [
         f"dra-mirror demo: GraphiQL at {url}",
         f"Devices screens at {base}/ui/",
         "open: no authentication (a demo), so it listens on 127.0.0.1 only",
+    ]
+    if kubeconfig:
+        first = f" --context {contexts[0]}" if contexts else ""
+        lines += [
+            f"kubeconfig of the simulated clusters (contexts: {', '.join(contexts)}): {kubeconfig}",
+            f"  kubectl --kubeconfig {shlex.quote(kubeconfig)}{first} get resourceclaims -A",
+        ]
+    lines += [
         f"Slack commands at {base}/slack/commands (signed with DRA_MIRROR_SLACK_SIGNING_SECRET)"
         if slack
         else "Slack commands: off (set DRA_MIRROR_SLACK_SIGNING_SECRET to try them)",
@@ -70,11 +92,19 @@ async def run_demo(
     announce: Callable[[str], None] = print,
     alerts: Any = None,
     deadline: ShutdownDeadline | None = None,
+    kubeconfig: str | None = KUBECONFIG_OUT,
 ) -> None:
-    """Serve the demo until cancelled; announce the URL once every cluster synced."""
+    """Serve the demo until cancelled; announce the URL once every cluster synced.
+    `kubeconfig`: where the simulator's kubeconfig goes (relative: to the working directory;
+    None: the temporary directory, unannounced)."""
     with tempfile.TemporaryDirectory(prefix="dra-mirror-demo-") as workdir:
         demo = demo_app(
-            settings, workdir=Path(workdir), scenario=scenario, alerts=alerts, slack=slack
+            settings,
+            workdir=Path(workdir),
+            scenario=scenario,
+            alerts=alerts,
+            slack=slack,
+            kubeconfig=Path.cwd() / kubeconfig if kubeconfig else None,
         )
         deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
         server = mirror_server(
@@ -99,7 +129,8 @@ async def run_demo(
                 if serving.done():
                     break
                 await asyncio.sleep(0.1)
-            announce(banner(url, slack=slack is not None))
+            contexts = list(demo.simulator.served) if demo.simulator is not None else []
+            announce(banner(url, slack=slack is not None, kubeconfig=kubeconfig, contexts=contexts))
             await serving
         finally:
             server.should_exit = True

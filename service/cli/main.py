@@ -219,8 +219,15 @@ async def _until_stopped(server: Any) -> None:
 @main.command(epilog=SLACK_EPILOG)
 @setting_option("--port", setting="http.port", type=int, help="Port of the API.")
 @click.option("--scenario", default="demo", help="Shipped scenario or file.")
+@click.option(
+    "--kubeconfig-out",
+    type=click.Path(dir_okay=False),
+    default="demo.kubeconfig",
+    show_default=True,
+    help="Where to write the simulated clusters' kubeconfig, for kubectl (removed on exit).",
+)
 @click.pass_context
-def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
+def demo(ctx: click.Context, port: int | None, scenario: str, kubeconfig_out: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
     preflight.check(settings, watch=False)
@@ -230,8 +237,9 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     alerts = alerts_config(settings) or demo_alerts(settings.http.port)
     slack = slack_settings()
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
+    preflight.writable(kubeconfig_out, "--kubeconfig-out")
     run(run_demo(settings, scenario=scenario, slack=slack, announce=click.echo, alerts=alerts,
-                 deadline=deadline), deadline=deadline)  # fmt: skip
+                 deadline=deadline, kubeconfig=kubeconfig_out), deadline=deadline)  # fmt: skip
 
 
 for command in (

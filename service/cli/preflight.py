@@ -15,7 +15,9 @@ the HTTP server is started:
   validated against the schema, as the app checks them when it is built
   (`service.runtime.standalone`);
 * the listening address: the host resolves to an address of this machine and the port is
-  free (a socket is bound as uvicorn binds it, and closed again).
+  free (a socket is bound as uvicorn binds it, and closed again);
+* a file the command writes (the demo's `--kubeconfig-out`, `writable`): its directory exists
+  and may be written.
 
 A problem ends the command with exit status 2 and one line on stderr,
 `dra-mirror: <what is wrong and how to fix it>` — never a traceback (`ConfigurationProblem`).
@@ -126,3 +128,19 @@ def listen_problem(host: str, port: int) -> str | None:
     finally:
         sock.close()
     return None
+
+
+def writable(path: str, option: str) -> None:
+    """A file this command will write (the demo's kubeconfig): its directory exists and this
+    process may create files in it."""
+    import os
+
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ConfigurationProblem(f"{option} {path}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigurationProblem(
+            f"{option} {path}: cannot write in {directory} (give {option} PATH elsewhere)"
+        )
+    if os.path.isdir(path):
+        raise ConfigurationProblem(f"{option} {path}: a directory, not a file")

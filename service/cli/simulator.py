@@ -7,7 +7,10 @@ One port per cluster (free ports unless `--port-base`), a kubeconfig with one co
 cluster; the scenario's churn runs until Ctrl-C or SIGTERM. The scenario format is described in
 docs/simulator.md.
 
-Promises: a scenario that does not load is a usage error (exit 2) before anything listens.
+Promises: a scenario that does not load is a usage error (exit 2) before anything listens; a
+port that is taken (`--port-base` on a busy port) ends it with exit 1 and the cluster, the
+address and the reason on stderr, never a traceback; the kubeconfig it wrote is removed when
+it stops (its servers are gone), unless something else replaced it meanwhile.
 """
 
 from __future__ import annotations
@@ -55,12 +58,17 @@ def sim(
         scenarios.load_scenario(scenario)
     except (scenarios.ScenarioError, OSError) as error:
         raise click.UsageError(f"--scenario {scenario}: {error}") from error
-    run(
-        scenarios.serve_scenario(
-            scenario,
-            kubeconfig_path=kubeconfig_out,
-            port_base=port_base,
-            host=host,
-            announce=lambda text: click.echo(text),
+    from dra_mirror.service.sim.run import PortInUse
+
+    try:
+        run(
+            scenarios.serve_scenario(
+                scenario,
+                kubeconfig_path=kubeconfig_out,
+                port_base=port_base,
+                host=host,
+                announce=lambda text: click.echo(text),
+            )
         )
-    )
+    except PortInUse as error:
+        raise click.ClickException(str(error)) from None

@@ -2,13 +2,15 @@
 
 What `dra-mirror demo` runs, on embedded defaults (in-memory state, history in a SQLite file
 in `workdir` unless a database is configured, no Redis): the app's lifespan starts the
-simulated clusters first (`simulated_world`: on free loopback ports, their kubeconfig written
-to `workdir`, the scenario's world moving), then the mirror, which watches them through the
-real Kubernetes client exactly as it would watch real clusters. On shutdown the watchers stop,
+simulated clusters first (`simulated_world`: on free loopback ports, their kubeconfig
+written, the scenario's world moving), then the mirror, which watches them through the real
+Kubernetes client exactly as it would watch real clusters. On shutdown the watchers stop,
 then the simulator.
 
-* `demo_app(settings, workdir=...)` — the `Demo`: its app (`mirror_app`), its store, its
-  kubeconfig, and the simulator while the lifespan runs; `ready` once every cluster synced.
+* `demo_app(settings, workdir=..., kubeconfig=None)` — the `Demo`: its app (`mirror_app`), its
+  store, its kubeconfig (`kubeconfig`, where `kubectl` users find it: written once the
+  simulated clusters listen, removed when they stop; None: `workdir/demo.kubeconfig`), and
+  the simulator while the lifespan runs; `ready` once every cluster synced.
   `/slack/commands` answers with `slack` (the `SlackSettings` of DRA_MIRROR_SLACK_*);
   `access`, an access configuration (`service.access.config.AccessConfig`), is for the browser
   tests of sign-in — the demo itself serves open;
@@ -61,6 +63,7 @@ class Demo:
     store: MemoryStore
     kubeconfig: Path
     simulator: Simulator | None = None
+    remove_kubeconfig: bool = False  # a kubeconfig outside the workdir goes with the clusters
 
     @property
     def ready(self) -> bool:
@@ -72,7 +75,9 @@ class Demo:
 async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]:
     """Serve the scenario's clusters and run its world (churn, delayed starts)."""
     world = build_world(load_scenario(scenario))
-    async with Simulator(world.specs, kubeconfig_path=demo.kubeconfig) as sim:
+    async with Simulator(
+        world.specs, kubeconfig_path=demo.kubeconfig, remove_kubeconfig=demo.remove_kubeconfig
+    ) as sim:
         movement = asyncio.create_task(world.run(), name="demo-world")
         demo.simulator = sim
         try:
@@ -91,13 +96,19 @@ def demo_app(
     alerts: AlertsConfig | None = None,
     access: Any = None,
     slack: Any = None,
+    kubeconfig: Path | None = None,
 ) -> Demo:
     """See the module docstring."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
     store = MemoryStore()  # in memory, live events on its in-process bus
-    demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
+    demo = Demo(
+        app=None,
+        store=store,
+        kubeconfig=kubeconfig or workdir / "demo.kubeconfig",
+        remove_kubeconfig=kubeconfig is not None,
+    )
     demo.app = mirror_app(
         settings,
         store=store,

@@ -8,8 +8,9 @@
 Promises: every listening socket is bound on 127.0.0.1 unless `host` says otherwise (port 0
 = a free port, the real port is known at once); the kubeconfig (one context per cluster) is written atomically after the
 servers accept connections and before `start()` returns; `stop()` ends open watch streams
-and waits for the servers to exit. `serve_forever()` is the CLI's loop: it prints where
-each cluster listens and runs until cancelled.
+and waits for the servers to exit (and, with `remove_kubeconfig`, removes the kubeconfig it
+wrote unless something else replaced it). `serve_forever()` is the CLI's loop: it prints where
+each cluster listens and runs until cancelled, removing its kubeconfig when it stops.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ from dra_mirror.service.sim.store import ClusterStore
 HOST = "127.0.0.1"
 
 
+class PortInUse(Exception):
+    """A simulated cluster cannot listen where it was asked to (`errno`: the OS's reason):
+    the message names the cluster, the address and what to do."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
 @dataclass
 class ClusterSpec:
     """One cluster to serve: its store, the resource.k8s.io versions, initial faults."""
@@ -56,13 +66,23 @@ def _spec(item: ClusterSpec | tuple | ClusterStore) -> ClusterSpec:
     return ClusterSpec(*item)
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, cluster: str = "") -> socket.socket:
     # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only then.
     # Without it, Nagle + delayed ACK cost ~40 ms per keep-alive request.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        who = f"cluster {cluster}: " if cluster else ""
+        raise PortInUse(
+            f"{who}cannot listen on {host}:{port}: {error.strerror or error}"
+            " (another process holds the port: choose another --port-base, or leave it out"
+            " to use free ports)",
+            error.errno,
+        ) from error
     sock.listen(512)
     sock.setblocking(False)
     return sock
@@ -81,6 +101,7 @@ class Simulator:
         bookmark_interval: float = 60.0,
         default_watch_timeout: float = 1800.0,
         warm_list_cache: bool = True,
+        remove_kubeconfig: bool = False,
     ) -> None:
         self._specs = [_spec(c) for c in clusters]
         names = [s.store.name for s in self._specs]
@@ -111,6 +132,8 @@ class Simulator:
         self._tasks: list[asyncio.Task] = []
         self._tasks_aux: list[asyncio.Task] = []
         self._warm = warm_list_cache
+        self._remove_kubeconfig = remove_kubeconfig
+        self._kubeconfig_written: str | None = None
 
     @property
     def clusters(self) -> dict[str, ClusterStore]:
@@ -136,7 +159,7 @@ class Simulator:
         for i, spec in enumerate(self._specs):
             served = self.served[spec.store.name]
             port = spec.port or (self._port_base + i if self._port_base else 0)
-            sock = _bind(self.host, port)
+            sock = _bind(self.host, port, spec.store.name)
             served.port = sock.getsockname()[1]
             config = uvicorn.Config(
                 build_app(served),
@@ -161,6 +184,7 @@ class Simulator:
             write_kubeconfig(
                 self.kubeconfig_path, self.ports, host=self._address, tokens=self.tokens
             )
+            self._kubeconfig_written = self.kubeconfig_path.read_text()
         if self._warm:
             self._tasks_aux.append(asyncio.create_task(self._warm_list_cache(), name="sim-warm"))
 
@@ -190,6 +214,19 @@ class Simulator:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._servers.clear()
         self._tasks.clear()
+        if self._remove_kubeconfig:
+            self._unlink_kubeconfig()
+
+    def _unlink_kubeconfig(self) -> None:
+        """Remove the kubeconfig written at start (its servers are gone), unless something
+        else has replaced it since."""
+        path, written = self.kubeconfig_path, self._kubeconfig_written
+        self._kubeconfig_written = None
+        if path is None or written is None:
+            return
+        with contextlib.suppress(OSError):
+            if path.read_text() == written:
+                path.unlink()
 
     async def __aenter__(self) -> Simulator:
         try:
@@ -227,7 +264,11 @@ async def serve_forever(
 ) -> None:
     """Serve until cancelled (Ctrl-C); announce each cluster's address and the kubeconfig."""
     async with Simulator(
-        clusters, kubeconfig_path=kubeconfig_path, port_base=port_base, host=host
+        clusters,
+        kubeconfig_path=kubeconfig_path,
+        port_base=port_base,
+        host=host,
+        remove_kubeconfig=True,
     ) as sim:
         for name in sim.served:
             announce(f"cluster {name} listening on {sim.url(name)}")

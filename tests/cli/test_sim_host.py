@@ -51,3 +51,28 @@ async def test_sim_listens_on_the_host_asked(tmp_path: Path) -> None:
         async with asyncio.timeout(PATIENCE):
             await process.communicate()
     assert process.returncode == 0
+
+
+async def test_sim_on_a_busy_port_says_so(tmp_path: Path) -> None:
+    """`--port-base` on a port another process holds: exit 1, the cluster and the address
+    named, no traceback; nothing written."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            str(DRA_MIRROR),
+            *("sim", "--scenario", "demo", "--port-base", str(port)),
+            *("--kubeconfig-out", str(tmp_path / "sim.kubeconfig")),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        async with asyncio.timeout(PATIENCE):
+            out, _ = await process.communicate()
+    text = out.decode()
+    assert process.returncode == 1, text
+    assert f"cluster east: cannot listen on 127.0.0.1:{port}" in text, text
+    assert "--port-base" in text and "Traceback" not in text, text
+    assert not (tmp_path / "sim.kubeconfig").exists()

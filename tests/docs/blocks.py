@@ -10,10 +10,18 @@ allowed), naming the reason:
 
     <!-- docs-test: skip — needs a real cluster -->
 
-A skip without a reason is an error. Within a shell block, each line is one command
+A skip without a reason is an error. A block that changes the demo's world (deletes a claim)
+runs against a demo of its own, started in its directory, so that the blocks after it find the
+demo as the docs describe it; it says so the same way, with the reason:
+
+    <!-- docs-test: own-demo — deletes the idle claim -->
+
+Within a shell block, each line is one command
 (`\\` continues it; `#` starts a comment; a leading `$ ` is dropped). A command ending in `&`,
 and one that runs until stopped (`dra-mirror serve|watch|sim`, `redis-server`,
-`kubectl … -w`), runs in the background for the rest of its block. A trailing comment
+`kubectl … -w`), runs in the background for the rest of its block; one of the latter without
+`&` must be the block's last line (pasted, it holds the terminal and the lines after it never
+run). A trailing comment
 `# exits N` (or `# exit status N`) documents the exit status expected; else it is 0.
 """
 
@@ -26,7 +34,9 @@ from pathlib import Path
 SHELL_TAGS = {"sh", "shell", "bash", "console"}
 GRAPHQL_TAGS = {"graphql", "gql"}
 COMMAND_WORDS = ("dra-mirror", ".venv/", "kubectl", "curl", "scripts/", "helm", "docker", "$ ")
-SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s*(?:[—:-]+\s*(?P<reason>.*?))?\s*-->")
+MARKER = re.compile(
+    r"<!--\s*docs-test:\s*(?P<what>skip|own-demo)\s*(?:[—:-]+\s*(?P<reason>.*?))?\s*-->"
+)
 FENCE = re.compile(r"^(?P<indent>\s*)```(?P<tag>[\w-]*)\s*$")
 EXITS = re.compile(r"#\s*exit(?:s| status)\s+(?P<code>\d+)\b")
 FOREVER = re.compile(
@@ -46,6 +56,8 @@ class Command:
     line: int
     expected_exit: int = 0
     background: bool = False
+    # runs until stopped without a trailing `&`: pasted, the lines after it would never run
+    holds_terminal: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,7 @@ class Block:
     text: str
     skip: str | None = None  # the reason given
     commands: list[Command] = field(default_factory=list)
+    own_demo: str | None = None  # the reason given: runs against a demo of its own
 
     @property
     def where(self) -> str:
@@ -83,11 +96,13 @@ def read_blocks(path: Path) -> list[Block]:
         while j < len(lines) and not FENCE.match(lines[j]):
             body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j].lstrip())
             j += 1
-        skip = _skip_before(lines, i, path)
+        what, reason = _marker_before(lines, i, path)
+        skip = reason if what == "skip" else None
+        own = reason if what == "own-demo" else None
         text = "\n".join(body)
-        block = Block(path, i + 1, tag, text, skip)
+        block = Block(path, i + 1, tag, text, skip, own_demo=own)
         if tag in SHELL_TAGS:
-            block = Block(path, i + 1, tag, text, skip, shell_commands(text, i + 2))
+            block = Block(path, i + 1, tag, text, skip, shell_commands(text, i + 2), own)
         elif not tag and text.lstrip().startswith(COMMAND_WORDS) and skip is None:
             raise DocsError(f"{block.where}: an untagged block of commands: tag it ```sh")
         found.append(block)
@@ -95,18 +110,19 @@ def read_blocks(path: Path) -> list[Block]:
     return found
 
 
-def _skip_before(lines: list[str], fence: int, path: Path) -> str | None:
+def _marker_before(lines: list[str], fence: int, path: Path) -> tuple[str | None, str | None]:
+    """The docs-test marker on the line before a fence: (skip | own-demo, its reason)."""
     k = fence - 1
     while k >= 0 and not lines[k].strip():
         k -= 1
     if k < 0:
-        return None
-    marker = SKIP.search(lines[k])
+        return None, None
+    marker = MARKER.search(lines[k])
     if not marker:
-        return None
+        return None, None
     if not (marker["reason"] or "").strip():
-        raise DocsError(f"{path.name}:{fence + 1}: a docs-test skip needs a reason")
-    return marker["reason"].strip()
+        raise DocsError(f"{path.name}:{fence + 1}: a docs-test {marker['what']} needs a reason")
+    return marker["what"], marker["reason"].strip()
 
 
 def shell_commands(text: str, first_line: int = 1) -> list[Command]:
@@ -128,11 +144,13 @@ def shell_commands(text: str, first_line: int = 1) -> list[Command]:
         if not code:
             continue
         exits = EXITS.search(comment)
-        background = code.endswith("&") and not code.endswith("&&")
-        code = code.removesuffix("&").strip() if background else code
-        background = background or bool(FOREVER.search(code))
+        detached = code.endswith("&") and not code.endswith("&&")
+        code = code.removesuffix("&").strip() if detached else code
+        forever = bool(FOREVER.search(code))
         expected = int(exits["code"]) if exits else 0
-        commands.append(Command(code, start, expected, background))
+        commands.append(
+            Command(code, start, expected, detached or forever, forever and not detached)
+        )
     return commands
 
 

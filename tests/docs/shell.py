@@ -1,10 +1,14 @@
-"""One documented shell block run as a reader would type it: one bash session, line by line.
+"""One documented shell block run as a reader would paste it: one bash session, line by line.
 
 `Session(workdir, env, ports)` drives a `bash` process: each command is written to it, its
 output read up to a sentinel carrying `$?`, so shell variables set by one line serve the next.
-A background command gets its own process group and log file; it must come up (still running,
-its `--port` answering `/readyz` for dra-mirror or accepting connections otherwise, its
-`--kubeconfig-out` written) and is stopped when the block ends (SIGTERM, then SIGKILL).
+A background command gets its own process group and log file and the next line runs at once,
+as it does when the block is pasted into a terminal: a line that needs what a background
+command has not done yet (its kubeconfig written, its port answering) fails, unless the block
+waits for it. After the block's last line (`finish()`) every background command must have
+come up (still running, its `--port` answering `/readyz` for dra-mirror or accepting
+connections otherwise, its `--kubeconfig-out` written); all are stopped when the block ends
+(SIGTERM, then SIGKILL).
 
 Addresses are made private: every `127.0.0.1:PORT`, `localhost:PORT` and `--port PORT` in a
 command is rewritten to a free loopback port, the same documented port to the same free port
@@ -70,6 +74,8 @@ class Background:
     command: Command
     pid: int
     log: Path
+    text: str  # as run (private ports)
+    listened: list[int]
 
 
 class Session:
@@ -115,7 +121,8 @@ class Session:
             out.append(line)
 
     def run(self, command: Command) -> str:
-        """Run one command; its output (foreground), or its log so far (background)."""
+        """Run one command; its output (foreground), or nothing (background: started, and the
+        next line runs at once, as pasted)."""
         text, listened = self.ports.rewrite(command.text)
         if not command.background:
             code, out = self._send(text)
@@ -124,12 +131,21 @@ class Session:
             return out
         log = self.workdir / f"background-{len(self.background)}.log"
         _, out = self._send(f"{text} >{log} 2>&1 </dev/null &\necho $!")
-        job = Background(command, int(out.split()[-1]), log)
-        self.background.append(job)
-        self._until_up(job, text, listened)
-        return log.read_text()
+        self.background.append(Background(command, int(out.split()[-1]), log, text, listened))
+        return ""
 
-    def _until_up(self, job: Background, text: str, listened: list[int]) -> None:
+    def finish(self) -> None:
+        """After the block's last line: every background command came up and still runs."""
+        for job in self.background:
+            try:
+                self._until_up(job)
+            except CommandFailed as failure:
+                raise CommandFailed(
+                    f"line {job.command.line}: {job.command.text}\n{failure}"
+                ) from None
+
+    def _until_up(self, job: Background) -> None:
+        text, listened = job.text, job.listened
         written = re.findall(r"--kubeconfig-out[ =](\S+)", text)
         deadline = time.monotonic() + self.timeout
         settle = time.monotonic() + 1.0

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.docs.blocks import Command, DocsError, read_blocks, shell_commands, split_comment
-from tests.docs.shell import Ports
+from tests.docs.shell import CommandFailed, Ports, Session
 
 
 def blocks_of(tmp_path: Path, text: str):
@@ -29,11 +31,51 @@ def test_shell_and_graphql_blocks_with_their_commands(tmp_path: Path):
     assert sh.commands == [
         Command("dra-mirror waiting", 3),
         Command("dra-mirror lint bad.yaml", 4, expected_exit=1),
-        Command("dra-mirror sim --scenario demo  --kubeconfig-out k", 5, background=True),
-        Command("kubectl get pods -w", 7, background=True),
+        Command(
+            "dra-mirror sim --scenario demo  --kubeconfig-out k",
+            5,
+            background=True,
+            holds_terminal=True,
+        ),
+        Command("kubectl get pods -w", 7, background=True, holds_terminal=True),
         Command("redis-server --port 6379", 8, background=True),
     ]
     assert gql.text == "{ clusters { name } }"
+
+
+def test_a_block_that_changes_the_demo_says_so(tmp_path: Path):
+    (block,) = blocks_of(
+        tmp_path, "<!-- docs-test: own-demo — deletes a claim -->\n```sh\nkubectl x\n```\n"
+    )
+    assert (block.own_demo, block.skip) == ("deletes a claim", None)
+    with pytest.raises(DocsError, match="own-demo needs a reason"):
+        blocks_of(tmp_path, "<!-- docs-test: own-demo -->\n```sh\nx\n```\n")
+
+
+def test_a_block_runs_as_pasted(tmp_path: Path):
+    """The line after a background command runs at once, as in a terminal the block is pasted
+    into: reading a kubeconfig the simulator has not written yet fails; waiting for it works."""
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "HOME": str(tmp_path)}
+    start = "dra-mirror sim --scenario demo --kubeconfig-out k.yaml &\n"
+    session = Session(tmp_path, env, Ports(), timeout=60)
+    try:
+        first, second = shell_commands(start + "test -s k.yaml\n")
+        session.run(first)
+        with pytest.raises(CommandFailed, match="exit 1"):
+            session.run(second)
+        session.finish()  # the simulator came up all the same
+    finally:
+        session.close()
+    session = Session(tmp_path, env, Ports(), timeout=60)
+    try:
+        for command in shell_commands(
+            start + "until [ -s k.yaml ]; do sleep 0.2; done\ntest -s k.yaml\n"
+        ):
+            session.run(command)
+        session.finish()
+    finally:
+        session.close()
 
 
 def test_a_skip_needs_a_visible_reason(tmp_path: Path):

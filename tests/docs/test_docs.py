@@ -59,18 +59,25 @@ BLOCKS = [
 ]
 
 
+# what a clone lacks: git's own files, caches, and what running the docs leaves behind
+NOT_CLONED = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", "demo.kubeconfig",
+              "sim.kubeconfig"}  # fmt: skip
+
+
 def fresh_clone(target: Path) -> Path:
     """A directory with the repository's top-level entries linked (what a clone has)."""
     target.mkdir()
     for entry in REPO_ROOT.iterdir():
-        if entry.name not in {".git", "__pycache__", ".pytest_cache", ".mypy_cache"}:
+        if entry.name not in NOT_CLONED:
             (target / entry.name).symlink_to(entry)
     return target
 
 
 class Demo:
+    """`scripts/demo` run in `clone` (where it writes `demo.kubeconfig`, as in a reader's clone)."""
+
     def __init__(self, clone: Path, port: int) -> None:
-        self.port, self.log = port, clone.parent / "demo.log"
+        self.port, self.log = port, clone.parent / f"{clone.name}-demo.log"
         env = {**os.environ, "DRA_MIRROR_SLACK_SIGNING_SECRET": SLACK_SECRET}
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
@@ -152,20 +159,41 @@ def test_documented_example_works(block: Block, demo: Demo, clone: Path, ports: 
     if block.tag in GRAPHQL_TAGS:
         run_graphql(block, demo)
         return
+    commands = [c for c in block.commands if not c.text.startswith(tuple(PROVIDED))]
+    held = [c for c in commands[:-1] if c.holds_terminal]
+    if held:
+        pytest.fail(
+            f"{block.where} line {held[0].line}: {held[0].text}\nruns until stopped and lines "
+            "follow it: pasted, they would never run (end it with `&`, or make it the last line)"
+        )
     workdir = clone.parent / f"block-{block.path.stem}-{block.line}"
     shutil.rmtree(workdir, ignore_errors=True)
     fresh_clone(workdir)
-    session = Session(workdir, shell_env(workdir, demo), ports)
+    own = None
+    if block.own_demo:  # it changes the demo's world: a demo of its own, in its directory
+        own = demo = Demo(workdir, free_port())
+        ports = Ports({8000: own.port})
+    else:  # the reader runs the block where they ran scripts/demo
+        (workdir / "demo.kubeconfig").symlink_to(clone / "demo.kubeconfig")
+    session = None
     try:
-        for command in block.commands:
-            if any(command.text.startswith(provided) for provided in PROVIDED):
-                continue
+        if own is not None:
+            own.wait_ready()
+        session = Session(workdir, shell_env(workdir, demo), ports)
+        for command in commands:
             try:
                 session.run(command)
             except CommandFailed as failure:
                 pytest.fail(f"{block.where} line {command.line}: {command.text}\n{failure}")
+        try:
+            session.finish()
+        except CommandFailed as failure:
+            pytest.fail(f"{block.where}: {failure}")
     finally:
-        session.close()
+        if session is not None:
+            session.close()
+        if own is not None:
+            own.stop()
 
 
 def run_graphql(block: Block, demo: Demo) -> None:

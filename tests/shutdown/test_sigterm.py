@@ -24,6 +24,7 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 import websockets
+import yaml
 
 from dra_mirror.service.sim.run import Simulator
 from dra_mirror.service.stores.redis_keys import Keys
@@ -50,11 +51,12 @@ class Mirror:
         self.stderr = tmp_path / "stderr.log"
         self.process: asyncio.subprocess.Process | None = None
         self.url = f"http://127.0.0.1:{self.port}"
+        self.cwd = tmp_path  # what a command writes beside it (the demo's kubeconfig) stays here
 
     async def start(self) -> None:
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
             self.process = await asyncio.create_subprocess_exec(
-                str(DRA_MIRROR), *self.args, stdout=out, stderr=err, env=self.env
+                str(DRA_MIRROR), *self.args, stdout=out, stderr=err, env=self.env, cwd=self.cwd
             )
 
     def log(self) -> str:
@@ -181,13 +183,32 @@ async def test_sigterm_releases_the_leases(tmp_path: Path, redis_url: str) -> No
 
 @pytest.mark.slow
 async def test_sigterm_stops_the_demo_with_exit_zero(tmp_path: Path) -> None:
+    """The demo also writes its simulator's kubeconfig where it runs and prints it: a change
+    made through that kubeconfig (kubectl's way) reaches the mirror; the file goes with it."""
     mirror = Mirror(tmp_path)
     mirror.args = ["demo", "--port", str(mirror.port)]
+    kubeconfig = tmp_path / "demo.kubeconfig"
     await mirror.start()
     try:
         async with httpx.AsyncClient(base_url=mirror.url) as http:
             await mirror.until(http, _ready)
             assert {"shared-h200", "notebook-gpu"} <= await claim_names(http)
+
+            async def announced(_http: httpx.AsyncClient) -> bool:
+                return "kubectl --kubeconfig demo.kubeconfig --context east" in mirror.log()
+
+            await mirror.until(http, announced)
+            config = yaml.safe_load(kubeconfig.read_text())
+            east = next(c["cluster"]["server"] for c in config["clusters"] if c["name"] == "east")
+            deleted = await http.delete(
+                f"{east}/apis/resource.k8s.io/v1/namespaces/research/resourceclaims/notebook-gpu"
+            )
+            assert deleted.status_code == 200, deleted.text
+
+            async def gone(_http: httpx.AsyncClient) -> bool:
+                return "notebook-gpu" not in await claim_names(http)
+
+            await mirror.until(http, gone)  # the mirror watches the clusters the file names
         code = await mirror.terminate()
     finally:
         mirror.kill()
@@ -196,6 +217,7 @@ async def test_sigterm_stops_the_demo_with_exit_zero(tmp_path: Path) -> None:
     assert code == 0, mirror.log()
     assert "GraphiQL at" in mirror.log()  # it got as far as announcing itself
     assert "Traceback" not in mirror.log() and " ERROR " not in mirror.log(), mirror.log()
+    assert not kubeconfig.exists()  # its servers are gone
 
 
 async def test_sigterm_stops_the_simulator_with_exit_zero(tmp_path: Path) -> None:
