@@ -20,7 +20,9 @@ The loop is three small functions (kopf's shape), each owning one concern:
   position; on any other `ClusterError` keep the position, wait (exponential backoff with full
   jitter, or the server's Retry-After) and resume; on `NotServed` for a resource.k8s.io kind
   rediscover the version (the kind's own, for DeviceTaintRule) and relist; a DeviceTaintRule
-  served at none of its versions is asked for again only when discovery's answer ages. The backoff resets only when a watch delivers a line.
+  served at none of its versions is asked for again only when discovery's answer ages. The backoff resets only when a watch delivers a line. Failed attempts are logged through
+  the cluster's `FailureLog` (`failures`): once per backoff step for the kinds failing alike,
+  with a count, instead of once per kind and attempt.
 
 Every kind of a cluster shares one `ClusterResets` (see `resets`; the watcher's side of it,
 its position, is `positions`): evidence that the
@@ -56,6 +58,7 @@ from dra_mirror.service.clusters.errors import (
     WatchStalled,
     from_status,
 )
+from dra_mirror.service.clusters.failures import FailureLog
 from dra_mirror.service.clusters.messages import (
     Bookmarked,
     Connected,
@@ -97,6 +100,7 @@ class KindWatcher(Positions):
         settings: WatchSettings | None = None,
         rng: random.Random | None = None,
         resets: ClusterResets | None = None,
+        failures: FailureLog | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kind = kind
@@ -109,6 +113,7 @@ class KindWatcher(Positions):
         self.settings = settings or WatchSettings()
         self.rng = rng or random.Random()
         self.resets = resets or ClusterResets(self.cluster)
+        self.failures = failures or FailureLog(self.cluster, clock=clock)
         self.backoff = Backoff(
             base=self.settings.backoff_base,
             cap=self.settings.backoff_cap,
@@ -190,14 +195,11 @@ class KindWatcher(Positions):
                 log.exception("watch failed unexpectedly", extra=self._log)
                 failure = BadResponse(f"{type(error).__name__}: {error}", cluster=self.cluster)
             delay = self.backoff.next_delay(failure.retry_after)
-            log.warning(
-                "%s; attempt %d, retrying in %.2fs from %s",
-                failure,
-                self.backoff.attempt,
-                delay,
-                f"resourceVersion {self.resource_version}" if self.resource_version else "a relist",
-                extra=self._log,
+            position = (
+                f"resourceVersion {self.resource_version}" if self.resource_version else "a relist"
             )
+            # one line per backoff step for the cluster's kinds failing alike (`failures`)
+            self.failures.failed(self.kind, failure, self.backoff.attempt, delay, position)
             await self.emit(Failed(self.kind, failure, delay, self.backoff.attempt))
             await self.sleep(delay)
 
@@ -344,6 +346,7 @@ class KindWatcher(Positions):
             self._received += 1
             if self._received == 1:
                 self.backoff.reset()
+                self.failures.recovered(kind)
             version = item.resource_version
             if version and not self._served(version):
                 raise TooLarge(  # handled as the reset it is: reported, and this kind relists

@@ -43,6 +43,7 @@ import msgspec
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.clusters.discovery import DraVersions
 from dra_mirror.service.clusters.errors import NotServed, WatchStalled
+from dra_mirror.service.clusters.failures import FailureLog
 from dra_mirror.service.clusters.resets import ClusterResets
 from dra_mirror.service.clusters.resources import is_dra
 from dra_mirror.service.clusters.transport import ClusterApi
@@ -105,6 +106,7 @@ class Reactor(ClusterConnectionState):
         self.api = ClusterApi(self.name, connection.api_client)
         self.versions = DraVersions(self.api)
         self.resets = ClusterResets(self.name)  # one reset seen by any kind relists every kind
+        self.failures = FailureLog(self.name)  # one log line per backoff step, not per kind
         self.feed = ClusterFeed(self.settings.queue_size)
         self.malformed = MalformedObjects(self.name)
         self.watchers = {
@@ -117,6 +119,7 @@ class Reactor(ClusterConnectionState):
                 settings=self.settings.watch,
                 rng=self.rng,
                 resets=self.resets,
+                failures=self.failures,
             )
             for kind in self.kinds
         }
