@@ -6,7 +6,8 @@ running mirror (`--server`, `--token`, `--json` as for `who-holds`: `service.cli
     dra-mirror device-history DEVICE [--hours 24] [--cluster NAME]   who held it, from history
 
 Exit status: 0 with an answer, 1 when the server cannot be reached or refuses the question,
-the cluster is not mirrored, the pod is nowhere, or history is off; 2 for usage errors.
+the cluster has not synced yet, the pod is nowhere, or history is off; 2 for usage errors and a
+`--cluster` the mirror does not know.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def capacity(cluster: str | None, **client: Any) -> None:
     """Devices per cluster and driver, and what they do now (a partition is not counted beside
     its whole device; counts are in devices of each driver)."""
     rows: list[CapacityRow] = run_question(
-        client["server"], client["token"], lambda q: q.capacity(cluster)
-    )
+        client["server"], client["token"], lambda q: q.capacity(cluster),
+        every_cluster=cluster is None,
+    )  # fmt: skip
     if client["as_json"]:
         click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
         return
@@ -63,7 +65,10 @@ def pod_devices(pod: str, cluster: str | None, **client: Any) -> None:
     """The ResourceClaims a pod uses and the devices allocated to them."""
     namespace, name = _split(pod)
     found: list[PodDevices] = run_question(
-        client["server"], client["token"], lambda q: q.pod_devices(namespace, name, cluster)
+        client["server"],
+        client["token"],
+        lambda q: q.pod_devices(namespace, name, cluster),
+        every_cluster=cluster is None,
     )
     if not found:
         where = f"cluster {cluster}" if cluster else "any mirrored cluster"

@@ -8,7 +8,12 @@ answers.
 
 Promises: whatever goes wrong reaching or asking the server — unreachable, 401/403, a status
 other than 200, a body that is not GraphQL JSON, GraphQL errors — ends the command with exit
-status 1 and the reason on stderr (`click.ClickException`), never a traceback.
+status 1 and the reason on stderr (`click.ClickException`), never a traceback; a cluster the
+mirror does not know (`UNKNOWN_CLUSTER`) is a usage error, exit status 2, the known names
+listed with the nearest one offered (`refusal`); a cluster not synced yet (`NOT_SYNCED`) ends
+it with status 1 and "not synced yet: NAME" rather than an empty answer. A question about
+every cluster (`every_cluster=True`) that left clusters out because they have not synced says
+so on stderr ("not synced yet, left out: west").
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import orjson
 
-from dra_mirror.service.questions.asking import Ask, QuestionError
+from dra_mirror.service.questions.asking import Ask, QuestionError, UnknownCluster
 from dra_mirror.service.questions.protocol import Questions
 from dra_mirror.service.questions.remote import RemoteQuestions
 
@@ -67,25 +72,48 @@ def over_http(client: httpx.AsyncClient) -> Ask:
     return ask
 
 
+class UnknownClusterUsage(click.ClickException):
+    """A `--cluster` the mirror does not know: a usage error (exit status 2)."""
+
+    exit_code = 2
+
+
+def refusal(error: QuestionError) -> click.ClickException:
+    """How the command line ends on a question's error (see the module docstring)."""
+    if error.code == UnknownCluster.code:
+        return UnknownClusterUsage(str(error))
+    return click.ClickException(str(error))
+
+
+def warn_unsynced(names: list[str]) -> None:
+    if names:
+        click.echo(f"warning: not synced yet, left out: {', '.join(names)}", err=True)
+
+
 def run_question(
     server: str,
     token: str | None,
     question: Callable[[Questions], Awaitable[T]],
     *,
     timeout: float = TIMEOUT,
+    every_cluster: bool = False,
 ) -> T:
     """`question`'s answer from the mirror at `server`."""
 
     import httpx
 
-    async def go() -> T:
+    async def go() -> tuple[T, list[str]]:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         async with httpx.AsyncClient(
             base_url=server.rstrip("/"), headers=headers, timeout=timeout
         ) as client:
-            return await question(RemoteQuestions(over_http(client)))
+            questions = RemoteQuestions(over_http(client))
+            answer = await question(questions)
+            return answer, (await questions.unsynced() if every_cluster else [])
 
     try:
-        return asyncio.run(go())
+        answer, late = asyncio.run(go())
     except QuestionError as error:
-        raise click.ClickException(str(error)) from error
+        raise refusal(error) from error
+    warn_unsynced(late)
+    return answer

@@ -14,9 +14,11 @@ stable keys).
 (`capacity`, `pod-devices` and `device-history` are `service.cli.asked`; `explain` and `lint`
 `service.cli.diagnostics`.)
 
-Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
-refuses the question, the cluster is not mirrored, or the device or DeviceClass named does not
-exist (the reason on stderr), 2 for usage errors.
+Exit status: 0 with an answer (an empty one included; clusters not synced yet left out of a
+question about every cluster, and named on stderr), 1 when the server cannot be reached or
+refuses the question, the cluster asked about has not synced yet ("not synced yet: east"), or
+the device or DeviceClass named does not exist (the reason on stderr), 2 for usage errors and a
+`--cluster` the mirror does not know (the known ones listed, the nearest offered).
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def who_holds(
     device: str, cluster: str | None, server: str, token: str | None, as_json: bool
 ) -> None:
     """Claims holding DEVICE: a uuid (GPU-…, MIG-…), NODE/DEVICE, DRIVER/POOL/DEVICE or a name."""
-    answer: WhoHolds = run_question(server, token, lambda q: q.who_holds(device, cluster))
+    answer: WhoHolds = run_question(
+        server, token, lambda q: q.who_holds(device, cluster), every_cluster=cluster is None
+    )
     if answer.unknown:
         where = f"cluster {cluster}" if cluster else "any mirrored cluster"
         raise click.ClickException(
@@ -142,7 +146,10 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
     """Free devices (of a DeviceClass, in a cluster), in devices: the free partitions of a
     free GPU are shown beside it, not counted."""
     answer: Free = run_question(
-        client["server"], client["token"], lambda q: q.free(class_name, cluster, limit=limit)
+        client["server"],
+        client["token"],
+        lambda q: q.free(class_name, cluster, limit=limit),
+        every_cluster=cluster is None,
     )
 
     def render(a: Free) -> str:
@@ -172,7 +179,10 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
 def waiting(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
     """Claims waiting for devices (Pending), longest waiting first."""
     answer: Claims = run_question(
-        client["server"], client["token"], lambda q: q.waiting(class_name, cluster, limit=limit)
+        client["server"],
+        client["token"],
+        lambda q: q.waiting(class_name, cluster, limit=limit),
+        every_cluster=cluster is None,
     )
 
     def render(a: Claims) -> str:
@@ -194,7 +204,10 @@ def waiting(class_name: str | None, cluster: str | None, limit: int, **client: A
 def idle(cluster: str | None, limit: int, **client: Any) -> None:
     """Claims holding devices with no consumer pod Running, those others wait behind first."""
     answer: Claims = run_question(
-        client["server"], client["token"], lambda q: q.idle(cluster, limit=limit)
+        client["server"],
+        client["token"],
+        lambda q: q.idle(cluster, limit=limit),
+        every_cluster=cluster is None,
     )
 
     def render(a: Claims) -> str:

@@ -30,7 +30,7 @@ from typing import Any, TextIO, TypeVar
 import click
 import orjson
 
-from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, refusal, run_question
 from dra_mirror.service.questions.asking import QuestionError
 from dra_mirror.service.questions.diagnosis import ManifestError
 from dra_mirror.service.questions.lint import lint_text
@@ -213,9 +213,12 @@ def explain(
         try:
             found = asyncio.run(_mirrored(kubeconfig, contexts, timeout, question))
         except QuestionError as error:
-            raise click.ClickException(str(error)) from error
+            raise refusal(error) from error
     else:
-        found = run_question(server or DEFAULT_SERVER, token, question, timeout=TIMEOUT)
+        found = run_question(
+            server or DEFAULT_SERVER, token, question, timeout=TIMEOUT,
+            every_cluster=cluster is None,
+        )  # fmt: skip
     if not found:
         where = f"cluster {cluster}" if cluster else "any mirrored cluster"
         raise click.ClickException(f"no claim {claim} in {where}")

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import click
 
-from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, refusal, run_question
 from dra_mirror.service.cli.diagnostics import (
     TIMEOUT,
     _emit,
@@ -114,7 +114,7 @@ def plan(
         try:
             found = asyncio.run(_mirrored(kubeconfig, contexts, timeout, question))
         except QuestionError as error:
-            raise click.ClickException(str(error)) from error
+            raise refusal(error) from error
     else:
         found = run_question(server or DEFAULT_SERVER, token, question, timeout=TIMEOUT)
     _emit(found, as_json, render_plan)

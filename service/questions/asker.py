@@ -7,7 +7,10 @@ Every question of this package takes an `Asker`: `reader` is the store seen thro
 asker's scope (`service.questions.scoped.ScopedReader`; the graph's request reader is one),
 `history` the history reads (None when no database is configured), `now` the clock that
 ages ("waiting 3h") and that history is asked at. `known_clusters` and `check_cluster` say
-which clusters the asker may ask about, and refuse any other name with `UnknownCluster`.
+which clusters the asker may ask about, and refuse any other name with `UnknownCluster`; a
+question about a cluster that has not synced yet (its first LIST of every kind not done) is
+refused with `NotSynced`, and one about every cluster covers the synced ones (`NotSynced` when
+none is): a partial state would answer "0 free" for a cluster still being listed.
 
 Promises: nothing here reads or writes but through `reader` and `history`; history outside
 the asker's scope (`scope.history` false) is never asked, as if it were not configured.
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from dra_mirror.service.stores.protocols import StateReader
 
-from .asking import HistoryOff, UnknownCluster
+from .asking import HistoryOff, NotSynced, UnknownCluster
 from .cluster_state import ScopedState
 from .scoped import ReadScope, Scope, ScopedReader
 
@@ -75,11 +78,24 @@ class Asker:
         return sorted(s.name for s in await self.reader.clusters())
 
     async def check_cluster(self, cluster: str | None) -> list[str]:
-        """The clusters a question covers: `[cluster]`, or every one the asker may see;
-        `UnknownCluster` for a name that is none of them."""
-        known = await self.known_clusters()
+        """The clusters a question covers: `[cluster]`, or every synced one the asker may see;
+        `UnknownCluster` for a name that is none of them, `NotSynced` for a cluster (or, asked
+        about every cluster, all of them) not synced yet."""
+        statuses = {s.name: s for s in await self.reader.clusters()}
+        errors = {name: s.error for name, s in statuses.items()}
         if cluster is None:
-            return known
-        if cluster not in known:
-            raise UnknownCluster(cluster, known)
+            synced = sorted(name for name, s in statuses.items() if s.synced)
+            if statuses and not synced:
+                raise NotSynced(list(statuses), errors)
+            return synced
+        status = statuses.get(cluster)
+        if status is None:
+            raise UnknownCluster(cluster, list(statuses))
+        if not status.synced:
+            raise NotSynced([cluster], errors)
         return [cluster]
+
+    async def unsynced(self) -> list[str]:
+        """The clusters the asker may see that have not synced yet (left out of questions
+        about every cluster)."""
+        return sorted(s.name for s in await self.reader.clusters() if not s.synced)

@@ -5,6 +5,8 @@ Errors (every front end shows the message as it is):
     QuestionError             the question cannot be answered; the message says why
     ├── BadQuestion           the asker's input cannot be used (YAML, a selector, a time)
     ├── UnknownCluster        a cluster the asker named is not mirrored, or not in their scope
+    ├── NotSynced             a cluster asked about has not listed every kind yet: its answer
+    │                         would be partial ("0 free" before the slices are listed)
     ├── HistoryOff            history is not configured, or not in the asker's scope
     └── QuestionUnavailable   the state store or the history database cannot be reached now
 
@@ -26,6 +28,7 @@ __all__ = [
     "Ask",
     "BadQuestion",
     "HistoryOff",
+    "NotSynced",
     "QuestionError",
     "QuestionUnavailable",
     "UnknownCluster",
@@ -78,3 +81,24 @@ class UnknownCluster(QuestionError):
         super().__init__(f"no cluster named {name!r} (clusters: {listed}){hint}")
 
     code = "UNKNOWN_CLUSTER"
+
+
+class NotSynced(QuestionError):
+    """The clusters a question covers have not synced yet (their first LIST of every kind is
+    not done): their answer would be partial, so there is none. The message starts with
+    "not synced yet: " and the names; `errors` (name -> the cluster's last error) says why
+    when a cluster cannot be reached."""
+
+    code = "NOT_SYNCED"
+
+    def __init__(
+        self, names: Sequence[str], errors: Mapping[str, str | None] | None = None
+    ) -> None:
+        self.names = sorted(names)
+        why = [f"{name}: {errors[name]}" for name in self.names if errors and errors.get(name)]
+        because = (
+            f" (the last error: {'; '.join(why)})"
+            if why
+            else " (the mirror is still listing its objects; ask again in a few seconds)"
+        )
+        super().__init__(f"not synced yet: {', '.join(self.names)}{because}")

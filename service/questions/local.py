@@ -28,6 +28,9 @@ class LocalQuestions:
     async def clusters(self) -> list[str]:
         return await self.asker.known_clusters()
 
+    async def unsynced(self) -> list[str]:
+        return await self.asker.unsynced()
+
     async def class_names(self, cluster: str | None = None) -> list[str]:
         names: set[str] = set()
         for name in await self.asker.check_cluster(cluster):

@@ -35,6 +35,11 @@ class Questions(Protocol):
         """The clusters the asker may see, by name."""
         ...
 
+    async def unsynced(self) -> list[str]:
+        """The clusters the asker may see that have not synced yet: a question about every
+        cluster leaves them out (`service.questions.asker.Asker.check_cluster`)."""
+        ...
+
     async def class_names(self, cluster: str | None = None) -> list[str]:
         """The DeviceClass names of `cluster` (or every cluster), sorted, once each."""
         ...

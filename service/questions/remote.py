@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from .asking import Ask, QuestionError, UnknownCluster
+from .asking import Ask, NotSynced, QuestionError, UnknownCluster
 from .capacity import CapacityRow
 from .claims import ClaimRow, Claims
 from .facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
@@ -65,10 +65,11 @@ def _decode(cls: type[T], data: Mapping[str, Any], nested: Mapping[str, type] | 
 
 
 CLUSTERS = "query ClusterNames { clusters { name } }"
+CLUSTER_STATES = "query ClusterStates { clusters { name status { synced error } } }"
 CLASSES = "query ClassNames($cluster: String) { deviceClasses(cluster: $cluster) { name } }"
 
 WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
-  clusters { name }
+  clusters { name status { synced error } }
   devicesNamed(device: $device, cluster: $cluster) {
     cluster driver pool name uuid nodeName attributes status withheldAllocations
   }
@@ -159,6 +160,7 @@ def explain_document(clusters: list[str] | None) -> str:
 
 DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("ClusterNames", CLUSTERS),
+    ("ClusterStates", CLUSTER_STATES),
     ("ClassNames", CLASSES),
     ("WhoHolds", WHO_HOLDS),
     ("HeldSince", HELD_SINCE),
@@ -186,12 +188,24 @@ class RemoteQuestions:
     async def clusters(self) -> list[str]:
         return sorted(c["name"] for c in (await self.ask(CLUSTERS, {}))["clusters"])
 
-    async def _check(self, cluster: str | None, known: Sequence[str] | None = None) -> None:
+    async def unsynced(self) -> list[str]:
+        found = (await self.ask(CLUSTER_STATES, {}))["clusters"]
+        return sorted(c["name"] for c in found if not c["status"]["synced"])
+
+    async def _check(
+        self, cluster: str | None, states: Sequence[Mapping[str, Any]] | None = None
+    ) -> None:
+        """`UnknownCluster` or `NotSynced` for `cluster`, as in-process (`Asker.check_cluster`);
+        `states`: the graph's `clusters { name status { synced error } }` when asked already."""
         if cluster is None:
             return
-        known = list(known) if known is not None else await self.clusters()
-        if cluster not in known:
-            raise UnknownCluster(cluster, known)
+        if states is None:
+            states = (await self.ask(CLUSTER_STATES, {}))["clusters"]
+        synced = {c["name"]: c["status"]["synced"] for c in states}
+        if cluster not in synced:
+            raise UnknownCluster(cluster, list(synced))
+        if not synced[cluster]:
+            raise NotSynced([cluster], {c["name"]: c["status"].get("error") for c in states})
 
     async def class_names(self, cluster: str | None = None) -> list[str]:
         await self._check(cluster)
@@ -200,7 +214,7 @@ class RemoteQuestions:
 
     async def who_holds(self, device: str, cluster: str | None = None) -> WhoHolds:
         data = await self.ask(WHO_HOLDS, {"device": device, "cluster": cluster})
-        await self._check(cluster, [c["name"] for c in data["clusters"]])
+        await self._check(cluster, data["clusters"])
         answer = WhoHolds(spec=device.strip(), cluster=cluster)
         for d in data["devicesNamed"]:
             answer.devices.append(
@@ -286,9 +300,13 @@ class RemoteQuestions:
         if cluster is not None:
             await self._check(cluster)
             data = await self.ask(explain_document(None), {**variables, "cluster": cluster})
-        else:
-            clusters = await self.clusters()
+        else:  # as in-process: the synced clusters (none synced: NotSynced)
+            states = (await self.ask(CLUSTER_STATES, {}))["clusters"]
+            clusters = sorted(c["name"] for c in states if c["status"]["synced"])
             if not clusters:
+                if states:
+                    errors = {c["name"]: c["status"].get("error") for c in states}
+                    raise NotSynced(list(errors), errors)
                 return []
             data = await self.ask(explain_document(clusters), variables)
         return [d for d in data.values() if d is not None]

@@ -161,3 +161,68 @@ async def test_errors(mirror):
     assert code == 1 and out == "" and err.startswith("Error: cannot reach http://127.0.0.1:9")
     code, _, err = await cli("who-holds", "--server", mirror.url)
     assert code == 2 and "Missing argument 'DEVICE'" in err
+
+
+EXAMPLE = str(Path(__file__).parents[2] / "examples" / "shared-claim.yaml")
+# every command taking --cluster, as a user types it with a typo in the cluster's name
+WITH_CLUSTER = (
+    ("free",),
+    ("free", "gpu.nvidia.com"),
+    ("waiting",),
+    ("idle",),
+    ("capacity",),
+    ("who-holds", "gpu-0"),
+    ("pod-devices", "team-a/web-0"),
+    ("explain", "team-a/shared"),
+    ("lint",),
+    ("lint", EXAMPLE),
+    ("plan", EXAMPLE),
+)
+
+
+async def test_an_unknown_cluster_is_a_usage_error(mirror):
+    """A mistyped --cluster: exit 2, the known clusters listed, the nearest one offered —
+    never an empty answer with exit 0."""
+    answers = await asyncio.gather(
+        *(cli(*args, "--cluster", "eats", "--server", mirror.url) for args in WITH_CLUSTER)
+    )
+    for args, (code, out, err) in zip(WITH_CLUSTER, answers, strict=True):
+        assert (code, out) == (2, ""), (args, code, out, err)
+        assert "no cluster named 'eats' (clusters: east, west); did you mean 'east'?" in err, (
+            args, err,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+async def syncing() -> AsyncIterator[tuple[str, MemoryStore]]:
+    """The world with `west` still listing (its status not synced)."""
+    from dra_mirror.service.stores.protocols import ClusterStatus
+
+    store = MemoryStore()
+    await load_world(store)
+    await store.set_status(ClusterStatus(name="west", connected=True, synced=False))
+    app = compose_app(Settings(), store=store, now=lambda: QUERIED_AT)
+    async with served(app) as url:
+        yield url, store
+
+
+async def test_a_cluster_not_synced_yet_says_so(syncing):
+    """Asked about a cluster still listing: exit 1 and "not synced yet", not "0 free"; asked
+    about every cluster: the synced ones, and the others named on stderr."""
+    from dra_mirror.service.stores.protocols import ClusterStatus
+
+    url, store = syncing
+    for args in (("free",), ("waiting",), ("idle",), ("capacity",), ("lint",)):
+        code, out, err = await cli(*args, "--cluster", "west", "--server", url)
+        assert (code, out) == (1, ""), (args, code, out, err)
+        assert err.startswith("Error: not synced yet: west"), (args, err)
+    code, out, err = await cli("free", "--server", url, "--json")
+    assert code == 0, err
+    assert {d["cluster"] for d in orjson.loads(out)["devices"]} == {"east"}
+    assert err == "warning: not synced yet, left out: west\n"
+    await store.set_status(ClusterStatus(name="east", connected=True, synced=False))
+    try:
+        code, out, err = await cli("free", "--server", url)
+        assert (code, out) == (1, "") and err.startswith("Error: not synced yet: east, west")
+    finally:
+        await store.set_status(ClusterStatus(name="east", connected=True, synced=True))
