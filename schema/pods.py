@@ -143,11 +143,6 @@ def claim_names(pod: PodRecord) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def uses_devices(pod: PodRecord) -> bool:
-    """Does the pod ask for DRA devices (a resource claim, or an extended-resource claim)?"""
-    return bool(pod.claims) or bool(pod.extended_claim_name)
-
-
 @strawberry.type
 class Pod(NamespacedUidFields):
     record: strawberry.Private[PodRecord]

@@ -23,9 +23,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mappin
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from graphql import GraphQLError
+from msgspec.structs import replace
 
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     ClaimRecord,
     DeviceClassRecord,
@@ -42,7 +46,9 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.protocols import (
     ClusterStatus,
+    Page,
     Relation,
+    Selection,
     StateReader,
     StoreUnavailable,
 )
@@ -121,6 +127,9 @@ class Scope:
 
     def describe(self) -> str:
         return "admin" if self.is_admin else "custom"
+
+
+NAMESPACED = frozenset({RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD})
 
 
 def _allows_record(scope: ReadScope, record: Record) -> bool:
@@ -262,10 +271,58 @@ class ScopedReader:
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         return await self._call(self.store.idle_since, claims)
 
+    async def page(
+        self,
+        template: Selection,
+        *,
+        cluster: str | None,
+        namespace: str | None = None,
+        after: tuple[str, ...] | None = None,
+        first: int,
+    ) -> Page:
+        """One page of a filtered list over one cluster (or every one the scope shows), with
+        its counts: `template` is the selection's filters (its cluster is ignored)."""
+        if cluster is not None:
+            names = [cluster]
+        else:
+            names = [s.name for s in sorted(await self.clusters(), key=lambda s: s.name)]
+        asked = None if namespace is None else (namespace,)
+        selections = [replace(template, cluster=n, namespaces=asked) for n in names]
+        return await self.select(selections, after=after, first=first)
+
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """The store's page of the selections as the scope shows them: a cluster it does not
+        show is left out, each namespaced part narrowed to the namespaces it shows there (the
+        store counts only what the scope shows)."""
+        narrowed: list[Selection] = []
+        for selection in selections:
+            name = selection.cluster
+            if not self.scope.allows(name, ""):
+                continue
+            namespaces = selection.namespaces
+            if selection.kind in NAMESPACED and self.scope.may_hide():
+                present = await self._call(self.store.namespaces, selection.kind, name)
+                shown = [n for n in present if self.scope.allows(name, n)]
+                if len(shown) < len(present):
+                    namespaces = tuple(
+                        n
+                        for n in shown
+                        if selection.namespaces is None or n in selection.namespaces
+                    )
+            narrowed.append(replace(selection, namespaces=namespaces))
+        return await self._call(self.store.select, narrowed, after=after, first=first)
+
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device as the model derived it (None: not in a
         valid pool). Callers scope the keys."""
         return await self._call(self.store.device_status, keys)
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """The namespaces holding objects of `kind` in `cluster` that the scope shows."""
+        found = await self._call(self.store.namespaces, kind, cluster)
+        return [n for n in found if self.scope.allows(cluster, n)]
 
     async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
         """The cluster's live events (callers filter them by the scope), with a store that

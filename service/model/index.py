@@ -65,6 +65,7 @@ from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.announcing import Announcements
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events
 from dra_mirror.service.model.claims_index import ClaimTracker
+from dra_mirror.service.model.class_members import ClassMembers
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
@@ -78,6 +79,7 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     AllocationRef,
     ClaimRecord,
+    DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
@@ -104,10 +106,14 @@ class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
     def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True,
-                 selector_matcher: SelectorMatcher | None = None) -> None:  # fmt: skip
+                 selector_matcher: SelectorMatcher | None = None,
+                 class_members: bool = False) -> None:  # fmt: skip
         """`link_deltas=False`: no reverse-map entries in `Changes.delta` (the index is the store);
         `transitions=False`: no `Changes.transitions` (no history reads them); the rest is the same.
-        `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher)."""
+        `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher).
+        `class_members`: keep which DeviceClasses offer each device and report it in
+        `Changes.delta.classes` (class_members.py; for a store outside the process), with
+        `selector_matcher` evaluating the classes' selectors."""
         self.cluster = cluster
         self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
@@ -117,6 +123,11 @@ class ClusterIndex:
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
         self._devices = DeviceTracker(self, selector_matcher)
+        self.members: ClassMembers | None = None
+        if class_members:
+            if selector_matcher is None:
+                raise ValueError("class_members needs a selector_matcher")
+            self.members = ClassMembers(selector_matcher)
         self._claims = ClaimTracker(self)
         self._announcements = Announcements(
             cluster,
@@ -301,6 +312,8 @@ class ClusterIndex:
         statuses_before = self._devices.settle(touched)
         for key in statuses_before:
             delta.statuses[key] = self._devices.statuses.get(key)
+        if self.members is not None:
+            self.members.settle(self._devices.devices, touched.entries, delta.classes)
         if self._link_deltas:
             for relation, from_key in delta.touched():
                 if relation not in FAN_OUT:
@@ -382,6 +395,10 @@ class ClusterIndex:
             on_pod(self.cluster, self.links, key, old, new)
             self._claims.on_pod(key, old, new, batch)
         else:  # a DeviceTaintRule (or a class it names) changes the devices it selects
+            if self.members is not None and isinstance(current, DeviceClassRecord):
+                assert isinstance(old, DeviceClassRecord | None)
+                assert isinstance(new, DeviceClassRecord | None)
+                self.members.on_class(old, new)
             self._devices.on_rule(old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:

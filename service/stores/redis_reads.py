@@ -4,7 +4,8 @@
 `service.stores.redis_keys`, docs/redis.md) and promises what the store's docstring says of
 reads: one round trip per call (pipelines, split by node on a Redis Cluster), answers in key
 order, lists sorted as the in-memory store sorts them, relations keyed by uuid or device name
-answered across clusters; every Redis error becomes `StoreUnavailable` (`redis_call`).
+answered across clusters; lists, filters and counts from the writer's indexes (`select`:
+redis_select.py); every Redis error becomes `StoreUnavailable` (`redis_call`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import builtins
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
 
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
-from dra_mirror.service.stores.protocols import ClusterStatus
+from dra_mirror.service.model.taint_rules import SelectorMatcher
+from dra_mirror.service.stores import redis_select
+from dra_mirror.service.stores.protocols import ClusterStatus, Page, Selection
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import Client
 from dra_mirror.service.stores.redis_keys import (
@@ -36,6 +40,7 @@ from dra_mirror.service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
+from dra_mirror.service.stores.redis_select import SELECT
 
 T = TypeVar("T")
 
@@ -45,11 +50,18 @@ def _as_key(key: Any) -> Any:
 
 
 class RedisReader:
-    """Answers `StateReader` from the keys under `prefix` of `client`."""
+    """Answers `StateReader` from the keys under `prefix` of `client`; `matcher` evaluates the
+    CEL of DeviceClasses where no index answers (devices published by no slice, a cluster
+    without the writer's indexes)."""
 
-    def __init__(self, client: Client, *, prefix: str) -> None:
+    select_script = SELECT
+
+    def __init__(
+        self, client: Client, *, prefix: str, matcher: SelectorMatcher = rule_selector_matches
+    ) -> None:
         self.redis = client
         self.prefix = prefix
+        self.matcher = matcher
         self._keys: dict[str, Keys] = {}
 
     def keys(self, cluster: str) -> Keys:
@@ -201,6 +213,18 @@ class RedisReader:
                 pipe.hget(self.keys(key.cluster).idle, object_field(key))
             found = await self._call(pipe.execute())
         return [raw.decode() if raw is not None else None for raw in found]
+
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """From the writer's indexes: two round trips, the page and the counts
+        (service.stores.redis_select)."""
+        return await redis_select.select(self, selections, after=after, first=first)
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """From the kind's index, one lexical jump per namespace (a cluster without the
+        writer's indexes: from the names of every record)."""
+        return await redis_select.namespaces(self, kind, cluster)
 
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
