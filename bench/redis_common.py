@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.records import KINDS, Record
+from dra_mirror.service.model.records import Record
 
 PLURALS = {
     "DeviceClass": "deviceclasses",

@@ -96,7 +96,7 @@ async def _sync(kubeconfig: str, profile: str | None, transitions: bool) -> dict
     from dra_mirror.service.clusters import watching
     from dra_mirror.service.clusters.config import close_all, connect
     from dra_mirror.service.model import index as index_module
-    from dra_mirror.service.model.records import KINDS
+    from dra_mirror.service.model.kinds import KINDS
     from dra_mirror.service.reactor.reactor import run_reactors
     from dra_mirror.service.stores.memory import MemoryStore
 

@@ -11,6 +11,7 @@ import asyncio
 
 import strawberry
 
+from dra_mirror.service.model.kinds import DEVICE_TAINT_RULE, OPTIONAL
 from dra_mirror.service.model.records import (
     FREE,
     NODE,
@@ -89,6 +90,21 @@ class Node(ClusterScopedFields):
         return [Pod(record=r) for r in records if isinstance(r, PodRecord)]
 
 
+@strawberry.type(
+    description="A kind served at versions of its own (DeviceTaintRule), watched where the "
+    "cluster serves one of them and mirrored without it where it serves none."
+)
+class OptionalKind:
+    kind: str
+    version: str | None = strawberry.field(
+        description="The version it is watched at (the newest the cluster serves); null when "
+        "the cluster serves none of its versions, or until known."
+    )
+    served: bool | None = strawberry.field(
+        description="Whether the cluster serves one of its versions; null until known."
+    )
+
+
 @strawberry.type(description="The watcher's view of one cluster.")
 class ClusterStatus:
     connected: bool
@@ -115,10 +131,16 @@ class ClusterStatus:
         description="The resource.k8s.io versions the cluster's discovery lists, served or not "
         "(e.g. only v1alpha3 on a cluster too old for the mirror)."
     )
+    optional_kinds: list[OptionalKind] = strawberry.field(
+        description="Each kind served at versions of its own, with the version it is watched "
+        "at: DeviceTaintRule at v1alpha3 from 1.33, v1beta2 from 1.36, v1 from 1.37 (newest "
+        "served); a cluster serving none of them is mirrored without it (devices then carry "
+        "only their slices' taints)."
+    )
     taint_rule_version: str | None = strawberry.field(
-        description="The resource.k8s.io version DeviceTaintRules are watched at (v1alpha3 "
-        "from 1.33, v1beta2 from 1.36, v1 from 1.37: newest served); null when the cluster "
-        "serves none (devices then carry only their slices' taints) or until known."
+        description="The resource.k8s.io version DeviceTaintRules are watched at; null when "
+        "the cluster serves none or until known.",
+        deprecation_reason="Use optionalKinds (the version of each kind of its own).",
     )
 
 
@@ -155,7 +177,15 @@ class Cluster:
             resets=s.resets,
             dra_served=s.dra_served,
             dra_versions=list(s.dra_versions),
-            taint_rule_version=s.taint_rule_version,
+            optional_kinds=[
+                OptionalKind(
+                    kind=kind,
+                    version=s.optional.get(kind),
+                    served=s.optional[kind] is not None if kind in s.optional else None,
+                )
+                for kind in sorted(OPTIONAL)
+            ],
+            taint_rule_version=s.optional.get(DEVICE_TAINT_RULE),
         )
 
     @strawberry.field(description="Counted from current state when asked (the store's counts).")

@@ -1,9 +1,9 @@
 """Where the watchers find each mirrored kind on a cluster's API server.
 
-The kinds themselves are the model's table (`service.model.kinds.MIRRORED`); this module is the
-clusters' view of it. `WATCHED` is the `(group, plural)` pairs the watchers list and watch (the
-Helm chart's ClusterRole is checked against it: get/list/watch on exactly these). The core
-group is `""`. resource.k8s.io is served at one of several versions per cluster (see
+The kinds themselves are the model's registry (`service.model.kinds.REGISTRY`); this module is
+the clusters' view of it. `WATCHED` is the `(group, plural)` pairs the watchers list and watch,
+and `GRANTED` the verbs the registry grants on each (the Helm chart's ClusterRole is checked
+against it: exactly these verbs on exactly these resources). The core group is `""`. resource.k8s.io is served at one of several versions per cluster (see
 `discovery`); `collection_path` builds the URL of a collection once that version is known.
 
 Promises: pure data and string building, no I/O.
@@ -11,11 +11,19 @@ Promises: pure data and string building, no I/O.
 
 from __future__ import annotations
 
-from dra_mirror.service.model.kinds import BY_KIND, CORE_GROUP, DRA_GROUP, DRA_VERSIONS, MIRRORED
+from dra_mirror.service.model.kinds import (
+    BY_KIND,
+    CORE_GROUP,
+    DRA_GROUP,
+    DRA_VERSIONS,
+    MIRRORED,
+    REGISTRY,
+)
 
 __all__ = [
     "DRA_GROUP",
     "DRA_VERSIONS",
+    "GRANTED",
     "KIND_BY_PLURAL",
     "WATCHED",
     "collection_path",
@@ -24,6 +32,9 @@ __all__ = [
 
 WATCHED: tuple[tuple[str, str], ...] = tuple((r.group, r.plural) for r in MIRRORED)
 KIND_BY_PLURAL: dict[str, str] = {r.plural: r.kind for r in MIRRORED}
+GRANTED: dict[tuple[str, str], tuple[str, ...]] = {
+    (k.resource.group, k.resource.plural): k.verbs for k in REGISTRY
+}
 
 
 def is_dra(kind: str) -> bool:

@@ -24,7 +24,7 @@ from sys import intern
 from typing import Any
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.metadata import cel_expressions, object_meta, selector_node
+from dra_mirror.service.model.metadata import cel_expressions, selector_node
 from dra_mirror.service.model.records import (
     ALLOCATED,
     DELETING,
@@ -34,8 +34,6 @@ from dra_mirror.service.model.records import (
     PENDING,
     POD_CLAIM_NAME_ANNOTATION,
     RESERVED,
-    RESOURCE_CLAIM,
-    RESOURCE_CLAIM_TEMPLATE,
     TEMPLATE,
     Allocation,
     AllocationResult,
@@ -212,11 +210,7 @@ def _consumer(c: api.ResourceClaimConsumerReference, owners: tuple[OwnerRef, ...
     )
 
 
-def claim_record(
-    wire: api.ResourceClaim, *, cluster: str, shared: SharedValues | None = None
-) -> ClaimRecord:
-    shared = shared or SharedValues()
-    meta = object_meta(RESOURCE_CLAIM, wire.metadata, cluster=cluster, shared=shared)
+def claim_record(wire: api.ResourceClaim, meta: Meta, shared: SharedValues) -> ClaimRecord:
     requests, constraints, config = _shared_spec(wire.spec, shared)
     status = wire.status or api.ResourceClaimStatus()
     allocation = _allocation(status.allocation, shared) if status.allocation is not None else None
@@ -236,10 +230,8 @@ def claim_record(
 
 
 def template_record(
-    wire: api.ResourceClaimTemplate, *, cluster: str, shared: SharedValues | None = None
+    wire: api.ResourceClaimTemplate, meta: Meta, shared: SharedValues
 ) -> TemplateRecord:
-    shared = shared or SharedValues()
-    meta = object_meta(RESOURCE_CLAIM_TEMPLATE, wire.metadata, cluster=cluster, shared=shared)
     spec = wire.spec or api.ResourceClaimTemplateSpec()
     requests, constraints, config = _claim_spec(spec.spec, shared)
     claim_meta = spec.metadata or api.TemplateMeta()

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from dra_mirror.service.model import api
+from dra_mirror.service.model.kinds import REGISTERED
 from dra_mirror.service.model.metadata import MalformedObject, object_ref
 from dra_mirror.service.model.normalize import WIRE_TYPES, record_of
 from dra_mirror.service.model.records import Record
@@ -80,8 +81,10 @@ def _version_of(item: bytes | msgspec.Raw) -> str:
 
 def _ref_of(kind: str, item: bytes | msgspec.Raw, cluster: str) -> str:
     """Name a broken item from whatever of its metadata can be read."""
+    entry = REGISTERED.get(kind)
+    namespaced = entry is None or entry.namespaced
     try:
-        return object_ref(cluster, kind, _NAMED.decode(item).metadata)
+        return object_ref(cluster, kind, _NAMED.decode(item).metadata, namespaced=namespaced)
     except msgspec.DecodeError:
         pass
     try:
@@ -89,9 +92,9 @@ def _ref_of(kind: str, item: bytes | msgspec.Raw, cluster: str) -> str:
         meta = api.ObjectMeta(
             name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or "")
         )
-        return object_ref(cluster, kind, meta)
+        return object_ref(cluster, kind, meta, namespaced=namespaced)
     except (msgspec.DecodeError, AttributeError):
-        return object_ref(cluster, kind, None)
+        return object_ref(cluster, kind, None, namespaced=namespaced)
 
 
 def decode_object(

@@ -67,14 +67,14 @@ from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_
 from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.class_members import ClassMembers
 from dra_mirror.service.model.devices_index import DeviceTracker
+from dra_mirror.service.model.hooks import hooks
+from dra_mirror.service.model.kinds import KINDS, REGISTRY
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
 from dra_mirror.service.model.ordering import IndexOrders
 from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
-    KIND_OF,
-    KINDS,
     POD,
     RESOURCE_CLAIM,
     AllocationRef,
@@ -94,7 +94,7 @@ from dra_mirror.service.model.taint_rules import SelectorMatcher
 ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 DELETED = "DELETED"
-RECORD_TYPES = {kind: record_type for record_type, kind in KIND_OF.items()}
+RECORD_TYPES = {kind.kind: kind.record for kind in REGISTRY}
 
 
 class Event(NamedTuple):
@@ -129,6 +129,7 @@ class ClusterIndex:
                 raise ValueError("class_members needs a selector_matcher")
             self.members = ClassMembers(selector_matcher)
         self._claims = ClaimTracker(self)
+        self._hooks = hooks(cluster, self.links, self._devices, self._claims)
         self._announcements = Announcements(
             cluster,
             claims=self._claims,
@@ -383,23 +384,15 @@ class ClusterIndex:
     def _dispatch(
         self, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
     ) -> None:
-        current = new if new is not None else old
-        if isinstance(current, SliceRecord):
-            assert isinstance(old, SliceRecord | None) and isinstance(new, SliceRecord | None)
-            self._devices.on_slice(key, old, new, batch)
-        elif isinstance(current, ClaimRecord):
-            assert isinstance(old, ClaimRecord | None) and isinstance(new, ClaimRecord | None)
-            self._claims.on_claim(key, old, new, batch)
-        elif isinstance(current, PodRecord):
-            assert isinstance(old, PodRecord | None) and isinstance(new, PodRecord | None)
-            on_pod(self.cluster, self.links, key, old, new)
-            self._claims.on_pod(key, old, new, batch)
-        else:  # a DeviceTaintRule (or a class it names) changes the devices it selects
-            if self.members is not None and isinstance(current, DeviceClassRecord):
+        """What the index derives of the change, by the kind's `IndexHook` (the registry's);
+        and, for an index keeping class members, a DeviceClass's matching."""
+        if self.members is not None:
+            current = new if new is not None else old
+            if isinstance(current, DeviceClassRecord):
                 assert isinstance(old, DeviceClassRecord | None)
                 assert isinstance(new, DeviceClassRecord | None)
                 self.members.on_class(old, new)
-            self._devices.on_rule(old, new, batch)
+        self._hooks[key.kind](key, old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:
         """A pod changed what it says of a claim (template, origin): re-emit the claim's view."""

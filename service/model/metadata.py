@@ -24,7 +24,7 @@ from sys import intern
 from typing import Any, Protocol
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.records import NAMESPACED_KINDS, NODE, POD, Meta, ObjectKey, OwnerRef
+from dra_mirror.service.model.records import NODE, POD, Meta, ObjectKey, OwnerRef
 
 # Values up to this long are shared between records (sys.intern); longer ones are text.
 _SHORT = 64
@@ -61,10 +61,12 @@ class MalformedObject(ValueError):
         return (MalformedObject, (self.ref, self.reason, self.resource_version))
 
 
-def object_ref(cluster: str, kind: str, metadata: api.ObjectMeta | None) -> str:
+def object_ref(
+    cluster: str, kind: str, metadata: api.ObjectMeta | None, *, namespaced: bool
+) -> str:
     """`cluster/Kind/namespace/name` from whatever metadata could be read."""
     name = (metadata.name if metadata else "") or "?"
-    namespace = metadata.namespace if metadata and kind in NAMESPACED_KINDS else ""
+    namespace = metadata.namespace if metadata and namespaced else ""
     return ObjectKey(cluster, kind, namespace, name).ref()
 
 
@@ -84,16 +86,23 @@ def strings_of(values: list[str] | None) -> tuple[str, ...]:
 
 
 def object_meta(
-    kind: str, metadata: api.ObjectMeta, *, cluster: str, shared: SharedMaps | None = None
+    kind: str,
+    metadata: api.ObjectMeta,
+    *,
+    namespaced: bool,
+    cluster: str,
+    shared: SharedMaps | None = None,
 ) -> Meta:
-    """The served parts of ObjectMeta; raises MalformedObject for an object without a name.
-    With `shared` (a `service.model.sharing.SharedValues`), equal label and annotation maps
-    and finalizer lists are one object."""
+    """The served parts of ObjectMeta of an object of `kind` (`namespaced` as the registry of
+    kinds says); raises MalformedObject for an object without a name. With `shared` (a
+    `service.model.sharing.SharedValues`), equal label and annotation maps and finalizer
+    lists are one object."""
     name = metadata.name
     if not name:
-        raise MalformedObject(object_ref(cluster, kind, metadata), "metadata.name is missing")
+        ref = object_ref(cluster, kind, metadata, namespaced=namespaced)
+        raise MalformedObject(ref, "metadata.name is missing")
     # The API server always sets it; a manifest without one lands in kubectl's "default".
-    namespace = intern(metadata.namespace or "default") if kind in NAMESPACED_KINDS else ""
+    namespace = intern(metadata.namespace or "default") if namespaced else ""
     references = metadata.owner_references
     owners = (
         tuple(

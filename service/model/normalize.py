@@ -15,22 +15,14 @@ raises `MalformedObject` — never another exception type.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from typing import Any, Literal, overload
 
 import msgspec
 
-from dra_mirror.service.model import api, api_core, taint_rules
-from dra_mirror.service.model.claims import claim_record, template_record
-from dra_mirror.service.model.metadata import MalformedObject, object_ref
+from dra_mirror.service.model import api
+from dra_mirror.service.model.kinds import REGISTERED
+from dra_mirror.service.model.metadata import MalformedObject, object_meta, object_ref
 from dra_mirror.service.model.records import (
-    DEVICE_CLASS,
-    DEVICE_TAINT_RULE,
-    NODE,
-    POD,
-    RESOURCE_CLAIM,
-    RESOURCE_CLAIM_TEMPLATE,
-    RESOURCE_SLICE,
     ClaimRecord,
     DeviceClassRecord,
     NodeRecord,
@@ -41,44 +33,29 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.sharing import SharedValues
-from dra_mirror.service.model.slices import device_class_record, slice_record
-from dra_mirror.service.model.workloads import node_record, pod_record
 
 __all__ = ["WIRE_TYPES", "MalformedObject", "normalize", "record_of"]
 
-# kind -> the wire Struct its objects decode into
-WIRE_TYPES: dict[str, type] = {
-    DEVICE_CLASS: api.DeviceClass,
-    RESOURCE_SLICE: api.ResourceSlice,
-    RESOURCE_CLAIM: api.ResourceClaim,
-    RESOURCE_CLAIM_TEMPLATE: api.ResourceClaimTemplate,
-    POD: api_core.Pod,
-    NODE: api_core.Node,
-    DEVICE_TAINT_RULE: taint_rules.DeviceTaintRule,
-}
-
-_CONVERTERS: dict[str, Callable[..., Record]] = {
-    DEVICE_CLASS: device_class_record,
-    RESOURCE_SLICE: slice_record,
-    RESOURCE_CLAIM: claim_record,
-    RESOURCE_CLAIM_TEMPLATE: template_record,
-    POD: pod_record,
-    NODE: node_record,
-}
+# kind -> the wire Struct its objects decode into (the registry's)
+WIRE_TYPES: dict[str, type] = {kind: entry.wire for kind, entry in REGISTERED.items()}
 
 
 def record_of(kind: str, wire: Any, *, cluster: str, shared: SharedValues | None = None) -> Record:
     """The record of a decoded wire Struct; MalformedObject if its content is wrong. Records
     converted with the same `shared` share their equal values (`SharedValues`; a fresh one by
     default)."""
+    entry = REGISTERED[kind]
+    shared = shared or SharedValues()
     try:
-        if kind == DEVICE_TAINT_RULE:
-            return taint_rules.taint_rule_record(wire, cluster=cluster)
-        return _CONVERTERS[kind](wire, cluster=cluster, shared=shared or SharedValues())
+        meta = object_meta(
+            kind, wire.metadata, namespaced=entry.namespaced, cluster=cluster, shared=shared
+        )
+        return entry.convert(wire, meta, shared)
     except MalformedObject:
         raise
     except (ValueError, TypeError, AttributeError, KeyError) as error:
-        raise MalformedObject(object_ref(cluster, kind, wire.metadata), str(error)) from error
+        ref = object_ref(cluster, kind, wire.metadata, namespaced=entry.namespaced)
+        raise MalformedObject(ref, str(error)) from error
 
 
 def _name_of(kind: str, raw: Any, cluster: str) -> str:
@@ -89,7 +66,8 @@ def _name_of(kind: str, raw: Any, cluster: str) -> str:
         meta = api.ObjectMeta(
             name=str(metadata.get("name") or ""), namespace=str(metadata.get("namespace") or "")
         )
-    return object_ref(cluster, kind, meta)
+    entry = REGISTERED.get(kind)
+    return object_ref(cluster, kind, meta, namespaced=entry is None or entry.namespaced)
 
 
 @overload

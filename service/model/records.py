@@ -26,7 +26,7 @@ Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from msgspec import Struct, field
 
@@ -35,18 +35,13 @@ from dra_mirror.service.model.identity import DeviceKey as DeviceKey
 from dra_mirror.service.model.identity import Meta as Meta
 from dra_mirror.service.model.identity import ObjectKey as ObjectKey
 from dra_mirror.service.model.identity import OwnerRef as OwnerRef
-from dra_mirror.service.model.kinds import DEVICE_CLASS as DEVICE_CLASS
-from dra_mirror.service.model.kinds import DEVICE_TAINT_RULE as DEVICE_TAINT_RULE
-from dra_mirror.service.model.kinds import MIRRORED
-from dra_mirror.service.model.kinds import NODE as NODE
-from dra_mirror.service.model.kinds import POD as POD
-from dra_mirror.service.model.kinds import RESOURCE_CLAIM as RESOURCE_CLAIM
-from dra_mirror.service.model.kinds import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
-from dra_mirror.service.model.kinds import RESOURCE_SLICE as RESOURCE_SLICE
-
-# The mirrored kinds (`service.model.kinds` is their table), in the order the reactor lists them.
-KINDS: tuple[str, ...] = tuple(r.kind for r in MIRRORED)
-NAMESPACED_KINDS = frozenset(r.kind for r in MIRRORED if r.namespaced)
+from dra_mirror.service.model.kind_names import DEVICE_CLASS as DEVICE_CLASS
+from dra_mirror.service.model.kind_names import DEVICE_TAINT_RULE as DEVICE_TAINT_RULE
+from dra_mirror.service.model.kind_names import NODE as NODE
+from dra_mirror.service.model.kind_names import POD as POD
+from dra_mirror.service.model.kind_names import RESOURCE_CLAIM as RESOURCE_CLAIM
+from dra_mirror.service.model.kind_names import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
+from dra_mirror.service.model.kind_names import RESOURCE_SLICE as RESOURCE_SLICE
 
 # Derived claim states (DESIGN.md "Derived states"), as kubectl's STATE column reads them.
 PENDING = "pending"
@@ -383,14 +378,9 @@ Record = (
     | TaintRuleRecord
 )
 
+# Each record type is tagged with its kind (the tag also tells the types apart in a store).
 KIND_OF: dict[type, str] = {
-    DeviceClassRecord: DEVICE_CLASS,
-    SliceRecord: RESOURCE_SLICE,
-    ClaimRecord: RESOURCE_CLAIM,
-    TemplateRecord: RESOURCE_CLAIM_TEMPLATE,
-    PodRecord: POD,
-    NodeRecord: NODE,
-    TaintRuleRecord: DEVICE_TAINT_RULE,
+    record_type: str(record_type.__struct_config__.tag) for record_type in get_args(Record)
 }
 
 

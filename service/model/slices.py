@@ -21,17 +21,15 @@ from sys import intern
 from dra_mirror.service.model import api
 from dra_mirror.service.model.metadata import (
     cel_expressions,
-    object_meta,
     quantity_text,
     strings_of,
 )
 from dra_mirror.service.model.records import (
-    DEVICE_CLASS,
-    RESOURCE_SLICE,
     CounterConsumption,
     CounterSet,
     Device,
     DeviceClassRecord,
+    Meta,
     Pool,
     SliceRecord,
 )
@@ -39,11 +37,11 @@ from dra_mirror.service.model.sharing import SharedValues
 
 
 def device_class_record(
-    wire: api.DeviceClass, *, cluster: str, shared: SharedValues | None = None
+    wire: api.DeviceClass, meta: Meta, shared: SharedValues
 ) -> DeviceClassRecord:
     spec = wire.spec or api.DeviceClassSpec()
     return DeviceClassRecord(
-        meta=object_meta(DEVICE_CLASS, wire.metadata, cluster=cluster, shared=shared),
+        meta=meta,
         selectors=cel_expressions(spec.selectors),
         config=tuple(spec.config or ()),
         extended_resource_name=spec.extended_resource_name or None,
@@ -95,12 +93,8 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
     )
 
 
-def slice_record(
-    wire: api.ResourceSlice, *, cluster: str, shared: SharedValues | None = None
-) -> SliceRecord:
+def slice_record(wire: api.ResourceSlice, meta: Meta, shared: SharedValues) -> SliceRecord:
     spec = wire.spec
-    shared = shared or SharedValues()
-    meta = object_meta(RESOURCE_SLICE, wire.metadata, cluster=cluster, shared=shared)
     if not spec.driver or not spec.pool.name:
         raise ValueError("spec.driver and spec.pool.name are required")
     driver = intern(spec.driver)

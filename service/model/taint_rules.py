@@ -58,13 +58,13 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 from dra_mirror.service.model import api
-from dra_mirror.service.model.metadata import cel_expressions, object_meta
+from dra_mirror.service.model.metadata import cel_expressions
 from dra_mirror.service.model.records import (
-    DEVICE_TAINT_RULE,
     Device,
     DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
+    Meta,
     RuleTaint,
     TaintRuleRecord,
     TaintSelector,
@@ -105,7 +105,7 @@ class DeviceTaintRule(_Wire):
     status: DeviceTaintRuleStatus | None = None
 
 
-def taint_rule_record(wire: DeviceTaintRule, *, cluster: str) -> TaintRuleRecord:
+def taint_rule_record(wire: DeviceTaintRule, meta: Meta, _shared: object = None) -> TaintRuleRecord:
     """The record of a decoded DeviceTaintRule (ValueError when its taint has no key)."""
     spec = wire.spec or DeviceTaintRuleSpec()
     taint = dict(spec.taint or {})
@@ -113,7 +113,7 @@ def taint_rule_record(wire: DeviceTaintRule, *, cluster: str) -> TaintRuleRecord
         raise ValueError("spec.taint.key: required")
     selector = spec.device_selector
     return TaintRuleRecord(
-        meta=object_meta(DEVICE_TAINT_RULE, wire.metadata, cluster=cluster),
+        meta=meta,
         selector=TaintSelector(
             selector.driver,
             selector.pool,

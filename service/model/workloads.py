@@ -32,14 +32,12 @@ from __future__ import annotations
 from sys import intern
 
 from dra_mirror.service.model import api_core as api
-from dra_mirror.service.model.metadata import object_meta
 from dra_mirror.service.model.records import (
-    NODE,
-    POD,
     Container,
     ContainerClaim,
     DeviceHealth,
     ExtendedRequest,
+    Meta,
     NodeRecord,
     PodClaim,
     PodRecord,
@@ -128,9 +126,7 @@ def _device_health(
     return tuple(found)
 
 
-def pod_record(wire: api.Pod, *, cluster: str, shared: SharedValues | None = None) -> PodRecord:
-    shared = shared or SharedValues()
-    meta = object_meta(POD, wire.metadata, cluster=cluster, shared=shared)
+def pod_record(wire: api.Pod, meta: Meta, shared: SharedValues) -> PodRecord:
     spec = wire.spec or api.PodSpec()
     status = wire.status or api.PodStatus()
     containers: tuple[Container, ...] = ()
@@ -201,9 +197,7 @@ def pod_record(wire: api.Pod, *, cluster: str, shared: SharedValues | None = Non
     )
 
 
-def node_record(wire: api.Node, *, cluster: str, shared: SharedValues | None = None) -> NodeRecord:
-    shared = shared or SharedValues()
-    meta = object_meta(NODE, wire.metadata, cluster=cluster, shared=shared)
+def node_record(wire: api.Node, meta: Meta, shared: SharedValues) -> NodeRecord:
     status = wire.status or api.NodeStatus()
     conditions = []
     ready = False

@@ -19,7 +19,7 @@ is skipped, order is kept); any other exception is a bug: it is logged and the b
 
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served — DeviceTaintRule, `kinds.OPTIONAL`, holds back neither, unserved or
-failing; whether DRA is served, at which version (DeviceTaintRule's: `taint_rule_version`),
+failing; whether DRA is served, at which version (each optional kind's: `optional`),
 which versions discovery lists; last event and sync; error; counters, resourceVersion resets,
 malformed objects and stalled streams per kind) and pushes it to its `StatusSink` on every
 state change, at most about once a second for counters alone.
@@ -52,8 +52,7 @@ from dra_mirror.service.clusters.watching import (
     WatchMessage,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
-from dra_mirror.service.model.kinds import OPTIONAL
-from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.model.kinds import KINDS, OPTIONAL
 from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
@@ -270,7 +269,7 @@ class Reactor:
             if unserved and kind in OPTIONAL:  # mirrored without it: not an error
                 self._failing.pop(kind, None)
                 self._unserved.add(kind)
-                self._optional_version(None)
+                self._optional_version(kind, None)
             else:
                 self.errors[kind] = self.errors.get(kind, 0) + 1
                 if isinstance(message.error, WatchStalled):
@@ -299,15 +298,16 @@ class Reactor:
 
     def _served_at(self, kind: str, version: str) -> None:
         if kind in OPTIONAL:
-            self._optional_version(version)
+            self._optional_version(kind, version)
         elif is_dra(kind):
             self._status_due |= self.status.api_version != version
             self.status.api_version = version
             self._dra(served=True)
 
-    def _optional_version(self, version: str | None) -> None:
-        self._status_due |= self.status.taint_rule_version != version
-        self.status.taint_rule_version = version
+    def _optional_version(self, kind: str, version: str | None) -> None:
+        if kind not in self.status.optional or self.status.optional[kind] != version:
+            self.status.optional = {**self.status.optional, kind: version}
+            self._status_due = True
 
     def _mark_up(self, kind: str) -> None:
         if kind in self._up and kind not in self._failing:

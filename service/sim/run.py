@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +43,9 @@ class ClusterSpec:
     faults: dict[str, Any] = field(default_factory=dict)
     port: int = 0  # 0 = a free port
     access: Access | None = None  # bearer tokens and RBAC (rbac.py); None: none configured
-    kubernetes: int | None = None  # the Kubernetes minor: which DeviceTaintRule versions exist
-    taint_rule_versions: Sequence[str] | None = None  # None: those of `kubernetes`
+    kubernetes: int | None = None  # the Kubernetes minor: which versions optional kinds have
+    # optional kind -> the versions of it served (a kind not named: those of `kubernetes`)
+    optional_versions: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def _spec(item: ClusterSpec | tuple | ClusterStore) -> ClusterSpec:
@@ -97,11 +98,7 @@ class Simulator:
                 spec.store,
                 tuple(spec.versions),
                 kubernetes=spec.kubernetes,
-                taint_rule_versions=(
-                    tuple(spec.taint_rule_versions)
-                    if spec.taint_rule_versions is not None
-                    else None
-                ),
+                optional_versions={k: tuple(v) for k, v in spec.optional_versions.items()},
                 bookmark_interval=bookmark_interval,
                 default_watch_timeout=default_watch_timeout,
             )

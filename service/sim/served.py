@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_mirror.service.model.kinds import BY_PLURAL, DRA_VERSIONS, taint_rule_versions
+from dra_mirror.service.model.kinds import BY_KIND, BY_PLURAL, DRA_VERSIONS, OPTIONAL
 from dra_mirror.service.sim.discovery import ordered
 from dra_mirror.service.sim.errors import ApiError
 from dra_mirror.service.sim.faults import Faults
@@ -43,10 +43,11 @@ class ServedCluster:
     store: ClusterStore
     versions: tuple[str, ...] = DRA_VERSIONS
     # The Kubernetes minor version: /version reports it (35 when None) and, when given, the
-    # DeviceTaintRule versions 1.<kubernetes> has are served (none when None, as an alpha or
-    # beta API switched off).
+    # versions 1.<kubernetes> has of each optional kind (`kinds.OPTIONAL`) are served (none
+    # when None, as an alpha or beta API switched off).
     kubernetes: int | None = None
-    taint_rule_versions: tuple[str, ...] | None = None  # None: those of `kubernetes`
+    # optional kind -> the versions of it served; a kind not named: those of `kubernetes`
+    optional_versions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     faults: Faults = field(default_factory=Faults)
     bookmark_interval: float = 60.0  # kube-apiserver sends bookmarks about once a minute
     default_watch_timeout: float = 1800.0  # --min-request-timeout
@@ -64,10 +65,15 @@ class ServedCluster:
         if unknown:
             raise ValueError(f"unknown resource.k8s.io versions {sorted(unknown)}")
         self.versions = tuple(ordered(self.versions))
-        if self.taint_rule_versions is None:
-            minor = self.kubernetes
-            self.taint_rule_versions = taint_rule_versions(minor) if minor is not None else ()
-        self.taint_rule_versions = tuple(ordered(self.taint_rule_versions))
+        unknown = self.optional_versions.keys() - OPTIONAL
+        if unknown:
+            raise ValueError(f"not optional kinds: {sorted(unknown)}")
+        minor = self.kubernetes
+        for kind in sorted(OPTIONAL):
+            served = self.optional_versions.get(kind)
+            if served is None:
+                served = BY_KIND[kind].versions_at(minor) if minor is not None else ()
+            self.optional_versions[kind] = tuple(ordered(served))
         self.store.add_waker(self.notifier.wake)
         self.store.add_listener(self._namespace_controller)
         self.garbage = GarbageCollector(self.store)
@@ -94,18 +100,18 @@ class ServedCluster:
     def served_versions(self) -> list[str]:
         """Every resource.k8s.io version some kind is served at, newest first."""
         hidden = self.faults.hidden_versions()
-        return [v for v in ordered({*self.versions, *self.rule_versions()}) if v not in hidden]
-
-    def rule_versions(self) -> tuple[str, ...]:
-        return self.taint_rule_versions or ()
+        own = {v for kind, versions in self.optional_versions.items()
+               if BY_KIND[kind].is_dra for v in versions}  # fmt: skip
+        return [v for v in ordered({*self.versions, *own}) if v not in hidden]
 
     def serves(self, plural: str, version: str) -> bool:
-        """Whether resource.k8s.io/<version> serves `plural` (DeviceTaintRule has versions of
-        its own; the other kinds are served at every version of `versions`)."""
+        """Whether resource.k8s.io/<version> serves `plural` (an optional kind at the versions
+        of its own it is served at; the other kinds at every version of `versions`)."""
         if version in self.faults.hidden_versions():
             return False
-        if plural == "devicetaintrules":
-            return version in self.rule_versions()
+        resource = BY_PLURAL[plural]
+        if resource.optional:
+            return version in self.optional_versions.get(resource.kind, ())
         return version in self.versions
 
     def check_version(self, version: str) -> None:

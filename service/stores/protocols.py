@@ -70,9 +70,10 @@ class ClusterStatus(Struct):
     resets: int = 0  # resourceVersion resets seen (each relisted every kind)
     dra_served: bool | None = None  # None: not known yet; False: no version the mirror reads
     dra_versions: list[str] = field(default_factory=list)  # resource.k8s.io versions discovered
-    # The resource.k8s.io version DeviceTaintRules are watched at (they have versions of their
-    # own: v1alpha3, v1beta2 from 1.36, v1 from 1.37); None: not served, or not known yet.
-    taint_rule_version: str | None = None
+    # Each optional kind (`service.model.kinds.OPTIONAL`: served at versions of its own, e.g.
+    # DeviceTaintRule's v1alpha3, v1beta2 from 1.36, v1 from 1.37) -> the version it is watched
+    # at, None when the cluster serves none of them; a kind not named: not known yet.
+    optional: dict[str, str | None] = field(default_factory=dict)
 
 
 DEVICES = "Device"

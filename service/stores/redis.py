@@ -50,9 +50,9 @@ from redis.retry import Retry
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes, Seed
 from dra_mirror.service.model.index import ClusterIndex
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
-    KINDS,
     RESOURCE_CLAIM,
     ObjectKey,
     Record,

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 from dra_mirror.service.alerts.config import parse
 from dra_mirror.service.alerts.engine import AlertEngine
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.records import KINDS, POD
+from dra_mirror.service.model.records import POD
 from dra_mirror.service.runtime.mirror import synced_indexes
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.memory import MemoryStore

@@ -99,7 +99,7 @@ async def test_a_rule_version_switched_off_is_found_again_and_none_is_remembered
         api = ClusterApi("c", c.api_client)
         versions = DraVersions(api, max_age=10, clock=lambda: now[0])
         assert await versions.version_of("DeviceTaintRule") == "v1"
-        sim.served["c"].taint_rule_versions = ()  # switched off (--runtime-config)
+        sim.served["c"].optional_versions["DeviceTaintRule"] = ()  # switched off (--runtime-config)
         versions.forget("v1", "DeviceTaintRule")  # its collection answered 404
         assert await versions.version() == "v1"  # the other kinds' answer is kept
         with pytest.raises(NotServed):
@@ -108,7 +108,7 @@ async def test_a_rule_version_switched_off_is_found_again_and_none_is_remembered
         with pytest.raises(NotServed):  # remembered until max_age: no request
             await versions.version_of("DeviceTaintRule")
         assert sim.served["c"].requests == asked
-        sim.served["c"].taint_rule_versions = ("v1beta2",)
+        sim.served["c"].optional_versions["DeviceTaintRule"] = ("v1beta2",)
         now[0] = 11
         assert await versions.version_of("DeviceTaintRule") == "v1beta2"
 

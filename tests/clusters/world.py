@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from dra_mirror.service.clusters.config import ClusterConnection, close_all, connect
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.normalize import MalformedObject, normalize
-from dra_mirror.service.model.records import KINDS, key_of
+from dra_mirror.service.model.records import key_of
 from dra_mirror.service.sim.run import ClusterSpec, Simulator
 from dra_mirror.service.sim.store import ClusterStore
 

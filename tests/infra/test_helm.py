@@ -180,6 +180,18 @@ def test_cluster_role_is_read_only() -> None:
         assert set(rule) == {"apiGroups", "resources", "verbs"}, "no resourceNames, no URLs"
 
 
+def test_cluster_role_grants_the_verbs_each_kind_registers() -> None:
+    from dra_mirror.service.clusters.resources import GRANTED
+
+    granted = {
+        (group, resource): sorted(rule["verbs"])
+        for rule in _cluster_role_rules()
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert granted == {resource: sorted(verbs) for resource, verbs in GRANTED.items()}
+
+
 def test_cluster_role_grants_exactly_what_is_watched() -> None:
     try:
         from dra_mirror.service.clusters.resources import WATCHED

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_mirror.service.model.records import KINDS
+from dra_mirror.service.model.kinds import KINDS
 
 
 def documents(path: Path) -> list[dict[str, Any]]:

@@ -7,12 +7,12 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, ClaimEvent, DeviceEvent
 from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
     HELD,
-    KINDS,
     SHARED,
     Consumer,
     DeviceKey,

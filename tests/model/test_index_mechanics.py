@@ -17,7 +17,8 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.index import MODIFIED, ClusterIndex, Event
-from dra_mirror.service.model.records import KINDS, ObjectKey, Record
+from dra_mirror.service.model.kinds import KINDS
+from dra_mirror.service.model.records import ObjectKey, Record
 from tests.model.builders import CLUSTER
 from tests.model.test_index_property import draw_world, state
 

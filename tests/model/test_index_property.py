@@ -23,8 +23,9 @@ from dra_mirror.service.model import inventory
 from dra_mirror.service.model.claims import claim_origin
 from dra_mirror.service.model.consumers import POD_GROUP_API
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.live import ClaimEvent, DeviceState
-from dra_mirror.service.model.records import KINDS, ClaimRecord, Consumer, PodRecord, Record, key_of
+from dra_mirror.service.model.records import ClaimRecord, Consumer, PodRecord, Record, key_of
 from dra_mirror.service.model.relations import FAN_OUT, Relation
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_, taint_rule
 

@@ -30,8 +30,8 @@ from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.service.model.decode import decode_object
 from dra_mirror.service.model.index import ClusterIndex, Event
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.metadata import MalformedObject
-from dra_mirror.service.model.records import KINDS
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus

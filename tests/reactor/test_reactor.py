@@ -16,7 +16,8 @@ import pytest
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.clusters.kube_client import ApiClient, Configuration
 from dra_mirror.service.model.changes import Changes
-from dra_mirror.service.model.records import KINDS, ObjectKey, key_of
+from dra_mirror.service.model.kinds import KINDS
+from dra_mirror.service.model.records import ObjectKey, key_of
 from dra_mirror.service.reactor.heap import SyncGc, end_after
 from dra_mirror.service.reactor.reactor import ReactorSettings, run_reactors
 from dra_mirror.service.sim.run import ClusterSpec

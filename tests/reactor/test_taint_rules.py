@@ -61,12 +61,12 @@ async def test_each_cluster_watches_rules_at_its_own_version_or_not_at_all(tmp_p
                 "k32": [], "k35": ["drain"], "k36": ["drain"], "k37": ["drain"],
             }  # fmt: skip
             await eventually(lambda: all(s.synced for s in reactors.statuses()))
-            found = {s.name: (s.api_version, s.taint_rule_version) for s in reactors.statuses()}
+            found = {s.name: (s.api_version, s.optional) for s in reactors.statuses()}
             assert found == {
-                "k32": ("v1", None),
-                "k35": ("v1", "v1alpha3"),
-                "k36": ("v1", "v1beta2"),
-                "k37": ("v1", "v1"),
+                "k32": ("v1", {"DeviceTaintRule": None}),
+                "k35": ("v1", {"DeviceTaintRule": "v1alpha3"}),
+                "k36": ("v1", {"DeviceTaintRule": "v1beta2"}),
+                "k37": ("v1", {"DeviceTaintRule": "v1"}),
             }
             assert all(s.connected and s.dra_served for s in reactors.statuses())
 

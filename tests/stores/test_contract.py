@@ -13,7 +13,8 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex, Event
-from dra_mirror.service.model.records import KINDS, DeviceKey, ObjectKey, key_of
+from dra_mirror.service.model.kinds import KINDS
+from dra_mirror.service.model.records import DeviceKey, ObjectKey, key_of
 from dra_mirror.service.stores.protocols import ClusterStatus, Relation, StateStore
 from tests.model.builders import DRIVER, claim, device, node, pod, slice_, template
 

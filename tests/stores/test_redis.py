@@ -15,7 +15,8 @@ import pytest
 from msgspec.structs import replace
 
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
-from dra_mirror.service.model.records import BLOCKED, FREE, HELD, KINDS, SHARED, DeviceKey
+from dra_mirror.service.model.kinds import KINDS
+from dra_mirror.service.model.records import BLOCKED, FREE, HELD, SHARED, DeviceKey
 from dra_mirror.service.stores import bus
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import Relation, StoreUnavailable
