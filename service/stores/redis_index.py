@@ -39,6 +39,7 @@ from typing import TypeVar
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.class_members import ClassMembers
 from dra_mirror.service.model.delta import IndexDelta
+from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.pods import uses_devices
 from dra_mirror.service.model.records import (
     ALLOCATED,
@@ -46,7 +47,6 @@ from dra_mirror.service.model.records import (
     DELETING,
     FREE,
     HELD,
-    KINDS,
     PENDING,
     POD,
     RESERVED,
