@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
-from dra_mirror.service.diagnostics.explain import Check, Diagnosis, Holder
+from dra_mirror.service.diagnostics.diagnoses import Check, Diagnosis, Holder
 from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
 from dra_mirror.service.model.records import ClaimRecord, ObjectKey, PodRecord
@@ -234,6 +234,13 @@ class ClaimDiagnosis:
     @strawberry.field(description="Holders in all (the list may be cut).")
     def holders_total(self) -> int:
         return self.d.holders_total
+
+    @strawberry.field(
+        description="Holders in namespaces outside the asker's scope: counted in holdersTotal "
+        "and in every verdict, never named."
+    )
+    def holders_hidden(self) -> int:
+        return self.d.holders_hidden
 
     @strawberry.field(description="The checklist of an allocated claim (empty when pending).")
     def checks(self) -> list[ClaimCheck]:

@@ -1,6 +1,8 @@
 """`resourcePools`: pool status as KEP-5677's ResourcePoolStatusRequest counts it, for every
 cluster at once and live (the model's `service.model.pool_status` rules, read through the
-scoped reader: a pool outside the caller's access is not counted)."""
+scoped reader: a pool outside the caller's access is not shown). A pool's counts are the
+whole cluster's — a device a claim outside the caller's namespaces holds is allocated, not
+available — and name no claim."""
 
 from __future__ import annotations
 
@@ -75,8 +77,12 @@ async def resource_pools(
         for r in await reader.list(RESOURCE_SLICE, cluster=cluster)
         if isinstance(r, SliceRecord) and (driver is None or r.driver == driver)
     ]
+    # Every claim counts, those of namespaces outside the scope too: a device they hold is
+    # allocated, whoever holds it (no claim is named here).
     claims = [
-        r for r in await reader.list(RESOURCE_CLAIM, cluster=cluster) if isinstance(r, ClaimRecord)
+        r
+        for r in await reader.whole.list(RESOURCE_CLAIM, cluster=cluster)
+        if isinstance(r, ClaimRecord) and reader.scope.allows(r.meta.cluster, "")
     ]
     rules = [
         r

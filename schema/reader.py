@@ -6,6 +6,9 @@
   as `None`, exactly like one that does not exist), so access control can later be added by
   giving a request a narrower `Scope` — no resolver changes; a scope that hides nothing gets
   the store's answers as they are (fresh lists of the store's: callers may keep them);
+* `whole` is the same store unfiltered (errors still translated), for the questions that
+  derive facts of a whole cluster — device status, capacity, counters, placement — and only
+  then withhold the names the scope hides;
 * `StoreUnavailable` from the backend becomes `StateStoreUnavailable`, a GraphQL error whose
   message says "state store unavailable" — clients see a clear error, never an HTTP 500.
 
@@ -153,6 +156,16 @@ class ScopedReader:
     def __init__(self, store: StateReader, scope: ReadScope) -> None:
         self.store = store
         self.scope = scope
+        self._whole: ScopedReader | None = None
+
+    @property
+    def whole(self) -> ScopedReader:
+        """The store behind the scope, unfiltered, its errors translated: what derivations of
+        a cluster's facts read (a device held by a claim the asker may not see is held); the
+        names they show are still the scope's to decide."""
+        if self._whole is None:
+            self._whole = self if not self.scope.may_hide() else ScopedReader(self.store, Scope())
+        return self._whole
 
     async def _call(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         try:

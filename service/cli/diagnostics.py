@@ -116,6 +116,10 @@ def render_diagnosis(d: Mapping[str, Any]) -> str:
             state = "idle" + (f" since {h['idleSince']}" if h["idleSince"] else "")
             pods = ", ".join(_ref(p) for p in h["pods"]) or "no pod"
             lines.append(f"    {_ref(h['claim'])}  {state if h['idle'] else 'in use'}  ({pods})")
+    if d.get("holdersHidden"):
+        if not d["holders"]:
+            lines.append(f"  held by ({d['holdersTotal']}):")
+        lines.append(f"    and {d['holdersHidden']} claim(s) outside your scope")
     for c in d["checks"]:
         lines.append(f"  [{'x' if c['ok'] else ' '}] {c['name']}: {c['detail']}")
     if d["nodesWithoutDriver"]:

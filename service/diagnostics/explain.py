@@ -22,22 +22,39 @@ pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's w
       pod-not-running  a consumer pod is not Running (yet)
     deleting           deletion requested; finalizers pending
 
+Scope: the diagnosis is always computed on the whole cluster (what is held is held, whoever
+holds it); `visible(namespace)`, when given, says which holders the asker may see. Holders
+outside it are counted (`holders_hidden`), never named: not in `holders`, not in a request's
+`held_by`, not in the message ("held by … 2 claim(s) outside your scope"); every verdict and
+count is the one the whole cluster gives. `withheld` keeps those holders for callers that
+compute over them (the plan's cleanup candidates) and never show them.
+
 Promises: pure (reads records, never mutates the ledger); every verdict comes with a one-line
-`message` and the structured counts behind it.
+`message` and the structured counts behind it. The answer's types and verdict names are in
+`diagnoses`; an allocated claim's checklist in `checklist`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
 
+from dra_mirror.service.diagnostics.checklist import checklist
 from dra_mirror.service.diagnostics.cluster import (
     driver_of_selectors,
     gpu_nodes,
-    node_shortfall,
     node_usage,
     pod_requests,
     shortfall,
+)
+from dra_mirror.service.diagnostics.diagnoses import (
+    ALLOCATABLE,
+    DELETING,
+    DRIVER_MISSING,
+    MAX_HOLDERS,
+    NODE_RESOURCES,
+    SHARING_OFF,
+    Diagnosis,
+    Holder,
 )
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
@@ -58,49 +75,6 @@ from dra_mirror.service.model.records import (
     key_of,
 )
 
-DRIVER_MISSING = "driver-missing"
-SHARING_OFF = "sharing-off"
-ALLOCATABLE = "allocatable"
-OK = "ok"
-NODE_RESOURCES = "node-resources"
-IDLE = "idle"
-POD_NOT_RUNNING = "pod-not-running"
-DELETING = "deleting"
-
-MAX_HOLDERS = 50
-
-
-@dataclass
-class Holder:
-    """A claim holding devices the explained claim wanted."""
-
-    claim: ObjectKey
-    pods: list[ObjectKey]  # consumer pods (status.reservedFor)
-    running: bool  # some consumer pod is Running
-    idle: bool  # allocated and no consumer pod Running
-    idle_since: str | None = None
-
-
-@dataclass
-class Check:
-    name: str  # allocated | node | devices | consumers | running
-    ok: bool
-    detail: str
-
-
-@dataclass
-class Diagnosis:
-    claim: ObjectKey
-    state: str
-    verdict: str
-    message: str
-    requests: list[RequestVerdict] = field(default_factory=list)
-    holders: list[Holder] = field(default_factory=list)
-    checks: list[Check] = field(default_factory=list)
-    pods: list[ObjectKey] = field(default_factory=list)  # pods that reference the claim
-    nodes_without_driver: list[str] = field(default_factory=list)
-    holders_total: int = 0  # holders may be cut to MAX_HOLDERS (idle ones kept first)
-
 
 def explain_claim(
     claim: ClaimRecord,
@@ -113,9 +87,11 @@ def explain_claim(
     nodes: Sequence[NodeRecord],
     idle_since: Mapping[ObjectKey, str | None] | None = None,
     eligible_nodes: Collection[str] | None = None,
+    visible: Callable[[str], bool] | None = None,
 ) -> Diagnosis:
     """The diagnosis of one claim against the current state of its cluster. `eligible_nodes`:
-    the nodes its pods may run on (nodeSelector/affinity), when known; else every node."""
+    the nodes its pods may run on (nodeSelector/affinity), when known; else every node.
+    `visible(namespace)`: whether the asker may see claims there (None: every claim)."""
     key = key_of(claim)
     namespace, name = claim.meta.namespace, claim.meta.name
     users = [
@@ -133,7 +109,7 @@ def explain_claim(
         base.message = f"deletion requested at {claim.meta.deleted_at}; finalizers: {finalizers}"
         return base
     if claim.allocation is not None:
-        return _allocated(claim, base, users, pods, nodes)
+        return checklist(claim, base, users, pods, nodes)
     # Pending: ask the allocator, over the nodes its waiting pods may use (a pod pinned by
     # nodeName; `eligible_nodes` when the caller knows the pods' nodeSelector/affinity).
     scope = set(eligible_nodes) if eligible_nodes is not None else None
@@ -173,9 +149,20 @@ def explain_claim(
     described = [_holder(h, claims, by_uid, idle_since or {}) for h in holders]
     # Idle holders first: they are the ones to clean up. Long lists are cut, not the count.
     described.sort(key=lambda h: (not h.idle, h.claim))
-    base.holders = sorted(described[:MAX_HOLDERS], key=lambda h: h.claim)
+    shown, hidden = described, []
+    if visible is not None:
+        shown = [h for h in described if visible(h.claim.namespace)]
+        hidden = [h for h in described if not visible(h.claim.namespace)]
+    base.holders = sorted(shown[:MAX_HOLDERS], key=lambda h: h.claim)
+    base.holders_hidden = len(hidden)
+    base.withheld = sorted(hidden[:MAX_HOLDERS], key=lambda h: h.claim)
     blocking = _blocking(result.requests)
-    base.verdict, base.message = _pending_reason(blocking, base, claim, classes, devices, nodes)
+    base.verdict, base.message = _pending_reason(
+        blocking, base, claim, classes, devices, nodes, visible
+    )
+    if visible is not None:
+        for v in base.requests:
+            v.held_by = [k for k in v.held_by if visible(k.namespace)]
     if base.verdict != DRIVER_MISSING:
         # "Or none on GPU nodes": the driver runs somewhere, but not on every GPU node.
         device_class = classes.get(blocking.class_name or "")
@@ -189,10 +176,10 @@ def explain_claim(
             ]
             if missing:
                 base.nodes_without_driver = missing
-                shown = ", ".join(missing[:10]) + (
+                listed = ", ".join(missing[:10]) + (
                     f" and {len(missing) - 10} more" if len(missing) > 10 else ""
                 )
-                base.message += f" (GPU nodes where {driver} publishes no devices: {shown})"
+                base.message += f" (GPU nodes where {driver} publishes no devices: {listed})"
     return base
 
 
@@ -271,6 +258,7 @@ def _pending_reason(
     classes: Mapping[str, DeviceClassRecord],
     devices: Sequence[DeviceEntry],
     nodes: Sequence[NodeRecord],
+    visible: Callable[[str], bool] | None = None,
 ) -> tuple[str, str]:
     prefix = f"request {v.request}: "
     if v.verdict == NO_DEVICES:
@@ -299,29 +287,46 @@ def _pending_reason(
         errors = "; ".join(f"{expr!r}: {msg}" for expr, msg in v.selector_errors)
         return v.verdict, f"{prefix}a selector failed: {errors}"
     if v.verdict == ALL_HELD:
-        wanted = set(v.held_by)
-        # Idle holders first: they are the ones to clean up.
-        held = sorted(
-            (h for h in diagnosis.holders if h.claim in wanted), key=lambda h: (not h.idle, h.claim)
-        )
-        idle = [h for h in held if h.idle]
-        names = ", ".join(_claim_ref(h.claim) + (" (idle)" if h.idle else "") for h in held[:10])
-        if len(v.held_by) > 10:
-            names += f" and {len(v.held_by) - 10} more"
-        if held and not idle and not _any_shareable(v, devices, classes):
-            users = ", ".join(_claim_ref(p) for h in held for p in h.pods)
-            return SHARING_OFF, (
-                f"{prefix}sharing is off and another pod took the device first: {users} "
-                f"(through {names})"
-            )
-        idle_note = f"; {len(idle)} of them idle" if idle else ""
-        if idle and len(v.held_by) > len(held):
-            idle_note += f" (of the first {len(held)})"
-        return (
-            ALL_HELD,
-            f"{prefix}no devices left: every matching device is held by {names}{idle_note}",
-        )
+        return _held(prefix, v, diagnosis, devices, classes, visible)
     return v.verdict, prefix + v.summary()
+
+
+def _held(
+    prefix: str,
+    v: RequestVerdict,
+    diagnosis: Diagnosis,
+    devices: Sequence[DeviceEntry],
+    classes: Mapping[str, DeviceClassRecord],
+    visible: Callable[[str], bool] | None,
+) -> tuple[str, str]:
+    """all-held, or sharing-off when no holder is idle and nothing could be shared: decided on
+    every holder, naming only those the asker may see (the others are counted)."""
+    wanted = set(v.held_by)
+    # Idle holders first: they are the ones to clean up.
+    held = sorted(
+        (h for h in diagnosis.holders if h.claim in wanted), key=lambda h: (not h.idle, h.claim)
+    )
+    out_of_scope = [h for h in diagnosis.withheld if h.claim in wanted]
+    hidden = sum(1 for k in v.held_by if not visible(k.namespace)) if visible else 0
+    idle = [h for h in held if h.idle] + [h for h in out_of_scope if h.idle]
+    names = [_claim_ref(h.claim) + (" (idle)" if h.idle else "") for h in held[:10]]
+    text = ", ".join(names)
+    if len(v.held_by) - hidden > 10:
+        text += f" and {len(v.held_by) - hidden - 10} more"
+    if hidden:
+        text += (", " if text else "") + f"{hidden} claim(s) outside your scope"
+    if (held or out_of_scope) and not idle and not _any_shareable(v, devices, classes):
+        users = [_claim_ref(p) for h in held for p in h.pods]
+        if out_of_scope:
+            users.append("a pod outside your scope")
+        return SHARING_OFF, (
+            f"{prefix}sharing is off and another pod took the device first: {', '.join(users)} "
+            f"(through {text})"
+        )
+    idle_note = f"; {len(idle)} of them idle" if idle else ""
+    if idle and len(v.held_by) > len(held) + len(out_of_scope):
+        idle_note += f" (of the first {len(held) + len(out_of_scope)})"
+    return ALL_HELD, f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
 
 
 def _any_shareable(
@@ -335,62 +340,3 @@ def _any_shareable(
 
 def _claim_ref(key: ObjectKey) -> str:
     return f"{key.namespace}/{key.name}" if key.namespace else key.name
-
-
-def _allocated(
-    claim: ClaimRecord,
-    diagnosis: Diagnosis,
-    users: list[PodRecord],
-    pods: Sequence[PodRecord],
-    nodes: Sequence[NodeRecord],
-) -> Diagnosis:
-    allocation = claim.allocation
-    assert allocation is not None
-    reserved = {c.uid for c in claim.reserved_for}
-    consumers = [p for p in users if p.meta.uid in reserved]
-    devices = ", ".join(f"{r.driver}/{r.pool}/{r.device}" for r in allocation.results)
-    node = allocation.node_name
-    checks = [
-        Check("allocated", True, f"{len(allocation.results)} device(s)"),
-        Check("node", True, node or "network-attached: usable on any node"),
-        Check("devices", bool(allocation.results), devices or "no devices"),
-        Check(
-            "consumers",
-            bool(users) and len(consumers) == len(users),
-            ", ".join(f"{p.meta.namespace}/{p.meta.name}" for p in consumers)
-            or "no pod reserves it",
-        ),
-        Check(
-            "running",
-            bool(consumers) and all(p.phase == "Running" for p in consumers),
-            ", ".join(f"{p.meta.name}: {p.phase}" for p in users) or "no pod uses it",
-        ),
-    ]
-    diagnosis.checks = checks
-    pending = [p for p in users if p.phase == "Pending"]
-    for pod in pending:
-        target = node or pod.node_name
-        record = next((n for n in nodes if n.meta.name == target), None)
-        shortfall = node_shortfall(pod, record, pods) if record is not None else None
-        if shortfall is not None:
-            resource, requested, allocatable = shortfall
-            diagnosis.verdict = NODE_RESOURCES
-            diagnosis.message = (
-                f"the claim is allocated on {target}, but pod {pod.meta.name} is Pending: the node "
-                f"lacks {resource} ({requested} requested with the pods already there, "
-                f"{allocatable} allocatable)"
-            )
-            return diagnosis
-    if all(c.ok for c in checks):
-        diagnosis.verdict, diagnosis.message = (
-            OK,
-            f"allocated on {node or 'any node'}: {devices}; in use",
-        )
-    elif not any(p.phase == "Running" for p in consumers):
-        diagnosis.verdict = IDLE
-        diagnosis.message = f"allocated ({devices}) but no consumer pod is Running"
-    else:
-        diagnosis.verdict = POD_NOT_RUNNING
-        failing = [c for c in checks if not c.ok]
-        diagnosis.message = "; ".join(f"{c.name}: {c.detail}" for c in failing)
-    return diagnosis

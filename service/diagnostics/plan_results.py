@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from dra_mirror.service.diagnostics.diagnoses import Holder
 from dra_mirror.service.diagnostics.expansion import PlannedClaim
-from dra_mirror.service.diagnostics.explain import Holder
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
 from dra_mirror.service.model.records import (

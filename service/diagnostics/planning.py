@@ -40,7 +40,7 @@ import msgspec
 
 from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
-from dra_mirror.service.diagnostics.explain import ALLOCATABLE, Holder, explain_claim
+from dra_mirror.service.diagnostics.explain import ALLOCATABLE, MAX_HOLDERS, Holder, explain_claim
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.plan_claims import PlanObjects
 from dra_mirror.service.diagnostics.plan_results import (
@@ -307,29 +307,29 @@ class _Planner:
             diagnosis = explain_claim(
                 claim, classes=self.inputs.classes, devices=devices, ledger=self.inputs.ledger,
                 claims=self.inputs.claims, pods=self.inputs.pods, nodes=self.inputs.nodes,
-                eligible_nodes=nodes,
+                eligible_nodes=nodes, visible=self.inputs.visible,
             )  # fmt: skip
             if diagnosis.verdict == ALLOCATABLE:
                 continue  # this claim alone fits: another one (or the node's room) blocks
             item.blocking_claim = planned.name
+            # Decided on every holder; those outside the asker's scope counted, not named.
             item.verdict, item.requests = diagnosis.verdict, diagnosis.requests
-            visible = [h for h in diagnosis.holders if self.inputs.visible(h.claim.namespace)]
+            visible = diagnosis.holders
             item.holders = visible
-            item.holders_hidden = diagnosis.holders_total - len(visible)
+            item.holders_hidden = diagnosis.holders_hidden
             item.message = diagnosis.message
             ours = {h.claim for h in visible if h.claim in self.planned_keys}
             for holder in visible:
                 if holder.claim in ours:
                     holder.idle = False  # a pod of this plan, placed before this one
-            if item.verdict in (ALL_HELD, SHARING_OFF) and (item.holders_hidden or ours):
+            if item.verdict in (ALL_HELD, SHARING_OFF) and ours:
                 item.verdict = ALL_HELD
                 item.message = held_message(
                     diagnosis.requests, visible, item.holders_hidden, ours
                 ) + without_driver(diagnosis.nodes_without_driver)
-            for v in item.requests:
-                v.held_by = [k for k in v.held_by if self.inputs.visible(k.namespace)]
             if item.verdict in (ALL_HELD, NOT_ENOUGH, SHARING_OFF):
-                self._freed_by(item, pod, claims, nodes, diagnosis.holders)
+                holders = sorted(visible + diagnosis.withheld, key=lambda h: (not h.idle, h.claim))
+                self._freed_by(item, pod, claims, nodes, holders[:MAX_HOLDERS])
             return
         if seen["room"] and not seen["tried"]:
             node, (resource, requested, allocatable) = seen["room"][0]

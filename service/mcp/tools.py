@@ -153,6 +153,8 @@ async def why_pending(
             "holders": [{"claim": f"{h['claim']['namespace']}/{h['claim']['name']}", "idle": h["idle"],
                          "idleSince": h["idleSince"]} for h in d["holders"][:20]],
             "holdersTotal": d["holdersTotal"],
+            # holders in namespaces outside the caller's scope: counted, never named
+            "holdersHidden": d.get("holdersHidden", 0),
         })  # fmt: skip
     return {"diagnoses": out}
 

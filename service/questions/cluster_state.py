@@ -12,6 +12,10 @@ pods, nodes, slices). Promises:
   asking it once per namespace and copying nothing when it hides nothing; a scope that may
   hide objects marks the state incomplete (`complete=False`), which the ledger cache never
   mixes with the whole cluster's;
+* `read_whole_cluster(reader, cluster)` reads every namespace of a cluster the scope names:
+  facts (device status, capacity, counters, placement) are derived from the whole cluster,
+  never from what a scope lets through — a device held by a hidden claim is held; the caller
+  withholds the names;
 * `local_statuses(reader, entries)` answers device statuses straight from in-process indexes
   (None where there is none), without the batched call's copies.
 
@@ -68,6 +72,12 @@ class ScopedState(StateReader, Protocol):
     @property
     def store(self) -> StateReader:
         """The store behind the scope (what per-store caches are kept for)."""
+        ...
+
+    @property
+    def whole(self) -> StateReader:
+        """The store behind the scope, unfiltered (errors answered as the reader answers
+        them): what the facts of a whole cluster are derived from."""
         ...
 
 
@@ -148,6 +158,15 @@ async def read_cluster(
         slices=_only(SliceRecord, lists[RESOURCE_SLICE]),
         complete=complete,
     )
+
+
+async def read_whole_cluster(reader: ScopedState, cluster: str) -> ClusterState | None:
+    """The whole cluster's state, for deriving its facts (what is held, free, blocked, where a
+    claim fits) — every namespace, whatever the reader's scope hides — or None when the scope
+    does not name the cluster at all. Callers show only the names the scope allows."""
+    if not reader.scope.allows(cluster, ""):
+        return None
+    return await read_cluster(reader.whole, cluster)
 
 
 def _only(kind: type[R], records: list[Record]) -> list[R]:

@@ -8,9 +8,12 @@ GraphQL (`schema.diagnostics`) and the CLI (`service.cli.diagnostics`) call only
     findings = lint_manifests(parse_manifests(text), await cluster_facts(reader, "east"))
     found = await find_devices(reader, "device.driver == 'gpu.nvidia.com'", cluster=None)
 
-`reader` is a `ScopedState` (a request's `ScopedReader`: its scope holds for every read);
-the cluster's lists come from `cluster_state.read_cluster`, its ledger from
-`ledgers.ledgers_for(reader.store)` (one cache per store, shared by every reader of it).
+`reader` is a `ScopedState` (a request's `ScopedReader`: its scope holds for every name it
+shows). What a cluster holds is derived from the whole cluster (`cluster_state.read_whole_cluster`:
+a device held by a claim the asker may not see is held, never free), its ledger from
+`ledgers.ledgers_for(reader.store)` (one cache per store, shared by every reader of it); the
+answer names only what the scope shows (explainClaim counts hidden holders, `holdersHidden`).
+`lint_mirrored` reports on the objects the scope shows.
 
 Promises:
 
@@ -56,6 +59,7 @@ from dra_mirror.service.questions.cluster_state import (  # noqa: F401  (re-expo
     Visibility,
     local_statuses,
     read_cluster,
+    read_whole_cluster,
 )
 from dra_mirror.service.questions.ledgers import LedgerCache, ledgers_for, prepare  # noqa: F401
 
@@ -92,8 +96,10 @@ async def diagnose_claim(
     admit no node at all)."""
     [claim] = await reader.get([ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)])
     if not isinstance(claim, ClaimRecord):
+        return None  # no such claim, or not one the scope shows
+    state = await read_whole_cluster(reader, cluster)
+    if state is None:
         return None
-    state = await read_cluster(reader, cluster, scope=reader.scope)
     claim = state.claims.get(key_of(claim)) or claim
     ledger = (ledgers or ledgers_for(reader.store)).ledger(state)
     if eligible_nodes is None and claim.allocation is None:
@@ -112,6 +118,7 @@ async def diagnose_claim(
         pods=state.pods,
         nodes=state.nodes,
         eligible_nodes=eligible_nodes,
+        visible=lambda ns: reader.scope.allows(cluster, ns),
     )
     if diagnosis.holders:
         since: list[str | None] = await reader.idle_since([h.claim for h in diagnosis.holders])
@@ -170,8 +177,12 @@ async def cluster_facts(
     reader: ScopedState, cluster: str, *, ledgers: LedgerCache | None = None
 ) -> ClusterFacts:
     """What a mirrored cluster holds, for the manifest rules that need it: its classes, claims,
-    templates' classes, free devices per class and node, and node labels."""
-    state = await read_cluster(reader, cluster, scope=reader.scope)
+    templates' classes, free devices per class and node, and node labels. Free devices are the
+    whole cluster's (held by a hidden claim is held); claims and templates are those the
+    reader's scope shows."""
+    state = await read_whole_cluster(reader, cluster)
+    if state is None:  # a cluster the scope does not name: nothing of it exists for the asker
+        return ClusterFacts(classes=set(), claims=set())
     templates = await reader.list(RESOURCE_CLAIM_TEMPLATE, cluster=cluster)
     ledger = (ledgers or ledgers_for(reader.store)).ledger(state)
     free: dict[str, dict[str, int]] = {}
@@ -184,7 +195,11 @@ async def cluster_facts(
         free[name] = counts
     return ClusterFacts(
         classes=set(state.classes),
-        claims={(c.meta.namespace, c.meta.name) for c in state.claims.records},
+        claims={
+            (c.meta.namespace, c.meta.name)
+            for c in state.claims.records
+            if reader.scope.allows(cluster, c.meta.namespace)
+        },
         template_classes={
             (t.meta.namespace, t.meta.name): _request_classes(t.requests)
             for t in templates

@@ -48,7 +48,8 @@ CORE_OBJECTS = frozenset(
 DEPTH = 3  # the root's result, its objects, and theirs
 
 # What the command line renders of a diagnosis (`service.cli.diagnostics.render_diagnosis`).
-DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal nodesWithoutDriver
+DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal holdersHidden
+  nodesWithoutDriver
   pods { namespace name }
   requests { request deviceClassName classExists classDevices freeOrShareable nodes needed
              verdict summary selectors { expression passing rejected }

@@ -7,7 +7,8 @@
   the claims just read (records are immutable values: an unchanged claim is the same object
   in memory, an equal one from Redis) — a claim allocated, deallocated or deleted costs one
   `commit`/`release`; new or changed devices or slices rebuild it;
-* the state a narrowed scope sees is never cached, never mixed with the whole cluster's;
+* a ledger is the whole cluster's: a state a narrowed scope read is refused (ValueError), since
+  what a hidden claim holds would read as free;
 * `prepare(store)` builds every cluster's ledger (and warms its DeviceClass selectors) ahead of
   the first question; the app runs it once every cluster has synced.
 """
@@ -67,10 +68,9 @@ class LedgerCache:
 
     def ledger(self, state: ClusterState) -> Ledger:
         if not state.complete:
-            # What a narrowed scope sees is not what the cluster holds: never cached, never
-            # mixed with the ledger of the whole cluster.
-            self.builds += 1
-            return Ledger.build(state.devices, state.claims.records, slices=state.slices)
+            # What a narrowed scope sees is not what the cluster holds: a ledger of it would
+            # call free what a hidden claim holds (cluster_state.read_whole_cluster).
+            raise ValueError(f"the ledger of {state.cluster} needs the whole cluster's state")
         kept = self._kept.get(state.cluster)
         if kept is None or not self._inventory_unchanged(kept, state):
             kept = self._build(state)

@@ -105,6 +105,34 @@ async def test_answers_follow_the_tokens_scope(mirror) -> None:
         assert not any(h.startswith("research/") for h in waiting["holders"])
 
 
+async def test_why_pending_keeps_held_devices_held_for_a_narrow_scope(mirror) -> None:
+    """A training claim waits behind GPUs research holds: the training token gets the admin's
+    verdict and counts, with research's holders counted and never named."""
+    url, world = mirror
+    pending = [
+        (c["metadata"]["namespace"], c["metadata"]["name"])
+        for c in world.raw["east"]["resourceclaims"]
+        if c["metadata"]["namespace"] == "training"
+        and not (c.get("status") or {}).get("allocation")
+    ]
+    assert pending
+    for namespace, name in pending:
+        async with client(url, ADMIN) as session:
+            admin = await call(
+                session, "why_pending", namespace=namespace, claim=name, cluster="east"
+            )
+        async with client(url, TRAINING) as session:
+            mine = await call(
+                session, "why_pending", namespace=namespace, claim=name, cluster="east"
+            )
+        [a] = admin.structured_content["diagnoses"]
+        [d] = mine.structured_content["diagnoses"]
+        assert d["verdict"] == a["verdict"] == "all-held", (a, d)
+        assert d["requests"] == a["requests"] and d["holdersTotal"] == a["holdersTotal"]
+        assert d["holdersHidden"] == a["holdersTotal"] - len(d["holders"]) > 0
+        assert "research/" not in str(d) and "outside your scope" in d["message"]
+
+
 async def test_bad_input_is_a_tool_error_and_no_token_is_refused(mirror) -> None:
     url, _ = mirror
     async with client(url, ADMIN) as session:

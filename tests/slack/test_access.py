@@ -189,3 +189,17 @@ async def test_the_directory_is_bounded_and_expires(fake_slack: FakeSlack) -> No
     now[0] = 61.0
     await bounded.account("U-ALICE")
     assert fake_slack.calls == [("users.info", "U-ALICE")]  # expired
+
+
+async def test_explain_keeps_held_devices_held_for_a_narrow_scope(asker) -> None:
+    """carol's scope is east/team-b: the GPUs other namespaces hold are held for her too —
+    her pending claim waits behind them (the admin's verdict), their holders counted, unnamed."""
+    slack, _ = asker
+    root = await slack.command("explain team-b/job-1-gpu-fghij", user_id="U-ROOT")
+    carol = await slack.command("explain team-b/job-1-gpu-fghij", user_id="U-CAROL")
+    assert root["text"].startswith("team-b/job-1-gpu-fghij: ALL_HELD"), root["text"]
+    assert carol["text"].startswith("team-b/job-1-gpu-fghij: ALL_HELD"), carol["text"]
+    assert "free" not in carol["text"]
+    assert "3 claim(s) outside your scope" in carol["text"]
+    assert "holdersHidden: 3" in words(carol) and "holdersTotal: 4" in words(carol)
+    assert not any(ns in words(carol) for ns in ("team-a", "team-c")), words(carol)
