@@ -156,6 +156,7 @@ class RedisStore(RedisReader):
             pipe.smembers(keys.classes)
             _, status, idle, unpublished, layout, classes = await self._call(pipe.execute())
         self._registered.add(cluster)
+        self._names = None
         if layout != LAYOUT + b":" + self._tokens.get(cluster, "").encode():
             # Written by an older writer (or by another since): the indexes are rebuilt from
             # the seeded index at the first write (docs/redis.md, "Upgrades").
@@ -224,6 +225,7 @@ class RedisStore(RedisReader):
             # The untagged clusters set lives in another slot: not part of the transaction.
             await self._call(self.redis.sadd(clusters_key(self.prefix), cluster))
             self._registered.add(cluster)
+            self._names = None  # its own lookups find the cluster at once
         keys = self.keys(cluster)
         ops = Ops(keys, publish=self.publish)
         token = self._tokens.get(cluster, "")

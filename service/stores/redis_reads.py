@@ -4,12 +4,14 @@
 `service.stores.redis_keys`, docs/redis.md) and promises what the store's docstring says of
 reads: one round trip per call (pipelines, split by node on a Redis Cluster), answers in key
 order, lists sorted as the in-memory store sorts them, relations keyed by uuid or device name
-answered across clusters; lists, filters and counts from the writer's indexes (`select`:
-redis_select.py); every Redis error becomes `StoreUnavailable` (`redis_call`).
+answered across clusters (the clusters named as of at most `NAMES_TTL` seconds ago); lists,
+filters and counts from the writer's indexes (`select`: redis_select.py); every Redis error
+becomes `StoreUnavailable` (`redis_call`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
@@ -43,6 +45,7 @@ from dra_mirror.service.stores.redis_keys import (
 from dra_mirror.service.stores.redis_select import SELECT
 
 T = TypeVar("T")
+NAMES_TTL = 1.0  # seconds a lookup across clusters reuses the cluster names it read
 
 
 def _as_key(key: Any) -> Any:
@@ -63,6 +66,7 @@ class RedisReader:
         self.prefix = prefix
         self.matcher = matcher
         self._keys: dict[str, Keys] = {}
+        self._names: tuple[float, list[str]] | None = None  # (read at, names): `_recent_names`
 
     def keys(self, cluster: str) -> Keys:
         found = self._keys.get(cluster)
@@ -78,6 +82,15 @@ class RedisReader:
     async def _cluster_names(self) -> list[str]:
         names = await self._call(self.redis.smembers(clusters_key(self.prefix)))
         return sorted(n.decode() if isinstance(n, bytes) else n for n in names)
+
+    async def _recent_names(self) -> list[str]:
+        """The cluster names as read at most `NAMES_TTL` seconds ago: what a lookup across
+        clusters (a uuid, a device name) asks first. A cluster added since is found at most
+        that much later; lists and `clusters()` read the names every time."""
+        now = asyncio.get_running_loop().time()
+        if self._names is None or now - self._names[0] > NAMES_TTL:
+            self._names = (now, await self._cluster_names())
+        return self._names[1]
 
     async def clusters(self) -> list[ClusterStatus]:
         names = await self._cluster_names()
@@ -174,7 +187,7 @@ class RedisReader:
         name = relation.value
         keys = [_as_key(k) for k in keys]
         across = relation in ACROSS_CLUSTERS
-        names = await self._cluster_names() if across else []
+        names = await self._recent_names() if across else []
         as_set = name in SET_RELATIONS
         plan: list[list[str]] = []  # per key: the clusters asked, in order
         async with self.redis.pipeline(transaction=False) as pipe:

@@ -1,11 +1,12 @@
 """Lists, filters and counts answered from the writer's indexes (redis_index.py): the page read,
 never the kind.
 
-`select(reader, selections, after=..., first=...)` is `RedisReader.select`. For each cluster it
-checks the layout marker against the cluster's fence (`layout` = "2:<fence token>": the
-indexes are whole), then runs one read-only script per lexical range (the whole cluster, or
-each namespace the selection allows) that counts the selection and returns the page's members;
-then one pipelined HMGET reads the page's records. Two round trips, whatever the cluster's size.
+`select(reader, selections, after=..., first=...)` is `RedisReader.select`. One pipeline reads
+each cluster's layout marker and fence (`layout` = "2:<fence token>": the indexes are whole)
+and runs one read-only script per lexical range (the whole cluster, or each namespace the
+selection allows) that counts the selection and returns the page's members; then one
+pipelined HGET reads the page's records. Two round trips (one for a count), whatever the
+cluster's size; a node's selection reads the node's reverse map first.
 
 The script (`SELECT`, flagged no-writes: it may run on a replica and is never replicated):
 
@@ -193,7 +194,7 @@ end
 
 async def namespaces(reader: RedisReader, kind: str, cluster: str) -> list[str]:
     keys = reader.keys(cluster)
-    if (await _valid_layouts(reader, [cluster]))[cluster]:
+    if (await valid_layouts(reader, [cluster]))[cluster]:
         found = await reader._call(reader.redis.eval(NAMESPACES, 1, keys.index(ix.ordered(kind))))
         return [bytes(n).decode() for n in found]
     fields = cast(list[bytes], await reader._call(reader.redis.hkeys(keys.objects(kind))))
@@ -299,40 +300,47 @@ async def select(
 
     if not selections:
         return Page(items=[], total=0)
-    valid = await _valid_layouts(reader, [s.cluster for s in selections])
-    parts: list[tuple[Selection, list[Any]]] = []  # per cluster: (selection, members or items)
-    totals: list[int] = []
-    befores: list[int] = []
+    parts: list[tuple[Selection, list[Any]]] = [(s, []) for s in selections]
+    totals = [0] * len(selections)
+    befores = [0] * len(selections)
+    node_keys = await _node_candidates(reader, selections)
     calls: list[tuple[int, Plan]] = []
-    node_keys = await _node_candidates(reader, [s for s in selections if valid[s.cluster]])
     for position, s in enumerate(selections):
         passed, member = cursor_member(after, s.cluster)
-        limit = 0 if passed else first
-        parts.append((s, []))
-        totals.append(0)
-        befores.append(0)
-        if not valid[s.cluster]:
-            found = await redis_fallback.part(reader, s)
-            _count_items(found, after, s, limit, parts, totals, befores, position)
+        if s.kind == DEVICES and s.published is False:
             continue
-        if s.kind == DEVICES and s.published is not True:
-            found = await _unpublished(reader, s, node_keys.get(s.cluster))
-            _count_items(found, after, s, limit, parts, totals, befores, position)
-            if s.published is False:
-                continue
         candidates = node_keys.get(s.cluster)
-        for plan in plans(reader.keys(s.cluster), s, member, passed, limit, candidates):
+        for plan in plans(reader.keys(s.cluster), s, member, passed, 0 if passed else first,
+                          candidates):  # fmt: skip
             calls.append((position, plan))
-    if calls:
-        script = reader.select_script
-        async with reader.redis.pipeline(transaction=False) as pipe:
-            for _, plan in calls:
-                pipe.eval(script, len(plan.keys), *plan.keys, *plan.args)
-            answers = await reader._call(pipe.execute())
-        for (position, _), answer in zip(calls, answers, strict=True):
+    # One round trip: every cluster's layout marker and fence, and the scripts (whose answers
+    # count only where the marker says the indexes are whole).
+    async with reader.redis.pipeline(transaction=False) as pipe:
+        for s in selections:
+            keys = reader.keys(s.cluster)
+            pipe.get(keys.layout)
+            pipe.get(keys.fence)
+        for _, plan in calls:
+            pipe.eval(reader.select_script, len(plan.keys), *plan.keys, *plan.args)
+        answers = await reader._call(pipe.execute())
+    whole = [
+        answers[2 * i] == LAYOUT + b":" + (answers[2 * i + 1] or b"")
+        for i in range(len(selections))
+    ]
+    for (position, _), answer in zip(calls, answers[2 * len(selections) :], strict=True):
+        if whole[position]:
             totals[position] += int(answer[0])
             befores[position] += int(answer[1])
             parts[position][1].extend(answer[2:])
+    for position, s in enumerate(selections):
+        limit = 0 if cursor_member(after, s.cluster)[0] else first
+        if not whole[position]:
+            found = await redis_fallback.part(reader, s)
+        elif s.kind == DEVICES and s.published is not True:
+            found = await _unpublished(reader, s, node_keys.get(s.cluster))
+        else:
+            continue
+        _count_items(found, after, s, limit, parts, totals, befores, position)
     total = sum(totals)
     before = sum(befores)
     chosen = await _page(reader, parts, first)
@@ -397,7 +405,7 @@ def _member_of(item: Any) -> bytes:
     return object_member(item.meta.namespace, item.meta.name)
 
 
-async def _valid_layouts(reader: RedisReader, clusters: list[str]) -> dict[str, bool]:
+async def valid_layouts(reader: RedisReader, clusters: list[str]) -> dict[str, bool]:
     """Whether each cluster's indexes are whole: its marker names its current fence."""
     async with reader.redis.pipeline(transaction=False) as pipe:
         for cluster in clusters:
@@ -413,7 +421,7 @@ async def _valid_layouts(reader: RedisReader, clusters: list[str]) -> dict[str, 
 
 
 async def _node_candidates(
-    reader: RedisReader, selections: list[Selection]
+    reader: RedisReader, selections: Sequence[Selection]
 ) -> dict[str, list[bytes]]:
     """The members of each node selection's node (pods or devices, in order)."""
     asked = [s for s in selections if s.node is not None and s.kind in (POD, DEVICES)]
