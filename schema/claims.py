@@ -2,7 +2,7 @@
 and the Allocation that joins a claim to a device (the Holding that `whoHolds` answers is
 `schema.whoholds`'s).
 
-Both directions of every link (API.md): an Allocation reaches its device and its claim; a
+Both directions of every link of the graph: an Allocation reaches its device and its claim; a
 claim reaches its template, devices, allocation node and consumer pods; a template reaches
 its claims. Derived states (state, origin, idle, idleSince) are the model's, read as-is.
 """

@@ -1,4 +1,4 @@
-"""The root `Query` of the core graph (API.md): entry points with filters and Relay paging.
+"""The root `Query` of the core graph: entry points with filters and Relay paging.
 
 Every entry point reads through `info.context.reader` (scoped) and the request's loaders.
 Lists without paging are sorted by identity; connections (claims, pods, devices) page in

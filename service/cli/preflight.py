@@ -10,7 +10,8 @@ the HTTP server is started:
 * with watching: the kubeconfig and contexts (`service.clusters.kubeconfig.plan_clusters`), or
   the in-cluster service account;
 * the registered documents (`DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS`): read, parsed and
-  validated against the schema (`service.http.registered`);
+  validated against the schema, as the app checks them when it is built
+  (`service.runtime.standalone`);
 * the listening address: the host resolves to an address of this machine and the port is
   free (a socket is bound as uvicorn binds it, and closed again).
 
@@ -68,11 +69,11 @@ def check(settings: Settings, *, watch: bool, listen: bool = True) -> None:
 def check_documents(settings: Settings) -> None:
     """The registered documents (DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS) read and checked
     against the schema, as the app checks them when it is built."""
-    from dra_mirror.service.http.registered import RegisteredDocumentsError, check_configured
+    from dra_mirror.service.runtime.standalone import DocumentsProblem, check_documents
 
     try:
-        check_configured(settings.graphql)
-    except RegisteredDocumentsError as error:
+        check_documents(settings)
+    except DocumentsProblem as error:
         raise ConfigurationProblem(f"registered documents: {error}") from None
 
 

@@ -20,8 +20,8 @@ simulator's allocator) reads only these. They promise:
   one empty map for every field without values): nothing may write into a record's maps; copy
   one to change it.
 
-Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device is
-`(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
+Identity (`service.model.identity`): an object is `(cluster, kind, namespace, name)`; a device
+is `(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from dra_mirror.service.model.kind_names import RESOURCE_CLAIM as RESOURCE_CLAIM
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
 from dra_mirror.service.model.kind_names import RESOURCE_SLICE as RESOURCE_SLICE
 
-# Derived claim states (DESIGN.md "Derived states"), as kubectl's STATE column reads them.
+# Derived claim states, as kubectl's STATE column reads them (`service.model.claims` decides).
 PENDING = "pending"
 ALLOCATED = "allocated"
 RESERVED = "reserved"
