@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry, DeviceKey
+from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry, DeviceKey, Record
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 
 ClassDelta = dict[tuple[str, DeviceKey], bool]  # (class name, device) -> member now
@@ -51,6 +51,20 @@ class ClassMembers:
         self._of: dict[DeviceKey, frozenset[str]] = {}
         self._shared: dict[frozenset[str], frozenset[str]] = {}  # one object per set of names
         self._changed_classes: set[str] = set()
+
+    @classmethod
+    def kept(cls, wanted: bool, matcher: SelectorMatcher | None) -> ClassMembers | None:
+        """The members an index keeps when `wanted` (None: it keeps none)."""
+        if not wanted:
+            return None
+        if matcher is None:
+            raise ValueError("class members need a selector matcher")
+        return cls(matcher)
+
+    def on_record(self, old: Record | None, new: Record | None) -> None:
+        """Any record changed: a DeviceClass is matched again at settle."""
+        if isinstance(old, DeviceClassRecord | None) and isinstance(new, DeviceClassRecord | None):
+            self.on_class(old, new)
 
     def classes_of(self, key: DeviceKey) -> frozenset[str]:
         return self._of.get(key, frozenset())

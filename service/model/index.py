@@ -79,7 +79,6 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     AllocationRef,
     ClaimRecord,
-    DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
@@ -113,7 +112,7 @@ class ClusterIndex:
         `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher).
         `class_members`: keep which DeviceClasses offer each device and report it in
         `Changes.delta.classes` (class_members.py; for a store outside the process), with
-        `selector_matcher` evaluating the classes' selectors."""
+        `selector_matcher` evaluating them."""
         self.cluster = cluster
         self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
@@ -123,11 +122,7 @@ class ClusterIndex:
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
         self._devices = DeviceTracker(self, selector_matcher)
-        self.members: ClassMembers | None = None
-        if class_members:
-            if selector_matcher is None:
-                raise ValueError("class_members needs a selector_matcher")
-            self.members = ClassMembers(selector_matcher)
+        self.members = ClassMembers.kept(class_members, selector_matcher)
         self._claims = ClaimTracker(self)
         self._hooks = hooks(cluster, self.links, self._devices, self._claims)
         self._announcements = Announcements(
@@ -384,14 +379,9 @@ class ClusterIndex:
     def _dispatch(
         self, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
     ) -> None:
-        """What the index derives of the change, by the kind's `IndexHook` (the registry's);
-        and, for an index keeping class members, a DeviceClass's matching."""
-        if self.members is not None:
-            current = new if new is not None else old
-            if isinstance(current, DeviceClassRecord):
-                assert isinstance(old, DeviceClassRecord | None)
-                assert isinstance(new, DeviceClassRecord | None)
-                self.members.on_class(old, new)
+        """What the index derives of the change, by the kind's `IndexHook` (the registry's)."""
+        if self.members is not None:  # a DeviceClass is matched again
+            self.members.on_record(old, new)
         self._hooks[key.kind](key, old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:

@@ -42,7 +42,7 @@ from dra_mirror.service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
-from dra_mirror.service.stores.redis_select import SELECT
+from dra_mirror.service.stores.redis_plans import SELECT
 
 T = TypeVar("T")
 NAMES_TTL = 1.0  # seconds a lookup across clusters reuses the cluster names it read
