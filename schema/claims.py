@@ -39,10 +39,12 @@ from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .nodes import Node
+    from .pod_groups import PodGroup
     from .pods import Pod, PodDeviceHealth
 
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
+PodGroupT = Annotated["PodGroup", strawberry.lazy("dra_mirror.schema.pod_groups")]
 HealthT = Annotated["PodDeviceHealth", strawberry.lazy("dra_mirror.schema.pods")]
 
 
@@ -318,6 +320,15 @@ class ResourceClaim(NamespacedUidFields):
 
             return [Pod(record=pod) for pod in self.moment.consumers]
         return await consumer_pods(info, [claim_key(self.record)])
+
+    @strawberry.field(
+        description="The PodGroups naming it in spec.resourceClaims (or their status) and "
+        "those its status.reservedFor names, by name."
+    )
+    async def pod_groups(self, info: Info) -> list[PodGroupT]:
+        from .pod_groups import groups_of_claim
+
+        return await groups_of_claim(info, self.record)
 
     @strawberry.field(description="Allocated, and no consumer pod Running.")
     async def idle(self, info: Info) -> bool:

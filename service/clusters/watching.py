@@ -66,7 +66,7 @@ from dra_mirror.service.clusters.messages import (
 )
 from dra_mirror.service.clusters.pages import PagedList
 from dra_mirror.service.clusters.resets import ClusterResets
-from dra_mirror.service.clusters.resources import collection_path, is_dra
+from dra_mirror.service.clusters.resources import collection_path, discovered
 from dra_mirror.service.clusters.settings import WatchSettings as WatchSettings
 from dra_mirror.service.clusters.stalls import StallWatch
 from dra_mirror.service.clusters.transport import ClusterApi
@@ -121,7 +121,7 @@ class KindWatcher:
         self.shared = SharedValues()  # equal values of this kind's records as one object
 
     async def _resolve_path(self) -> None:
-        if is_dra(self.kind):
+        if discovered(self.kind):
             self.api_version = await self.versions.version_of(self.kind)
             self.path = collection_path(self.kind, self.api_version)
         else:
@@ -156,7 +156,7 @@ class KindWatcher:
             except NotServed as error:
                 # The version answered 404 (switched off, or the cluster was downgraded):
                 # discover again and relist whatever version is served now.
-                if is_dra(self.kind):
+                if discovered(self.kind):
                     self.versions.forget(self.api_version, self.kind)
                 self.resource_version = None
                 if self.versions.unserved(self.kind):
