@@ -15,7 +15,7 @@ simulator's allocator) reads only these. They promise:
 * records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly;
 * records are immutable trees without reference cycles, so they are declared `gc=False`: the
   cyclic garbage collector never walks them (its full passes over a 100,000-object cluster were
-  a large share of sync time; performance-notes.md);
+  a large share of sync time, measured);
 * the records decoded together share their equal parts, maps included (`service.model.sharing`:
   one empty map for every field without values): nothing may write into a record's maps; copy
   one to change it.
