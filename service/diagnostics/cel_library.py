@@ -284,11 +284,20 @@ FUNCTIONS = [
         "includes",
         # one overload per value type: the runtime dispatches on concrete types only
         *(
-            _overload(f"dra_includes_{name}{'_list' if listed else ''}", _T.BOOL,
-                      [_T.List(_T.DYN) if listed else kind, kind], _includes, member=True)
-            for name, kind in (("int", _T.INT), ("bool", _T.BOOL), ("string", _T.STRING),
-                               ("semver", _OPAQUE))
+            _overload(
+                f"dra_includes_{name}{'_list' if listed else ''}",
+                _T.BOOL,
+                [_T.List(_T.DYN) if listed else kind, kind],
+                _includes,
+                member=True,
+            )
+            for name, kind in (
+                ("int", _T.INT),
+                ("bool", _T.BOOL),
+                ("string", _T.STRING),
+                ("semver", _OPAQUE),
+            )
             for listed in (False, True)
-        ),  # fmt: skip
+        ),
     ),
 ]
