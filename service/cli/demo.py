@@ -84,6 +84,8 @@ async def run_demo(
             deadline=deadline,
             graceful=None,
             access_log=False,
+            header_timeout=settings.http.header_timeout,
+            max_connections=settings.http.max_connections,
         )
         serving = asyncio.create_task(server.serve(), name="demo-api")
         url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"

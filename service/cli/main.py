@@ -89,6 +89,7 @@ def access_config(settings: Settings) -> Any:
         config = load(settings.access)
     except AccessConfigError as error:
         raise preflight.ConfigurationProblem(str(error)) from None
+    preflight.check_access(config, settings)
     if not config.configured and not config.insecure_no_auth:
         raise preflight.ConfigurationProblem(
             "no authentication is configured: set DRA_MIRROR_ACCESS_CONFIG (or "
@@ -185,7 +186,12 @@ async def _serve_app(
     )
     deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
     server = servers.mirror_server(
-        app, host=settings.http.host, port=settings.http.port, deadline=deadline
+        app,
+        host=settings.http.host,
+        port=settings.http.port,
+        deadline=deadline,
+        header_timeout=settings.http.header_timeout,
+        max_connections=settings.http.max_connections,
     )
     serving = asyncio.create_task(_until_stopped(server), name="dra-mirror-api")
     while not server.started:  # bound and started: then say where

@@ -6,7 +6,9 @@ the coalescing HTTP protocol (`service.runtime.http_protocol`: a response's head
 one write), uvicorn's logging left to ours, the lifespan on (the runtime's: nothing is
 answered before it has started). `graceful` is how long open requests (and GraphQL
 subscriptions) get after a stop signal before they are cancelled (None: uvicorn waits for
-them); `access_log=False` leaves out uvicorn's line per request (the demo).
+them); `access_log=False` leaves out uvicorn's line per request (the demo);
+`header_timeout` and `max_connections` bound the connections (`http.header_timeout`,
+`http.max_connections`: service.runtime.connection_limits).
 
 `DeadlineServer` is uvicorn's server whose stop signals (SIGTERM, SIGINT) also arm the
 shutdown deadline (`deadline.arm()`: the command line's `ShutdownDeadline`). uvicorn installs
@@ -53,13 +55,16 @@ def mirror_server(
     deadline: Deadline,
     graceful: int | None = SHUTDOWN_GRACE,
     access_log: bool = True,
+    header_timeout: float = 10.0,
+    max_connections: int = 0,
 ) -> DeadlineServer:
     """See the module docstring."""
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=protocol_class(),  # a response's head and body in one write
+        # a response's head and body in one write; a head deadline, a cap on connections
+        http=protocol_class(header_timeout, max_connections),
         log_config=None,
         access_log=access_log,
         lifespan="on",
