@@ -66,6 +66,7 @@ from dra_mirror.service.model.announcing import Announcements
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events
 from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.devices_index import DeviceTracker
+from dra_mirror.service.model.holds import device_holds
 from dra_mirror.service.model.hooks import hooks
 from dra_mirror.service.model.kinds import KINDS, REGISTRY
 from dra_mirror.service.model.links import Links
@@ -169,6 +170,14 @@ class ClusterIndex:
     def held(self, key: DeviceKey) -> bool:
         """Whether any claim holds the device."""
         return bool(self.links.get(DEVICE_ALLOCATIONS, key))
+
+    def taken(self, key: DeviceKey) -> bool:
+        """Whether a hold takes the device (held or shared; admin access observes only)."""
+        return self._devices.taken(key)
+
+    def claim_holds(self, claim: ObjectKey) -> list[tuple[DeviceKey, AllocationRef]]:
+        """The devices a claim's allocation holds, with its hold on each (holdings.Taken)."""
+        return device_holds(self.cluster, claim, self._objects[RESOURCE_CLAIM].get(claim))
 
     def pool(self, driver: str, pool: str) -> ValidPool:
         return self._devices.pool(driver, pool)
