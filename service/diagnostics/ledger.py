@@ -1,39 +1,42 @@
-"""What is taken right now: the allocator's bookkeeping of holders, shares and counters.
+"""What is taken, as the allocator reads it: the model's holds, and those a placement imagines.
 
 kube-scheduler's structured allocator decides whether a device can still be given to a claim
-from three kinds of use, all kept here per cluster:
+from three kinds of use: exclusive holders (a device without `allowMultipleAllocations`
+belongs to at most one claim; admin-access results observe, they do not hold), shares (what a
+shareable device has left is its capacity minus every share's consumedCapacity) and counters (a
+partitionable device fits while its consumption fits what its taken siblings left of their
+pool's counter sets). Each of these is derived once, in the model: the holds by the cluster's
+index (`service.model.holdings.Taken`), what follows from them by `service.model.inventory`.
 
-* **exclusive holders** — a device without `allowMultipleAllocations` belongs to at most one
-  claim (admin-access results do not count: they observe, they do not hold);
-* **shares** — a shareable device carries one share per allocation result (`shareID`), each with
-  the capacity it consumed (consumedCapacity names, qualified with the driver's domain as the
-  device's capacities are); what is left is the capacity minus every share;
-* **counters** — a partitionable device (MIG) consumes counters of a counter set published in
-  `sharedCounters` of a slice of the same pool; a device fits while its consumption fits what its
-  siblings left. A device consumes its counters once, however many shares it has.
+`Ledger(base)` reads them from `base` — the cluster's index, which the reactor keeps current
+with every batch, or `Holdings` derived the same way from one read of a store kept elsewhere —
+and never writes it. What an allocation that is only imagined takes (the pods of a plan, the
+simulator's scheduler trying a node) is `commit`ted to the ledger and `release`d again: those
+holds live in the ledger alone, on top of the base, and are gone with it.
 
-Promises: `Ledger` is plain data, mutated only by `commit`/`release` (the allocator reads it
-and never writes); committing a claim twice replaces its earlier holds; every query answers
-from the current holds in O(holds of that device or counter set).
+Promises: the base is never written; committing a claim replaces its earlier holds (the base's
+too); releasing a claim drops them until it is committed again; a query costs O(holds of the
+device), counters O(devices of the pool) once per pool until a commit or release moves it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import NamedTuple
 
-from dra_mirror.service.model.metadata import qualify
-from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model import inventory
+from dra_mirror.service.model.holdings import Holdings, Taken
+from dra_mirror.service.model.holds import HoldId, allocation_holds
+from dra_mirror.service.model.pools import PoolKey
 from dra_mirror.service.model.records import (
     Allocation,
+    AllocationRef,
     ClaimRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
     SliceRecord,
-    key_of,
 )
 
 
@@ -44,64 +47,19 @@ class CounterSetKey(NamedTuple):
     counter_set: str
 
 
-class Hold(NamedTuple):
-    """One allocation result of a committed claim."""
-
-    device: DeviceKey
-    request: str
-    share_id: str | None
-    consumed: Mapping[str, Fraction]
-    admin: bool
-
-
-def _quantities(values: dict[str, str]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for name, text in values.items():
-        try:
-            out[name] = parse_quantity(text)
-        except ValueError:
-            continue  # an invalid quantity never passes the API server's validation
-    return out
-
-
-def counter_sets_of(slices: Iterable[SliceRecord]) -> dict[CounterSetKey, dict[str, Fraction]]:
-    """The counter sets of the valid (highest) generation of every pool."""
-    newest: dict[tuple[str, str, str], int] = {}
-    chosen: list[SliceRecord] = []
-    for sl in slices:
-        chosen.append(sl)
-        pool = (sl.meta.cluster, sl.driver, sl.pool.name)
-        newest[pool] = max(newest.get(pool, sl.pool.generation), sl.pool.generation)
-    sets: dict[CounterSetKey, dict[str, Fraction]] = {}
-    for sl in chosen:
-        if sl.pool.generation != newest[(sl.meta.cluster, sl.driver, sl.pool.name)]:
-            continue
-        for cs in sl.shared_counters:
-            key = CounterSetKey(sl.meta.cluster, sl.driver, sl.pool.name, cs.name)
-            sets[key] = _quantities(cs.counters)
-    return sets
-
-
 class Ledger:
-    """What is taken now: exclusive holders per device, shares and consumed capacity of
-    shareable devices, counters consumed per (cluster, driver, pool, counterSet)."""
+    """The allocator's view of what is taken in one cluster (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self.entries: dict[DeviceKey, DeviceEntry] = {}
-        self.counter_totals: dict[CounterSetKey, dict[str, Fraction]] = {}
-        self.exclusive: dict[DeviceKey, ObjectKey] = {}
-        self.shares: dict[DeviceKey, dict[tuple[ObjectKey, str | None], Mapping[str, Fraction]]] = (
-            defaultdict(dict)
-        )
-        self.counters_used: dict[CounterSetKey, dict[str, Fraction]] = defaultdict(dict)
-        self.holds: dict[ObjectKey, list[Hold]] = {}
-        # What every hold that consumes no capacity holds: one empty mapping, never written.
-        self._nothing_consumed: Mapping[str, Fraction] = {}
-        # Claims holding each device (exclusive or shared; not admin), for counter accounting:
-        # the one claim itself, or a set once several share the device.
-        self._device_holders: dict[DeviceKey, ObjectKey | set[ObjectKey]] = {}
-        # Held devices per pool, so sibling partitions are found without scanning every hold.
-        self._pool_held: dict[tuple[str, str, str], set[DeviceKey]] = defaultdict(set)
+    def __init__(self, base: Taken | None = None) -> None:
+        self.base: Taken = base if base is not None else Holdings()
+        self._added: dict[ObjectKey, list[tuple[DeviceKey, HoldId]]] = {}
+        self._added_on: dict[DeviceKey, dict[HoldId, AllocationRef]] = {}
+        self._hidden: set[ObjectKey] = set()  # claims whose base holds no longer count
+        self._hidden_on: dict[DeviceKey, int] = {}  # their devices (base holds of them)
+        self._free: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}  # counters left
+        # Whether a hold takes the device: the base's answer as it is, until a commit or a
+        # release imagines otherwise.
+        self.taken: Callable[[DeviceKey], bool] = self.base.taken
 
     @classmethod
     def build(
@@ -111,125 +69,83 @@ class Ledger:
         *,
         slices: Iterable[SliceRecord] = (),
     ) -> Ledger:
-        """A ledger of the allocated claims. `slices` supply the `sharedCounters` totals that
-        partitionable devices consume; without them such devices cannot be placed."""
-        ledger = cls()
-        for entry in devices:
-            ledger.entries[entry.key] = entry
-        ledger.counter_totals = counter_sets_of(slices)
-        for claim in claims:
-            if claim.allocation is not None:
-                ledger.commit(key_of(claim), claim.allocation)
-        return ledger
+        """A ledger over `Holdings` of these records. `slices` supply the `sharedCounters`
+        that partitionable devices consume; without them such devices cannot be placed."""
+        return cls(Holdings.build(devices, claims, slices=slices))
 
-    # --- mutation ----------------------------------------------------------------------------
+    # --- imagined holds ----------------------------------------------------------------------
 
     def commit(self, claim: ObjectKey, allocation: Allocation) -> None:
-        """Record a claim's allocation (replacing any earlier one of the same claim)."""
-        if claim in self.holds:
-            self.release(claim)
-        holds: list[Hold] = []
-        cluster = claim.cluster
-        for result in allocation.results:
-            dk = DeviceKey(cluster, result.driver, result.pool, result.device)
-            entry = self.entries.get(dk)
-            if entry is not None:
-                dk = entry.key  # the device's own key object: one per device, not per hold
-            consumed = result.consumed_capacity
-            hold = Hold(
-                dk,
-                result.request,
-                result.share_id,
-                # keyed as the device's capacities are: qualified with the driver's domain
-                {qualify(k, dk.driver): v for k, v in _quantities(consumed).items()}
-                if consumed
-                else self._nothing_consumed,
-                result.admin_access,
-            )
-            holds.append(hold)
-            if hold.admin:
-                continue
-            shareable = result.share_id is not None or (
-                entry is not None and entry.device.shareable
-            )
-            if shareable:
-                self.shares[dk][(claim, result.share_id)] = hold.consumed
-            else:
-                self.exclusive[dk] = claim
-            holders = self._device_holders.get(dk)
-            if holders is None:
-                self._device_holders[dk] = claim
-                self._pool_held[(dk.cluster, dk.driver, dk.pool)].add(dk)
-                if entry is not None:
-                    self._add_counters(entry, +1)
-            elif isinstance(holders, set):
-                holders.add(claim)
-            elif holders != claim:
-                self._device_holders[dk] = {holders, claim}
-        self.holds[claim] = holds
+        """Count a claim's allocation (replacing any earlier one of the same claim)."""
+        self.release(claim)
+        added = self._added[claim] = []
+        for (device, hold_id), (ref, _) in allocation_holds(
+            claim.cluster, claim, allocation
+        ).items():
+            self._added_on.setdefault(device, {})[hold_id] = ref
+            added.append((device, hold_id))
+            self._moved(device)
+        self.taken = self._taken
 
     def release(self, claim: ObjectKey) -> None:
-        """Forget a claim's holds (deallocated or deleted)."""
-        for hold in self.holds.pop(claim, ()):
-            if hold.admin:
-                continue
-            dk = hold.device
-            if self.exclusive.get(dk) == claim:
-                del self.exclusive[dk]
-            shares = self.shares.get(dk)
-            if shares is not None:
-                shares.pop((claim, hold.share_id), None)
-                if not shares:
-                    del self.shares[dk]
-            holders = self._device_holders.get(dk)
-            if isinstance(holders, set):
-                holders.discard(claim)
-                if len(holders) == 1:
-                    self._device_holders[dk] = next(iter(holders))
-            elif holders is not None and holders == claim:
-                del self._device_holders[dk]
-                pool = (dk.cluster, dk.driver, dk.pool)
-                self._pool_held[pool].discard(dk)
-                if not self._pool_held[pool]:
-                    del self._pool_held[pool]
-                entry = self.entries.get(dk)
-                if entry is not None:
-                    self._add_counters(entry, -1)
+        """Stop counting a claim's holds (deallocated, deleted, or imagined away)."""
+        for device, hold_id in self._added.pop(claim, ()):
+            on = self._added_on[device]
+            del on[hold_id]
+            if not on:
+                del self._added_on[device]
+            self._moved(device)
+        if claim not in self._hidden:
+            held = self.base.claim_holds(claim)
+            if held:
+                self._hidden.add(claim)
+                for device, _ in held:
+                    self._hidden_on[device] = self._hidden_on.get(device, 0) + 1
+                    self._moved(device)
+                self.taken = self._taken
 
-    def _add_counters(self, entry: DeviceEntry, sign: int) -> None:
-        for consumption in entry.device.consumes_counters:
-            key = CounterSetKey(
-                entry.key.cluster, entry.key.driver, entry.key.pool, consumption.counter_set
-            )
-            used = self.counters_used[key]
-            for name, amount in _quantities(consumption.counters).items():
-                used[name] = used.get(name, Fraction(0)) + sign * amount
+    def _moved(self, device: DeviceKey) -> None:
+        self._free.pop(PoolKey(device.driver, device.pool), None)
 
     # --- queries -----------------------------------------------------------------------------
 
+    def holds(self, key: DeviceKey) -> list[AllocationRef]:
+        """Every hold on a device that counts now (admin-access ones included)."""
+        holds = self.base.holds(key)
+        if key in self._hidden_on:
+            hidden = self._hidden
+            holds = [h for h in holds if h.claim not in hidden]
+        added = self._added_on.get(key)
+        return [*holds, *added.values()] if added else holds
+
+    def _taken(self, key: DeviceKey) -> bool:
+        added = self._added_on.get(key)
+        if added and inventory.consumes(added.values()):
+            return True
+        if key in self._hidden_on:
+            hidden = self._hidden
+            return inventory.consumes(h for h in self.base.holds(key) if h.claim not in hidden)
+        return self.base.taken(key)
+
     def holders(self, device: DeviceKey) -> list[ObjectKey]:
         """Claims holding a device now (exclusively or by a share), sorted."""
-        holders = self._device_holders.get(device)
-        if holders is None:
-            return []
-        return sorted(holders) if isinstance(holders, set) else [holders]
+        return sorted({h.claim for h in inventory.consuming(self.holds(device))})
 
     def remaining_capacity(self, entry: DeviceEntry) -> dict[str, Fraction]:
         """Each capacity of a device minus what its shares consumed."""
-        remaining = _quantities({k: c.value for k, c in entry.device.capacity.items()})
-        for consumed in self.shares.get(entry.key, {}).values():
-            for name, amount in consumed.items():
-                if name in remaining:
-                    remaining[name] -= amount
-        return remaining
+        return inventory.remaining(entry, self.holds(entry.key))
 
     def counters_free(self, key: CounterSetKey) -> dict[str, Fraction] | None:
-        """What is left of a counter set; None when no slice publishes it."""
-        total = self.counter_totals.get(key)
-        if total is None:
-            return None
-        used = self.counters_used.get(key, {})
-        return {name: value - used.get(name, Fraction(0)) for name, value in total.items()}
+        """What is left of a counter set; None when no slice of the pool publishes it."""
+        pk = PoolKey(key.driver, key.pool)
+        free = self._free.get(pk)
+        if free is None:
+            valid = self.base.pool(key.driver, key.pool)
+            taken = self.taken
+            free = self._free[pk] = inventory.counters_free(
+                valid.counter_sets, (e.device for k, e in valid.devices.items() if taken(k))
+            )
+        return free.get(key.counter_set)
 
     def counter_blockers(self, entry: DeviceEntry) -> list[ObjectKey]:
         """Claims holding sibling devices that consume the same counter sets as `entry`."""
@@ -237,19 +153,7 @@ class Ledger:
         if not sets:
             return []
         found: set[ObjectKey] = set()
-        for dk, holders in self._device_holders.items():
-            if (dk.cluster, dk.driver, dk.pool) != (
-                entry.key.cluster,
-                entry.key.driver,
-                entry.key.pool,
-            ):
-                continue
-            sibling = self.entries.get(dk)
-            if sibling is not None and sets & {
-                c.counter_set for c in sibling.device.consumes_counters
-            }:
-                if isinstance(holders, set):
-                    found.update(holders)
-                else:
-                    found.add(holders)
+        for key, sibling in self.base.pool(entry.key.driver, entry.key.pool).devices.items():
+            if sets & {c.counter_set for c in sibling.device.consumes_counters}:
+                found.update(self.holders(key))
         return sorted(found)

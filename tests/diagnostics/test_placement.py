@@ -255,10 +255,11 @@ def test_ledger_commit_replaces_and_never_mutated_by_allocate() -> None:
     devices = [gpu(0), gpu(1)]
     ledger = Ledger.build(devices, [])
     place(claim("c", request()), devices, ledger)
-    assert ledger.holds == {} and ledger.exclusive == {}
+    assert not any(ledger.taken(d.key) for d in devices)
     ledger.commit(claim_key("c"), held(devices[0]))
     ledger.commit(claim_key("c"), held(devices[1]))
-    assert ledger.exclusive == {devices[1].key: claim_key("c")}
+    assert [ledger.taken(d.key) for d in devices] == [False, True]
+    assert ledger.holders(devices[1].key) == [claim_key("c")]
     assert ledger.holders(devices[0].key) == []
 
 
