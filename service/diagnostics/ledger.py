@@ -15,8 +15,9 @@ simulator's scheduler trying a node) is `commit`ted to the ledger and `release`d
 holds live in the ledger alone, on top of the base, and are gone with it.
 
 Promises: the base is never written; committing a claim replaces its earlier holds (the base's
-too); releasing a claim drops them until it is committed again; a query costs O(holds of the
-device), counters O(devices of the pool) once per pool until a commit or release moves it.
+too); releasing a claim drops them until it is committed again; a commit or release costs
+O(its results), a query O(holds of the device), counters O(devices of the pool) once per pool
+and ledger (the base does not change while a ledger is read).
 """
 
 from __future__ import annotations
@@ -54,9 +55,13 @@ class Ledger:
         self.base: Taken = base if base is not None else Holdings()
         self._added: dict[ObjectKey, list[tuple[DeviceKey, HoldId]]] = {}
         self._added_on: dict[DeviceKey, dict[HoldId, AllocationRef]] = {}
+        self._added_taking: dict[DeviceKey, int] = {}  # imagined holds that take the device
         self._hidden: set[ObjectKey] = set()  # claims whose base holds no longer count
         self._hidden_on: dict[DeviceKey, int] = {}  # their devices (base holds of them)
-        self._free: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}  # counters left
+        # Counters: what the base leaves of each pool's sets (read once per pool: the base
+        # does not change while a ledger is read), and what imagined holds moved since.
+        self._base_free: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
+        self._moved: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
         # Whether a hold takes the device: the base's answer as it is, until a commit or a
         # release imagines otherwise.
         self.taken: Callable[[DeviceKey], bool] = self.base.taken
@@ -78,34 +83,52 @@ class Ledger:
     def commit(self, claim: ObjectKey, allocation: Allocation) -> None:
         """Count a claim's allocation (replacing any earlier one of the same claim)."""
         self.release(claim)
+        found = allocation_holds(claim.cluster, claim, allocation)
+        was = {device: self.taken(device) for device, _ in found}
         added = self._added[claim] = []
-        for (device, hold_id), (ref, _) in allocation_holds(
-            claim.cluster, claim, allocation
-        ).items():
+        for (device, hold_id), (ref, _) in found.items():
             self._added_on.setdefault(device, {})[hold_id] = ref
+            if not ref.admin_access:
+                _count(self._added_taking, device, +1)
             added.append((device, hold_id))
-            self._moved(device)
         self.taken = self._taken
+        self._shifted(was)
 
     def release(self, claim: ObjectKey) -> None:
         """Stop counting a claim's holds (deallocated, deleted, or imagined away)."""
-        for device, hold_id in self._added.pop(claim, ()):
+        added = self._added.pop(claim, [])
+        held = self.base.claim_holds(claim) if claim not in self._hidden else []
+        if not added and not held:
+            return
+        was = {device: self.taken(device) for device, _ in (*added, *held)}
+        for device, hold_id in added:
             on = self._added_on[device]
-            del on[hold_id]
+            if not on.pop(hold_id).admin_access:
+                _count(self._added_taking, device, -1)
             if not on:
                 del self._added_on[device]
-            self._moved(device)
-        if claim not in self._hidden:
-            held = self.base.claim_holds(claim)
-            if held:
-                self._hidden.add(claim)
-                for device, _ in held:
-                    self._hidden_on[device] = self._hidden_on.get(device, 0) + 1
-                    self._moved(device)
-                self.taken = self._taken
+        if held:
+            self._hidden.add(claim)
+            for device, _ in held:
+                _count(self._hidden_on, device, +1)
+        self.taken = self._taken
+        self._shifted(was)
 
-    def _moved(self, device: DeviceKey) -> None:
-        self._free.pop(PoolKey(device.driver, device.pool), None)
+    def _shifted(self, was: dict[DeviceKey, bool]) -> None:
+        """Move the counters of the devices whose being taken changed."""
+        for device, before in was.items():
+            now = self._taken(device)
+            if now == before:
+                continue
+            entry = self.base.pool(device.driver, device.pool).devices.get(device)
+            if entry is None:
+                continue  # not in the pool's valid generation: consumes no counter
+            moved = self._moved.setdefault(PoolKey(device.driver, device.pool), {})
+            for consumption in entry.device.consumes_counters:
+                counters = moved.setdefault(consumption.counter_set, {})
+                for name, value in consumption.counters.items():
+                    amount = inventory.amount(value)
+                    counters[name] = counters.get(name, Fraction(0)) + (amount if now else -amount)
 
     # --- queries -----------------------------------------------------------------------------
 
@@ -119,8 +142,7 @@ class Ledger:
         return [*holds, *added.values()] if added else holds
 
     def _taken(self, key: DeviceKey) -> bool:
-        added = self._added_on.get(key)
-        if added and inventory.consumes(added.values()):
+        if key in self._added_taking:
             return True
         if key in self._hidden_on:
             hidden = self._hidden
@@ -138,14 +160,17 @@ class Ledger:
     def counters_free(self, key: CounterSetKey) -> dict[str, Fraction] | None:
         """What is left of a counter set; None when no slice of the pool publishes it."""
         pk = PoolKey(key.driver, key.pool)
-        free = self._free.get(pk)
-        if free is None:
-            valid = self.base.pool(key.driver, key.pool)
-            taken = self.taken
-            free = self._free[pk] = inventory.counters_free(
+        base = self._base_free.get(pk)
+        if base is None:
+            valid, taken = self.base.pool(key.driver, key.pool), self.base.taken
+            base = self._base_free[pk] = inventory.counters_free(
                 valid.counter_sets, (e.device for k, e in valid.devices.items() if taken(k))
             )
-        return free.get(key.counter_set)
+        left = base.get(key.counter_set)
+        used = self._moved.get(pk, {}).get(key.counter_set)
+        if left is None or not used:
+            return None if left is None else dict(left)
+        return {name: amount - used.get(name, Fraction(0)) for name, amount in left.items()}
 
     def counter_blockers(self, entry: DeviceEntry) -> list[ObjectKey]:
         """Claims holding sibling devices that consume the same counter sets as `entry`."""
@@ -157,3 +182,11 @@ class Ledger:
             if sets & {c.counter_set for c in sibling.device.consumes_counters}:
                 found.update(self.holders(key))
         return sorted(found)
+
+
+def _count(counts: dict[DeviceKey, int], device: DeviceKey, sign: int) -> None:
+    left = counts.get(device, 0) + sign
+    if left:
+        counts[device] = left
+    else:
+        del counts[device]

@@ -54,7 +54,8 @@ CountersFree = Mapping[str, Mapping[str, Fraction]]  # counter set -> counter ->
 TAKEN = frozenset({HELD, SHARED})  # the statuses of a device a hold takes
 
 
-def _amount(quantity: str) -> Fraction:
+def amount(quantity: str) -> Fraction:
+    """A counter's or a capacity's quantity (0 for one that does not parse)."""
     try:
         return parse_quantity(quantity)
     except ValueError:
@@ -66,8 +67,7 @@ def counters_free(
 ) -> dict[str, dict[str, Fraction]]:
     """What is left of a pool's shared counters once `allocated` devices took theirs."""
     left = {
-        cs.name: {name: _amount(value) for name, value in cs.counters.items()}
-        for cs in counter_sets
+        cs.name: {name: amount(value) for name, value in cs.counters.items()} for cs in counter_sets
     }
     for device in allocated:
         for consumption in device.consumes_counters:
@@ -76,7 +76,7 @@ def counters_free(
                 continue
             for name, value in consumption.counters.items():
                 if name in counters:
-                    counters[name] -= _amount(value)
+                    counters[name] -= amount(value)
     return left
 
 
@@ -89,7 +89,7 @@ def counters_fit(device: Device, free: CountersFree | None) -> bool:
         if counters is None:
             continue  # the counter set is not published (yet): nothing blocks
         for name, value in consumption.counters.items():
-            if name in counters and counters[name] < _amount(value):
+            if name in counters and counters[name] < amount(value):
                 return False
     return True
 
@@ -125,9 +125,9 @@ def consumed_by(holds: Iterable[AllocationRef], driver: str) -> dict[str, Fracti
     for hold in holds:
         if hold.admin_access:
             continue
-        for name, amount in hold.consumed_capacity.items():
+        for name, quantity in hold.consumed_capacity.items():
             key = qualify(name, driver)
-            used[key] = used.get(key, Fraction(0)) + _amount(amount)
+            used[key] = used.get(key, Fraction(0)) + amount(quantity)
     return used
 
 
@@ -141,7 +141,7 @@ def remaining(entry: DeviceEntry, holds: Sequence[AllocationRef]) -> dict[str, F
         return {name: Fraction(0) for name in device.capacity}
     used = consumed_by(taking, entry.key.driver) if device.shareable else {}
     return {
-        name: _amount(capacity.value) - used.get(name, Fraction(0))
+        name: amount(capacity.value) - used.get(name, Fraction(0))
         for name, capacity in device.capacity.items()
     }
 
