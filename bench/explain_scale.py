@@ -6,8 +6,8 @@
 Builds the scenario's world (5,000 nodes x 8 GPUs, 40,000 claims and pods), normalizes and
 indexes it with the model as the reactor would, then times, per Pending claim:
 
-* ledger — `Ledger.build` over every device and allocated claim (done once per question when
-  the caller has no ledger at hand);
+* ledger — `Holdings.build` over every device and allocated claim (what a question on a store
+  kept outside the process derives from its read);
 * first  — the first `explain_claim` (selectors meet the 40,000 devices for the first time);
 * again  — the median of `--repeat` further calls (answers remembered per selector);
 
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dra_mirror.service.diagnostics.explain import explain_claim
 from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import (
@@ -90,7 +91,9 @@ def main(scenario: str, repeat: int) -> None:
         f"{scenario}: built in {built:.1f} s, indexed in {indexed:.1f} s — {len(nodes):,} nodes, "
         f"{len(devices):,} devices, {len(claims):,} claims, {len(pods):,} pods"
     )
-    ledger, ledger_s = clock(lambda: Ledger.build(devices, claims.values(), slices=slices))
+    ledger, ledger_s = clock(
+        lambda: Ledger(Holdings.build(devices, claims.values(), slices=slices))
+    )
     lookup = {e.key: e for e in devices}
     _, floor_s = clock(
         lambda: [lookup.get(e.key) for e in devices] and [claims.get(k) for k in claims]

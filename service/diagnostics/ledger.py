@@ -22,7 +22,7 @@ and ledger (the base does not change while a ledger is read).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -33,11 +33,9 @@ from dra_mirror.service.model.pools import PoolKey
 from dra_mirror.service.model.records import (
     Allocation,
     AllocationRef,
-    ClaimRecord,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
-    SliceRecord,
 )
 
 
@@ -65,18 +63,6 @@ class Ledger:
         # Whether a hold takes the device: the base's answer as it is, until a commit or a
         # release imagines otherwise.
         self.taken: Callable[[DeviceKey], bool] = self.base.taken
-
-    @classmethod
-    def build(
-        cls,
-        devices: Iterable[DeviceEntry],
-        claims: Iterable[ClaimRecord],
-        *,
-        slices: Iterable[SliceRecord] = (),
-    ) -> Ledger:
-        """A ledger over `Holdings` of these records. `slices` supply the `sharedCounters`
-        that partitionable devices consume; without them such devices cannot be placed."""
-        return cls(Holdings.build(devices, claims, slices=slices))
 
     # --- imagined holds ----------------------------------------------------------------------
 

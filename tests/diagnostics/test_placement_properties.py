@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra_mirror.service.diagnostics.placement import Ledger, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import Allocation, Capacity, ClaimRecord, DeviceEntry, key_of
 from tests.diagnostics.builders import (
     CLASSES,
@@ -109,7 +110,7 @@ def check_allocation(c: ClaimRecord, allocation: Allocation, ledger: Ledger, by_
 def test_allocations_are_always_valid(nodes, gpus, mig_nodes, steps) -> None:
     devices, slices = world(nodes, gpus, min(mig_nodes, nodes))
     by_key = {(e.key.driver, e.key.pool, e.key.device): e for e in devices}
-    ledger = Ledger.build(devices, [], slices=slices)
+    ledger = Ledger(Holdings.build(devices, [], slices=slices))
     live: list[ClaimRecord] = []
     counter = itertools.count()
     for ask, release_one in steps:
