@@ -6,7 +6,8 @@ after each one against the simulator's own objects and a reference history.
 
 Two simulated clusters (the `churn` scenario's hardware, pods arriving at `--rate` per second
 each) served by the simulator in this process; a private Redis Cluster (three masters, one
-replica each; `--single-redis`: one redis-server, without the redis stages) and PostgreSQL;
+replica each; `--single-redis`: one redis-server, with its own two stages instead of the
+Redis Cluster ones) and PostgreSQL;
 `dra-mirror watch` and `dra-mirror serve --no-watch` as child processes
 (`bench.mirror_stack`). Every write the simulator makes is also folded through the model
 into a reference history (`bench.mirror_checks.Reference`). Then, one after the other, with
@@ -24,6 +25,10 @@ the world moving (churn) during each fault:
     redis      the Redis master of alpha's slot SIGKILLed under churn (its replica promoted,
                the watcher retries the batch; the node rejoins as a replica afterwards)
     outbox     the same for the master of the history outbox stream's slot
+    redis-crash  (--single-redis) the redis-server SIGKILLed under churn with its append-only
+               file on, started again 5 s later from it: nothing may be lost, no gap
+    redis-empty  (--single-redis) the same, its files deleted before it starts again: it comes
+               back EMPTY; what its stream held must lie in a recorded gap
     watcher    the watcher SIGKILLed (mid-batch, under churn), restarted 5 s later
 
 After each: the world is paused; `state s` is the time until the mirror equals the API
@@ -39,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import dataclasses
 import shutil
 import statistics
 import sys
@@ -54,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.mirror_checks import Reference, compare
 from bench.mirror_stack import ROOT, MirrorStack
 from bench.watchdog import run_watched
+from tests.infra.servers import RedisServer
 
 KINDS = ("LOST", "DUPLICATE", "PHANTOM", "UNCLOSED", "CLOSED", "LATE")
 
@@ -142,6 +149,40 @@ async def redis_outbox(stack, s):
     await redis_master(stack, s, slot_of="history")
 
 
+async def _durable(stack) -> RedisServer:
+    """The stack's redis-server with its append-only file on (switched on live: CONFIG SET,
+    then the rewrite that writes what it holds), as production runs it."""
+    await stack.redis.config_set("appendonly", "yes")
+    while True:
+        info = await stack.redis.info("persistence")
+        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+            break
+        await asyncio.sleep(0.1)
+    return dataclasses.replace(stack.redis_server(), appendonly=True)
+
+
+async def redis_crash(stack, s, *, empty: bool = False):
+    """SIGKILL under churn, 5 s down (the lease's TTL is 10 s), started again from its
+    append-only file — or, `empty`, with its files deleted first."""
+    server = await _durable(stack)
+    await churn(stack, s / 2)
+    await asyncio.to_thread(server.kill)
+    killed = time.monotonic()
+    await churn(stack, 5)
+    if empty:
+        for path in server.workdir.iterdir():
+            if path.name.startswith(("appendonly", "dump")):
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    await asyncio.to_thread(server.start)
+    print(f"    redis: SIGKILLed, started again{' EMPTY' if empty else ''} "
+          f"{time.monotonic() - killed:.1f}s later", flush=True)  # fmt: skip
+    await churn(stack, s / 2)
+
+
+async def redis_empty(stack, s):
+    await redis_crash(stack, s, empty=True)
+
+
 async def watcher(stack, s):
     await churn(stack, s / 2)
     stack.kill_watcher()
@@ -152,8 +193,10 @@ async def watcher(stack, s):
 
 FAULTS = {"drops": drops, "gone": gone, "errors": errors, "stalls": stalls, "restart": restart,
           "postgres": postgres, "redis": redis_master, "outbox": redis_outbox,
+          "redis-crash": redis_crash, "redis-empty": redis_empty,
           "watcher": watcher}  # fmt: skip
 ON_REDIS_CLUSTER = {"redis", "outbox"}
+ON_ONE_REDIS = {"redis-crash", "redis-empty"}
 
 
 async def check(stack: MirrorStack, reference: Reference, name: str, began: float) -> dict:
@@ -206,7 +249,8 @@ async def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
     args = parser.parse_args()
     stages = [name for name in args.only or list(FAULTS)
-              if not (args.single_redis and name in ON_REDIS_CLUSTER)]  # fmt: skip
+              if not (args.single_redis and name in ON_REDIS_CLUSTER)
+              and not (not args.single_redis and name in ON_ONE_REDIS)]  # fmt: skip
     run_dir = Path(tempfile.mkdtemp(prefix="dra-mirror-faults-", dir="/tmp"))
     print(f"run directory {run_dir}")
     try:

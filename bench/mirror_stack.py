@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -213,7 +214,14 @@ class MirrorStack:
         return cluster
 
     async def outbox_backlog(self) -> int:
-        return int(await self.redis.xlen(stream_key()))
+        for attempt in range(3):  # a pooled connection a restarted Redis closed: once more
+            try:
+                return int(await self.redis.xlen(stream_key()))
+            except RedisConnectionError:
+                if attempt == 2:
+                    raise
+                await asyncio.sleep(0.5)
+        raise AssertionError("unreachable")
 
     # --- reading both sides ----------------------------------------------------------------
 

@@ -12,21 +12,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dra_mirror.service.model.kinds import KINDS
+from dra_mirror.service.model.kinds import BY_KIND, KINDS
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import Record
 
-PLURALS = {
-    "DeviceClass": "deviceclasses",
-    "ResourceSlice": "resourceslices",
-    "ResourceClaim": "resourceclaims",
-    "ResourceClaimTemplate": "resourceclaimtemplates",
-    "Pod": "pods",
-    "Node": "nodes",
-    "DeviceTaintRule": "devicetaintrules",
-}
+PLURALS = {kind: BY_KIND[kind].plural for kind in KINDS}
 # The order in which the reactor's list calls typically complete (small kinds first).
 LIST_ORDER = (
+    "PodGroup",
     "DeviceTaintRule",
     "DeviceClass",
     "ResourceClaimTemplate",

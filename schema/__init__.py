@@ -1,19 +1,27 @@
 """The GraphQL graph of dra-mirror (strawberry), read-only over the state store.
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
-(`schema.query`, the contract in API.md) merged with the history (`schema.history`),
-diagnostics (`schema.diagnostics`), plan (`schema.plan`) and `viewer` (`schema.viewer`) entry
-points, the live `Subscription` (`schema.live`), and
-the parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
+(`schema.query`; the printed `schema/schema.graphql` is the contract clients read) merged with
+the history (`schema.history`), diagnostics (`schema.diagnostics`), plan (`schema.plan`) and
+`viewer` (`schema.viewer`) entry points, the live `Subscription` (`schema.live`), and the
+parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
 instead of 4 to 6 ms).
 
 `print_sdl()` is the printed SDL; `schema/schema.graphql` is that text, committed, and
 `tests/schema/test_sdl.py` fails when it is stale (`dra-mirror schema --write` rewrites it).
 
-This package never imports the watchers, the reactor or the simulator (import-linter).
+This package never imports the watchers, the reactor or the simulator (import-linter). The
+folder installs as `dra_mirror.schema`, its only import path (as `schema` it refuses to load).
 """
 
 from __future__ import annotations
+
+if __name__ != "dra_mirror.schema":  # one import path per module (tests/test_import_path.py)
+    raise ImportError(
+        f"import dra_mirror.schema, not {__name__}: the folder schema/ installs as "
+        "dra_mirror.schema (pip install -e .); imported by its folder's name it would load a "
+        "second copy of every module"
+    )
 
 from pathlib import Path
 

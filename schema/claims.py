@@ -2,7 +2,7 @@
 and the Allocation that joins a claim to a device (the Holding that `whoHolds` answers is
 `schema.whoholds`'s).
 
-Both directions of every link (API.md): an Allocation reaches its device and its claim; a
+Both directions of every link of the graph: an Allocation reaches its device and its claim; a
 claim reaches its template, devices, allocation node and consumer pods; a template reaches
 its claims. Derived states (state, origin, idle, idleSince) are the model's, read as-is.
 """
@@ -39,10 +39,12 @@ from .scalars import JSON, ClaimOrigin, ClaimState, DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .nodes import Node
+    from .pod_groups import PodGroup
     from .pods import Pod, PodDeviceHealth
 
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
+PodGroupT = Annotated["PodGroup", strawberry.lazy("dra_mirror.schema.pod_groups")]
 HealthT = Annotated["PodDeviceHealth", strawberry.lazy("dra_mirror.schema.pods")]
 
 
@@ -318,6 +320,15 @@ class ResourceClaim(NamespacedUidFields):
 
             return [Pod(record=pod) for pod in self.moment.consumers]
         return await consumer_pods(info, [claim_key(self.record)])
+
+    @strawberry.field(
+        description="The PodGroups naming it in spec.resourceClaims (or their status) and "
+        "those its status.reservedFor names, by name."
+    )
+    async def pod_groups(self, info: Info) -> list[PodGroupT]:
+        from .pod_groups import groups_of_claim
+
+        return await groups_of_claim(info, self.record)
 
     @strawberry.field(description="Allocated, and no consumer pod Running.")
     async def idle(self, info: Info) -> bool:

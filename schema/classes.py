@@ -1,6 +1,7 @@
 """DeviceClass ⇄ Device: there is no stored link, so evaluate the class's CEL selectors.
 
-A device belongs to a class when every selector of the class matches it (dra-api.md §12).
+A device belongs to a class when every selector of the class matches it (DeviceClass
+`spec.selectors`: "all selectors must be satisfied").
 Selectors are compiled once per expression by `service.diagnostics.cel` (cached there) and the
 verdict for each (class, device) pair is memoized per request. A selector that fails to
 compile or to evaluate on a device counts as "no match" here — the graph answers "which

@@ -2,9 +2,10 @@
 
 Each type wraps one record (or `DeviceEntry`) as a private field and resolves its links through
 the request's loaders, so walking `class → devices → allocations → claim` makes one batched
-store call per relation, never one per object. Links point both ways (API.md): a device knows
-its slice, node, classes, holders and pods; a slice knows its devices and node; a class knows
-its devices (by CEL) and the claims that ask for it.
+store call per relation, never one per object. Every link of the graph can be walked both
+ways (classes → slices → devices → claims → pods → nodes, and back): a device knows its slice,
+node, classes, holders and pods; a slice knows its devices and node; a class knows its devices
+(by CEL) and the claims that ask for it.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ PoolLookup = tuple[str, str, str, str | None]  # (cluster, driver, pool, node it
 
 
 class PoolFacts(NamedTuple):
-    """What the slices of one pool say, at its highest generation (DESIGN.md "Identity")."""
+    """What the slices of one pool say, at its highest generation (older generations are
+    being replaced by the driver and do not count)."""
 
     generation: int
     slices: int  # slices present at that generation

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from dra_mirror.service.model.records import (
+    POD_GROUP,
     RESOURCE_CLAIM,
     ClaimRecord,
     DeviceHealth,
     DeviceKey,
     ObjectKey,
+    PodGroupRecord,
     PodRecord,
 )
 from dra_mirror.service.model.records import PodClaim as PodClaimRecord
@@ -28,8 +30,10 @@ from .scalars import JSON, DateTime, to_datetime
 
 if TYPE_CHECKING:
     from .nodes import Node
+    from .pod_groups import PodGroup
 
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
+PodGroupT = Annotated["PodGroup", strawberry.lazy("dra_mirror.schema.pod_groups")]
 
 
 @strawberry.type(description="One pod.spec.resourceClaims entry, resolved.")
@@ -177,6 +181,17 @@ class Pod(NamespacedUidFields):
     @strawberry.field
     def claims(self) -> list[PodClaim]:
         return [PodClaim(pod=self.record, entry=c) for c in self.record.claims]
+
+    @strawberry.field(description="The PodGroup its spec.schedulingGroup names, if mirrored.")
+    async def pod_group(self, info: Info) -> PodGroupT | None:
+        from .pod_groups import PodGroup
+
+        if not self.record.pod_group:
+            return None
+        meta = self.record.meta
+        key = ObjectKey(meta.cluster, POD_GROUP, meta.namespace, self.record.pod_group)
+        record = await info.context.loaders.record(PodGroupRecord, key)
+        return PodGroup(record=record) if record is not None else None
 
     @strawberry.field(description="The claim made for its extended-resource requests, if any.")
     async def extended_resource_claim(self, info: Info) -> ResourceClaim | None:

@@ -1,4 +1,4 @@
-"""The root `Query` of the core graph (API.md): entry points with filters and Relay paging.
+"""The root `Query` of the core graph: entry points with filters and Relay paging.
 
 Every entry point reads through `info.context.reader` (scoped) and the request's loaders.
 Lists without paging are sorted by identity; connections page in identity order too (see
@@ -19,6 +19,7 @@ from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
     POD,
+    POD_GROUP,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
@@ -26,6 +27,7 @@ from dra_mirror.service.model.records import (
     DeviceClassRecord,
     DeviceEntry,
     ObjectKey,
+    PodGroupRecord,
     PodRecord,
     Record,
     SliceRecord,
@@ -38,6 +40,7 @@ from .context import Info
 from .devices import Device, DeviceClass, ResourceSlice
 from .nodes import Cluster, Node
 from .paging import Connection, paginate
+from .pod_groups import PodGroup
 from .pods import Pod
 from .pods import uses_devices as pod_uses_devices
 from .pools import ResourcePoolStatus, resource_pools
@@ -215,6 +218,23 @@ class Query:
             ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)
         )
         return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
+
+    @strawberry.field(
+        description="PodGroups (scheduling.k8s.io, KEP-5729) where the cluster serves them."
+    )
+    async def pod_groups(
+        self, info: Info, cluster: str | None = None, namespace: str | None = None
+    ) -> list[PodGroup]:
+        records = await info.context.reader.list(POD_GROUP, cluster=cluster, namespace=namespace)
+        return [PodGroup(record=r) for r in records]
+
+    @strawberry.field
+    async def pod_group(
+        self, info: Info, cluster: str, namespace: str, name: str
+    ) -> PodGroup | None:
+        key = ObjectKey(cluster, POD_GROUP, namespace, name)
+        record = await info.context.loaders.record(PodGroupRecord, key)
+        return PodGroup(record=record) if record is not None else None
 
     @strawberry.field
     async def resource_claim_templates(

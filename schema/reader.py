@@ -36,6 +36,7 @@ from dra_mirror.service.model.records import (
     DeviceKey,
     NodeRecord,
     ObjectKey,
+    PodGroupRecord,
     PodRecord,
     Record,
     SliceRecord,
@@ -227,6 +228,10 @@ class ScopedReader:
         cluster: str | None = ...,
         namespace: str | None = ...,
     ) -> Sequence[TaintRuleRecord]: ...
+    @overload
+    async def list(
+        self, kind: Literal["PodGroup"], *, cluster: str | None = ..., namespace: str | None = ...
+    ) -> Sequence[PodGroupRecord]: ...
     @overload
     async def list(
         self, kind: str, *, cluster: str | None = ..., namespace: str | None = ...

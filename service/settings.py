@@ -63,8 +63,29 @@ class HttpSettings:
     shutdown has not finished (a frozen Redis, a query that does not yield): they then exit
     with status 3. Keep it below the pod's `terminationGracePeriodSeconds` (30 in the chart)."""
 
+    header_timeout: float = 10.0
+    """Seconds a connection has to send a request's headers, from when it opens or a request
+    begins: a connection that sends nothing (or part of a head) that long is closed."""
+
+    body_timeout: float = 10.0
+    """Seconds a request may leave between two parts of its body: past them it is answered 408
+    and closed."""
+
+    max_connections: int = 0
+    """Most connections held open at once; past it, a new connection closes the longest-open
+    one that has no request in progress. 0: four fifths of the process's file descriptor
+    limit (RLIMIT_NOFILE), so that silent connections cannot exhaust them."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    """With `--insecure-no-auth`, the host names (the `Host` header, port aside) requests may
+    name besides loopback's (localhost, 127.0.0.1, ::1) and the bound address: any other is
+    refused (421), so a web page cannot reach an open mirror by DNS rebinding. `*` allows any."""
+
     def __post_init__(self) -> None:
         _positive("shutdown_deadline", self.shutdown_deadline)
+        _positive("http header_timeout", self.header_timeout)
+        _positive("http body_timeout", self.body_timeout)
+        _positive("http max_connections", self.max_connections, zero=True)
         port_ok = isinstance(self.port, int) and not isinstance(self.port, bool)
         _require(port_ok and 0 <= self.port <= 65535, "port", self.port, "must be 1-65535")
         host_ok = isinstance(self.host, str) and bool(self.host) and self.host.strip() == self.host
@@ -146,10 +167,16 @@ class GraphQLSettings:
     first out): clients send the hash instead of the text."""
 
     def __post_init__(self) -> None:
-        _positive("graphql max_page_size", self.max_page_size)
-        _positive("graphql default_page_size", self.default_page_size)
-        _positive("graphql parser_cache_size", self.parser_cache_size, zero=True)
-        _positive("graphql validation_cache_size", self.validation_cache_size, zero=True)
+        # every limit is a positive number: a negative or zero one would refuse every request
+        # (`max_body_bytes=-1` answered /healthz with 413) or mean nothing
+        for name in ("max_page_size", "default_page_size", "max_body_bytes",
+                     "max_document_bytes", "max_tokens", "max_depth", "max_aliases", "max_cost",
+                     "max_resolved_fields", "max_execution_seconds", "request_timeout",
+                     "max_subscriptions_per_connection", "document_cache_bytes",
+                     "cached_document_max_bytes", "persisted_queries_bytes"):  # fmt: skip
+            _positive(f"graphql {name}", getattr(self, name))
+        for name in ("parser_cache_size", "validation_cache_size", "max_batch"):
+            _positive(f"graphql {name}", getattr(self, name), zero=True)
 
 
 @dataclass(frozen=True)

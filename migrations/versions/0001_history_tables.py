@@ -2,7 +2,7 @@
 device inventory), gaps, cluster marks and outbox positions.
 
 On PostgreSQL the raw record bodies are stored with lz4 TOAST compression (several times
-cheaper in CPU than the default pglz; see docs/performance-notes.md).
+cheaper in CPU than the default pglz, measured).
 
 Revision ID: 0001
 Revises:

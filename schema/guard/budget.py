@@ -11,7 +11,10 @@ mutation execution gets a `Budget`, wired to graphql-core's abort signal:
   them), and the answer is one error `execution budget exceeded` (code BUDGET_EXCEEDED) —
   never a huge partial answer;
 * a request that registers a `RequestAborts` in its ASGI state (the HTTP guard does, and
-  aborts it when the client disconnects or the request times out) aborts its executions too.
+  aborts it when the client disconnects or the request times out) aborts its executions too,
+  and its executions share ONE budget: the operations of a batch count their fields together
+  against `max_fields` and run within one `max_seconds` from the first one's start (each of
+  ten operations is not given the whole budget again).
 
 Subscriptions are not budgeted here (they live as long as their connection; the WebSocket
 guard bounds how many a connection has).
@@ -48,11 +51,22 @@ class ClientGone(GraphQLError):
 
 
 class RequestAborts:
-    """The abort controllers of one HTTP request's executions (a batch has several)."""
+    """The abort controllers of one HTTP request's executions (a batch has several), and the
+    one budget they share (`budget`)."""
 
     def __init__(self) -> None:
         self.controllers: list[AbortController] = []
         self.reason: GraphQLError | None = None
+        self.shared: Budget | None = None
+
+    def budget(self, *, max_fields: int, max_seconds: float) -> Budget:
+        """The request's budget: made by its first execution, shared by the others."""
+        if self.shared is None:
+            self.shared = Budget(max_fields=max_fields, max_seconds=max_seconds)
+            self.shared.users = 0
+            self.add(self.shared.controller)
+        self.shared.users += 1
+        return self.shared
 
     def add(self, controller: AbortController) -> None:
         if self.reason is not None:
@@ -120,7 +134,7 @@ class Budget:
         self.max_fields = max_fields
         self.deadline = time.monotonic() + max_seconds
         self.fields = 0
-        self.reported = False
+        self.users = 1  # executions using it; the timer goes when the last is done
         self.timer: asyncio.TimerHandle | None = None
         try:
             loop = asyncio.get_running_loop()
@@ -139,7 +153,8 @@ class Budget:
             self.exceed("out of time")
 
     def done(self) -> None:
-        if self.timer is not None:
+        self.users -= 1
+        if self.users <= 0 and self.timer is not None:
             self.timer.cancel()
 
 
@@ -165,15 +180,18 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.budget: Budget | None = None
+            self.reported = False  # this execution raised the abort once
+            self.finished = False
             if self.operation.operation is OperationType.SUBSCRIPTION:
                 return
-            budget = Budget(max_fields=max_fields, max_seconds=max_seconds)
+            aborts = _request_aborts(self.context_value)
+            if aborts is not None:  # one budget for every execution of the request
+                budget = aborts.budget(max_fields=max_fields, max_seconds=max_seconds)
+            else:
+                budget = Budget(max_fields=max_fields, max_seconds=max_seconds)
             self.budget = budget
             if self.abort_signal is None:
                 self.abort_signal = budget.controller.signal
-            aborts = _request_aborts(self.context_value)
-            if aborts is not None:
-                aborts.add(budget.controller)
 
         def admit_field(self) -> bool:
             # every field, plain or not (schema.execution asks before each)
@@ -183,11 +201,16 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
             budget.count()
             if not budget.controller.signal.aborted:
                 return True
-            if budget.reported:
+            if self.reported:
                 return False
-            budget.reported = True
-            budget.done()
+            self.reported = True
+            self._finish()
             raise self.abort_error()
+
+        def _finish(self) -> None:
+            if self.budget is not None and not self.finished:
+                self.finished = True
+                self.budget.done()
 
         def execute_operation(self, *args: Any, **kwargs: Any) -> Any:
             # An aborted execution is one error and no data (never a partial answer), and it
@@ -231,8 +254,7 @@ def budgeted_execution(*, max_fields: int, max_seconds: float) -> type:
             return result
 
         def build_response(self, *args: Any, **kwargs: Any) -> Any:
-            if self.budget is not None:
-                self.budget.done()
+            self._finish()
             return super().build_response(*args, **kwargs)
 
     return BudgetedExecutionContext

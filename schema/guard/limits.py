@@ -14,6 +14,10 @@ never shared instances: strawberry builds one per request) that enforce, in this
    counted through fragments (`max_aliases`), estimated cost (`max_cost`);
 4. introspection (`__schema`, `__type`) refused when `introspection` is off.
 
+A batch (several operations in one request) is held to the same aliases and cost limits as
+a whole: `batch_refusal` sums its operations' shapes, so ten operations each just under the
+limits are refused together rather than run ten times as much as one may.
+
 Every refusal is a `GraphQLError` with a `code` extension (DOCUMENT_TOO_LARGE, TOO_DEEP,
 TOO_MANY_ALIASES, TOO_COSTLY, PERSISTED_QUERY_NOT_FOUND) and no data: a request error.
 """
@@ -103,6 +107,36 @@ def shape_refusal(
         return _refuse(
             f"query too costly: an estimated {shape.cost:,.0f} (at most "
             f"{s.max_cost:,}); use smaller pages or fewer nested lists",
+            "TOO_COSTLY",
+        )
+    return None
+
+
+def batch_refusal(
+    schema: Any,
+    operations: list[tuple[Any, str | None, dict[str, Any] | None]],
+    settings: GraphQLSettings,
+) -> GraphQLError | None:
+    """Why a batch of validated operations — (document, operation name, variables) each — may
+    not run as one request: their aliases or estimated costs together over one operation's
+    limits. `schema` is the graphql-core schema."""
+    s = settings
+    aliases, cost = 0, 0.0
+    for document, name, variables in operations:
+        operation = _operation(document, name)
+        if operation is None:
+            continue
+        shape = measure(schema, document, operation, variables,
+                        max_page=s.max_page_size, default_page=s.default_page_size)  # fmt: skip
+        aliases += shape.aliases
+        cost += shape.cost
+    if aliases > s.max_aliases:
+        return _refuse(f"too many aliases in the batch as a whole: {aliases} (at most "
+                       f"{s.max_aliases} for the request)", "TOO_MANY_ALIASES")  # fmt: skip
+    if cost > s.max_cost:
+        return _refuse(
+            f"the batch as a whole is too costly: an estimated {cost:,.0f} (at most "
+            f"{s.max_cost:,} for the request); send fewer operations or smaller pages",
             "TOO_COSTLY",
         )
     return None

@@ -5,6 +5,8 @@
         def claims(self, token: str) -> bool          # is this token of my kind? (no I/O)
         async def authenticate(self, token) -> Subject   # or raise an AccessError
         async def close(self) -> None
+        def known(self, token: str) -> bool           # optional: answered without a remote
+                                                      # review (Kubernetes: cached)
 
 `Authenticators` asks them in a fixed order — static tokens (a dictionary probe), OIDC (a JWT
 whose issuer is the configured one), Kubernetes (anything else, reviewed by a cluster) — and
@@ -69,6 +71,15 @@ class Authenticators:
             if authenticator.claims(token):
                 return await authenticator.authenticate(token)
         raise Unauthenticated("unknown token")
+
+    def reviews(self, token: str) -> bool:
+        """Whether authenticating `token` asks a remote API (a Kubernetes TokenReview): the
+        authenticator that claims it says it does not know it yet (`known`)."""
+        for authenticator in self.authenticators:
+            if authenticator.claims(token):
+                known = getattr(authenticator, "known", None)
+                return known is not None and not known(token)
+        return False
 
     async def close(self) -> None:
         for authenticator in self.authenticators:

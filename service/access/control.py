@@ -4,7 +4,11 @@ Built once at start (`AccessControl.open(config, kubeconfig=…)`: it reads the 
 file, the OIDC keys file, and connects to the reviewing clusters), owned by the app's lifespan
 (`close()`), and asked by every front end:
 
-* `subject(authorization)` — the HTTP `Authorization` header's subject, rate-limited;
+* `subject(authorization, client=…)` — the HTTP `Authorization` header's subject,
+  rate-limited per subject; a token that needs a remote review (a Kubernetes TokenReview not
+  cached: each distinct garbage token would cost one) is first rate-limited per client
+  address, with the same rate and burst, so a flood of made-up tokens costs the reviewing
+  cluster at most that (refusals are cached 5 s per token, service.access.kubernetes);
 * `scraper(authorization)` — the same for `/metrics`, where a configured `metrics` scope lets
   Prometheus scrape without a token;
 * `slack` — the Slack mapping (`service.access.slack.SlackAccess`), None when not configured.
@@ -49,6 +53,8 @@ class AccessControl:
         self.config = config
         self.authenticators = Authenticators(authenticators)
         self.rate_limit = RateLimit(rate=config.rate_limit, burst=config.rate_burst)
+        # reviews a client's unknown tokens cost, before they are asked for
+        self.review_limit = RateLimit(rate=config.rate_limit, burst=config.rate_burst)
         self.slack = (
             SlackAccess(config.slack, directory=slack_directory)
             if config.slack.configured
@@ -107,20 +113,25 @@ class AccessControl:
             config, authenticators=found, resources=resources, slack_directory=slack_directory
         )
 
-    async def subject(self, authorization: str | None) -> Subject:
-        """Who sent this `Authorization` header (and may they ask now)? AccessError if not."""
+    async def subject(self, authorization: str | None, *, client: str | None = None) -> Subject:
+        """Who sent this `Authorization` header (and may they ask now)? AccessError if not.
+        `client`: the address it came from, whose unknown tokens are rate-limited before a
+        remote review is asked for."""
         if self.insecure:
             return ANONYMOUS
-        subject = await self.authenticators.authenticate(bearer_token(authorization))
+        token = bearer_token(authorization)
+        if client is not None and self.authenticators.reviews(token):
+            self.review_limit.take_key(("client", client), client)
+        subject = await self.authenticators.authenticate(token)
         self.rate_limit.take(subject)
         return subject
 
-    async def scraper(self, authorization: str | None) -> Subject:
+    async def scraper(self, authorization: str | None, *, client: str | None = None) -> Subject:
         if self.insecure:
             return ANONYMOUS
         if not authorization and self.config.metrics is not None:
             return Subject(name="metrics-scraper", method="metrics", scope=self.config.metrics)
-        return await self.subject(authorization)
+        return await self.subject(authorization, client=client)
 
     def describe(self) -> str:
         if self.insecure:

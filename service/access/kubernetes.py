@@ -100,6 +100,12 @@ class KubernetesTokens:
     def claims(self, token: str) -> bool:
         return True  # asked last: any token the others do not claim may be a cluster's
 
+    def known(self, token: str) -> bool:
+        """Whether `token` is answered without a review (its decision or refusal is cached, or
+        its review is under way): the caller rate-limits reviews before asking for one."""
+        key = token_hash(token)
+        return key in self._subjects or key in self._refused or key in self._inflight
+
     async def authenticate(self, token: str) -> Subject:
         key = token_hash(token)
         if (subject := self._subjects.get(key)) is not None:

@@ -267,7 +267,10 @@ class OidcTokens:
             scope = s.default_scope
         if scope is None:
             raise Forbidden(f"{name} is in no group this mirror grants access to")
-        return Subject(name=name, method=self.method, scope=scope, groups=groups)
+        exp = claims.get("exp")
+        expires = float(exp) + s.clock_skew if isinstance(exp, int | float) else None
+        return Subject(name=name, method=self.method, scope=scope, groups=groups,
+                       expires_at=expires)  # fmt: skip
 
     async def close(self) -> None:
         await self.key_source.close()

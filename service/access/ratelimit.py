@@ -36,10 +36,14 @@ class RateLimit:
 
     def take(self, subject: Subject) -> None:
         """Spend one request of `subject`'s bucket, or raise `Throttled`."""
+        self.take_key((subject.method, subject.name), subject.name)
+
+    def take_key(self, key: tuple[str, str], who: str) -> None:
+        """Spend one request of the bucket `key` (`who` names it in the refusal): a subject's,
+        or a client address's before its token is reviewed (service.access.control)."""
         if self.rate <= 0:
             return
         now = self.clock()
-        key = (subject.method, subject.name)
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = [float(self.burst), now]
@@ -49,7 +53,6 @@ class RateLimit:
             bucket[0] = tokens
             wait = (1.0 - tokens) / self.rate
             raise Throttled(
-                f"too many requests from {subject.name}: try again in {wait:.1f} s",
-                retry_after=wait,
+                f"too many requests from {who}: try again in {wait:.1f} s", retry_after=wait
             )
         bucket[0] = tokens - 1.0

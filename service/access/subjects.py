@@ -23,6 +23,9 @@ class Subject:
     """What it may see."""
     groups: tuple[str, ...] = ()
     """The groups its credentials carry (OIDC `groups`, Kubernetes user groups)."""
+    expires_at: float | None = None
+    """When its credentials stop being valid (Unix time; an OIDC token's `exp` plus the
+    allowed clock skew), if they say: a WebSocket connection is closed then."""
 
     def describe(self) -> str:
         return f"{self.method}:{self.name} ({self.scope.describe()})"

@@ -1,21 +1,22 @@
 """The shutdown deadline: a process told to stop exits by then, whatever still runs.
 
 The graceful shutdown (`service.cli.running`) stops accepting requests, gives open ones
-`SHUTDOWN_GRACE` seconds, stops the watches, drains the history outbox, releases the leases
-and closes the stores. Each step waits on something outside the process, and some waits are
-not bounded by the shutdown: a frozen Redis answers nothing until the client's 30 s socket
-timeout, once per call; a GraphQL execution that does not yield holds the event loop (and
-with it the signal's handling) until its budget stops it. Kubernetes does not wait: past the
-pod's `terminationGracePeriodSeconds` it kills the process, and nothing says why.
+`SHUTDOWN_GRACE` seconds (`service.runtime.server`), stops the watches, drains the history
+outbox, releases the leases and closes the stores. Each step waits on something outside the
+process, and some waits are not bounded by the shutdown: a frozen Redis answers nothing until
+the client's 30 s socket timeout, once per call; a GraphQL execution that does not yield holds
+the event loop (and with it the signal's handling) until its budget stops it. Kubernetes does
+not wait: past the pod's `terminationGracePeriodSeconds` it kills the process, and nothing
+says why.
 
 `ShutdownDeadline(seconds)` is armed by the first stop signal (`arm()`, safe to call from a
 signal handler and again). It runs a daemon timer thread, which needs neither the event loop
 nor the main thread: when the deadline passes with the process still running, it writes one
 line to the log (stderr), saying what is left undone, and ends the process with
-`EXIT_DEADLINE` (3). `service.cli.server.DeadlineServer` arms it under uvicorn; `disarm()` cancels it once the shutdown finished. What is lost when the
-deadline fires: leases not yet released expire after their TTL (another watcher takes over
-then), and what the in-process outbox did not drain is recorded as a gap by the next start;
-a Redis outbox keeps its entries.
+`EXIT_DEADLINE` (3). `service.runtime.server.DeadlineServer` arms it under uvicorn; `disarm()`
+cancels it once the shutdown finished. What is lost when the deadline fires: leases not yet
+released expire after their TTL (another watcher takes over then), and what the in-process
+outbox did not drain is recorded as a gap by the next start; a Redis outbox keeps its entries.
 """
 
 from __future__ import annotations

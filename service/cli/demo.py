@@ -1,12 +1,11 @@
 """`dra-mirror demo`: the simulator's two-cluster `demo` scenario and the mirror, one process.
 
-What a newcomer gets from one command, on embedded defaults (in-memory state, history in a
-SQLite file, no Redis): the simulated clusters serve on free loopback ports with a kubeconfig in a temporary
-directory, the mirror watches them through the real Kubernetes client exactly as it would
-watch real clusters, and the GraphQL API listens on 127.0.0.1:8000 (or `--port`). Once every
-cluster has synced, it prints the GraphiQL URL, the Devices screens' URL and three queries to
-paste. The demo serves without authentication, so it binds 127.0.0.1 whatever
-DRA_MIRROR_HTTP_HOST says, and says so.
+What a newcomer gets from one command: the mirror the composition root builds for the demo
+(`service.runtime.demo`: the simulated clusters on free loopback ports with a kubeconfig in a
+temporary directory, watched through the real Kubernetes client, in-memory state, history in a
+SQLite file), served on 127.0.0.1:8000 (or `--port`). Once every cluster has synced, it prints
+the GraphiQL URL, the Devices screens' URL and three queries to paste. The demo serves without
+authentication, so it binds 127.0.0.1 whatever DRA_MIRROR_HTTP_HOST says, and says so.
 
 Everything runs inside the app's lifespan (simulator first, then the watchers), so Ctrl-C
 stops the watchers, then the simulator, and removes the temporary kubeconfig.
@@ -15,27 +14,15 @@ stops the watchers, then the simulator, and removes the temporary kubeconfig.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import tempfile
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
-from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.cli.deadline import ShutdownDeadline
-from dra_mirror.service.cli.server import DeadlineServer
-from dra_mirror.service.runtime.http_protocol import protocol_class
-from dra_mirror.service.runtime.mirror import mirror_app
+from dra_mirror.service.runtime.demo import DEMO_HOST, demo_app
+from dra_mirror.service.runtime.server import mirror_server
 from dra_mirror.service.settings import Settings
-from dra_mirror.service.sim.run import Simulator
-from dra_mirror.service.sim.scenario import build_world, load_scenario
-from dra_mirror.service.stores.memory import MemoryStore
-
-DEMO_HOST = "127.0.0.1"
 
 EXAMPLE_QUERIES = (
     (
@@ -58,23 +45,6 @@ EXAMPLE_QUERIES = (
 )
 
 
-def demo_alerts(port: int) -> AlertsConfig:
-    """The demo's alerts when DRA_MIRROR_ALERTS_CONFIG names none: every rule, at once, as
-    Prometheus series only (no Slack), with links to the demo's own screens."""
-    from dra_mirror.service.alerts.config import parse
-
-    rules = {
-        "pending-behind-idle": {"minutes": 0},
-        "idle-holder": {"minutes": 0},
-        "gpu-node-without-slices": {"minutes": 0},
-        "pool-incomplete": {"minutes": 0},
-        "tainted-while-held": {"minutes": 0},
-    }
-    return parse(
-        {"interval": 5, "webUrl": f"http://{DEMO_HOST}:{port}", "rules": rules}, where="demo"
-    )
-
-
 def banner(url: str, *, slack: bool = False) -> str:
     base = url.removesuffix("/graphql")
     lines = [
@@ -92,74 +62,13 @@ def banner(url: str, *, slack: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass
-class Demo:
-    """The demo as an ASGI app; `simulator` is set while the app's lifespan runs."""
-
-    app: Any
-    store: MemoryStore
-    kubeconfig: Path
-    simulator: Simulator | None = None
-
-    @property
-    def ready(self) -> bool:
-        watchers = self.app.state.mirror.reactors
-        return watchers is not None and watchers.ready
-
-
-@contextlib.asynccontextmanager
-async def simulated_world(demo: Demo, scenario: str) -> AsyncIterator[Simulator]:
-    """Serve the scenario's clusters and run its world (churn, delayed starts)."""
-    world = build_world(load_scenario(scenario))
-    async with Simulator(world.specs, kubeconfig_path=demo.kubeconfig) as sim:
-        movement = asyncio.create_task(world.run(), name="demo-world")
-        demo.simulator = sim
-        try:
-            yield sim
-        finally:
-            demo.simulator = None
-            movement.cancel()
-            await asyncio.gather(movement, return_exceptions=True)
-
-
-def demo_app(
-    settings: Settings,
-    *,
-    workdir: Path,
-    scenario: str = "demo",
-    alerts: AlertsConfig | None = None,
-    access: Any = None,
-    slack: Any = None,
-) -> Demo:
-    """The demo as an ASGI app: its lifespan starts the simulator, then the mirror (history
-    in a SQLite file in `workdir` unless a database is configured; `/slack/commands` with
-    `slack`, the `SlackSettings` of DRA_MIRROR_SLACK_*). `access`: an access configuration
-    (`service.access.config.AccessConfig`) for the browser tests of sign-in; the demo itself
-    serves open."""
-    if not settings.history.database_url:
-        history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
-        settings = dataclasses.replace(settings, history=history)
-    store = MemoryStore()  # in memory, live events on its in-process bus
-    demo = Demo(app=None, store=store, kubeconfig=workdir / "demo.kubeconfig")
-    demo.app = mirror_app(
-        settings,
-        store=store,
-        kubeconfig=lambda: str(demo.kubeconfig),
-        resources=[simulated_world(demo, scenario)],
-        alerts=alerts,
-        access=access,
-        slack=slack,
-    )
-    return demo
-
-
 async def run_demo(
     settings: Settings,
     *,
     scenario: str = "demo",
     slack: Any = None,
     announce: Callable[[str], None] = print,
-    alerts: AlertsConfig | None = None,
+    alerts: Any = None,
     deadline: ShutdownDeadline | None = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced."""
@@ -167,17 +76,17 @@ async def run_demo(
         demo = demo_app(
             settings, workdir=Path(workdir), scenario=scenario, alerts=alerts, slack=slack
         )
-        config = uvicorn.Config(
+        deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
+        server = mirror_server(
             demo.app,
             host=DEMO_HOST,  # served open: never beyond this machine
             port=settings.http.port,
-            http=protocol_class(),  # a response's head and body in one write
-            log_config=None,
+            deadline=deadline,
+            graceful=None,
             access_log=False,
-            lifespan="on",
+            header_timeout=settings.http.header_timeout,
+            max_connections=settings.http.max_connections,
         )
-        deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
-        server = DeadlineServer(config, deadline=deadline)
         serving = asyncio.create_task(server.serve(), name="demo-api")
         url = f"http://{DEMO_HOST}:{settings.http.port}/graphql"
         try:

@@ -32,7 +32,7 @@ from dra_mirror.service.cli.help import document_options, setting_option
 from dra_mirror.service.cli.history import history
 from dra_mirror.service.cli.options import build_settings, cluster_options, cluster_settings
 from dra_mirror.service.cli.persisted import persisted_queries
-from dra_mirror.service.cli.running import SHUTDOWN_GRACE, run
+from dra_mirror.service.cli.running import run
 from dra_mirror.service.cli.sdl import schema_command
 from dra_mirror.service.cli.simulator import sim
 from dra_mirror.service.reactor.heap import SyncGc
@@ -89,6 +89,7 @@ def access_config(settings: Settings) -> Any:
         config = load(settings.access)
     except AccessConfigError as error:
         raise preflight.ConfigurationProblem(str(error)) from None
+    preflight.check_access(config, settings)
     if not config.configured and not config.insecure_no_auth:
         raise preflight.ConfigurationProblem(
             "no authentication is configured: set DRA_MIRROR_ACCESS_CONFIG (or "
@@ -125,22 +126,22 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
 
 def slack_settings() -> Any:
     """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
-    from dra_mirror.service.slack import SlackSettings
+    from dra_mirror.service.runtime import configuration
 
     try:
-        return SlackSettings.from_env()
+        return configuration.slack_settings()
     except SettingsError as error:
         raise click.UsageError(str(error)) from error
 
 
 def alerts_config(settings: Settings) -> Any:
     """The alerts' configuration file (DRA_MIRROR_ALERTS_CONFIG), checked; None when unset."""
-    from dra_mirror.service.alerts.config import AlertsConfigError, load
+    from dra_mirror.service.runtime import configuration
 
     try:
-        return load(settings.alerts.config)
-    except AlertsConfigError as error:
-        raise preflight.ConfigurationProblem(f"alerts: {error}") from None
+        return configuration.alerts_config(settings)
+    except configuration.ConfigurationError as error:
+        raise preflight.ConfigurationProblem(str(error)) from None
 
 
 async def _serve(
@@ -171,10 +172,7 @@ async def _serve_app(
     deadline: ShutdownDeadline | None,
     starting: SyncGc,
 ) -> None:
-    import uvicorn
-
-    from dra_mirror.service.cli.server import DeadlineServer
-    from dra_mirror.service.runtime.http_protocol import protocol_class
+    from dra_mirror.service.runtime import server as servers
     from dra_mirror.service.runtime.mirror import mirror_app
 
     app = mirror_app(
@@ -186,17 +184,15 @@ async def _serve_app(
         alerts=alerts_config(settings) if watch else None,
         graphql_in_lifespan=True,  # the first LISTs leave before strawberry and the schema load
     )
-    config = uvicorn.Config(
+    deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
+    server = servers.mirror_server(
         app,
         host=settings.http.host,
         port=settings.http.port,
-        http=protocol_class(),  # a response's head and body in one write
-        log_config=None,
-        lifespan="on",
-        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        deadline=deadline,
+        header_timeout=settings.http.header_timeout,
+        max_connections=settings.http.max_connections,
     )
-    deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
-    server = DeadlineServer(config, deadline=deadline)
     serving = asyncio.create_task(_until_stopped(server), name="dra-mirror-api")
     while not server.started:  # bound and started: then say where
         if serving.done():
@@ -228,7 +224,8 @@ def demo(ctx: click.Context, port: int | None, scenario: str) -> None:
     """The simulator's two-cluster demo and the mirror, in one process."""
     settings = build_settings(ctx, **{"http.port": port})
     preflight.check(settings, watch=False)
-    from dra_mirror.service.cli.demo import demo_alerts, run_demo
+    from dra_mirror.service.cli.demo import run_demo
+    from dra_mirror.service.runtime.demo import demo_alerts
 
     alerts = alerts_config(settings) or demo_alerts(settings.http.port)
     slack = slack_settings()

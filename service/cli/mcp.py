@@ -6,7 +6,8 @@ An MCP client (an IDE, a desktop agent) starts this command and speaks MCP on it
 stdout; each tool call is asked of the mirror at `--server` (default `$DRA_MIRROR_SERVER` or
 http://127.0.0.1:8000) over `/graphql` with `--token` (`$DRA_MIRROR_TOKEN`) as the bearer, so
 the answers are what that token's scope may see — the same tools as the server's `/mcp`
-(`service.mcp`). Nothing but MCP is written to stdout; logs go to stderr.
+(`service.mcp`, built by `service.runtime.standalone`). Nothing but MCP is written to stdout;
+logs go to stderr.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, Ask, over_htt
 async def serve_stdio(server_url: str, token: str | None) -> None:
     import httpx  # the client command's, not loaded by the commands that serve
 
-    from dra_mirror.service.mcp.server import build_server  # the MCP SDK, this command's
+    from dra_mirror.service.runtime.standalone import serve_mcp_stdio  # the MCP SDK, this command's
 
     headers = {"authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(
@@ -32,7 +33,7 @@ async def serve_stdio(server_url: str, token: str | None) -> None:
         async def ask_for(_ctx: object) -> Ask:
             return ask
 
-        await build_server(ask_for).run_stdio_async()
+        await serve_mcp_stdio(ask_for)
 
 
 @click.command("mcp")

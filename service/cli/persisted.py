@@ -4,7 +4,7 @@
     dra-mirror persisted-queries --own  [--json]   the mirror's own (screens, command line)
 
 Each document is read as the server reads `DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS`
-(`service.http.registered`: `.graphql` files, Apollo manifests, SHA-256 -> text maps) and
+(`.graphql` files, Apollo manifests, SHA-256 -> text maps; `service.runtime.standalone`) and
 checked against the schema and the limits of the current settings; one line per document:
 
     <sha256>  <operation names>  <file>
@@ -32,20 +32,14 @@ from dra_mirror.service.cli.preflight import ConfigurationProblem
 @click.pass_context
 def persisted_queries(ctx: click.Context, paths: tuple[str, ...], own: bool, as_json: bool) -> None:
     """Print the SHA-256 a client sends for each registered document (and check them)."""
-    from dra_mirror.service.http.registered import (
-        RegisteredDocumentsError,
-        check_configured,
-        own_documents,
-        read_documents,
-    )
+    from dra_mirror.service.runtime.standalone import DocumentsProblem, registered_documents
 
     if not paths and not own:
         raise click.UsageError("give files or directories of documents, or --own")
     settings = build_settings(ctx)
     try:
-        found = read_documents(paths) + (own_documents() if own else [])
-        documents = check_configured(settings.graphql, found)
-    except RegisteredDocumentsError as error:
+        documents = registered_documents(settings, paths, own=own)
+    except DocumentsProblem as error:
         raise ConfigurationProblem(str(error)) from None
     if as_json:
         operations: list[dict[str, Any]] = []

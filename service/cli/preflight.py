@@ -5,12 +5,15 @@ after building their settings, before the state store, the history database, a w
 the HTTP server is started:
 
 * the settings' values (checked when `Settings` is built: ports, URLs' schemes, levels…);
-* the history database URL: a SQLite file or PostgreSQL, with an installed driver
-  (`service.history.db.check_url`);
+* the history database URL: a SQLite file this process can create or write, or PostgreSQL,
+  with an installed driver (`service.history.db.check_url`);
 * with watching: the kubeconfig and contexts (`service.clusters.kubeconfig.plan_clusters`), or
   the in-cluster service account;
+* the access file's Kubernetes reviewing contexts (`check_access`): each a context of the
+  kubeconfig;
 * the registered documents (`DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS`): read, parsed and
-  validated against the schema (`service.http.registered`);
+  validated against the schema, as the app checks them when it is built
+  (`service.runtime.standalone`);
 * the listening address: the host resolves to an address of this machine and the port is
   free (a socket is bound as uvicorn binds it, and closed again).
 
@@ -65,14 +68,33 @@ def check(settings: Settings, *, watch: bool, listen: bool = True) -> None:
             raise ConfigurationProblem(problem)
 
 
+def check_access(config: Any, settings: Settings) -> None:
+    """The contexts the access file's Kubernetes review names (`kubernetes.context`,
+    `kubernetes.clusters`) are contexts of the kubeconfig the mirror uses."""
+    kube = getattr(config, "kubernetes", None)
+    if kube is None:
+        return
+    wanted = [c for c in (kube.context, *kube.clusters) if c]
+    if not wanted and settings.clusters.kubeconfig is None:
+        return  # reviewed by the pod's own cluster (in-cluster)
+    from dra_mirror.service.clusters.errors import ConfigurationError
+    from dra_mirror.service.clusters.kubeconfig import plan_clusters
+
+    try:
+        plan_clusters(settings.clusters.kubeconfig, wanted or None)
+    except ConfigurationError as error:
+        where = settings.access.config or "the access configuration"
+        raise ConfigurationProblem(f"{where}: kubernetes: {error.detail()}") from None
+
+
 def check_documents(settings: Settings) -> None:
     """The registered documents (DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS) read and checked
     against the schema, as the app checks them when it is built."""
-    from dra_mirror.service.http.registered import RegisteredDocumentsError, check_configured
+    from dra_mirror.service.runtime.standalone import DocumentsProblem, check_documents
 
     try:
-        check_configured(settings.graphql)
-    except RegisteredDocumentsError as error:
+        check_documents(settings)
+    except DocumentsProblem as error:
         raise ConfigurationProblem(f"registered documents: {error}") from None
 
 

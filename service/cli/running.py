@@ -2,12 +2,12 @@
 
 `run(coro)` is what every long-running command (serve, watch, demo, sim) calls. Under uvicorn
 (serve, watch, demo) uvicorn takes both signals while it serves and shuts down gracefully: it
-stops accepting, gives open requests `SHUTDOWN_GRACE` seconds, and runs the app's lifespan
-shutdown — the watches stop and their last batches reach the state store, history drains,
-leases are released, stores close. uvicorn then raises the signal again with the previous
-handler, ours: for SIGTERM that cancels what is left of `coro` instead of letting the default
-action kill the process with status 143. Elsewhere (sim) SIGTERM cancels `coro` like Ctrl-C,
-so its cleanup runs.
+stops accepting, gives open requests `SHUTDOWN_GRACE` seconds (`service.runtime.server`), and
+runs the app's lifespan shutdown — the watches stop and their last batches reach the state
+store, history drains, leases are released, stores close. uvicorn then raises the signal
+again with the previous handler, ours: for SIGTERM that cancels what is left of `coro` instead
+of letting the default action kill the process with status 143. Elsewhere (sim) SIGTERM
+cancels `coro` like Ctrl-C, so its cleanup runs.
 
 The event loop is uvloop's when uvloop is installed (it comes with `uvicorn[standard]` on
 Linux; ~15% less CPU per request and per watch event than asyncio's own loop), else asyncio's.
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from dra_mirror.service.cli.deadline import ShutdownDeadline
 
 EventLoopFactory = Callable[[], asyncio.AbstractEventLoop]
-
-SHUTDOWN_GRACE = 5
-"""Seconds open HTTP requests (and GraphQL subscriptions) get after SIGTERM before they are
-cancelled; then the watches stop and history drains (Kubernetes waits 30 s by default)."""
 
 
 def run(coro: Coroutine[Any, Any, None], *, deadline: ShutdownDeadline | None = None) -> None:

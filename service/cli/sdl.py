@@ -3,7 +3,8 @@
     dra-mirror schema [--write [--output PATH]]
 
 `schema/schema.graphql` is the printed contract other tools read; `tests/schema/test_sdl.py`
-fails when it is stale, and `dra-mirror schema --write` rewrites it.
+fails when it is stale, and `dra-mirror schema --write` rewrites it. The SDL is the schema's
+as the server builds it (`service.runtime.standalone`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import click
 )
 def schema_command(write: bool, output: str | None) -> None:
     """Print the GraphQL SDL (or write the committed copy)."""
-    from dra_mirror import schema
+    from dra_mirror.service.runtime import standalone
 
     if write:
-        path = schema.write_sdl(Path(output)) if output else schema.write_sdl()
+        path = standalone.write_sdl(Path(output) if output else None)
         click.echo(f"wrote {path}")
     else:
-        click.echo(schema.print_sdl(), nl=False)
+        click.echo(standalone.print_sdl(), nl=False)

@@ -12,10 +12,12 @@ names every DRA collection the mirror watches at that version (`kinds.CORE_DRA`)
 `listed`: the versions the group's discovery does list) while the rest of the cluster (pods,
 nodes) goes on.
 
-A kind with versions of its own (DeviceTaintRule: v1alpha3 from 1.33, v1beta2 from 1.36, v1
-from 1.37) is found in the same pass: the newest of its versions whose resource list names it
-(`version_of`). None of them → `NotServed` for that kind alone, remembered as long as any
-answer (a watcher retrying does not ask the API server again before `max_age`).
+An optional kind (`kinds.OPTIONAL`: versions of its own, in its own group — DeviceTaintRule:
+resource.k8s.io v1alpha3 from 1.33, v1beta2 from 1.36, v1 from 1.37; PodGroup:
+scheduling.k8s.io v1alpha2 in 1.36, v1beta1 from 1.37) is found in the same pass: the newest
+of its versions its group lists and whose resource list names it (`version_of`). None of them
+→ `NotServed` for that kind alone, remembered as long as any answer (a watcher retrying does
+not ask the API server again before `max_age`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def _decode(body: bytes, what: str, cluster: str) -> dict:
     if not isinstance(document, dict):
         raise BadResponse(f"{what}: not a JSON object", cluster=cluster)
     return document
+
+
+def _versions(group: dict) -> set[str]:
+    """The versions an APIGroup document lists."""
+    found = {v.get("version") for v in group.get("versions") or () if isinstance(v, dict)}
+    return {v for v in found if isinstance(v, str) and v}
 
 
 def _retrieve(future: asyncio.Future[bytes]) -> None:
@@ -73,6 +81,7 @@ class DraVersions:
         self.clock = clock
         self.current: str | None = None
         self.listed: tuple[str, ...] = ()  # versions the group's discovery lists, last asked
+        self.other_listed: dict[str, tuple[str, ...]] = {}  # the same, of optional kinds' groups
         self.own: dict[str, str | None] = {}  # kind with versions of its own -> served one
         self._found_at = float("-inf")
         self._lock = asyncio.Lock()
@@ -107,10 +116,12 @@ class DraVersions:
                     await self._refresh(strict=False)
         found = self.own.get(kind)
         if found is None:
-            versions = BY_KIND[kind].versions or ()
+            resource = BY_KIND[kind]
+            listed = self.listed if resource.is_dra else self.other_listed.get(resource.group, ())
             raise NotServed(
-                f"{DRA_GROUP}: {BY_KIND[kind].plural} is served at none of "
-                f"{', '.join(versions)} (discovery lists {', '.join(self.listed) or 'no version'})",
+                f"{resource.group}: {resource.plural} is served at none of "
+                f"{', '.join(resource.versions)} "
+                f"(discovery lists {', '.join(listed) or 'no version'})",
                 cluster=self.api.cluster,
                 code=404,
             )
@@ -179,17 +190,28 @@ class DraVersions:
             self.current, self.own = None, {kind: None for kind in OPTIONAL}
             self._found_at = self.clock()
             raise NotServed(f"{DRA_GROUP} is not served", cluster=cluster, code=404) from error
-        listed = {v.get("version") for v in group.get("versions") or () if isinstance(v, dict)}
-        self.listed = tuple(sorted(v for v in listed if isinstance(v, str) and v))
-        resources: dict[str, frozenset[str]] = {}
+        listed: dict[str, set[str]] = {DRA_GROUP: _versions(group)}
+        self.listed = tuple(sorted(listed[DRA_GROUP]))
+        resources: dict[tuple[str, str], frozenset[str]] = {}
 
-        async def served(version: str) -> frozenset[str]:
-            if version not in listed:
+        async def group_versions(name: str) -> set[str]:
+            if name not in listed:  # another group's document (an optional kind's)
+                path = f"/apis/{name}"
+                try:
+                    listed[name] = _versions(_decode(await self.api.get(path, time_limit=30),
+                                                     path, cluster))  # fmt: skip
+                except NotServed:
+                    listed[name] = set()
+                self.other_listed[name] = tuple(sorted(listed[name]))
+            return listed[name]
+
+        async def served(name: str, version: str) -> frozenset[str]:
+            if version not in await group_versions(name):
                 return frozenset()
-            if version not in resources:
-                path = f"{group_path}/{version}"
+            if (name, version) not in resources:
+                path = f"/apis/{name}/{version}"
                 pending: Awaitable[bytes]
-                if ahead is not None and version == self.preference[0]:
+                if ahead is not None and name == DRA_GROUP and version == self.preference[0]:
                     pending = ahead  # asked for with the group's document
                 else:
                     pending = self.api.get(path, time_limit=30)
@@ -197,24 +219,24 @@ class DraVersions:
                     body = _decode(await pending, path, cluster)
                 except NotServed:
                     body = {}
-                resources[version] = frozenset(
+                resources[(name, version)] = frozenset(
                     str(r.get("name"))
                     for r in body.get("resources") or ()
                     if isinstance(r, dict) and r.get("name")
                 )
-            return resources[version]
+            return resources[(name, version)]
 
         current = None
         for version in self.preference:
-            if _DRA_PLURALS <= await served(version):
+            if _DRA_PLURALS <= await served(DRA_GROUP, version):
                 current = version
                 break
         own: dict[str, str | None] = {}
         for kind in sorted(OPTIONAL):
             resource = BY_KIND[kind]
             own[kind] = None
-            for version in resource.versions or ():
-                if resource.plural in await served(version):
+            for version in resource.versions:
+                if resource.plural in await served(resource.group, version):
                     own[kind] = version
                     break
         return current, own

@@ -8,8 +8,10 @@
      ├── ServerError              5xx                              (retry_after honoured if sent)
      ├── Expired                  410 Gone: resourceVersion or continue token older than the
      │    │                       server's window → relist
-     │    └── TooLarge            "Too large resource version": newer than the server knows, as
-     │                            after an etcd restore → the cluster's versions were reset
+     │    ├── TooLarge            "Too large resource version": newer than the server knows, as
+     │    │                       after an etcd restore → the cluster's versions were reset
+     │    └── VersionsReset       the cluster's versions were reset (seen by any kind) → every
+     │                            kind relists
      ├── NotServed                404 on a collection or discovery: that API version is gone
      ├── Forbidden                401/403: credentials or RBAC
      └── BadResponse              any other status, or a body that is not what Kubernetes sends
@@ -86,6 +88,11 @@ class Expired(ClusterError):
 class TooLarge(Expired):
     """The resourceVersion asked for is newer than any the server knows: the server's versions
     went back (etcd restored from a backup, or a new etcd behind the same address)."""
+
+
+class VersionsReset(Expired):
+    """The cluster's resourceVersions went back (an etcd restore): this kind's position names
+    a moment the server never reached; it relists."""
 
 
 class NotServed(ClusterError):

@@ -2,8 +2,10 @@
 
 A `KindWatcher` (`service.clusters.watching`) hands each message to its `emit` (the reactor's
 queue): `Listed` (a complete LIST, the truth at its resourceVersion), `Observed` (one event),
-`Skipped` (an object that does not decode), `Bookmarked`, `Connected` (a stream opened) and
-`Failed` (a request failed, or a stream stalled; the watcher retries). Pure data.
+`Skipped` (an object that does not decode), `Bookmarked`, `Connected` (a stream opened),
+`Silent` (a stream missed its bookmark deadline: what it serves may be stale until it is heard
+again) and `Failed` (a request failed, a stream stalled, or the cluster's versions were reset;
+the watcher retries or relists). Pure data.
 """
 
 from __future__ import annotations
@@ -57,15 +59,26 @@ class Connected(NamedTuple):
     api_version: str
 
 
+class Silent(NamedTuple):
+    """The kind's stream delivered nothing (no event, no bookmark) for `seconds`, longer than
+    the server's bookmarks allow: possibly stale until the next message of the kind."""
+
+    kind: str
+    seconds: float
+
+
 class Failed(NamedTuple):
-    """A request failed; the watcher retries after `retry_in` seconds (attempt counts up)."""
+    """A request failed; the watcher retries after `retry_in` seconds (attempt counts up).
+    `silent_for`: how long the failed stream had been silent before (a stall, a reset found
+    on a silent stream): since then it may have missed changes."""
 
     kind: str
     error: ClusterError
     retry_in: float
     attempt: int
+    silent_for: float = 0.0
 
 
-WatchMessage = Listed | Observed | Skipped | Bookmarked | Connected | Failed
+WatchMessage = Listed | Observed | Skipped | Bookmarked | Connected | Silent | Failed
 Emit = Callable[[WatchMessage], Awaitable[None]]
 Sleep = Callable[[float], Awaitable[None]]

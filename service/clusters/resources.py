@@ -27,6 +27,7 @@ __all__ = [
     "KIND_BY_PLURAL",
     "WATCHED",
     "collection_path",
+    "discovered",
     "is_dra",
 ]
 
@@ -42,12 +43,19 @@ def is_dra(kind: str) -> bool:
     return BY_KIND[kind].is_dra
 
 
-def collection_path(kind: str, dra_version: str | None = None) -> str:
+def discovered(kind: str) -> bool:
+    """Whether the version `kind` is served at is discovered per cluster (every kind outside
+    the core group: resource.k8s.io's, PodGroup's scheduling.k8s.io)."""
+    return BY_KIND[kind].group != CORE_GROUP
+
+
+def collection_path(kind: str, version: str | None = None) -> str:
     """The all-namespaces collection URL path of `kind` (`/api/v1/pods`,
-    `/apis/resource.k8s.io/v1/resourceclaims`). DRA kinds need the cluster's version."""
+    `/apis/resource.k8s.io/v1/resourceclaims`). A discovered kind needs the version the
+    cluster serves it at."""
     resource = BY_KIND[kind]
     if resource.group == CORE_GROUP:
         return f"/api/v1/{resource.plural}"
-    if dra_version is None:
-        raise ValueError(f"{kind} needs the resource.k8s.io version the cluster serves")
-    return f"/apis/{DRA_GROUP}/{dra_version}/{resource.plural}"
+    if version is None:
+        raise ValueError(f"{kind} needs the {resource.group} version the cluster serves")
+    return f"/apis/{resource.group}/{version}/{resource.plural}"

@@ -29,6 +29,15 @@ class WatchSettings:
     stall_intervals: float = 2.0
     """A stream that delivered nothing (no event, no bookmark) for this many bookmark intervals
     is stalled: it is ended and watched again. 0: wait for the stream's time limit."""
+    quiet_intervals: float = 1.25
+    """A stream that delivered nothing for this many bookmark intervals missed a bookmark: the
+    kind is reported as possibly stale (the cluster is served as `stale`, not `synced`) until
+    it is heard again. 0: off."""
+    position_check_interval: float = 10.0
+    """While a stream is silent, every this many seconds the kind's current resourceVersion is
+    asked for (a LIST of one object) and compared with the watch's position: a watch from a
+    position the server never reached (an etcd restored from a backup) is silent, and this
+    finds it in seconds. A stream that delivers costs no check. 0: off."""
     list_time_limit: float = 120.0
     """Upper bound for one LIST page request, seconds."""
     list_restarts: int = 3
@@ -44,3 +53,8 @@ class WatchSettings:
     def stall_after(self) -> float:
         """Seconds of silence after which a stream counts as stalled (0: never)."""
         return max(0.0, self.bookmark_interval * self.stall_intervals)
+
+    @property
+    def quiet_after(self) -> float:
+        """Seconds of silence after which a stream may be stale (0: never)."""
+        return max(0.0, self.bookmark_interval * self.quiet_intervals)

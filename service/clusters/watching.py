@@ -7,7 +7,9 @@ The loop is three small functions (kopf's shape), each owning one concern:
   `decode_watch_line`; events, malformed objects and bookmarks move the position forward
   (once emitted: a message the queue did not take is never skipped). A 410 (HTTP status, or
   an ERROR event carrying a `Status` with code 410) raises `Expired`. A stream silent for
-  `stall_intervals` bookmark intervals raises `WatchStalled` (see `stalls`).
+  `stall_intervals` bookmark intervals raises `WatchStalled`; one silent past its bookmark
+  deadline is reported `Silent` (possibly stale), and every `position_check_interval` of
+  silence the kind's current version is compared with the position (see `stalls`).
 * `list_then_watch` — a paged LIST (`limit`, `continue`; an expired continue token restarts the
   list; the next page is asked for while one is decoded, `pages.PagedList`) handed on whole as one `Listed`, so the index can diff it against what it holds and
   emit deletes for objects that vanished while nobody watched; then `watch_once` again and
@@ -20,10 +22,12 @@ The loop is three small functions (kopf's shape), each owning one concern:
   rediscover the version (the kind's own, for DeviceTaintRule) and relist; a DeviceTaintRule
   served at none of its versions is asked for again only when discovery's answer ages. The backoff resets only when a watch delivers a line.
 
-Every kind of a cluster shares one `ClusterResets` (see `resets`): evidence that the
+Every kind of a cluster shares one `ClusterResets` (see `resets`; the watcher's side of it,
+its position, is `positions`): evidence that the
 cluster's resourceVersions were reset — "too large resource version", or a version older than
 one this kind already served — is reported there, and then every kind drops its position and
-relists (a watch in progress is ended; a watcher waiting to retry relists when it retries).
+relists (a watch in progress is ended; a watcher waiting to retry relists when it retries),
+each first saying so with `Failed(VersionsReset)`: the cluster is stale until it relisted.
 
 Everything observed leaves as a `WatchMessage` (`messages`) through `emit` (the reactor's
 queue; its bound is the backpressure). Time is injected (`sleep`, `clock`, `rng`) so tests
@@ -33,12 +37,10 @@ model's job.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 import msgspec
 
@@ -50,6 +52,7 @@ from dra_mirror.service.clusters.errors import (
     Expired,
     NotServed,
     TooLarge,
+    VersionsReset,
     WatchStalled,
     from_status,
 )
@@ -60,15 +63,17 @@ from dra_mirror.service.clusters.messages import (
     Failed,
     Listed,
     Observed,
+    Silent,
     Skipped,
     Sleep,
     WatchMessage,
 )
 from dra_mirror.service.clusters.pages import PagedList
+from dra_mirror.service.clusters.positions import Positions
 from dra_mirror.service.clusters.resets import ClusterResets
-from dra_mirror.service.clusters.resources import collection_path, is_dra
+from dra_mirror.service.clusters.resources import collection_path, discovered
 from dra_mirror.service.clusters.settings import WatchSettings as WatchSettings
-from dra_mirror.service.clusters.stalls import StallWatch
+from dra_mirror.service.clusters.stalls import PositionGone, StallWatch
 from dra_mirror.service.clusters.transport import ClusterApi
 from dra_mirror.service.model.decode import decode_list, decode_watch_line
 from dra_mirror.service.model.index import Event
@@ -78,7 +83,7 @@ from dra_mirror.service.model.sharing import SharedValues
 log = logging.getLogger(__name__)
 
 
-class KindWatcher:
+class KindWatcher(Positions):
     """Lists and watches one kind of one cluster; `resource_version` is its position."""
 
     def __init__(
@@ -115,13 +120,15 @@ class KindWatcher:
         self._received = 0  # lines of the current (or last) watch stream
         self._reset_seen = self.resets.generation  # the last reset this kind relisted after
         self._highest: str | None = None  # newest comparable version this kind served
+        self._resetting: str | None = None  # a reset this kind relists for, not said yet
+        self._silent_for = 0.0  # the silence of the stream a reset was found on
         self.api_version = "v1"
         self.path = ""
         self._log = {"cluster": self.cluster, "kind": kind}
         self.shared = SharedValues()  # equal values of this kind's records as one object
 
     async def _resolve_path(self) -> None:
-        if is_dra(self.kind):
+        if discovered(self.kind):
             self.api_version = await self.versions.version_of(self.kind)
             self.path = collection_path(self.kind, self.api_version)
         else:
@@ -136,10 +143,13 @@ class KindWatcher:
                 # moment the server never reached. Relist, and forget what we served.
                 self._reset_seen = self.resets.generation
                 self._forget_position()
+                self._resetting = self.resets.reason or "another kind saw it"
                 log.info("relisting after a reset of the cluster's versions", extra=self._log)
+            await self._say_resetting()
             try:
                 if not await self._until_reset(self.list_then_watch()):
                     self._forget_position()
+                    self._resetting = self.resets.reason or "another kind saw it"
                     # the other kinds relist at the same moment: spread the lists a little
                     await self.sleep(self.rng.uniform(0.0, self.settings.backoff_base))
                     continue
@@ -150,13 +160,15 @@ class KindWatcher:
             except WatchStalled as error:
                 self.stalls += 1
                 log.warning("%s; watching again", error, extra=self._log)
-                await self.emit(Failed(self.kind, error, 0.0, self.backoff.attempt))
-                await self._check_position()
+                silent = self.settings.stall_after
+                await self.emit(Failed(self.kind, error, 0.0, self.backoff.attempt, silent))
+                if await self._check_position():
+                    self._silent_for = silent
                 continue
             except NotServed as error:
                 # The version answered 404 (switched off, or the cluster was downgraded):
                 # discover again and relist whatever version is served now.
-                if is_dra(self.kind):
+                if discovered(self.kind):
                     self.versions.forget(self.api_version, self.kind)
                 self.resource_version = None
                 if self.versions.unserved(self.kind):
@@ -189,67 +201,6 @@ class KindWatcher:
             await self.emit(Failed(self.kind, failure, delay, self.backoff.attempt))
             await self.sleep(delay)
 
-    async def _until_reset(self, work: Coroutine[Any, Any, None]) -> bool:
-        """Run `work`; False (it is cancelled) when a reset of the cluster is reported first by
-        another kind. Its errors propagate."""
-        task = asyncio.ensure_future(work)
-        reset = asyncio.ensure_future(self.resets.wait_beyond(lambda: self._reset_seen))
-        try:
-            await asyncio.wait({task, reset}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pending in (task, reset):
-                if not pending.done():
-                    pending.cancel()
-            await asyncio.gather(task, reset, return_exceptions=True)
-        if task.cancelled():
-            self._reset_seen = self.resets.generation
-            return False
-        task.result()
-        return True
-
-    def _forget_position(self) -> None:
-        self.resource_version = None
-        self._highest = None  # the versions served before a reset compare with nothing now
-
-    def _report(self, evidence: str) -> None:
-        self._reset_seen = self.resets.report(self.kind, evidence, seen=self._reset_seen)
-
-    def _noticed(self, error: Expired) -> None:
-        """A 410 or "too large": the latter is evidence that the cluster's versions reset."""
-        if isinstance(error, TooLarge):
-            self._report(error.detail())
-            self._forget_position()
-
-    def _served(self, version: str) -> bool:
-        """Note a version this kind served; False when it is older than one it served before,
-        which only a reset of the cluster's versions explains (the caller reports it).
-        `resets.comparable` and `older`, inlined: this runs once per watch event."""
-        if not version or not (version.isascii() and version.isdigit()) or version[0] == "0":
-            return True  # not comparable: never evidence
-        highest = self._highest  # comparable, or None
-        if highest is not None and (
-            len(version) < len(highest) or (len(version) == len(highest) and version < highest)
-        ):
-            return False
-        self._highest = version
-        return True
-
-    async def _check_position(self) -> None:
-        """After a stall: a kube-apiserver watching from a position it never reached (its
-        versions went back) is silent, so ask for the kind's current version (a LIST of one
-        object) and relist if it is older than the position."""
-        if self.resource_version is None:
-            return
-        try:
-            body = await self.api.get(self.path, {"limit": 1}, time_limit=30.0)
-            current = decode_list(self.kind, body, cluster=self.cluster).resource_version
-        except (ClusterError, ValueError, msgspec.DecodeError) as error:
-            log.info("could not check the current version: %s", error, extra=self._log)
-            return
-        if not self._served(current):
-            self._report(f"current resourceVersion {current} is older than {self._highest}")
-            self._forget_position()
-
     async def list_then_watch(self) -> None:
         """(Re)list if there is no position, then watch until the position expires (returns)."""
         fresh = False  # listed, and no watch line received since
@@ -262,6 +213,7 @@ class KindWatcher:
                 raise
             if not self._served(version):  # a list older than what this kind served
                 self._report(f"list at resourceVersion {version} after {self._highest}")
+                self._resetting = None  # this kind has just relisted
                 self._highest = version
             self.resource_version = version
             # No backoff reset yet: only a watch that delivers proves the position works.
@@ -271,6 +223,8 @@ class KindWatcher:
             await self._resolve_path()  # follows a cluster upgraded to a newer DRA version
             try:
                 received = await self.watch_once()
+            except VersionsReset:
+                return  # reported by a position check: relist
             except Expired as error:
                 self._noticed(error)
                 if fresh and not self._received:
@@ -342,17 +296,37 @@ class KindWatcher:
         }
         self._received = 0
         limit = timeout_seconds + self.settings.stream_grace
-        stall = StallWatch(limit=self.settings.stall_after, clock=self.clock, sleep=self.sleep)
+        stall = StallWatch(
+            limit=self.settings.stall_after,
+            clock=self.clock,
+            sleep=self.sleep,
+            quiet_after=self.settings.quiet_after,
+            on_quiet=self._quiet,
+            check_every=self.settings.position_check_interval,
+            check=self._check_position,
+        )
         async with self.api.stream(self.path, params, time_limit=limit) as lines:
             await self.emit(Connected(self.kind, self.api_version))
             stall.heard()
-            if await stall.run(self._read(lines, stall)) is None:
+            try:
+                done = await stall.run(self._read(lines, stall))
+            except PositionGone:
+                self._silent_for = stall.silent_for()
+                raise VersionsReset(
+                    f"{self.path}: the current resourceVersion is older than the watch's",
+                    cluster=self.cluster,
+                ) from None
+            if done is None:
                 raise WatchStalled(
                     f"{self.path}: watch stalled: no event or bookmark for "
                     f"{self.settings.stall_after:g}s",
                     cluster=self.cluster,
                 )
         return self._received
+
+    async def _quiet(self, seconds: float) -> None:
+        log.info("no event or bookmark for %.0fs: possibly stale", seconds, extra=self._log)
+        await self.emit(Silent(self.kind, seconds))
 
     async def _read(self, lines: AsyncIterator[bytes], stall: StallWatch) -> int:
         emit, kind, cluster, clock = self.emit, self.kind, self.cluster, self.clock

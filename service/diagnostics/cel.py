@@ -13,12 +13,7 @@ Kubernetes semantics kept here: an unknown domain is an empty map (so
 the result must be a bool; the `strings` extension (`lowerAscii`, `split`, …) and `cel.bind`
 are available, as are `quantity`/`semver` (see `cel_library`).
 
-Errors, a tree (one boundary):
-
-    SelectorError             the expression does not compile (syntax, unknown function,
-     │                        a result that is not bool)
-     └── SelectorEvalError    it compiled, but failed on one device (missing attribute, bad
-                              quantity, type mismatch); callers report it, never "no match"
+Errors (`SelectorError`, `SelectorEvalError`, `SelectorTooCostly`) are `cel_errors`'s.
 
 Promises: `compile_selector` compiles each expression text once per process (failures are
 cached too); `Selector.matches` is pure and re-entrant. The CEL engine is cel-expr-python
@@ -36,36 +31,24 @@ from cel_expr_python.ext.ext_bindings import ExtBindings
 from cel_expr_python.ext.ext_strings import ExtStrings
 
 from dra_mirror.service.diagnostics import cel_library
+from dra_mirror.service.diagnostics.cel_errors import (
+    SelectorError,
+    SelectorEvalError,
+    SelectorTooCostly,
+    clean,
+    raise_if_over_budget,
+)
 from dra_mirror.service.model.records import Device, DeviceEntry
 
 __all__ = [
     "Selector",
     "SelectorError",
     "SelectorEvalError",
+    "SelectorTooCostly",
     "compile_selector",
     "device_data",
     "rule_selector_matches",
 ]
-
-
-class SelectorError(Exception):
-    """A selector that does not compile; `message` is the CEL compiler's text, bounded: the
-    compiler repeats the offending source line, which a client (or a cluster object) can make
-    a megabyte long, so each line is cut at 200 characters and the text at 8 lines."""
-
-    def __init__(self, expression: str, message: str) -> None:
-        self.expression = expression
-        self.message = _bounded(message)
-        super().__init__(f"{self.message} (selector: {_bounded(expression, lines=1)})")
-
-
-def _bounded(text: str, *, width: int = 200, lines: int = 8) -> str:
-    kept = [line if len(line) <= width else line[:width] + "…" for line in text.splitlines()]
-    return "\n".join(kept[:lines] + (["…"] if len(kept) > lines else []))
-
-
-class SelectorEvalError(SelectorError):
-    """A selector that failed to evaluate on a device."""
 
 
 _ENV = cel.NewEnv(
@@ -157,11 +140,14 @@ class Selector:
         return answer
 
     def select(
-        self, entries: Iterable[DeviceEntry]
+        self, entries: Iterable[DeviceEntry], *, stop_over_budget: bool = False
     ) -> tuple[list[DeviceEntry], list[tuple[DeviceEntry, SelectorEvalError]]]:
-        """The entries that pass, and those whose evaluation failed (with the error)."""
+        """The entries that pass, and those whose evaluation failed (with the error).
+        `stop_over_budget`: the first evaluation over CEL's budget raises `SelectorTooCostly`
+        instead of going on to the next device (each would cost the whole budget again)."""
+        stop = stop_over_budget
         if self._reads is not None:
-            return self._select_by_values(entries)
+            return self._select_by_values(entries, stop)
         passing: list[DeviceEntry] = []
         failed: list[tuple[DeviceEntry, SelectorEvalError]] = []
         results = self._results
@@ -176,11 +162,12 @@ class Selector:
             if answer is True:
                 passing.append(entry)
             elif answer is not False:
+                raise_if_over_budget(answer, stop)
                 failed.append((entry, answer))
         return passing, failed
 
     def _select_by_values(
-        self, entries: Iterable[DeviceEntry]
+        self, entries: Iterable[DeviceEntry], stop: bool = False
     ) -> tuple[list[DeviceEntry], list[tuple[DeviceEntry, SelectorEvalError]]]:
         """`select` for an expression that reads only literal references: each device's
         projection is read inline (no call, no per-device memory to fill: a first pass over
@@ -222,6 +209,7 @@ class Selector:
             if answer is True:
                 keep(entry)
             elif answer is not False:
+                raise_if_over_budget(answer, stop)
                 failed.append((entry, answer))
         return passing, failed
 
@@ -250,12 +238,22 @@ class Selector:
 
     def evaluate(self, device: Device, driver: str) -> bool | SelectorEvalError:
         """Evaluate without the per-device memory (returns the error instead of raising)."""
-        result = self._program.eval(data={"device": device_data(device, driver)})
+        try:
+            result = self._program.eval(data={"device": device_data(device, driver)})
+        except RuntimeError as error:  # cel-cpp stopped the evaluation (its budget, mostly)
+            message = clean(str(error))
+            if "budget" in message.lower():
+                return SelectorEvalError(
+                    self.expression, "the selector is over CEL's evaluation budget (its "
+                    "comprehensions iterate too much); Kubernetes would refuse its cost too",
+                    budget=True,
+                )  # fmt: skip
+            return SelectorEvalError(self.expression, message)
         value = result.value()
         if value is True or value is False:
             return value
         if result.type() == cel.Type.ERROR:
-            return SelectorEvalError(self.expression, _clean(str(value)))
+            return SelectorEvalError(self.expression, clean(str(value)))
         return SelectorEvalError(
             self.expression, f"selector must evaluate to bool, got {result.type().name()}"
         )
@@ -297,7 +295,7 @@ def _compile(expression: str) -> Selector | SelectorError:
     try:
         program = _ENV.compile(expression)
     except RuntimeError as e:
-        return SelectorError(expression, _clean(str(e)))
+        return SelectorError(expression, clean(str(e)))
     returns = program.return_type()
     if returns not in (cel.Type.BOOL, cel.Type.DYN):
         return SelectorError(expression, f"selector must evaluate to bool, not {returns.name()}")
@@ -372,8 +370,3 @@ def _version(text: str) -> Any:
         return cel_library.semver_value(text)
     except ValueError:
         return text  # invalid versions never pass API validation; keep the text visible
-
-
-def _clean(message: str) -> str:
-    # cel-cpp appends a status code ("[INVALID_ARGUMENT]") to compiler messages.
-    return re.sub(r"\s*\[[A-Z_]+\]\s*$", "", message.strip())

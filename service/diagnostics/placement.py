@@ -1,8 +1,8 @@
 """Allocate a ResourceClaim the way kube-scheduler's structured allocator would.
 
-One module for both users (DESIGN.md "The simulated cluster"): the simulator places claims with
-`allocate`, and explainClaim reads the `Unsatisfiable` it returns to say why a claim stays
-Pending. Neither keeps a private copy.
+One module for both users: the simulator places claims with `allocate`, and explainClaim reads
+the `Unsatisfiable` it returns to say why a claim stays Pending. Neither keeps a private copy,
+so what the simulator places and what explainClaim says cannot disagree.
 
 Rules implemented (resource.k8s.io/v1, as far as the scenarios use them):
 

@@ -16,6 +16,7 @@ from `check_url`, which the commands call before they start.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,8 +60,8 @@ _ACCEPTED = "give sqlite:///PATH (or a file path) or postgresql://USER:PASSWORD@
 
 
 def check_url(url: str) -> None:
-    """Raise `BadHistoryUrl` unless `url` names a SQLite file or a PostgreSQL database whose
-    driver is installed (nothing is connected to). The message never repeats the URL (it may
+    """Raise `BadHistoryUrl` unless `url` names a SQLite file this process can create or
+    write or a PostgreSQL database whose driver is installed (nothing is connected to). The message never repeats the URL (it may
     hold a password)."""
     try:
         parsed = make_url(async_url(url))
@@ -74,6 +75,26 @@ def check_url(url: str) -> None:
         parsed.get_dialect().import_dbapi()
     except (NoSuchModuleError, ImportError) as error:
         raise BadHistoryUrl(f"history database driver {parsed.drivername!r}: {error}") from None
+    if parsed.drivername.startswith("sqlite"):
+        _check_sqlite_file(parsed.database or "")
+
+
+def _check_sqlite_file(database: str) -> None:
+    """A SQLite file the process can create or write (its directory exists and is writable,
+    or the file exists and is): else `BadHistoryUrl` naming the path."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = os.path.abspath(database)
+    folder = os.path.dirname(path) or "."
+    if os.path.exists(path):
+        if os.path.isdir(path) or not os.access(path, os.R_OK | os.W_OK):
+            raise BadHistoryUrl(f"history database {path} is not a file this process can write")
+    elif not os.path.isdir(folder):
+        raise BadHistoryUrl(f"history database {path}: its directory {folder} does not exist")
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        raise BadHistoryUrl(
+            f"history database {path}: this process cannot create files in {folder}"
+        )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:

@@ -8,7 +8,9 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   DO NOTHING on (identity, start): the replay of an interval already closed is a no-op.
 * a closing transition closes the open interval of its identity if it started at or before
   the closing instant; otherwise (nothing open, or a later interval open) it is a replay and
-  does nothing. claim_deleted closes everything still open for the claim.
+  does nothing. claim_deleted closes everything still open for the claim. A hold or a
+  reservation released because its claim was deleted ends `deleted` (the transition's reason),
+  any other `released` / `removed`.
 * device_changed closes the device's interval and opens one with the new data (or rewrites
   the data of an interval that started at that same instant).
 * a device appearing (or changing) with a uuid names the device of the allocations that held
@@ -123,13 +125,13 @@ class Decider:
         self._handlers: dict[str, Callable[[Transition, int], None]] = {
             t.ALLOCATED: self._allocated,
             t.RELEASED: lambda tr, at: self._close(
-                AllocationInterval, _key(AllocationInterval, tr), at, "released"
+                AllocationInterval, _key(AllocationInterval, tr), at, tr.reason or "released"
             ),
             t.CONSUMER_ADDED: lambda tr, at: self._open(
                 ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid)
             ),
             t.CONSUMER_REMOVED: lambda tr, at: self._close(
-                ConsumerInterval, _key(ConsumerInterval, tr), at, "removed"
+                ConsumerInterval, _key(ConsumerInterval, tr), at, tr.reason or "removed"
             ),
             t.WAIT_STARTED: lambda tr, at: self._open(WaitInterval, tr, at, _wait_row(tr)),
             t.WAIT_ENDED: lambda tr, at: self._close(

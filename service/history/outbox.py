@@ -3,8 +3,10 @@
 An `Outbox` is a small Protocol so that the in-process queue (embedded default, here) and a
 Redis stream with a consumer group (production) are interchangeable:
 
-* `append(payload)` stores an encoded entry and returns its id, `"<ms>-<seq>"` as Redis stream
-  ids are, increasing along the outbox;
+* `append(payload, cluster=...)` stores an encoded entry of `cluster` and returns its id,
+  `"<ms>-<seq>"` as Redis stream ids are, increasing along the outbox (a shared outbox may
+  refuse an entry of a cluster this process no longer holds: `Fenced`, service.history.
+  redis_outbox);
 * `read(count, block)` hands out entries not handed out before, waiting up to `block`
   seconds for the first (XREADGROUP `>`);
 * `pending(count)` hands out again entries handed out but never acknowledged — what a
@@ -164,7 +166,7 @@ class Outbox(Protocol):
     durable: bool
     """Entries outlive the process (a Redis stream): shutdown need not wait for SQL."""
 
-    async def append(self, payload: bytes) -> str: ...
+    async def append(self, payload: bytes, *, cluster: str | None = None) -> str: ...
 
     async def read(self, count: int, block: float) -> list[tuple[str, bytes]]: ...
 
@@ -203,7 +205,7 @@ class MemoryOutbox:
         self._max = max_entries
         self._changed = asyncio.Condition()
 
-    async def append(self, payload: bytes) -> str:
+    async def append(self, payload: bytes, *, cluster: str | None = None) -> str:
         async with self._changed:
             limit = self._max
             if limit is not None:

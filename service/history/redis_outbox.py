@@ -21,6 +21,15 @@ Promises:
   `claim_idle` while draining, the lease holder removes (XGROUP DELCONSUMER) every other
   consumer with no pending entry that was idle longer than `claim_idle`; never one with
   pending entries.
+* Fenced appends: a watcher holding a cluster's lease gives the outbox the lease's token
+  (`fence(cluster, token)`, kept in `PREFIX:{history}:outbox:fences`, field = cluster); from
+  then on each entry of that cluster is appended by one script only while that field still
+  holds the token. Another replica that took the cluster over wrote its own token there, and a
+  Redis that came back empty holds none: an append of a watcher that lost the cluster (or
+  whose outbox lost its entries, and with them the mark history would count a gap from) is
+  refused with `OutboxFenced` — so it can never move history's mark of the cluster past
+  entries that were lost, and the gap the next start records covers them
+  (`OutboxFenced.lost`: no token at all, the outbox's data is gone).
 * Every Redis failure leaves this module as `StoreUnavailable` (a `StoreError`): the reactor
   retries an append that raised it with the same batch, so a watch keeps its position while
   Redis is down; the history runtime restarts its writer after one.
@@ -49,6 +58,8 @@ from redis import asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisClusterException, ResponseError
 
+from dra_mirror.service.history import outbox_replies as replies
+from dra_mirror.service.history.outbox_replies import OutboxFenced
 from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import connect
@@ -97,6 +108,9 @@ def stream_key(prefix: str = DEFAULT_PREFIX) -> str:
     return f"{prefix}:{{history}}:outbox"
 
 
+__all__ = ["GROUP", "OutboxFenced", "RedisStreamOutbox", "stream_key"]
+
+
 class RedisStreamOutbox:
     """An `Outbox` (service.history.outbox) on a Redis stream; see the module docstring."""
 
@@ -128,12 +142,14 @@ class RedisStreamOutbox:
         self.maxlen = maxlen
         self.claim_idle_ms = int(claim_idle * 1000)
         self.lease_key = f"{stream_key}:drainer"
+        self.fences_key = f"{stream_key}:fences"
+        self._tokens: dict[str, str] = {}  # cluster -> the token its appends are fenced with
         self.lease_ms = int(lease_ttl * 1000)
         self._lease = redis.register_script(_LEASE)
         self._prune = redis.register_script(_PRUNE)
         # XREADGROUP's reply as the server sent it: redis-py would otherwise build a dict per
-        # entry, only for `_pairs` to take one field out of it (a batch is thousands of entries)
-        redis.set_response_callback("XREADGROUP", _unparsed)
+        # entry, only for `replies.pairs` to take one field out of it (a batch is thousands of entries)
+        redis.set_response_callback("XREADGROUP", replies.unparsed)
         self._pruned_at = float("-inf")  # loop time of the last pruning of dead consumers
         self._group_ready = False
         # ids this object handed out and not yet acknowledged: never claimed back from itself
@@ -178,33 +194,54 @@ class RedisStreamOutbox:
             await self._ensure_group()
             return await self._call(awaitable_factory())
 
+    # --- fencing (service.reactor.leased) ----------------------------------------------------
+
+    async def fence(self, cluster: str, token: str) -> None:
+        """Append `cluster`'s entries only while `token` is its fence here (the lease's token,
+        given when this process takes the cluster's lease)."""
+        await self._call(self.redis.hset(self.fences_key, cluster, token))
+        self._tokens[cluster] = token
+
+    def unfence(self, cluster: str) -> None:
+        """This process lost `cluster`: its appends still in flight are refused."""
+        if cluster in self._tokens:
+            self._tokens[cluster] = "lost"  # matches no token a lease hands out
+
+    def _append(self, client: Any, payload: bytes, cluster: str | None) -> Any:
+        token = self._tokens.get(cluster) if cluster is not None else None
+        if token is None:  # not fenced: one writer (tests), or no lease
+            return client.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
+        maxlen = "" if self.maxlen is None else str(self.maxlen)
+        return client.eval(
+            replies.FENCED_APPEND, 2, self.name, self.fences_key, cluster, token, payload, maxlen
+        )
+
     # --- the Outbox protocol -----------------------------------------------------------------
 
-    async def append(self, payload: bytes) -> str:
+    async def append(self, payload: bytes, *, cluster: str | None = None) -> str:
         loop = asyncio.get_running_loop()
         if self.wait_replicas <= 0 or loop.time() < self._unreplicated_until:
-            entry_id = await self._call(
-                self.redis.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
-            )
-            return _id(entry_id)
+            entry_id = await self._call(self._append(self.redis, payload, cluster))
+            return replies.appended(entry_id, cluster)
         # XADD then WAIT on one connection (a pipeline to the stream's node): WAIT counts the
         # replicas that hold every write of *this* connection
         pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(self.name, {"e": payload}, maxlen=self.maxlen, approximate=True)
+        self._append(pipe, payload, cluster)
         target = {}
         if isinstance(self.redis, RedisCluster):
             await self._call(self.redis.initialize())  # the slot map, once
             target = {"target_nodes": self.redis.get_node_from_key(self.name)}
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
         entry_id, replicas = await self._call(pipe.execute())
+        entry_id = replies.appended(entry_id, cluster)
         if int(replicas) < self.wait_replicas:
             self._unreplicated_until = loop.time() + self.wait_backoff
             log.warning(
                 "history outbox: entry %s reached %s of %d replicas within %d ms; appending "
-                "without waiting for replicas for %.0fs", _id(entry_id), replicas,
+                "without waiting for replicas for %.0fs", replies.entry_id(entry_id), replicas,
                 self.wait_replicas, self.wait_timeout_ms, self.wait_backoff,
             )  # fmt: skip
-        return _id(entry_id)
+        return replies.entry_id(entry_id)
 
     async def holds_lease(self) -> bool:
         held = bool(
@@ -234,7 +271,7 @@ class RedisStreamOutbox:
             )
         )
         # `>` gives only entries added since the group last read: none of them is deleted yet.
-        entries, _ = _split(_entries(reply))
+        entries, _ = replies.split(replies.entries(reply))
         return self._hand_out(entries)
 
     async def pending(self, count: int) -> list[tuple[str, bytes]]:
@@ -247,7 +284,7 @@ class RedisStreamOutbox:
                     self.group, self.consumer, {self.name: "0"}, count=count
                 )
             )
-            entries, gone = _split(_entries(reply))
+            entries, gone = replies.split(replies.entries(reply))
             if gone:  # deleted from the stream (trimmed) but still pending: nothing to replay
                 await self.ack(gone)
                 if not entries:
@@ -275,9 +312,9 @@ class RedisStreamOutbox:
                 )
             )
             next_start = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
-            entries, gone = _split(_pairs(reply[1]))
+            entries, gone = replies.split(replies.pairs(reply[1]))
             if len(reply) > 2 and reply[2]:  # Redis 7: ids deleted from the stream
-                gone.extend(_id(raw) for raw in reply[2])
+                gone.extend(replies.entry_id(raw) for raw in reply[2])
             if gone:
                 await self.ack(gone)
             claimed.extend(e for e in entries if e[0] not in self._handed_out)
@@ -310,7 +347,7 @@ class RedisStreamOutbox:
             log.info(
                 "history outbox: %s removed idle consumers %s",
                 self.consumer,
-                ", ".join(sorted(_id(name) for name in removed)),
+                ", ".join(sorted(replies.entry_id(name) for name in removed)),
             )
 
     def _hand_out(self, entries: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -343,45 +380,3 @@ class RedisStreamOutbox:
 
     async def close(self) -> None:
         await self.redis.aclose()
-
-
-def _id(raw: Any) -> str:
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
-
-
-def _payload(fields: Any) -> bytes | None:
-    """The `e` field of an entry: fields as redis-py parses them (a dict) or as the server
-    sent them (a flat list, XREADGROUP here); None when the entry was deleted."""
-    if not fields:
-        return None
-    if isinstance(fields, dict):
-        return fields.get(b"e")
-    for name, value in zip(fields[::2], fields[1::2], strict=True):
-        if name == b"e":
-            return value
-    return None
-
-
-def _pairs(raw: Any) -> list[tuple[str, bytes | None]]:
-    return [(_id(entry_id), _payload(fields)) for entry_id, fields in raw or ()]
-
-
-def _unparsed(response: Any, **options: Any) -> Any:
-    return response
-
-
-def _entries(reply: Any) -> list[tuple[str, bytes | None]]:
-    """XREADGROUP's reply (RESP2 list or RESP3 dict) as (id, payload or None)."""
-    if not reply:
-        return []
-    streams = reply.items() if isinstance(reply, dict) else reply
-    out: list[tuple[str, bytes | None]] = []
-    for _key, raw in streams:
-        out.extend(_pairs(raw))
-    return out
-
-
-def _split(entries: list[tuple[str, bytes | None]]) -> tuple[list[tuple[str, bytes]], list[str]]:
-    present = [(entry_id, payload) for entry_id, payload in entries if payload is not None]
-    gone = [entry_id for entry_id, payload in entries if payload is None]
-    return present, gone

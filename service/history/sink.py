@@ -7,6 +7,10 @@ records, transitions or the announcement of a new index's first complete lists (
 delta and live events are the state stores' concern); a large one (a LIST) in parts of at most
 `ENTRY_ROWS` rows (`outbox.changes_entries`). When an append fails, the reactor hands the same
 batch again: the parts already appended are not appended again.
+
+Every entry is appended as the cluster's (`Outbox.append(…, cluster=…)`): a watcher under a
+lease hands its token over (`fence`, `unfence`), and a shared outbox then refuses the entries
+of a cluster this process no longer holds (`Fenced`, service.history.redis_outbox).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ class HistorySink:
             if part < done:
                 continue
             try:
-                await self.outbox.append(encode_entry(entry))
+                await self.outbox.append(encode_entry(entry), cluster=changes.cluster)
             except BaseException:
                 self._partial = (changes, part)
                 raise
@@ -57,16 +61,29 @@ class HistorySink:
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
         """The cluster was not watched from `start` to `end` (RFC 3339), e.g. a watch
         reconnect; the index kept its state, so intervals stay as they are."""
-        await self.outbox.append(encode_entry(GapEntry(cluster, start, end)))
+        await self.outbox.append(encode_entry(GapEntry(cluster, start, end)), cluster=cluster)
 
     async def cluster_started(self, cluster: str, at: str) -> None:
         """This process starts watching `cluster` with an empty index: call before handing
         over its first Changes. Records the gap since history last saw the cluster and
         marks what was left open then as unconfirmed: the new index's first complete lists
         re-announce what is still held (one interval across the handover) and end the rest."""
-        await self.outbox.append(encode_entry(StartedEntry(cluster, at)))
+        await self.outbox.append(encode_entry(StartedEntry(cluster, at)), cluster=cluster)
 
     async def cluster_watched(self, cluster: str, until: str) -> None:
         """`cluster` was watched until `until` though nothing changed (a bookmark, a lease
         renewal, a clean stop): a later start counts its gap from there."""
-        await self.outbox.append(encode_entry(WatchedEntry(cluster, until)))
+        await self.outbox.append(encode_entry(WatchedEntry(cluster, until)), cluster=cluster)
+
+    async def fence(self, cluster: str, token: str) -> None:
+        """This process took `cluster`'s lease with `token`: its entries are appended only
+        while that is the cluster's fence (an outbox without fencing ignores it)."""
+        fence = getattr(self.outbox, "fence", None)
+        if fence is not None:
+            await fence(cluster, token)
+
+    def unfence(self, cluster: str) -> None:
+        """This process lost `cluster`'s lease: what it still appends of it is refused."""
+        unfence = getattr(self.outbox, "unfence", None)
+        if unfence is not None:
+            unfence(cluster)

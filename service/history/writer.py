@@ -120,11 +120,19 @@ class HistoryWriter:
                 await self._maybe_prune()
                 self._maybe_warm()
         finally:
-            tasks = {t for t in (reader, self._acking, self._warming) if t is not None}
+            # Stopped (cancelled): everything goes. Restarted after the outbox failed: the
+            # peak cache's fill goes on — it reads and writes SQL only, and a fill cancelled
+            # inside its SQLite transaction could hold the database's lock past it.
+            current = asyncio.current_task()
+            stopping = current is not None and current.cancelling() > 0
+            tasks = {t for t in (reader, self._acking) if t is not None}
+            if stopping and self._warming is not None:
+                tasks.add(self._warming)
+                self._warming = None
             for task in tasks:
                 task.cancel()  # an acknowledgement cut short: those entries are replayed
             await asyncio.wait(tasks, timeout=5.0)
-            self._acking = self._warming = None
+            self._acking = None
 
     async def _acknowledged(self) -> None:
         """Wait for the last batch's acknowledgement; raise its failure (StoreError)."""

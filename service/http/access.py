@@ -6,10 +6,19 @@ For each HTTP request and WebSocket handshake, `AccessGate`:
   and is mapped to scopes by the Slack endpoint), and the pages that carry no data: the web
   screens' shell and static files (`/`, `/ui…`) and the GraphiQL page (`GET /graphql` asked
   for HTML without a query) — the data they show is asked of `/graphql` with the browser's
-  own credentials, through this gate;
+  own credentials, through this gate (a GET of /graphql carrying any of `query`,
+  `extensions` — a persisted query's hash —, `operationName` or `variables` is an operation,
+  whatever its `Accept`);
 * for `/metrics` asks `control.scraper` (a configured `metrics` scope may scrape without a
   token); the scraper's scope decides which series it gets (`service.http.metrics_scope`);
   for everything else `control.subject` with the `Authorization` header;
+* when authentication is off (`--insecure-no-auth`), serves only requests whose `Host` names
+  this mirror — a loopback name (localhost, 127.0.0.1, ::1), the address the connection came
+  in on, or one of `hosts` (`http.allowed_hosts`; `*`: any) — and refuses any other with 421:
+  a web page that rebinds its own host name to the mirror's address (DNS rebinding) is not
+  answered;
+* asks with the client's address, so that unknown tokens are rate-limited per address before
+  a remote review (service.access.control);
 * stores the `Subject` in the ASGI state (`SUBJECT_KEY`); `scope_for(request)` reads its scope
   (the app's `AppState.scope_for`): a request without one sees nothing;
 * refuses with the access error's status — 401 (with `WWW-Authenticate: Bearer`), 403, 429
@@ -39,6 +48,8 @@ log = logging.getLogger(__name__)
 SUBJECT_KEY = "dra_mirror.subject"
 OPEN_PATHS = ("/healthz", "/readyz", "/slack/commands")
 PAGE_PATHS = ("/", "/ui")  # the web screens' shell and, below /ui/, its static files
+# what makes a GET of /graphql an operation rather than the GraphiQL page
+_OPERATION_PARAMS = frozenset({"query", "extensions", "operationName", "variables"})
 
 
 def is_page(scope: Scope) -> bool:
@@ -49,9 +60,9 @@ def is_page(scope: Scope) -> bool:
     path = scope["path"]
     if path in PAGE_PATHS or path.startswith("/ui/"):
         return True
-    query = parse_qs((scope.get("query_string") or b"").decode("latin-1"))
-    if path != "/graphql" or "query" in query:
-        return False
+    query = parse_qs((scope.get("query_string") or b"").decode("latin-1"), keep_blank_values=True)
+    if path != "/graphql" or _OPERATION_PARAMS & query.keys():
+        return False  # an operation by GET (a query, a persisted query's hash) holds data
     accept = _header(scope, b"accept") or ""
     return "text/html" in accept
 
@@ -80,6 +91,32 @@ def error_body(error: AccessError) -> bytes:
                                      "extensions": {"code": error.code}}]})  # fmt: skip
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The host of a `Host` header: without the port, brackets (IPv6) or a trailing dot."""
+    host = header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host[1:]
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host.rstrip(".")
+
+
+def host_allowed(scope: Scope, hosts: tuple[str, ...]) -> bool:
+    """Whether a request's `Host` names this mirror (see the module docstring)."""
+    if "*" in hosts:
+        return True
+    header = _header(scope, b"host")
+    if header is None:
+        return True  # HTTP/1.0 without Host: nothing to rebind
+    name = host_name(header)
+    server = (scope.get("server") or ("",))[0] or ""
+    allowed = LOOPBACK_NAMES | {server.lower()} | {h.lower().rstrip(".") for h in hosts}
+    return name in allowed
+
+
 class AccessGate:
     def __init__(
         self,
@@ -87,10 +124,12 @@ class AccessGate:
         *,
         control: Callable[[], Any],
         open_paths: tuple[str, ...] = OPEN_PATHS,
+        hosts: tuple[str, ...] = (),
     ) -> None:
         self.app = app
         self.control_of = control  # the app's AccessControl, once its lifespan opened it
         self.open_paths = open_paths
+        self.hosts = tuple(hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -99,6 +138,9 @@ class AccessGate:
         state = scope.setdefault("state", {})
         control = self.control_of()
         if control is not None and control.insecure:
+            if not host_allowed(scope, self.hosts):
+                await self._misdirected(scope, send)
+                return
             state[SUBJECT_KEY] = ANONYMOUS  # no authentication: everyone sees everything
             await self.app(scope, receive, send)
             return
@@ -112,19 +154,35 @@ class AccessGate:
         if scope["type"] == "websocket" and header is None:
             await self.app(scope, receive, send)  # authenticates at connection_init
             return
+        client = (scope.get("client") or (None,))[0]
         try:
             if scope["path"] == "/metrics":
-                subject = await control.scraper(header)  # its scope filters the series
+                subject = await control.scraper(header, client=client)  # its scope: series
             else:
-                subject = await control.subject(header)
+                subject = await control.subject(header, client=client)
         except AccessError as error:
-            client = (scope.get("client") or ("?",))[0]
             log.info("refused %s %s from %s: %s", scope.get("method", "WS"), scope["path"],
-                     client, error.message)  # fmt: skip
+                     client or "?", error.message)  # fmt: skip
             await self._refuse(scope, receive, send, error)
             return
         state[SUBJECT_KEY] = subject
         await self.app(scope, receive, send)
+
+    async def _misdirected(self, scope: Scope, send: Send) -> None:
+        host = _header(scope, b"host") or ""
+        log.info("refused %s %s: Host %r is not a name of this mirror (authentication is off)",
+                 scope.get("method", "WS"), scope["path"], host[:100])  # fmt: skip
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4421})
+            return
+        body = orjson.dumps({"errors": [{"message": (
+            f"Host {host[:100]!r} is not a name this mirror answers to while authentication is "
+            "off (--insecure-no-auth): use localhost or its address, or add the name to "
+            "DRA_MIRROR_HTTP_ALLOWED_HOSTS"), "extensions": {"code": "MISDIRECTED"}}]})  # fmt: skip
+        headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]  # fmt: skip
+        await send({"type": "http.response.start", "status": 421, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, error: AccessError) -> None:
         if scope["type"] == "websocket":

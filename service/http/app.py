@@ -126,8 +126,11 @@ def create_app(state: AppState, endpoints: Endpoints, lifespan: Lifespan) -> Sta
                 RequestGuard,
                 max_body_bytes=graphql.max_body_bytes,
                 request_timeout=graphql.request_timeout,
+                body_timeout=state.settings.http.body_timeout,
             ),
-            Middleware(AccessGate, control=lambda: state.access),
+            Middleware(
+                AccessGate, control=lambda: state.access, hosts=state.settings.http.allowed_hosts
+            ),
             Middleware(
                 GraphQLQueries, view=endpoints.graphql
             ),  # JSON queries: straight to the view

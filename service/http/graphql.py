@@ -15,7 +15,8 @@ strawberry's `Schema.execute` would run it (same executor class, same error logg
 response shape) — without strawberry's per-request extension and request-adapter machinery,
 most of a small query's cost. Everything else goes to strawberry's view unchanged: WebSocket
 subscriptions, GraphiQL, batches, multipart, mutations and subscriptions over HTTP, malformed
-requests (its 400 answers), clients asking for `application/graphql-response+json`. So does
+requests (its 400 answers), clients asking for `application/graphql-response+json` — except
+a subscription, which over HTTP is a 400 naming the WebSocket it is served on. So does
 every request when the schema carries extensions or directives whose work the short path
 would skip. The guards (`schema.guard`) it does itself: the document limits before parsing,
 the token limit while parsing, the shape limits before executing, the execution budget (the
@@ -30,6 +31,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 import orjson
+from cross_web import HTTPException
 from graphql import ExecutionResult, OperationType, execute
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
@@ -39,7 +41,7 @@ from strawberry.extensions import ParserCache, SchemaExtension, ValidationCache
 
 from dra_mirror.schema.context import Context, make_context
 from dra_mirror.schema.guard.errors import ShortPathChecked, masked
-from dra_mirror.schema.guard.limits import document_refusal, shape_refusal
+from dra_mirror.schema.guard.limits import batch_refusal, document_refusal, shape_refusal
 from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.http.access import subject_of
 from dra_mirror.service.http.documents import DocumentCache, PreparedDocument
@@ -158,6 +160,28 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
     def encode_json(self, data: object) -> bytes:
         return orjson.dumps(data)
 
+    def parse_json(self, data: str | bytes) -> Any:
+        found = super().parse_json(data)
+        if isinstance(found, list):  # a batch: its limits hold for the request as a whole
+            refusal = self._batch_refusal(found)
+            if refusal is not None:
+                code = (refusal.extensions or {}).get("code", "")
+                raise HTTPException(400, f"{refusal.message} ({code})")
+        return found
+
+    def _batch_refusal(self, items: list[dict[str, Any]]) -> Any:
+        operations = []
+        for item in items:
+            text = item.get("query")
+            if not isinstance(text, str):
+                continue  # a persisted hash alone: limited as its own operation
+            prepared = self.documents.prepare(text)
+            if prepared.document is not None and not prepared.errors:
+                operations.append((prepared.document, item.get("operationName"),
+                                   item.get("variables")))  # fmt: skip
+        schema: Any = self.schema  # a strawberry.Schema: its graphql-core schema
+        return batch_refusal(schema._schema, operations, self.state.settings.graphql)
+
     async def render_graphql_ide(self, request: Any) -> Any:
         from dra_mirror.service.web.routes import graphiql_response
 
@@ -165,8 +189,25 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
 
     async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
         # One GraphQL operation (a batch runs several): its latency by operation name.
+        data = kwargs.get("request_data")
+        self._refuse_subscription(data)
         execution = super().execute_single(*args, **kwargs)
-        return await self.state.metrics.timed_operation(kwargs.get("request_data"), execution)
+        return await self.state.metrics.timed_operation(data, execution)
+
+    def _refuse_subscription(self, data: Any) -> None:
+        """A subscription over HTTP is a 400 saying where subscriptions are served (the view
+        would run it as a query, whose non-null result it cannot give)."""
+        text = getattr(data, "query", None)
+        if not isinstance(text, str):
+            return
+        prepared = self.documents.prepare(text)
+        if prepared.document is None:
+            return
+        kind = prepared.operation_type(getattr(data, "operation_name", None))
+        if kind is OperationType.SUBSCRIPTION:
+            raise HTTPException(
+                400, "subscriptions are served over WebSocket at /graphql (graphql-transport-ws)"
+            )
 
     # --- the short path -------------------------------------------------------------------
 

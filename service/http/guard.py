@@ -1,11 +1,20 @@
-"""Bounds on each HTTP request: body size, total time, and work stopped when the client leaves.
+"""Bounds on each HTTP request: body size and pace, total time, and work stopped when the
+client leaves.
 
 `RequestGuard` is an ASGI middleware (outermost, before authentication). For every HTTP
 request it:
 
-* refuses a body over `max_body_bytes` with 413 — by `Content-Length` before reading, or as
-  soon as the streamed body passes the limit — so a 50 MB body is never buffered;
-* reads the body, then runs the app in the request's own task and, once it has run for
+* refuses a body whose `Content-Length` is over `max_body_bytes` with 413 before anything;
+* hands the body to the app as the client sends it — nothing is read before the app asks,
+  so a request refused by authentication costs no buffered body (600 connections sending a
+  1 MB body and stopping short of its end cost memory only once authenticated) — counting
+  it: past `max_body_bytes` the app is told the client left and the answer is 413; a client
+  that leaves `body_timeout` seconds between two parts of its body is answered 408;
+* answers an error (4xx, 5xx) to a request whose body was not read to its end only after
+  reading the rest and throwing it away (at most `DRAIN_BYTES`, for at most `body_timeout`
+  seconds; `Connection: close`): a client still sending its body then reads the answer
+  instead of a connection reset;
+* once the body was read, runs the app in the request's own task and, once it has run for
   `WATCH_AFTER` (50 ms: most answers are sent sooner and cost no listening at all), listens
   for the client: when it disconnects, the request's executions are aborted
   (`schema.guard.budget.RequestAborts`, registered in the ASGI state) and the app's work is
@@ -24,15 +33,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dra_mirror.service.http.request_body import (
+    DRAIN_BYTES,
+    TOO_LARGE,
+    TOO_SLOW,
+    Body,
+    carries_body,
+)
 
 if TYPE_CHECKING:  # graphql-core and the schema load with the first request (see RequestGuard)
     from dra_mirror.schema.guard.budget import RequestAborts
 
 log = logging.getLogger(__name__)
+
+__all__ = ["DRAIN_BYTES", "RequestGuard"]
 
 
 def _json_error(status: int, message: str, code: str) -> tuple[int, bytes]:
@@ -51,10 +70,18 @@ def _budget() -> ModuleType:
 
 
 class RequestGuard:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, request_timeout: float) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        request_timeout: float,
+        body_timeout: float = 10.0,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.request_timeout = request_timeout
+        self.body_timeout = body_timeout
         # schema.guard.budget (graphql-core, the schema package), taken at the first request:
         # the app is built before the schema is when it is built in the lifespan
         # (service.runtime.api), and no request runs before the lifespan has started.
@@ -65,51 +92,67 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         length = _content_length(scope)
+        body = Body(receive, limit=self.max_body_bytes, timeout=self.body_timeout, length=length)
         if length is not None and length > self.max_body_bytes:
-            await _answer(send, *_too_large(self.max_body_bytes))
+            await body.drain()
+            await _answer(send, *_too_large(self.max_body_bytes), close=not body.complete)
             return
-        body = await _read_body(receive, self.max_body_bytes)
-        if body is None:
-            await _answer(send, *_too_large(self.max_body_bytes))
-            return
-        if body is _GONE:
-            return
+        if not carries_body(scope, length):
+            await body.prefetch()  # its one empty part: the disconnect watch may start at once
         budget = self._budget
         if budget is None:
             budget = self._budget = _budget()
         aborts = budget.RequestAborts()
         scope.setdefault("state", {})[budget.ABORTS_KEY] = aborts
-        watch = _Watch(scope, receive, aborts, self.request_timeout)
-        replayed = False
+        watch = _Watch(scope, receive, aborts, self.request_timeout, body)
+        status = 0
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
+        async def guarded_receive() -> Message:
+            if body.waiting or body.refused is not None:
+                return await body.next()  # the client's disconnect too; a refusal as one
             return await watch.disconnect()
 
         async def guarded_send(message: Message) -> None:
+            nonlocal status
+            if body.refused is not None:
+                return  # the guard answers (413, 408) once the app is done
             if message["type"] == "http.response.start":
                 watch.started = True
+                status = message["status"]
+                if status >= 400 and not body.complete:
+                    message = _closing(message)
             elif message["type"] == "http.response.body" and not message.get("more_body"):
+                if status >= 400 and not body.complete:
+                    await body.drain()  # then the client reads this answer, not a reset
                 watch.answer()  # the whole response is sent: background work may go on
             await send(message)
 
         try:
-            await self.app(scope, replay, guarded_send)
+            await self.app(scope, guarded_receive, guarded_send)
         except BaseException as error:  # what the app raises once stopped is not answered
             cancelled = isinstance(error, asyncio.CancelledError)
-            if watch.why is None or (not watch.take_back() and cancelled):
+            stopped = watch.why is not None or body.refused is not None
+            if not stopped or (watch.why is not None and not watch.take_back() and cancelled):
                 raise  # not stopped by the guard, or cancelled by someone else too (shutdown)
         else:
             watch.take_back()
         finally:
             watch.close()
-        if watch.why == _TIMEOUT and not watch.started:
+        if body.refused is not None and not watch.started:
+            await self._refuse(send, body)
+        elif watch.why == _TIMEOUT and not watch.started:
             await _answer(send, *_json_error(
                 504, f"the request took longer than {self.request_timeout:g} s",
                 "REQUEST_TIMEOUT"))  # fmt: skip
+
+    async def _refuse(self, send: Send, body: Body) -> None:
+        if body.refused == TOO_LARGE:
+            await body.drain()
+            await _answer(send, *_too_large(self.max_body_bytes), close=not body.complete)
+        elif body.refused == TOO_SLOW:
+            await _answer(send, *_json_error(
+                408, f"the request body stalled: nothing for {self.body_timeout:g} s",
+                "REQUEST_TIMEOUT"), close=True)  # fmt: skip
 
 
 _GONE_CLIENT, _TIMEOUT = "gone", "timeout"
@@ -118,14 +161,18 @@ _GONE_CLIENT, _TIMEOUT = "gone", "timeout"
 class _Watch:
     """One request's deadline and disconnect watch. The app runs in the request's own task;
     after `WATCH_AFTER` (or at the deadline, if sooner) a task starts listening for the
-    client leaving until the deadline. Either stops the work — its executions aborted, the
-    request's task cancelled — unless the whole response was sent by then."""
+    client leaving — once the body was read — until the deadline. Either stops the work —
+    its executions aborted, the request's task cancelled — unless the whole response was
+    sent by then."""
 
-    def __init__(self, scope: Scope, receive: Receive, aborts: RequestAborts, timeout: float):
+    def __init__(
+        self, scope: Scope, receive: Receive, aborts: RequestAborts, timeout: float, body: Body
+    ) -> None:
         self.scope = scope
         self.receive = receive
         self.aborts = aborts
         self.timeout = timeout
+        self.body = body
         self.task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         self.deadline = loop.time() + timeout
@@ -151,6 +198,7 @@ class _Watch:
     async def _watch(self) -> None:
         try:
             async with asyncio.timeout_at(self.deadline):
+                await self.body.read_out()  # the app reads the body: only then the rest
                 await _wait_disconnect(self.receive)
         except TimeoutError:
             self._stop(_TIMEOUT)
@@ -194,9 +242,6 @@ class _Watch:
             self._watcher.cancel()
 
 
-_GONE: Any = object()
-
-
 def _content_length(scope: Scope) -> int | None:
     for key, value in scope.get("headers") or ():
         if key == b"content-length":
@@ -211,20 +256,11 @@ def _too_large(limit: int) -> tuple[int, bytes]:
     return _json_error(413, f"the request body is larger than {limit} bytes", "BODY_TOO_LARGE")
 
 
-async def _read_body(receive: Receive, limit: int) -> Any:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return _GONE
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+def _closing(message: Message) -> Message:
+    """A response start that says the connection closes after it (its request's body was not
+    read to its end)."""
+    headers = [(k, v) for k, v in message.get("headers") or () if k.lower() != b"connection"]
+    return {**message, "headers": [*headers, (b"connection", b"close")]}
 
 
 async def _wait_disconnect(receive: Receive) -> None:
@@ -232,8 +268,10 @@ async def _wait_disconnect(receive: Receive) -> None:
         pass
 
 
-async def _answer(send: Send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})  # fmt: skip
+async def _answer(send: Send, status: int, body: bytes, *, close: bool = False) -> None:
+    headers = [(b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode())]  # fmt: skip
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

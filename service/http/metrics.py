@@ -277,6 +277,17 @@ class TimedSink:
     async def cluster_watched(self, cluster: str, until: str) -> None:
         await self._sink.cluster_watched(cluster, until)
 
+    async def fence(self, cluster: str, token: str) -> None:
+        """The sink's fencing under a lease (service.reactor.leased), when it has one."""
+        fence = getattr(self._sink, "fence", None)
+        if fence is not None:
+            await fence(cluster, token)
+
+    def unfence(self, cluster: str) -> None:
+        unfence = getattr(self._sink, "unfence", None)
+        if unfence is not None:
+            unfence(cluster)
+
 
 class TimedStore(TimedSink):
     """The state store as the reactors write it, with `apply` timed."""

@@ -12,7 +12,8 @@ Each tool call asks the app's schema in-process with `context_for(request)` — 
 per-request context `/graphql` builds — so the request's bearer token has already passed the
 app's access gate (401/403/429 before any MCP message is read) and the call sees exactly what
 that subject's scope lets `/graphql` see. DNS-rebinding checks of the SDK are off: the gate's
-bearer tokens are what protect `/mcp`, as they protect `/graphql`.
+bearer tokens are what protect `/mcp`, as they protect `/graphql`. `GET /mcp` (a stream of
+server-initiated messages, which a stateless server has none of) is answered 405 at once.
 """
 
 from __future__ import annotations
@@ -126,5 +127,24 @@ class _CurrentManager:
         self.endpoint = endpoint
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("method") == "GET":
+            # Streamable HTTP's GET opens a stream of server-initiated messages; a stateless
+            # server has none to send, and the transport says to answer 405 then (the SDK
+            # would hold the request open with nothing to say until its timeout).
+            await _not_allowed(send)
+            return
         manager = await self.endpoint.current()
         await manager.asgi_app(scope, receive, send)
+
+
+_NO_STREAM = (
+    b'{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": '
+    b'"this server sends no stream of its own: POST each request to /mcp"}}'
+)
+
+
+async def _not_allowed(send: Any) -> None:
+    headers = [(b"content-type", b"application/json"), (b"allow", b"POST, DELETE"),
+               (b"content-length", str(len(_NO_STREAM)).encode())]  # fmt: skip
+    await send({"type": "http.response.start", "status": 405, "headers": headers})
+    await send({"type": "http.response.body", "body": _NO_STREAM})

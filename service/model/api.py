@@ -2,8 +2,8 @@
 
 These Structs declare ONLY the fields the mirror needs, in the union of the shapes of
 resource.k8s.io v1, v1beta2, v1beta1 (and the scalar capacities of v1alpha3) and core v1, so
-that one decoder reads every served version straight from the API bytes (performance-notes.md:
-typed partial Structs decode ~10x faster than dicts, and skip `managedFields` for free).
+that one decoder reads every served version straight from the API bytes (typed partial
+Structs decode ~10x faster than dicts, measured, and skip `managedFields` for free).
 
 The core/v1 Pod and Node shapes are in `service.model.api_core`.
 

@@ -36,9 +36,9 @@ CLAIM_DELETED = "claim_deleted"
 WAIT_STARTED = "wait_started"  # a claim is pending: created unallocated, or deallocated
 WAIT_ENDED = "wait_ended"  # allocated (reason "allocated") or deleted while waiting ("deleted")
 ALLOCATED = "allocated"  # one allocation result: a device (or a share of it) given to a claim
-RELEASED = "released"  # that result ended: deallocated, or the claim deleted
+RELEASED = "released"  # that result ended: deallocated, or the claim deleted (reason "deleted")
 CONSUMER_ADDED = "consumer_added"  # a pod appeared in status.reservedFor
-CONSUMER_REMOVED = "consumer_removed"
+CONSUMER_REMOVED = "consumer_removed"  # reason "deleted" when the claim was deleted
 IDLE_STARTED = "idle_started"  # allocated, and no consumer pod Running
 IDLE_ENDED = "idle_ended"
 DEVICE_APPEARED = "device_appeared"  # in the valid (highest) generation of its pool
@@ -82,6 +82,7 @@ class Transition(Struct, frozen=True, gc=False):
     * consumer_*: + pod, pod_uid
     * device_*: driver, pool, device, uuid, node, data (attributes/capacity as JSON)
     * wait_ended: reason ("allocated" | "deleted")
+    * released, consumer_removed: reason "deleted" when the claim itself was deleted
     """
 
     type: str

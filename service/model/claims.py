@@ -1,6 +1,6 @@
 """ResourceClaim and ResourceClaimTemplate: wire Structs to records, with derived state and origin.
 
-Rules (DESIGN.md "Derived states", dra-api.md §5, §6, §10):
+Rules (resource.k8s.io ResourceClaim spec and status, every served version):
 
 * v1beta1 requests are flat; v1/v1beta2 put the same fields under `exactly`. Both give one
   `Request` with the fields flattened; `firstAvailable` subrequests stay a list.

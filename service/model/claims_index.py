@@ -169,7 +169,9 @@ class ClaimTracker:
             device, hold_id = hold
             links.remove(DEVICE_ALLOCATIONS, device, hold_id)
             held.add(device)
-            self._hold_transition(ch.RELEASED, device, old_holds[hold], old, key, batch)
+            # a claim deleted ends its holds as `deleted`, not as a deallocation
+            self._hold_transition(ch.RELEASED, device, old_holds[hold], old, key, batch,
+                                  reason="deleted" if new is None else "")  # fmt: skip
         for hold, (ref, _) in new_holds.items():
             device, hold_id = hold
             if hold not in old_holds:
@@ -191,9 +193,12 @@ class ClaimTracker:
     ) -> None:
         if batch.keep_transitions:
             old_consumers, new_consumers = reservations(old), reservations(new)
+            gone = "deleted" if new is None else ""  # the claim deleted, not the reservation
             for uid in old_consumers.keys() - new_consumers.keys():
                 c = old_consumers[uid]
-                batch.transition(ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, **fields)
+                batch.transition(
+                    ch.CONSUMER_REMOVED, pod=c.name, pod_uid=c.uid, reason=gone, **fields
+                )
             for uid in new_consumers.keys() - old_consumers.keys():
                 c = new_consumers[uid]
                 batch.transition(ch.CONSUMER_ADDED, pod=c.name, pod_uid=c.uid, **fields)
@@ -217,6 +222,7 @@ class ClaimTracker:
         claim: ClaimRecord | None,
         key: ObjectKey,
         batch: Batch,
+        reason: str = "",
     ) -> None:
         if not batch.keep_transitions:
             return
@@ -232,6 +238,7 @@ class ClaimTracker:
             request=result.request,
             share_id=result.share_id,
             consumed_capacity=dict(result.consumed_capacity),
+            reason=reason,
             **self._claim_fields(key, claim),
         )
 

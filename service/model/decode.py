@@ -3,7 +3,7 @@
 Each item is kept as `msgspec.Raw` by the envelope decoder and then decoded on its own into the
 typed wire Struct of its kind (`service.model.api`, only the fields the mirror needs), so:
 
-* a 40,000-object list decodes without building 40,000 dicts (performance-notes.md);
+* a 40,000-object list decodes without building 40,000 dicts;
 * one malformed item costs only itself: it is reported as a `MalformedObject` naming it
   (`cluster/Kind/namespace/name`, read from whatever of its metadata parses) and every other
   item of the page is decoded;

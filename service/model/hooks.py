@@ -10,6 +10,7 @@ created; `new` None: deleted):
   claims it consumes or names;
 * "taints" — a DeviceTaintRule, or a DeviceClass rules may name: the rule taints of the
   devices they select;
+* "groups" — a PodGroup: the claims it names (`service.model.pod_groups`);
 * "none" — a kind the index only keeps (templates, nodes).
 
 Promises: one function per kind, chosen by the registry alone; pure, like the index.
@@ -24,10 +25,12 @@ from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.kinds import REGISTRY, IndexHook
 from dra_mirror.service.model.links import Links
+from dra_mirror.service.model.pod_groups import on_pod_group
 from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.records import (
     ClaimRecord,
     ObjectKey,
+    PodGroupRecord,
     PodRecord,
     Record,
     SliceRecord,
@@ -57,6 +60,10 @@ def hooks(
     def on_taints(key: ObjectKey, old: Record | None, new: Record | None, batch: Batch) -> None:
         devices.on_rule(old, new, batch)
 
+    def on_group(key: ObjectKey, old: Record | None, new: Record | None, batch: Batch) -> None:
+        assert isinstance(old, PodGroupRecord | None) and isinstance(new, PodGroupRecord | None)
+        on_pod_group(links, key, old, new)
+
     def kept(key: ObjectKey, old: Record | None, new: Record | None, batch: Batch) -> None:
         return None
 
@@ -65,6 +72,7 @@ def hooks(
         "claims": on_claim,
         "pods": on_pod_change,
         "taints": on_taints,
+        "groups": on_group,
         "none": kept,
     }
     return {kind.kind: by_hook[kind.index] for kind in REGISTRY}

@@ -1,10 +1,11 @@
 """Identity of what the mirror holds: an object's key, a device's key, and the parts of
 ObjectMeta every record carries.
 
-They promise (DESIGN.md): an object is `(cluster, kind, namespace, name)`, `namespace` "" for
+They promise: an object is `(cluster, kind, namespace, name)`, `namespace` "" for
 cluster-scoped kinds; a device is `(cluster, driver, pool, device)`, never its slice's name
-(slices come and go). `Meta` keeps only the ObjectMeta the mirror serves and records.
-`service.model.records` re-exports all four.
+(slices come and go), and not its hardware either: drivers renumber `gpu-N`, so the history of
+a physical device follows its `uuid` attribute where the driver publishes one. `Meta` keeps
+only the ObjectMeta the mirror serves and records. `service.model.records` re-exports all four.
 """
 
 from __future__ import annotations

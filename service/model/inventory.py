@@ -1,6 +1,7 @@
 """Derived state of devices: free, held, shared or blocked, and what capacity is left.
 
-Rules (DESIGN.md "Derived states", "Identity"; dra-api.md §4, §6):
+Rules (a device is `(cluster, driver, pool, device)`; only the valid slices of a pool count,
+`service.model.pools`):
 
 * a device with no allocation is `free`, unless it consumes counters of a shared counter set
   (a MIG partition of a GPU) and those counters no longer fit because sibling partitions of the

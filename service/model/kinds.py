@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from dra_mirror.service.model import api, api_core, taint_rules
+from dra_mirror.service.model import api, api_core, api_scheduling, taint_rules
 from dra_mirror.service.model.claims import claim_record, template_record
 from dra_mirror.service.model.kind_names import (
     CORE_GROUP,
@@ -50,15 +50,19 @@ from dra_mirror.service.model.kind_names import (
     NAMESPACE,
     NODE,
     POD,
+    POD_GROUP,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
+    SCHEDULING_GROUP,
 )
+from dra_mirror.service.model.pod_groups import pod_group_record
 from dra_mirror.service.model.records import (
     ClaimRecord,
     DeviceClassRecord,
     Meta,
     NodeRecord,
+    PodGroupRecord,
     PodRecord,
     Record,
     SliceRecord,
@@ -85,11 +89,13 @@ __all__ = [
     "NODE",
     "OPTIONAL",
     "POD",
+    "POD_GROUP",
     "REGISTERED",
     "REGISTRY",
     "RESOURCE_CLAIM",
     "RESOURCE_CLAIM_TEMPLATE",
     "RESOURCE_SLICE",
+    "SCHEDULING_GROUP",
     "SERVED",
     "IndexHook",
     "Kind",
@@ -106,8 +112,9 @@ READ_ONLY: tuple[str, ...] = ("get", "list", "watch")
 # "claims" — a claim: holds, reservations, waits, idleness;
 # "pods" — a pod: its links (node, PodGroup, claims it names) and the idleness of its claims;
 # "taints" — a DeviceTaintRule, or a DeviceClass rules may name: the devices' rule taints;
+# "groups" — a PodGroup: the claims it names;
 # "none" — kept and served as it is.
-IndexHook = Literal["devices", "claims", "pods", "taints", "none"]
+IndexHook = Literal["devices", "claims", "pods", "taints", "groups", "none"]
 Converter = Callable[[Any, Meta, SharedValues], Record]
 
 
@@ -123,6 +130,7 @@ class Resource(NamedTuple):
     # The versions it is read at, newest first, each with the Kubernetes minor first serving it.
     introduced: tuple[tuple[str, int], ...] = (("v1", 0),)
     optional: bool = False  # served at versions of its own, watched where served
+    removed: tuple[tuple[str, int], ...] = ()  # versions no longer served from that minor on
 
     @property
     def versions(self) -> tuple[str, ...]:
@@ -144,7 +152,12 @@ class Resource(NamedTuple):
     def versions_at(self, minor: int) -> tuple[str, ...]:
         """The versions of it a Kubernetes 1.<minor> API server has, newest first (alpha and
         beta versions serve only where switched on)."""
-        return tuple(version for version, since in self.introduced if minor >= since)
+        gone = dict(self.removed)
+        return tuple(
+            version
+            for version, since in self.introduced
+            if since <= minor < gone.get(version, minor + 1)
+        )
 
 
 @dataclass(frozen=True)
@@ -204,6 +217,12 @@ REGISTRY: tuple[Kind, ...] = (
     Kind(
         Resource("nodes", NODE, CORE_GROUP, False, ("no",), True),
         NodeRecord, api_core.Node, node_record, "none",
+    ),
+    Kind(
+        Resource("podgroups", POD_GROUP, SCHEDULING_GROUP, True, (), True,
+                 (("v1beta1", 37), ("v1alpha3", 37), ("v1alpha2", 36)), optional=True,
+                 removed=(("v1alpha2", 37),)),
+        PodGroupRecord, api_scheduling.PodGroup, pod_group_record, "groups",
     ),
 )  # fmt: skip
 

@@ -4,7 +4,7 @@ Promises:
 
 * `MalformedObject` is the ONLY error normalizing and decoding raise: it names the object
   (`cluster/Kind/namespace/name`, as far as it could be read) and says what was wrong, never
-  carrying the body (STYLE.md: bad input is logged once with its reference, then skipped);
+  carrying the body (bad input is logged once with its reference, then skipped);
 * `object_meta` drops managedFields (they are never declared), forces the namespace of
   cluster-scoped kinds to "" (round-trip data sets one; the API server ignores it), puts a
   namespaced manifest without a namespace in "default" (as kubectl does) and refuses an object

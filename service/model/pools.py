@@ -1,6 +1,7 @@
 """Resource pools: which devices of a pool count, where they live, and whether the pool is whole.
 
-Rules (DESIGN.md "Identity", dra-api.md §2, §4):
+Rules (resource.k8s.io ResourceSlice: `spec.pool` with its `generation` and
+`resourceSliceCount`):
 
 * a pool is all slices with the same (driver, pool name); only slices of the HIGHEST
   `pool.generation` are valid — older ones are being replaced by the driver and are ignored for

@@ -15,13 +15,13 @@ simulator's allocator) reads only these. They promise:
 * records are msgspec Structs, so stores encode them with `msgspec.json`/`msgpack` directly;
 * records are immutable trees without reference cycles, so they are declared `gc=False`: the
   cyclic garbage collector never walks them (its full passes over a 100,000-object cluster were
-  a large share of sync time; performance-notes.md);
+  a large share of sync time, measured);
 * the records decoded together share their equal parts, maps included (`service.model.sharing`:
   one empty map for every field without values): nothing may write into a record's maps; copy
   one to change it.
 
-Identity (DESIGN.md): an object is `(cluster, kind, namespace, name)`; a device is
-`(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
+Identity (`service.model.identity`): an object is `(cluster, kind, namespace, name)`; a device
+is `(cluster, driver, pool, device)`; the `uuid` attribute, where published, follows the hardware.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from typing import Any, get_args
 from msgspec import Struct, field
 
 # The kind names, re-exported: records and the code reading them name kinds from here.
+from dra_mirror.service.model.group_records import PodGroupClaim as PodGroupClaim
+from dra_mirror.service.model.group_records import PodGroupRecord as PodGroupRecord
 from dra_mirror.service.model.identity import DeviceKey as DeviceKey
 from dra_mirror.service.model.identity import Meta as Meta
 from dra_mirror.service.model.identity import ObjectKey as ObjectKey
@@ -39,11 +41,12 @@ from dra_mirror.service.model.kind_names import DEVICE_CLASS as DEVICE_CLASS
 from dra_mirror.service.model.kind_names import DEVICE_TAINT_RULE as DEVICE_TAINT_RULE
 from dra_mirror.service.model.kind_names import NODE as NODE
 from dra_mirror.service.model.kind_names import POD as POD
+from dra_mirror.service.model.kind_names import POD_GROUP as POD_GROUP
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM as RESOURCE_CLAIM
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
 from dra_mirror.service.model.kind_names import RESOURCE_SLICE as RESOURCE_SLICE
 
-# Derived claim states (DESIGN.md "Derived states"), as kubectl's STATE column reads them.
+# Derived claim states, as kubectl's STATE column reads them (`service.model.claims` decides).
 PENDING = "pending"
 ALLOCATED = "allocated"
 RESERVED = "reserved"
@@ -376,6 +379,7 @@ Record = (
     | PodRecord
     | NodeRecord
     | TaintRuleRecord
+    | PodGroupRecord
 )
 
 # Each record type is tagged with its kind (the tag also tells the types apart in a store).

@@ -11,6 +11,8 @@ cursor or a Redis key finds the same map. The key and value of each map:
 * node_slices / node_devices / node_pods: (cluster, node name) -> slice / device / pod keys
 * group_pods: (cluster, namespace, PodGroup name) -> pod keys whose spec.schedulingGroup
   names the group (the consumers of a claim reserved for that PodGroup)
+* claim_groups: claim key -> PodGroup keys whose spec.resourceClaims (or the names their
+  status.resourceClaimStatuses generated) name the claim
 * slice_devices: slice key -> DeviceKeys of its valid-generation devices
 * pool_devices: (cluster, driver, pool) -> DeviceKeys; uuid_devices: uuid -> DeviceKeys;
   name_devices: device name -> DeviceKeys
@@ -38,6 +40,7 @@ class Relation(enum.StrEnum):
     NODE_DEVICES = "node_devices"  # (cluster, node name) -> [DeviceKey]
     NODE_PODS = "node_pods"  # (cluster, node name) -> [pod ObjectKey]
     GROUP_PODS = "group_pods"  # (cluster, namespace, PodGroup name) -> [pod ObjectKey]
+    CLAIM_GROUPS = "claim_groups"  # claim ObjectKey -> [PodGroup ObjectKey]
     SLICE_DEVICES = "slice_devices"  # slice ObjectKey -> [DeviceKey]
     POOL_DEVICES = "pool_devices"  # (cluster, driver, pool) -> [DeviceKey]
     UUID_DEVICES = "uuid_devices"  # uuid -> [DeviceKey] (across clusters)
@@ -52,6 +55,7 @@ NODE_SLICES = Relation.NODE_SLICES
 NODE_DEVICES = Relation.NODE_DEVICES
 NODE_PODS = Relation.NODE_PODS
 GROUP_PODS = Relation.GROUP_PODS
+CLAIM_GROUPS = Relation.CLAIM_GROUPS
 SLICE_DEVICES = Relation.SLICE_DEVICES
 POOL_DEVICES = Relation.POOL_DEVICES
 UUID_DEVICES = Relation.UUID_DEVICES

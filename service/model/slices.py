@@ -1,6 +1,6 @@
 """DeviceClass and ResourceSlice: wire Structs to records, for every served version.
 
-Rules (dra-api.md §1, §4):
+Rules (resource.k8s.io DeviceClass and ResourceSlice, every served version):
 
 * v1beta1/v1alpha3 wrap a device's fields in `basic`; v1/v1beta2 do not. Both give one `Device`.
 * v1alpha3 capacities are bare quantities (`memory: 9728Mi`); later ones `{value: …}`.

@@ -1,6 +1,6 @@
 """Pods and Nodes (core v1): wire Structs to records.
 
-Rules (dra-api.md §9):
+Rules (core/v1 Pod `spec.resourceClaims`, `status.resourceClaimStatuses`; Node):
 
 * a pod's claim name is resolved as `resourceclaim.Name()` does: `resourceClaimName` if set;
   for `resourceClaimTemplateName`, the generated name in `status.resourceClaimStatuses`

@@ -27,7 +27,8 @@ Errors:
 
     DiagnosisInputError      the client's input cannot be used
     ├── ManifestError        text that is not YAML (or not mappings)
-    └── BadSelector          a findDevices selector that fails to compile
+    └── BadSelector          a findDevices selector that fails to compile, or goes over
+                             CEL's evaluation budget
 """
 
 from __future__ import annotations
@@ -243,5 +244,8 @@ async def find_devices(reader: ScopedState, selector: str, *, cluster: str | Non
             entries.extend(await reader.list_devices(cluster=name))
         elif reader.scope.allows(name, ""):
             entries.extend(index.devices())  # unsorted: only the matches are sorted, for paging
-    passing, failed = compiled.select(entries)
+    try:  # a client's selector: over CEL's budget once is refused, not run on every device
+        passing, failed = compiled.select(entries, stop_over_budget=True)
+    except SelectorError as error:
+        raise BadSelector(error.message) from error
     return DeviceSearch(selector, passing, failed)

@@ -17,6 +17,11 @@ at most every `watched_interval`; a clean stop) says a quiet cluster is still wa
 the same call again after a backoff, and nothing after it is handed out meanwhile (nothing
 is skipped, order is kept); any other exception is a bug: it is logged and the batch moves on.
 
+A kind whose stream missed its bookmark deadline (`Silent`) or that relists after a reset of
+the cluster's versions makes the cluster not `connected` (served as `stale`) until that kind
+is heard again or has relisted; only a stream that failed or was stalled is a gap in history
+(from when it was last heard), and a gap of no length is none.
+
 It keeps the cluster's `ClusterStatus` (connected; synced once every kind was listed or is
 known not to be served — DeviceTaintRule, `kinds.OPTIONAL`, holds back neither, unserved or
 failing; whether DRA is served, at which version (each optional kind's: `optional`),
@@ -48,12 +53,14 @@ from dra_mirror.service.clusters.watching import (
     KindWatcher,
     Listed,
     Observed,
+    Silent,
     Skipped,
     WatchMessage,
 )
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS, OPTIONAL
 from dra_mirror.service.reactor.clock import Clock, Sleep, rfc3339, utc_now
+from dra_mirror.service.reactor.connection import ClusterConnectionState
 from dra_mirror.service.reactor.delivery import Delivery, SeedSource
 from dra_mirror.service.reactor.feed import CLOSED, ClusterFeed
 from dra_mirror.service.reactor.malformed import MalformedObjects
@@ -63,7 +70,7 @@ from dra_mirror.service.stores.protocols import ChangeSink, ClusterStatus, Statu
 log = logging.getLogger(__name__)
 
 
-class Reactor:
+class Reactor(ClusterConnectionState):
     """Watches one cluster and feeds its changes to the sinks; see the module docstring."""
 
     def __init__(
@@ -119,6 +126,8 @@ class Reactor:
         self._unserved: set[str] = set()
         self._failing: dict[str, str] = {}
         self._up: set[str] = set()
+        self._silent: dict[str, float] = {}  # kind -> seconds its stream was silent, when noticed
+        self._watching = False  # every stream up (what gaps follow; silence is no gap)
         self._disconnected_at: str | None = None
         self._gaps: list[tuple[str, str]] = []
         self._status_due = True
@@ -161,7 +170,7 @@ class Reactor:
             error = await asyncio.gather(consumer, return_exceptions=True)
             if error and isinstance(error[0], Exception):
                 log.error("reactor failed", exc_info=error[0], extra=self._log)
-        if self.status.connected and consumer.done() and not consumer.cancelled():
+        if self._watching and consumer.done() and not consumer.cancelled():
             # Watched up to here, every batch delivered: a stop is not a gap.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.stop_grace):
@@ -257,6 +266,11 @@ class Reactor:
             self._check_synced()
         elif isinstance(message, Skipped):
             self._skip(message)
+        elif isinstance(message, Silent):
+            # Missed its bookmark deadline: what the kind serves may be stale (a stream from
+            # a position the server never reached is silent) until it is heard again.
+            self._silent[kind] = message.seconds
+            self._refresh_connection()
         elif isinstance(message, Connected | Bookmarked):
             if isinstance(message, Connected):
                 self._served_at(kind, message.api_version)  # follows a cluster upgrade
@@ -265,6 +279,7 @@ class Reactor:
                 await self._watched()
         elif isinstance(message, Failed):
             self._up.discard(kind)
+            self._silent.pop(kind, None)
             unserved = isinstance(message.error, NotServed)
             if unserved and kind in OPTIONAL:  # mirrored without it: not an error
                 self._failing.pop(kind, None)
@@ -279,82 +294,23 @@ class Reactor:
                 self._dra(served=False)
                 self._unserved.add(kind)
             self._check_synced()
-            self._refresh_connection()
+            # a stream that was silent before it failed (a stall, a reset found on a silent
+            # stream) may have missed changes since it was last heard: the gap starts there
+            self._refresh_connection(silent_for=message.silent_for)
 
     async def _watched(self) -> None:
         """A quiet cluster is still watched: say until when (every watch up, all delivered)."""
         now = asyncio.get_running_loop().time()
-        if not self.status.connected or now - self._watched_at < self.settings.watched_interval:
+        if not self._watching or now - self._watched_at < self.settings.watched_interval:
             return
         self._watched_at = now
         await self._flush()
         await self.delivery.watched(self._at())
 
-    def _dra(self, *, served: bool) -> None:
-        versions = list(self.versions.listed)  # what discovery lists, served or not
-        if (served, versions) != (self.status.dra_served, self.status.dra_versions):
-            self.status.dra_served, self.status.dra_versions = served, versions
-            self._status_due = True
-
-    def _served_at(self, kind: str, version: str) -> None:
-        if kind in OPTIONAL:
-            self._optional_version(kind, version)
-        elif is_dra(kind):
-            self._status_due |= self.status.api_version != version
-            self.status.api_version = version
-            self._dra(served=True)
-
-    def _optional_version(self, kind: str, version: str | None) -> None:
-        if kind not in self.status.optional or self.status.optional[kind] != version:
-            self.status.optional = {**self.status.optional, kind: version}
-            self._status_due = True
-
-    def _mark_up(self, kind: str) -> None:
-        if kind in self._up and kind not in self._failing:
-            return
-        self._up.add(kind)
-        self._failing.pop(kind, None)
-        self._refresh_connection()
-
-    def _refresh_connection(self) -> None:
-        errors = sorted(set(self._failing.values()))
-        connected = bool(self._up) and self._failing.keys() <= self._unserved | OPTIONAL
-        # One failure is enough to say what is wrong; the log has every attempt.
-        error = (
-            errors[0] + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-            if errors
-            else None
-        )
-        if self.status.connected and not connected:
-            self._disconnected_at = self._at()
-        elif connected and not self.status.connected and self._disconnected_at is not None:
-            # Events may have been missed (or arrive late) in between: history marks the gap.
-            self._gaps.append((self._disconnected_at, self._at()))
-            self._disconnected_at = None
-        if (connected, error) != (self.status.connected, self.status.error):
-            self.status.connected = connected
-            self.status.error = error
-            self._status_pushed_at = float("-inf")  # push state changes at once
-        self._status_due = True
-
-    def _check_synced(self) -> None:
-        if self.synced.is_set():
-            return
-        tried = self.listed | self._unserved | (OPTIONAL & self._failing.keys())
-        if tried.issuperset(self.kinds):  # an optional kind is not waited for once it failed
-            self.status.synced = True
-            self.synced.set()
-            self._status_pushed_at = float("-inf")
-            self._status_due = True
-            log.info("synced: every kind listed once", extra=self._log)
-
     def _skip(self, message: Skipped) -> None:
         if self.malformed.report(message.kind, message.malformed, message.resource_version):
             self.status.malformed = dict(self.malformed.counts)
             self._status_due = True
-
-    def _at(self) -> str:
-        return rfc3339(self.clock())
 
     async def _flush(self) -> None:
         if not self._pending:

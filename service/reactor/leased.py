@@ -11,9 +11,17 @@ composition root that built it is the one place that decides on leased watching.
   (`store.held`: an earlier holder's records and idle marks), that lists every kind — so after
   a takeover its relists turn what vanished meanwhile into deletes; after a Redis restart the
   store holds nothing and the cluster is rebuilt from the lists;
-* on losing it: the store's token for the cluster becomes one that never matches, so nothing
-  this replica still has in flight can write; then the reactor stops. Batches refused with
-  `Fenced` are dropped (the new holder relists), never retried;
+* the other sinks (the history outbox) are fenced with the same token (`fence(cluster, token)`
+  on every sink that has it, before the reactor starts): the history of a cluster is appended
+  only by its holder, so an old holder can never move history's mark of the cluster past what
+  a Redis restart or a takeover lost, and the gap the next start records covers it;
+* on losing it: the store's token for the cluster becomes one that never matches (and the
+  sinks are `unfence`d), so nothing this replica still has in flight can write; then the
+  reactor stops. Batches and hooks refused with `Fenced` are dropped (the new holder relists
+  and records the gap), never retried. A refusal saying the history outbox lost its entries
+  while the lease held (`OutboxFenced.lost`: on a Redis Cluster the outbox's master lost its
+  data) makes this replica give the lease up and take the cluster again afresh, so that
+  history records the gap;
 * a replica that holds no lease for a cluster is ready for it (a standby): readiness says
   whether the clusters THIS replica watches have synced.
 """
@@ -24,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dra_mirror.service.clusters.config import ClusterConnection
 from dra_mirror.service.model.changes import Changes
@@ -37,33 +46,57 @@ log = logging.getLogger(__name__)
 
 
 class FencedDropped:
-    """The state store as a lease holder's reactor writes it: a write refused because the
-    lease moved on (`Fenced`) is dropped, never retried (the new holder relists)."""
+    """A sink as a lease holder's reactor hands it batches and hooks (the state store, the
+    history outbox): a call refused because the lease moved on (`Fenced`) is dropped, never
+    retried (the new holder relists). A refusal that says the history outbox lost its data
+    (`lost`) sets `resign`: the holder starts the cluster afresh."""
 
-    def __init__(self, store: StateSink, cluster: str) -> None:
+    def __init__(self, store: Any, cluster: str, *, resign: asyncio.Event | None = None) -> None:
         self.store = store
+        self.resign = resign
         self._log = {"cluster": cluster}
+
+    def __repr__(self) -> str:
+        return f"{type(self.store).__name__} (fenced)"
+
+    def _refused(self, what: str, error: Fenced) -> None:
+        if getattr(error, "lost", False) and self.resign is not None:
+            if not self.resign.is_set():
+                log.warning("%s refused: %s; starting the cluster afresh", what, error,
+                            extra=self._log)  # fmt: skip
+            self.resign.set()
+            return
+        log.info("%s refused: the lease moved on (%s); dropping it", what, error, extra=self._log)
 
     async def apply(self, changes: Changes) -> None:
         try:
             await self.store.apply(changes)
-        except Fenced:
-            log.info("write refused: the lease moved on; dropping it", extra=self._log)
+        except Fenced as error:
+            self._refused("write", error)
 
     async def cluster_started(self, cluster: str, at: str) -> None:
-        await self.store.cluster_started(cluster, at)
+        try:
+            await self.store.cluster_started(cluster, at)
+        except Fenced as error:
+            self._refused("start", error)
 
     async def record_gap(self, cluster: str, start: str, end: str) -> None:
-        await self.store.record_gap(cluster, start, end)
+        try:
+            await self.store.record_gap(cluster, start, end)
+        except Fenced as error:
+            self._refused("gap", error)
 
     async def cluster_watched(self, cluster: str, until: str) -> None:
-        await self.store.cluster_watched(cluster, until)
+        try:
+            await self.store.cluster_watched(cluster, until)
+        except Fenced as error:
+            self._refused("watched mark", error)
 
     async def set_status(self, status: ClusterStatus) -> None:
         try:
             await self.store.set_status(status)
-        except Fenced:
-            log.info("status refused: the lease moved on; dropping it", extra=self._log)
+        except Fenced as error:
+            self._refused("status", error)
 
 
 class LeasedReactors:
@@ -91,6 +124,8 @@ class LeasedReactors:
         self._task: asyncio.Task[None] | None = None
         self._taken = asyncio.Event()
         self._gc_task: asyncio.Task[None] | None = None
+        # set by a sink whose outbox lost its data: the lease is given up and taken afresh
+        self._resign = {name: asyncio.Event() for name in self.connections}
 
     def start(self) -> None:
         # As run_reactors does: a raised GC threshold until this replica's clusters synced.
@@ -104,18 +139,25 @@ class LeasedReactors:
                 on_lost=self._lost,
                 settings=self.lease_settings,
                 holder=self.holder,
+                resign=self._resign,
             ),
             name="leases",
         )
 
     async def _acquired(self, cluster: str, token: str) -> None:
         self.store.fence(cluster, token)
+        for sink in self.sinks:  # the history outbox appends under the same token
+            fence = getattr(sink, "fence", None)
+            if fence is not None:
+                await fence(cluster, token)
         state = FencedDropped(self.writer, cluster)
+        resign = self._resign[cluster]
+        others = [FencedDropped(sink, cluster, resign=resign) for sink in self.sinks]
         reactor = Reactor(
             self.connections[cluster],
             index=self.store.open_index(cluster),
             seed_from=self.store,
-            sinks=[state, *self.sinks],
+            sinks=[state, *others],
             status_sink=state,
             settings=self.reactor_settings,
         )
@@ -125,6 +167,10 @@ class LeasedReactors:
 
     async def _lost(self, cluster: str) -> None:
         self.store.fence(cluster, "lost")  # matches no fence: nothing in flight can write
+        for sink in self.sinks:
+            unfence = getattr(sink, "unfence", None)
+            if unfence is not None:
+                unfence(cluster)
         reactor = self._reactors.pop(cluster, None)
         if reactor is not None:
             await reactor.stop()

@@ -1,6 +1,6 @@
 """Objects a cluster serves that do not decode into records: counted, logged once, skipped.
 
-Bad input from a cluster must never stop a watch (STYLE.md): the watchers hand each one on as
+Bad input from a cluster must never stop a watch: the watchers hand each one on as
 `Skipped`, and `MalformedObjects` decides whether it is news. An object is counted and logged
 once per (reference, resourceVersion) — a relist that meets it again, unchanged, stays quiet;
 a new version of it that is still broken is news again. Logs carry the reference as

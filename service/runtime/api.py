@@ -22,10 +22,8 @@ short path reach the view through `DeferredView`, which hands each call to the b
 registered document that does not check (`RegisteredDocumentsError`) stops the start either
 way.
 
-Also here, for the command line (which builds none of them itself): the SDL of the schema the
-server serves (`print_sdl`, `write_sdl`) and the registered documents checked as the app
-checks them (`check_documents`, `registered_documents`; a document that cannot be served is a
-`DocumentsProblem` saying which and why).
+The command line builds none of them itself either: what it serves or checks without an app
+is `service.runtime.standalone`'s.
 
 Promises: `build()` runs once; nothing it does touches the event loop, so it may run in a
 worker thread (asyncio primitives bind to the loop when first awaited, in it).
@@ -34,8 +32,6 @@ worker thread (asyncio primitives bind to the loop when first awaited, in it).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -50,17 +46,6 @@ from dra_mirror.service.slack import SlackCommands, SlackSettings
 
 if TYPE_CHECKING:  # strawberry and the schema load with `build()`
     from dra_mirror.service.http.graphql import MirrorGraphQL
-    from dra_mirror.service.http.registered import RegisteredDocument
-
-__all__ = [
-    "ApiSurfaces",
-    "DeferredView",
-    "DocumentsProblem",
-    "check_documents",
-    "print_sdl",
-    "registered_documents",
-    "write_sdl",
-]
 
 
 class ApiSurfaces:
@@ -147,53 +132,3 @@ class DeferredView:
         view = self.surfaces.view
         assert view is not None, "ApiSurfaces.build() has not run"
         await view(scope, receive, send)
-
-
-def print_sdl() -> str:
-    """The GraphQL SDL of the schema the server serves."""
-    from dra_mirror import schema
-
-    return schema.print_sdl()
-
-
-def write_sdl(path: Path | None = None) -> Path:
-    """Write the SDL to `path` (default: the committed `schema/schema.graphql`)."""
-    from dra_mirror import schema
-
-    return schema.write_sdl(path) if path is not None else schema.write_sdl()
-
-
-class DocumentsProblem(Exception):
-    """A registered document that cannot be served: its source and what is wrong."""
-
-
-def check_documents(settings: Settings) -> None:
-    """The registered documents the settings name (DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS),
-    read and checked against the schema and its limits as `build()` checks them; raises
-    `DocumentsProblem`."""
-    from dra_mirror.service.http.registered import RegisteredDocumentsError, check_configured
-
-    try:
-        check_configured(settings.graphql)
-    except RegisteredDocumentsError as error:
-        raise DocumentsProblem(str(error)) from None
-
-
-def registered_documents(
-    settings: Settings, paths: Sequence[str | Path], *, own: bool
-) -> Iterable[RegisteredDocument]:
-    """The documents of `paths` (and, with `own`, the mirror's own: the screens' and the
-    command line's), checked against the schema and the limits of `settings`; raises
-    `DocumentsProblem`."""
-    from dra_mirror.service.http.registered import (
-        RegisteredDocumentsError,
-        check_configured,
-        own_documents,
-        read_documents,
-    )
-
-    try:
-        found = read_documents(paths) + (own_documents() if own else [])
-        return check_configured(settings.graphql, found)
-    except RegisteredDocumentsError as error:
-        raise DocumentsProblem(str(error)) from None

@@ -14,8 +14,9 @@ most one turn of the loop later. Nothing is held across an `await` that suspends
 ending the stream (`write_eof`) and handing the connection to another protocol (a WebSocket
 upgrade) write what is held first; `abort` drops it, as the transport's own buffer is dropped.
 
-Without httptools (uvicorn's pure-Python h11 protocol), `protocol_class()` is uvicorn's
-default, unchanged.
+The same protocol bounds the connections (`service.runtime.connection_limits`: a deadline for
+each request's head, a cap on open connections). Without httptools (uvicorn's pure-Python h11
+protocol), `protocol_class()` is uvicorn's default, unchanged.
 """
 
 from __future__ import annotations
@@ -89,19 +90,26 @@ class CoalescingTransport:
 
 
 @functools.cache
-def protocol_class() -> type[asyncio.Protocol] | str:
+def protocol_class(
+    header_timeout: float = 10.0, max_connections: int = 0
+) -> type[asyncio.Protocol] | str:
     """The `http=` to give `uvicorn.Config`: the coalescing protocol when httptools is
-    installed, else uvicorn's own choice ("auto")."""
+    installed — with the head deadline and the connection cap of `connection_limits`
+    (`http.header_timeout`, `http.max_connections`) — else uvicorn's own choice ("auto")."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:  # no httptools: uvicorn's h11 protocol, as "auto" picks it
         return "auto"
 
-    class CoalescingHttpProtocol(HttpToolsProtocol):
+    from dra_mirror.service.runtime.connection_limits import ConnectionLimits
+
+    class CoalescingHttpProtocol(ConnectionLimits, HttpToolsProtocol):
         """uvicorn's httptools protocol writing through a `CoalescingTransport`."""
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             wrapped: Any = CoalescingTransport(transport, self.loop)
             super().connection_made(wrapped)
 
+    CoalescingHttpProtocol.header_timeout = header_timeout
+    CoalescingHttpProtocol.max_connections = max_connections
     return CoalescingHttpProtocol

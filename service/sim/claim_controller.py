@@ -7,8 +7,8 @@ and annotations, a Pod controller ownerReference with blockOwnerDeletion — and
 name in `pod.status.resourceClaimStatuses`. When a pod ends (deleted, Succeeded, Failed) it
 removes the pod from `reservedFor`, deletes the claims generated for it, and deallocates a
 claim that carries the `resource.kubernetes.io/delete-protection` finalizer once nothing
-reserves it. A claim allocated by hand (no finalizer) stays allocated: that is the "idle
-holder" of DESIGN.md.
+reserves it. A claim allocated by hand (no finalizer) stays allocated with no pod running: an
+idle holder, which the mirror reports (`idle`, `idleSince`).
 
 Promises: every write goes through the `ClusterStore` (so it is validated, versioned and seen
 by watchers like any client's); a retry after a partial failure finds the claims it created

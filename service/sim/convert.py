@@ -2,7 +2,7 @@
 
 kube-apiserver stores one version and converts on the way in and out; so does the
 simulator. `v1beta2` has the v1 shape (only `apiVersion` differs). `v1beta1` differs in two
-places (../shared/docs/dra-api.md §1):
+places (k8s.io/api resource/v1beta1 types.go):
 
 * ResourceSlice devices wrap everything but the name in `basic`:
   v1 `{name, attributes, …}`  <->  v1beta1 `{name, basic: {attributes, …}}`.

@@ -4,8 +4,8 @@ Shapes are the legacy (non-aggregated) discovery of kube-apiserver; kubectl and
 kubernetes_asyncio fall back to them when the response is plain `application/json`.
 The resource.k8s.io versions listed are the cluster's served versions minus those a
 fault has hidden, preferred version first (v1, then v1beta2, then v1beta1, then v1alpha3);
-each version's resource list names only the kinds served at it (`serves`): DeviceTaintRule
-has versions of its own.
+each version's resource list names only the kinds served at it (`serves`): an optional kind
+(DeviceTaintRule; PodGroup, in scheduling.k8s.io) has versions of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dra_mirror.service.model.kinds import ALL_DRA_VERSIONS, BY_PLURAL, DRA_GROUP
+from dra_mirror.service.model.kinds import ALL_DRA_VERSIONS, BY_PLURAL, DRA_GROUP, newest_first
 
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 _STATUS_VERBS = ["get", "patch", "update"]
@@ -88,12 +88,13 @@ def resource_list(
     }
 
 
-def api_group(versions: list[str]) -> dict[str, Any]:
-    listed = [{"groupVersion": f"{DRA_GROUP}/{v}", "version": v} for v in ordered(versions)]
+def api_group(versions: list[str], name: str = DRA_GROUP) -> dict[str, Any]:
+    """The APIGroup document of `name` serving `versions` (newest first)."""
+    listed = [{"groupVersion": f"{name}/{v}", "version": v} for v in newest_first(versions)]
     group: dict[str, Any] = {
         "kind": "APIGroup",
         "apiVersion": "v1",
-        "name": DRA_GROUP,
+        "name": name,
         "versions": listed,
     }
     if listed:
@@ -101,9 +102,11 @@ def api_group(versions: list[str]) -> dict[str, Any]:
     return group
 
 
-def api_group_list(versions: list[str]) -> dict[str, Any]:
-    groups = []
-    if ordered(versions):
-        group = api_group(versions)
-        groups.append({k: v for k, v in group.items() if k not in ("kind", "apiVersion")})
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+def api_group_list(groups: dict[str, list[str]]) -> dict[str, Any]:
+    """`/apis`: every group with a served version (group -> versions)."""
+    listed = []
+    for name, versions in groups.items():
+        if versions:
+            group = api_group(versions, name)
+            listed.append({k: v for k, v in group.items() if k not in ("kind", "apiVersion")})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": listed}

@@ -4,8 +4,9 @@ A `Checker` collects `StatusCause`-shaped dicts (`{reason, message, field}`) wit
 and messages of k8s.io/apimachinery's `field.ErrorList` (`FieldValueRequired`,
 `FieldValueTooMany`, `FieldValueInvalid` …); values are quoted as Go's `%q` prints them. The
 formats are apimachinery's (RFC 1123 labels and subdomains, C identifiers, label names and
-values, semantic versions); the limits are those of k8s.io/api resource/v1 (1.35), see
-`../shared/docs/dra-api.md` §2.
+values, semantic versions); the limits are those of k8s.io/api resource/v1 (1.35), the
+constants its types.go declares (`ResourceSliceMaxDevices`,
+`ResourceSliceMaxAttributesAndCapacitiesPerDevice`…).
 
 Promises: pure; a checker never raises for a value of the wrong type, it reports it.
 """

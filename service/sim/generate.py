@@ -84,7 +84,7 @@ class ScaleSpec:
 def populate(store: ClusterStore, spec: ScaleSpec, *, seed: str, now: str | None = None) -> None:
     """Fill `store` with the generated cluster (see the module docstring)."""
     # Building ~90,000 nested dicts makes the cyclic garbage collector walk the growing heap
-    # again and again (performance-notes.md); none of them is garbage, so pause it.
+    # again and again; none of them is garbage, so pause it.
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_mirror.service.model.kinds import BY_PLURAL, DRA_GROUP
+from dra_mirror.service.model.kinds import BY_PLURAL
 
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 # openapi_v2.Document with only field 1 (swagger) = "2.0", protobuf wire format.
@@ -27,12 +27,13 @@ _PARAMS = [
 ]
 
 
-def index(versions: list[str]) -> dict[str, Any]:
-    """`/openapi/v3`: where each group-version's document lives."""
+def index(groups: dict[str, list[str]]) -> dict[str, Any]:
+    """`/openapi/v3`: where each group-version's document lives (group -> versions)."""
     paths = {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=sim"}}
-    for version in versions:
-        gv = f"apis/{DRA_GROUP}/{version}"
-        paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash=sim"}
+    for group, versions in groups.items():
+        for version in versions:
+            gv = f"apis/{group}/{version}"
+            paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash=sim"}
     return {"paths": paths}
 
 

@@ -218,6 +218,7 @@ _CREATE_ORDER = [
     "DeviceTaintRule",
     "ResourceClaimTemplate",
     "ResourceClaim",
+    "PodGroup",
     "Pod",
 ]
 

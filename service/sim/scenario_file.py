@@ -3,8 +3,8 @@
 `load_scenario("demo")` (a shipped name) or `load_scenario("path/to/file.yaml")` parses and
 checks a scenario (format: `service/sim/scenarios/README.md`) into a frozen `Scenario`;
 `list_scenarios()` names the shipped ones. A scenario names its clusters; each cluster its
-served resource.k8s.io versions, its Kubernetes version (`kubernetes: "1.36"`: the
-DeviceTaintRule versions it serves; none without it), faults, namespaces, device classes, node groups (with their
+served resource.k8s.io versions, its Kubernetes version (`kubernetes: "1.36"`: the versions
+of DeviceTaintRule and PodGroup it serves; none without it), faults, namespaces, device classes, node groups (with their
 GPU profiles, `service.sim.hardware`), extra objects, workloads, churn and generated scale.
 
 Promises: pure parsing; an error in a file is a `ScenarioError` naming the file and the field;

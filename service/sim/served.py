@@ -13,7 +13,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_mirror.service.model.kinds import BY_KIND, BY_PLURAL, DRA_VERSIONS, OPTIONAL
+from dra_mirror.service.model.kinds import (
+    BY_KIND,
+    BY_PLURAL,
+    DRA_GROUP,
+    DRA_VERSIONS,
+    OPTIONAL,
+    newest_first,
+)
 from dra_mirror.service.sim.discovery import ordered
 from dra_mirror.service.sim.errors import ApiError
 from dra_mirror.service.sim.faults import Faults
@@ -73,7 +80,7 @@ class ServedCluster:
             served = self.optional_versions.get(kind)
             if served is None:
                 served = BY_KIND[kind].versions_at(minor) if minor is not None else ()
-            self.optional_versions[kind] = tuple(ordered(served))
+            self.optional_versions[kind] = tuple(newest_first(served))
         self.store.add_waker(self.notifier.wake)
         self.store.add_listener(self._namespace_controller)
         self.garbage = GarbageCollector(self.store)
@@ -97,29 +104,36 @@ class ServedCluster:
     def name(self) -> str:
         return self.store.name
 
-    def served_versions(self) -> list[str]:
-        """Every resource.k8s.io version some kind is served at, newest first."""
-        hidden = self.faults.hidden_versions()
+    def served_versions(self, group: str = DRA_GROUP) -> list[str]:
+        """Every version of `group` some kind is served at, newest first."""
+        hidden = self.faults.hidden_versions() if group == DRA_GROUP else set()
         own = {v for kind, versions in self.optional_versions.items()
-               if BY_KIND[kind].is_dra for v in versions}  # fmt: skip
-        return [v for v in ordered({*self.versions, *own}) if v not in hidden]
+               if BY_KIND[kind].group == group for v in versions}  # fmt: skip
+        dra = set(self.versions) if group == DRA_GROUP else set()
+        return [v for v in newest_first(dra | own) if v not in hidden]
+
+    def served_groups(self) -> dict[str, list[str]]:
+        """Every API group other than the core one with a version served: its versions."""
+        groups = {DRA_GROUP} | {BY_KIND[kind].group for kind in self.optional_versions}
+        found = {group: self.served_versions(group) for group in sorted(groups)}
+        return {group: versions for group, versions in found.items() if versions}
 
     def serves(self, plural: str, version: str) -> bool:
         """Whether resource.k8s.io/<version> serves `plural` (an optional kind at the versions
         of its own it is served at; the other kinds at every version of `versions`)."""
-        if version in self.faults.hidden_versions():
-            return False
         resource = BY_PLURAL[plural]
+        if resource.is_dra and version in self.faults.hidden_versions():
+            return False
         if resource.optional:
             return version in self.optional_versions.get(resource.kind, ())
         return version in self.versions
 
-    def check_version(self, version: str) -> None:
-        if version not in self.served_versions():
+    def check_version(self, version: str, group: str = DRA_GROUP) -> None:
+        if version not in self.served_versions(group):
             raise ApiError(
                 404,
                 "NotFound",
-                f"the server could not find the requested resource (resource.k8s.io/{version})",
+                f"the server could not find the requested resource ({group}/{version})",
             )
 
     def apply_faults(self, changes: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@
 
     /api/v1/{plural}[/{name}[/status]]
     /api/v1/namespaces/{ns}/{plural}[/{name}[/status]]
-    /apis/resource.k8s.io/{version}/...same shapes...
+    /apis/{group}/{version}/...same shapes... (resource.k8s.io; scheduling.k8s.io's PodGroups)
 
 with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE (`resource_verbs.py`), OpenAPI v2/v3
 for kubectl, the health probes, the review APIs (TokenReview, SubjectAccessReview and the self
@@ -28,7 +28,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dra_mirror.service.model.kinds import DRA_GROUP
 from dra_mirror.service.sim import discovery, openapi
 from dra_mirror.service.sim.errors import ApiError, bad_request
 from dra_mirror.service.sim.patches import decode_body
@@ -107,31 +106,30 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return json_response(discovery.resource_list("", "v1"))
 
     async def apis(request: Request) -> Response:
-        return json_response(discovery.api_group_list(cluster.served_versions()))
+        return json_response(discovery.api_group_list(cluster.served_groups()))
 
-    async def dra_group(request: Request) -> Response:
-        if not cluster.served_versions():
+    async def group_document(request: Request) -> Response:
+        group = request.path_params["group"]
+        if not cluster.served_versions(group):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return json_response(discovery.api_group(cluster.served_versions()))
+        return json_response(discovery.api_group(cluster.served_versions(group), group))
 
-    async def dra_resources(request: Request) -> Response:
-        version = request.path_params["version"]
-        cluster.check_version(version)
-        return json_response(discovery.resource_list(DRA_GROUP, version, cluster.serves))
+    async def group_resources(request: Request) -> Response:
+        group, version = request.path_params["group"], request.path_params["version"]
+        cluster.check_version(version, group)
+        return json_response(discovery.resource_list(group, version, cluster.serves))
 
     async def core_objects(request: Request) -> Response:
         if not request.path_params["rest"].strip("/"):
             return await core_resources(request)
         return await verbs.objects(request, Target("", "v1", request.path_params["rest"]))
 
-    async def dra_objects(request: Request) -> Response:
-        version = request.path_params["version"]
-        cluster.check_version(version)
+    async def group_objects(request: Request) -> Response:
+        group, version = request.path_params["group"], request.path_params["version"]
+        cluster.check_version(version, group)
         if not request.path_params["rest"].strip("/"):
-            return await dra_resources(request)
-        target = Target(
-            DRA_GROUP, version, request.path_params["rest"], kubernetes=cluster.kubernetes
-        )
+            return await group_resources(request)
+        target = Target(group, version, request.path_params["rest"], kubernetes=cluster.kubernetes)
         if not cluster.serves(target.plural, version):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return await verbs.objects(request, target)
@@ -148,15 +146,15 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         return json_response(cluster.faults.settings)
 
     async def openapi_index(request: Request) -> Response:
-        return json_response(openapi.index(cluster.served_versions()))
+        return json_response(openapi.index(cluster.served_groups()))
 
     async def openapi_core(request: Request) -> Response:
         return json_response(openapi.document("", "v1"))
 
-    async def openapi_dra(request: Request) -> Response:
-        version = request.path_params["version"]
-        cluster.check_version(version)
-        return json_response(openapi.document(DRA_GROUP, version))
+    async def openapi_group(request: Request) -> Response:
+        group, version = request.path_params["group"], request.path_params["version"]
+        cluster.check_version(version, group)
+        return json_response(openapi.document(group, version))
 
     async def openapi_v2(request: Request) -> Response:
         # kubectl reads /openapi/v2 only as protobuf (openapi_v2.Document) to validate kinds
@@ -173,20 +171,18 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         Route("/api", guarded(api)),
         Route("/api/v1", guarded(core_resources)),
         Route("/apis", guarded(apis)),
-        Route("/apis/resource.k8s.io", guarded(dra_group)),
-        Route("/apis/resource.k8s.io/{version}", guarded(dra_resources)),
+        Route("/apis/{group}", guarded(group_document)),
+        Route("/apis/{group}/{version}", guarded(group_resources)),
         Route("/api/v1/{rest:path}", guarded(core_objects), methods=_WRITE_METHODS),
         Route(
-            "/apis/resource.k8s.io/{version}/{rest:path}",
-            guarded(dra_objects),
-            methods=_WRITE_METHODS,
+            "/apis/{group}/{version}/{rest:path}", guarded(group_objects), methods=_WRITE_METHODS
         ),
         Route("/sim/status", guarded(sim_status)),
         Route("/sim/faults", guarded(sim_faults), methods=["GET", "POST"]),
         Route("/openapi/v2", guarded(openapi_v2)),
         Route("/openapi/v3", guarded(openapi_index)),
         Route("/openapi/v3/api/v1", guarded(openapi_core)),
-        Route("/openapi/v3/apis/resource.k8s.io/{version}", guarded(openapi_dra)),
+        Route("/openapi/v3/apis/{group}/{version}", guarded(openapi_group)),
         Route("/healthz", healthz),
         Route("/readyz", healthz),
         Route("/livez", healthz),

@@ -1,5 +1,5 @@
 """Validation of the supply side: DeviceClasses and ResourceSlices, as kube-apiserver's
-resource.k8s.io/v1 validation checks them (the rules `../shared/docs/dra-api.md` §2 lists).
+resource.k8s.io/v1 validation checks them (k8s.io/kubernetes pkg/apis/resource/validation).
 
 * a class: its selectors (at most 32, CEL at most 10 KiB) and opaque configs;
 * a slice: driver, pool (name as DNS subdomains separated by `/`, generation ≥ 0,

@@ -206,6 +206,13 @@ _PRINTERS: dict[str, tuple[list[Column], Callable[[dict], list], Callable[[dict]
 }
 
 
+_NAME_AND_AGE: tuple[list[Column], Callable[[dict], list], Callable[[dict], list]] = (
+    [_AGE],
+    lambda o: [],
+    lambda o: [],
+)
+
+
 def table(
     plural: str,
     objects: Iterable[dict],
@@ -221,7 +228,8 @@ def table(
     """A Table of `objects` (storage shape) with the columns kube-apiserver prints;
     `served` converts a row's full object (`includeObject=Object`) to the requested version."""
     now = now or datetime.now(UTC)
-    columns, before, after = _PRINTERS[plural]
+    # A kind without printer columns of its own (DeviceTaintRule, PodGroup): name and age.
+    columns, before, after = _PRINTERS.get(plural, _NAME_AND_AGE)
     rows = []
     for obj in objects:
         row: dict[str, Any] = {

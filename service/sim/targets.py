@@ -67,13 +67,15 @@ class Target:
     def served(self, obj: dict) -> dict:
         if self.group == DRA_GROUP:
             return to_served(self.plural, obj, self.version, kubernetes=self.kubernetes)
+        if self.group and "apiVersion" in obj:  # another group: one shape at every version
+            return {**obj, "apiVersion": self.group_version}
         return obj
 
     def item_bytes(self, store: ClusterStore, key: Key, obj: dict, current: bool) -> bytes:
-        if self.group == DRA_GROUP and (
+        if (self.group and self.group != DRA_GROUP) or (self.group == DRA_GROUP and (
             self.version == "v1beta1"
             or (self.plural == "devicetaintrules" and tombstones_rule_selectors(self.kubernetes))
-        ):
+        )):  # fmt: skip
             return orjson.dumps(list_item(self.served(obj)))
         if current:
             return store.encoded(self.plural, key)
@@ -129,6 +131,8 @@ def incoming(target: Target, body: Any) -> dict:
                 f"({target.group_version})"
             )
         return to_storage(target.plural, body, target.version)
+    if target.group:  # another group: stored as written, under the version written
+        return {**body, "apiVersion": target.group_version}
     return body
 
 

@@ -2,12 +2,12 @@
 
 `validate(plural, obj)` returns a list of `StatusCause`-shaped dicts
 (`{reason, message, field}`); an empty list means the object is acceptable. The rules are the
-ones that matter to a mirror and that appear in `../shared/docs/dra-api.md` §2: name formats,
-required fields, one-of groups and the size limits (128 devices per slice, 64 with taints or
-counters, 32 attributes + capacities per device, 32 requests, 256 reservedFor …). Field paths
-are written in the v1 shape, as kube-apiserver reports them after conversion. The field errors,
-formats and limits are `service.sim.field_errors`, the rules for classes and slices
-`service.sim.slice_rules`; those for metadata, claims, templates and pods are here.
+ones that matter to a mirror, as kube-apiserver's resource.k8s.io/v1 validation has them:
+name formats, required fields, one-of groups and the size limits (128 devices per slice, 64
+with taints or counters, 32 attributes + capacities per device, 32 requests, 256 reservedFor
+…). Field paths are written in the v1 shape, as kube-apiserver reports them after conversion.
+The field errors, formats and limits are `service.sim.field_errors`, the rules for classes
+and slices `service.sim.slice_rules`; those for metadata, claims, templates and pods are here.
 
 `default(plural, obj)` fills what the API server defaults on the way in (request
 `allocationMode: ExactCount`, `count: 1`). Both are pure functions of the object.

@@ -13,7 +13,9 @@ Semantics kept from the real server (watch cache):
 * Selectors apply to events: an object that leaves the selection is sent as DELETED, one
   that enters it as ADDED.
 * BOOKMARK events (only `kind`, `apiVersion`, `metadata.resourceVersion`) are sent when
-  `allowWatchBookmarks=true`: periodically and when the stream ends by `timeoutSeconds`.
+  `allowWatchBookmarks=true`: every `bookmark_interval` (kube-apiserver: a minute) on the
+  dot, however often events of any kind wake the stream, and when the stream ends by
+  `timeoutSeconds`.
 * A restart of the store ends every open stream, as a crashed apiserver would.
 
 Faults (see faults.py) drop, stall or slow streams.
@@ -140,7 +142,11 @@ async def watch_stream(
             if bookmarks and now - last_bookmark >= cluster.bookmark_interval:
                 yield _line("BOOKMARK", bookmark(cursor, False))
                 last_bookmark = now
-            wait = min(deadline - now, cluster.bookmark_interval)
+            # wake up for the next bookmark, due one interval after the last however often
+            # events (of any kind) woke the stream meanwhile: kube-apiserver's watch cache
+            # keeps one due time per watcher, so a quiet kind hears from it every interval
+            due = last_bookmark + cluster.bookmark_interval - now if bookmarks else None
+            wait = min(deadline - now, cluster.bookmark_interval if due is None else due)
             try:
                 async with asyncio.timeout(max(wait, 0.001)):
                     await waiter.wait()

@@ -11,17 +11,26 @@ Promises:
 
 * `acquire()` is one script: it takes a free lease, or confirms one this holder already has;
   it returns the token, or None when another replica holds it;
-* `renew()` extends the TTL only while the key still names this holder (one script);
-  False means the lease is gone — stop writing, and acquire again (the new token forces a
-  fresh start: the store reloads the cluster and the watcher relists);
+* `renew()` extends the TTL while the key still names this holder, and takes the lease back
+  when the key expired but the cluster's fence is still this holder's token — nobody took the
+  cluster meanwhile (taking it changes the fence), so this holder's index is still what Redis
+  holds: a Redis that was down longer than the TTL and came back with its data (its
+  append-only file) costs no fresh start. One script; False means the lease is gone — stop
+  writing, and acquire again (the new token forces a fresh start: the store reloads the
+  cluster and the watcher relists);
 * `release()` deletes the key only if it is still ours, so a successor may take over at once;
 * when the holder dies, the key expires and another replica's `acquire()` succeeds within
   the TTL (plus its retry interval).
 
 `hold_leases(...)` runs the loop for many clusters: try to acquire every `retry_interval`,
 renew every `renew_interval`; on each acquisition it awaits `on_acquired(cluster, token)`,
-on each loss `on_lost(cluster)`. Redis errors count as "not renewed": a holder that cannot
-renew before its TTL runs out treats the lease as lost. The leases spread over the watchers:
+on each loss `on_lost(cluster)`. A renewal that fails because Redis does not answer is not a
+loss: the holder keeps watching and retries (its writes wait meanwhile, and are fenced: if
+another replica took the cluster while this one could not reach Redis, they are refused and
+the next renewal that answers says the lease is gone). Only an answer that the lease is no
+longer this holder's ends it. `resign[cluster]` (an `asyncio.Event`), when set, makes the
+holder give the lease up and take it again with a new token — a fresh start — as a loss of
+the history outbox's fences asks (service.reactor.leased). The leases spread over the watchers:
 each takes at most its fair share of the clusters and hands back a surplus when another
 watcher joins (`service.stores.lease_share`).
 """
@@ -32,7 +41,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from redis.exceptions import RedisError
@@ -55,9 +64,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return false
 """
+# KEYS: lease, fence; ARGV: holder, ttl ms, token. An expired lease whose fence is still this
+# holder's token is taken back: nobody acquired the cluster since (acquiring changes the fence).
 RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder and ARGV[3] ~= '' and redis.call('GET', KEYS[2]) == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
 end
 return 0
 """
@@ -106,7 +122,10 @@ class Lease:
 
     async def renew(self) -> bool:
         renewed = await self.store._call(
-            self._renew(keys=[self.keys.lease], args=[self.holder, self.ttl_ms])
+            self._renew(
+                keys=[self.keys.lease, self.keys.fence],
+                args=[self.holder, self.ttl_ms, self.token or ""],
+            )
         )
         if not renewed:
             self.token = None
@@ -129,17 +148,22 @@ async def hold_leases(
     on_lost: Lost,
     settings: LeaseSettings | None = None,
     holder: str | None = None,
+    resign: Mapping[str, asyncio.Event] | None = None,
 ) -> None:
     """Hold (or wait for) the lease of every cluster until cancelled; then release them."""
     settings = settings or LeaseSettings()
     holder = holder or secrets.token_hex(8)
     leases = {c: Lease(store, c, ttl=settings.ttl, holder=holder) for c in clusters}
     share = FairShare(store, clusters=len(leases), holder=holder, ttl=settings.ttl)
+    resign = resign or {}
     await share.announce()
     try:
         await asyncio.gather(
             _announce(share, settings),
-            *(_hold(lease, on_acquired, on_lost, settings, share) for lease in leases.values()),
+            *(
+                _hold(lease, on_acquired, on_lost, settings, share, _event(resign, lease.cluster))
+                for lease in leases.values()
+            ),
         )
     finally:
         for lease in leases.values():
@@ -149,14 +173,32 @@ async def hold_leases(
         await asyncio.shield(share.withdraw())
 
 
+def _event(events: Mapping[str, asyncio.Event], cluster: str) -> asyncio.Event:
+    found = events.get(cluster)
+    return found if found is not None else asyncio.Event()
+
+
 async def _announce(share: FairShare, settings: LeaseSettings) -> None:
     while True:
         await asyncio.sleep(settings.renew_interval)
         await share.announce()
 
 
+async def _resigned(resign: asyncio.Event, seconds: float) -> bool:
+    """Wait `seconds`, or less if `resign` is set meanwhile: whether it was."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await resign.wait()
+    return resign.is_set()
+
+
 async def _hold(
-    lease: Lease, on_acquired: Acquired, on_lost: Lost, settings: LeaseSettings, share: FairShare
+    lease: Lease,
+    on_acquired: Acquired,
+    on_lost: Lost,
+    settings: LeaseSettings,
+    share: FairShare,
+    resign: asyncio.Event,
 ) -> None:
     loop = asyncio.get_running_loop()
     context = {"cluster": lease.cluster, "holder": lease.holder}
@@ -180,6 +222,7 @@ async def _hold(
             await asyncio.sleep(settings.retry_interval)
             continue
         log.info("lease taken (token %s): watching", token, extra=context)
+        resign.clear()  # a fresh start: what asked for one is answered by it
         try:
             await on_acquired(lease.cluster, token)
         except Exception:  # a bug starting the watch: let another replica try
@@ -191,11 +234,25 @@ async def _hold(
             await asyncio.sleep(settings.retry_interval)
             continue
         renewed_at = loop.time()
+        unreachable_said = False
         while True:
-            await asyncio.sleep(settings.renew_interval)
+            if await _resigned(resign, settings.renew_interval):
+                log.warning("giving the lease up to start the cluster afresh: the history "
+                            "outbox lost its entries", extra=context)  # fmt: skip
+                share.held -= 1
+                lease.token = None
+                await on_lost(lease.cluster)
+                with contextlib.suppress(Exception):
+                    await lease.release()
+                break
             try:
                 if await lease.renew():
+                    if unreachable_said:
+                        log.warning("lease renewed after %.1fs without an answer from Redis; "
+                                    "the watch went on", loop.time() - renewed_at,
+                                    extra=context)  # fmt: skip
                     renewed_at = loop.time()
+                    unreachable_said = False
                     if not share.surplus():
                         continue
                     share.held -= 1  # decided before any await: one hand-back per surplus
@@ -209,10 +266,16 @@ async def _hold(
                     break
                 reason = "another replica holds it, or Redis lost it"
             except Exception as error:
-                if loop.time() - renewed_at < settings.ttl - settings.renew_interval:
+                # Redis does not answer: not a loss. Writes wait for it and are fenced, so the
+                # watch goes on; the first renewal that answers says whether it is still ours.
+                if loop.time() - renewed_at < settings.ttl:
                     log.warning("lease renewal failed (%s); will retry", error, extra=context)
-                    continue
-                reason = f"not renewed within its TTL ({error})"
+                elif not unreachable_said:
+                    unreachable_said = True
+                    log.warning("lease not renewed for %.1fs, longer than its TTL (%s): "
+                                "watching on, its writes fenced, until Redis answers",
+                                loop.time() - renewed_at, error, extra=context)  # fmt: skip
+                continue
             log.warning("lease lost: %s; stopping the watch", reason, extra=context)
             share.held -= 1
             lease.token = None

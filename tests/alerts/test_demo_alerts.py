@@ -11,7 +11,7 @@ import uvicorn
 import yaml
 
 from dra_mirror.service.alerts.config import parse
-from dra_mirror.service.cli.demo import demo_app
+from dra_mirror.service.runtime.demo import demo_app
 from dra_mirror.service.settings import Settings
 from tests.alerts.conftest import FakeSlack
 from tests.app.test_smoke import free_socket

@@ -10,7 +10,7 @@ import socket
 import httpx
 import uvicorn
 
-from dra_mirror.service.cli.demo import demo_app
+from dra_mirror.service.runtime.demo import demo_app
 from dra_mirror.service.settings import Settings
 
 H200_UUID = "GPU-21f6a090-a7a1-f57a-27f8-e0da547eb43a"  # the real H200 of ../shared/hardware

@@ -183,3 +183,28 @@ async def test_a_dangling_current_context_with_a_good_context_serves(tmp_path: P
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+
+
+def test_limits_that_cannot_work_and_config_files_that_cannot(tmp_path: Path) -> None:
+    """A negative body limit (every request, /healthz too, would be 413), an access file
+    whose reviewing context the kubeconfig lacks, a SQLite history file that cannot be
+    written: one line and exit 2 each, never a traceback and exit 1."""
+    path = kubeconfig(tmp_path)
+    env = {"DRA_MIRROR_GRAPHQL_MAX_BODY_BYTES": "-1"}
+    assert_one_line(run(tmp_path, "serve", "--kubeconfig", path, env=env), "max_body_bytes")
+    access = tmp_path / "access.yaml"
+    access.write_text("kubernetes:\n  context: nowhere\n")
+    result = run(tmp_path, "serve", "--kubeconfig", path, "--context", "good",
+                 env={"DRA_MIRROR_ACCESS_CONFIG": str(access),
+                      "DRA_MIRROR_ACCESS_INSECURE_NO_AUTH": "false"})  # fmt: skip
+    assert_one_line(result, str(access), "has no context 'nowhere'")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    for url, expected in (
+        ("sqlite+aiosqlite:////proc/no-such-dir/history.db", "does not exist"),
+        (f"sqlite:///{locked}/history.db", "cannot create files"),
+    ):
+        if "locked" in url and os.geteuid() == 0:
+            continue  # root writes anywhere
+        result = run(tmp_path, "serve", "--kubeconfig", path, "--database-url", url)
+        assert_one_line(result, expected)

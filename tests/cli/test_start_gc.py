@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 
-from dra_mirror.service.cli import main, server
-from dra_mirror.service.runtime import mirror
+from dra_mirror.service.cli import main
+from dra_mirror.service.runtime import mirror, server
 from dra_mirror.service.settings import Settings
 
 PATIENCE = 30.0  # seconds before a hung server fails the test (not a speed check)

@@ -14,6 +14,8 @@ from dra_mirror.service.clusters.watching import WatchSettings
 # watchdog (its waits would go through the recorded `sleep`); the stall tests turn it on.
 FAST = WatchSettings(
     stall_intervals=0.0,
+    quiet_intervals=0.0,  # a test that wants the bookmark deadline or position checks says so
+    position_check_interval=0.0,
     page_size=500,
     watch_timeout=2,
     watch_timeout_jitter=0.0,

@@ -51,7 +51,8 @@ async def test_hiccups_keep_the_last_answer_and_404s_do_not(tmp_path: Path) -> N
 
 class OnlyV1alpha3:
     """A cluster too old for the mirror: its resource.k8s.io discovery lists v1alpha3 only
-    (where DeviceTaintRule is served from 1.33 on)."""
+    (where DeviceTaintRule is served from 1.33 on); scheduling.k8s.io serves PriorityClass's
+    v1 and no PodGroup."""
 
     cluster = "old"
 
@@ -60,6 +61,8 @@ class OnlyV1alpha3:
             return b'{"kind":"APIGroup","versions":[{"version":"v1alpha3"}]}'
         if path == "/apis/resource.k8s.io/v1alpha3":
             return b'{"kind":"APIResourceList","resources":[{"name":"devicetaintrules"}]}'
+        if path == "/apis/scheduling.k8s.io":
+            return b'{"kind":"APIGroup","versions":[{"version":"v1"}]}'
         raise AssertionError(f"asked {path}")
 
 
@@ -69,6 +72,9 @@ async def test_a_cluster_serving_no_known_version_says_which_it_serves() -> None
         await versions.version()
     assert versions.listed == ("v1alpha3",)
     assert await versions.version_of("DeviceTaintRule") == "v1alpha3"
+    with pytest.raises(NotServed, match=r"scheduling.k8s.io: podgroups is served at none of "
+                       r"v1beta1, v1alpha3, v1alpha2 \(discovery lists v1\)"):  # fmt: skip
+        await versions.version_of("PodGroup")
 
 
 @pytest.mark.parametrize(

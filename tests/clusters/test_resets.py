@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from dra_mirror.service.clusters.resets import ClusterResets, comparable, older
-from dra_mirror.service.clusters.stalls import StallWatch
+from dra_mirror.service.clusters.stalls import PositionGone, StallWatch
 from tests.clusters.conftest import FakeTime, eventually
 
 
@@ -115,3 +115,43 @@ async def test_what_the_reading_returns_or_raises_comes_through(fake_time: FakeT
     assert (
         await StallWatch(limit=0, clock=fake_time.clock, sleep=fake_time.sleep).run(lines(2)) == 2
     )
+
+
+async def test_a_silent_stream_is_said_quiet_once_and_its_position_checked(
+    fake_time: FakeTime,
+) -> None:
+    """Past the bookmark deadline (75 s) `on_quiet` is called once per silence; every 10 s of
+    silence the position is checked; a check that finds it gone ends the stream."""
+    quiet: list[float] = []
+    checks: list[float] = []
+    gone = [False]
+
+    async def on_quiet(seconds: float) -> None:
+        quiet.append(seconds)
+
+    async def check() -> bool:
+        checks.append(fake_time.now)
+        return gone[0]
+
+    stall = StallWatch(limit=120.0, clock=fake_time.clock, sleep=fake_time.sleep,
+                       quiet_after=75.0, on_quiet=on_quiet, check_every=10.0, check=check)  # fmt: skip
+    forever = asyncio.get_running_loop().create_future()
+    watched = asyncio.create_task(stall.run(forever))
+    for _ in range(8):  # 80 s of silence, 10 s at a time
+        await eventually(lambda: fake_time.waiting == 1)
+        fake_time.advance(10)
+        await asyncio.sleep(0.01)
+    assert quiet == [75.0] or quiet == [80.0], quiet
+    assert checks == [10.0 * i for i in range(1, 9)], checks
+    stall.heard()  # a bookmark: heard again, no check for the next 10 s
+    await eventually(lambda: fake_time.waiting == 1)
+    fake_time.advance(5)
+    await asyncio.sleep(0.01)
+    assert len(checks) == 8 and not watched.done()
+    gone[0] = True
+    for _ in range(3):
+        fake_time.advance(5)
+        await asyncio.sleep(0.01)
+    with pytest.raises(PositionGone):
+        await asyncio.wait_for(watched, 1)
+    assert forever.cancelled() and quiet[-1] < 80.0 + 1

@@ -29,6 +29,7 @@ PLURALS = {
     "Pod": "pods",
     "Node": "nodes",
     "DeviceTaintRule": "devicetaintrules",
+    "PodGroup": "podgroups",
 }
 
 
@@ -109,6 +110,46 @@ def pod(name: str, node_name: str, claim_name: str, namespace: str = "default") 
             ],
         },
     }
+
+
+def pod_group(
+    name: str,
+    *,
+    version: str = "v1beta1",
+    claim_name: str | None = None,
+    template_name: str | None = None,
+    generated: str | None = None,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    """A PodGroup as a 1.37 workload controller writes it (scheduling.k8s.io/v1beta1, KEP-5729;
+    v1alpha2 in 1.36 names its Workload through podGroupTemplateRef): a gang of two sharing one
+    claim, named or made from a template (`generated`: the name status records for it)."""
+    entry: dict[str, Any] = {"name": "shared-gpus"}
+    if claim_name:
+        entry["resourceClaimName"] = claim_name
+    if template_name:
+        entry["resourceClaimTemplateName"] = template_name
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "resourceClaims": [entry],
+    }
+    if version == "v1alpha2":
+        spec["podGroupTemplateRef"] = {
+            "workload": {"workloadName": "training", "podGroupTemplateName": "workers"}
+        }
+    else:
+        spec["workloadRef"] = {"workloadName": "training", "templateName": "workers"}
+    body: dict[str, Any] = {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    if generated:
+        body["status"] = {
+            "resourceClaimStatuses": [{"name": "shared-gpus", "resourceClaimName": generated}]
+        }
+    return body
 
 
 def allocate(

@@ -5,7 +5,7 @@ operations manual's "When Nothing Is Allocated" rows (a class typo, a selector n
 passes, every A100 held by an idle hand-made claim, an H100 taken by the first of two template
 pods, a class of a driver that is not installed, a selector that fails to evaluate). The
 simulator serves them over HTTP, the mirror watches them with the real Kubernetes client into
-the in-memory store (`service.cli.demo.demo_app`), and a real uvicorn serves the app on a loopback
+the in-memory store (`service.runtime.demo.demo_app`), and a real uvicorn serves the app on a loopback
 port: tests ask GraphQL over HTTP, the CLI tests run `dra-mirror` against the same server or
 against the simulator's kubeconfig. Truth comes from the simulator's own object store.
 """
@@ -25,7 +25,7 @@ import pytest
 import uvicorn
 import yaml
 
-from dra_mirror.service.cli.demo import Demo, demo_app
+from dra_mirror.service.runtime.demo import Demo, demo_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.scenario import scenario_dir
 from tests.diagnostics.manifests import A100, H100, template, workload

@@ -32,11 +32,21 @@ class Client:
         self.sent.append(message)
 
 
+async def read_body(receive) -> bytes:
+    """What an app does with the body: read its parts to the last."""
+    parts = []
+    while True:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return b"".join(parts)
+
+
 async def test_a_disconnect_aborts_the_executions_and_cancels_the_work():
     seen: dict = {}
 
     async def slow_app(scope, receive, send):
-        seen["body"] = (await receive())["body"]
+        seen["body"] = await read_body(receive)
         seen["aborts"] = scope["state"][ABORTS_KEY]
         try:
             await asyncio.Event().wait()
@@ -66,13 +76,16 @@ async def test_the_request_timeout_answers_504_and_stops_the_work():
 
 
 async def test_a_streamed_body_past_the_limit_is_413():
-    async def app(scope, receive, send):
+    async def app(scope, receive, send):  # as Starlette does: the body's end, else an error
+        if (await read_body(receive)).count(b"x") < 18:
+            raise RuntimeError("the client left")
         raise AssertionError("never reached")
 
     guard = RequestGuard(app, max_body_bytes=10, request_timeout=1)
     client = Client([b"x" * 6, b"x" * 6, b"x" * 6])
     await guard(http_scope(), client.receive, client.send)
     assert client.sent[0]["status"] == 413
+    assert not client.chunks  # the rest was read and dropped: the client reads the answer
 
 
 async def test_work_after_the_answer_runs_to_its_end():

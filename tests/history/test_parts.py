@@ -80,7 +80,7 @@ class FailingOnce(MemoryOutbox):
         super().__init__()
         self.appends = 0
 
-    async def append(self, payload: bytes) -> str:
+    async def append(self, payload: bytes, *, cluster: str | None = None) -> str:
         self.appends += 1
         if self.appends == 3:
             raise StoreUnavailable("outbox: connection refused")

@@ -293,3 +293,30 @@ async def test_a_watching_mirror_over_redis_writes_history_through_the_stream(
             await redis.delete(key)
     finally:
         await redis.aclose()
+
+
+async def test_appends_are_fenced_by_the_holders_token(outboxes):
+    """A watcher's appends of a cluster go in only while its lease's token is the cluster's
+    fence in the outbox: a successor's token refuses them, and an outbox that lost its data (no
+    fence at all: Redis came back empty) refuses them saying so."""
+    from dra_mirror.service.history.redis_outbox import OutboxFenced
+    from dra_mirror.service.stores.redis_writes import Fenced
+
+    old, new = outboxes("old"), outboxes("new")
+    await old.fence("east", "1:old")
+    first = await old.append(b"x", cluster="east")
+    assert await old.append(b"y", cluster="west")  # a cluster it holds no fence for: unfenced
+    await new.fence("east", "2:new")
+    with pytest.raises(OutboxFenced) as refused:
+        await old.append(b"z", cluster="east")
+    assert isinstance(refused.value, Fenced) and not refused.value.lost
+    assert await new.append(b"w", cluster="east") > first
+    new.unfence("east")  # the lease lost: what is still in flight is refused
+    with pytest.raises(OutboxFenced):
+        await new.append(b"v", cluster="east")
+    await new.redis.delete(new.fences_key)  # as a Redis that came back empty
+    await new.fence("west", "3:new")
+    with pytest.raises(OutboxFenced) as refused:
+        await old.append(b"u", cluster="east")
+    assert refused.value.lost
+    assert await new.backlog() == 3

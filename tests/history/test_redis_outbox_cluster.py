@@ -153,3 +153,18 @@ async def test_a_master_killed_after_appends_loses_none_of_them(engine, outboxes
     assert await _counts(engine) == EXPECTED
     await _matches_truth(engine)
     assert victim.port not in redis_cluster.masters()
+
+
+async def test_on_a_cluster_a_fenced_append_waits_for_the_replica(outboxes, redis_cluster):
+    from dra_mirror.service.history.redis_outbox import OutboxFenced
+
+    outbox, successor = outboxes("writer-1"), outboxes("writer-2")
+    master = redis_cluster.master_of(_slot(outbox))
+    waits = _waits(master.port)
+    await outbox.fence("east", "1:writer-1")
+    await outbox.append(b"x", cluster="east")
+    assert _waits(master.port) - waits == 1
+    await successor.fence("east", "2:writer-2")
+    with pytest.raises(OutboxFenced):
+        await outbox.append(b"y", cluster="east")
+    assert await outbox.backlog() == 1

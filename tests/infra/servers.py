@@ -11,8 +11,9 @@ Controllers for the suite's servers, used by two callers:
 Promises: servers listen on 127.0.0.1 only; ``start()`` returns only once the server
 accepts connections (for PostgreSQL: answers the startup handshake), ``stop()`` only
 once the port refuses them; every failure raises ``ServerError`` with the server's log
-tail. Redis runs without persistence (``--save ''``, no AOF), so a restarted Redis is
-empty; PostgreSQL keeps its data across a restart.
+tail. The suite's Redis runs without persistence (``--save ''``, no AOF), so a restarted
+Redis is empty (a test may start one of its own with its append-only file on); PostgreSQL
+keeps its data across a restart.
 """
 
 from __future__ import annotations
@@ -70,11 +71,14 @@ def _tail(log: Path | None, lines: int = 20) -> str:
 
 @dataclass
 class RedisServer:
-    """A private, non-persistent redis-server at ``port`` whose files live in ``workdir``."""
+    """A private redis-server at ``port`` whose files live in ``workdir``: non-persistent, or
+    with ``appendonly`` its append-only file on (``appendfsync everysec``, as production runs
+    it), so that a restart — after ``kill()`` too — reloads what it held."""
 
     binary: Path
     port: int
     workdir: Path
+    appendonly: bool = False
 
     @property
     def url(self) -> str:
@@ -95,13 +99,15 @@ class RedisServer:
 
     def start(self, timeout: float = 20.0) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        # --save '' and --appendonly no: nothing is written to disk, a restart starts empty.
+        # --save '': no snapshots; without the append-only file nothing is written to disk and
+        # a restart starts empty, with it a restart reloads every write (as production runs).
         command = [
             str(self.binary),
             "--bind", LOOPBACK,
             "--port", str(self.port),
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", "yes" if self.appendonly else "no",
+            "--appendfsync", "everysec",
             "--dir", str(self.workdir),
             "--daemonize", "yes",
             "--pidfile", str(self.workdir / "redis.pid"),
@@ -126,6 +132,18 @@ class RedisServer:
             what=f"redis on port {self.port} to stop",
             log=self.log,
         )
+
+    def kill(self, timeout: float = 20.0) -> None:
+        """SIGKILL, as a crash: no shutdown, no save; returns once the port refuses."""
+        pid = int((self.workdir / "redis.pid").read_text().strip())
+        os.kill(pid, 9)
+        _wait(
+            lambda: not accepts_connections(self.port),
+            timeout=timeout,
+            what=f"redis on port {self.port} to die",
+            log=self.log,
+        )
+        (self.workdir / "redis.pid").unlink(missing_ok=True)
 
     @classmethod
     def from_env(cls, env: os._Environ[str] | dict[str, str] = os.environ) -> RedisServer:

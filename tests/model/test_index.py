@@ -132,6 +132,38 @@ def test_deleting_an_allocated_claim_releases_everything() -> None:
         ch.CLAIM_DELETED,
     ]
     assert index.idle_since(ck("c1")) is None
+    # the holds and reservations end because the claim is gone, not by a deallocation
+    assert [t.reason for t in changes.transitions[:3]] == ["deleted"] * 3
+
+
+def test_a_deleted_claims_holds_end_deleted_in_history() -> None:
+    """The intervals history writes from a deletion: `deleted`, never `released`."""
+    from dra_mirror.service.history.intervals import Decider, Plan
+    from dra_mirror.service.history.models import (
+        INTERVAL_TABLES,
+        AllocationInterval,
+        ConsumerInterval,
+    )
+
+    index = listed_index()
+    held = claim("c1", devices=(("n1", "gpu-0"),), consumers=(("p1", "u1"),))
+    opened = add(index, N1, held, at="2026-01-01T00:00:01Z")
+    deleted = delete(index, held, at="2026-01-01T00:00:02Z")
+    plan = Plan()
+    empty = {table: {} for table in INTERVAL_TABLES}
+    Decider(plan, empty).apply([*opened.transitions, *deleted.transitions])
+    for table in (AllocationInterval, ConsumerInterval):
+        assert [row["end_reason"] for row in plan.inserts[table]] == ["deleted"], table
+    # a deallocation (the claim kept) still ends its hold `released`
+    index = listed_index()
+    opened = add(index, N1, held, at="2026-01-01T00:00:01Z")
+    freed = index.apply([Event("MODIFIED", claim("c1", rv="2"))], at="2026-01-01T00:00:02Z")
+    plan = Plan()
+    Decider(plan, {table: {} for table in INTERVAL_TABLES}).apply(
+        [*opened.transitions, *freed.transitions]
+    )
+    assert [row["end_reason"] for row in plan.inserts[AllocationInterval]] == ["released"]
+    assert [row["end_reason"] for row in plan.inserts[ConsumerInterval]] == ["removed"]
 
 
 def test_identical_upserts_and_unknown_deletes_are_no_ops() -> None:

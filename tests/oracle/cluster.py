@@ -13,7 +13,8 @@ change into the watch events it causes. Its fixed catalog of devices:
   `bandwidth` and `queues`, names written without their domain;
 * gpu.nvidia.com/n2: `gpu-0`, which no driver ever publishes (claims may still name it).
 
-Pods `p<i>` use claim `c<i % 3>` of their namespace; pods may join the PodGroup `trainers`.
+Pods `p<i>` use claim `c<i % 3>` of their namespace; pods may join the PodGroup `trainers`,
+whose object (sharing claim `c0`) may exist or not while claims are reserved for it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ KIND_ORDER = (
     "ResourceSlice",
     "ResourceClaimTemplate",
     "ResourceClaim",
+    "PodGroup",
     "Pod",
     "DeviceTaintRule",
 )
@@ -262,6 +264,15 @@ class Cluster:
         pod = o.pod(name, ns, uid=self.uid(f"pod-{name}"), claims=[pod_claim(name)], node_name="n0",
                     podgroup=GROUP if in_group else None)  # fmt: skip
         return [self.write(pod)]
+
+    def create_group(self, ns: str) -> list[tuple[str, Raw]]:
+        """A workload controller creates the PodGroup, sharing `c0` among its pods."""
+        if self.get("PodGroup", ns, GROUP) is not None:
+            return []
+        return [self.write(o.pod_group(GROUP, ns, uid=self.uid("pg"), claim=CLAIMS[0]))]
+
+    def delete_group(self, ns: str) -> list[tuple[str, Raw]]:
+        return self.remove(("PodGroup", ns, GROUP))
 
     def set_phase(self, ns: str, name: str, phase: str) -> list[tuple[str, Raw]]:
         pod = self.get("Pod", ns, name)

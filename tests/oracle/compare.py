@@ -153,7 +153,29 @@ def mismatches(truth: Truth, answers: StoreAnswers, store: str) -> list[Mismatch
         diff.check("device.published", name, [False], flags if not answer.errors else answer.errors)
 
     _pools(diff, truth, docs[q.POOLS])
+    _pod_groups(diff, truth, docs[q.POD_GROUPS], docs[q.CLAIM_GROUPS])
     return diff.found
+
+
+def _pod_groups(diff: _Diff, truth: Truth, groups_answer: Answer, claims_answer: Answer) -> None:
+    groups = diff.data(groups_answer, "podGroups", "podGroups")
+    if groups is not None:
+        seen = {(g["namespace"], g["name"]): g for g in groups}
+        diff.check("podGroups.listed", "*", sorted(truth.pod_groups), sorted(seen))
+        for key in truth.pod_groups.keys() & seen.keys():
+            want, got, name = truth.pod_groups[key], seen[key], "/".join(key)
+            diff.check("podGroup.claims", name, want.claims,
+                       tuple((c["name"], c["resourceClaimName"]) for c in got["claims"]))  # fmt: skip
+            diff.check("podGroup.pods", name, want.pods, tuple(p["name"] for p in got["pods"]))
+            diff.check("podGroup.held", name, want.held, tuple(c["name"] for c in got["heldClaims"]))  # fmt: skip
+            diff.check("podGroup.idleHeld", name, want.idle_held, got["idleHeld"])
+    claims = diff.data(claims_answer, "claim.podGroups", "resourceClaims")
+    if claims is not None:
+        for c in claims:
+            key = (c["namespace"], c["name"])
+            if key in truth.claim_groups:
+                got = tuple(g["name"] for g in c["podGroups"])
+                diff.check("claim.podGroups", "/".join(key), truth.claim_groups[key], got)
 
 
 _POOL_FIELDS = (

@@ -46,7 +46,17 @@ POOLS = """query($cluster: String!) { resourcePools(cluster: $cluster) {
   driver poolName generation resourceSliceCount nodeName
   totalDevices allocatedDevices availableDevices unavailableDevices validationError } }"""
 
-WHOLE_CLUSTER = (DEVICES, SLICES, COUNTS, CLAIMS, CLAIM_SLICES, PODS, PUBLISHED, POOLS)
+# PodGroups (KEP-5729): their claims, pods and idle holding; the groups each claim names.
+POD_GROUPS = """query($cluster: String!) { podGroups(cluster: $cluster) {
+  namespace name claims { name resourceClaimName } pods { name } heldClaims { name } idleHeld } }"""
+
+CLAIM_GROUPS = """query($cluster: String!) { resourceClaims(cluster: $cluster, first: 1000) {
+  nodes { namespace name podGroups { name } } } }"""
+
+WHOLE_CLUSTER = (
+    DEVICES, SLICES, COUNTS, CLAIMS, CLAIM_SLICES, PODS, PUBLISHED, POOLS, POD_GROUPS,
+    CLAIM_GROUPS,
+)  # fmt: skip
 
 # --- live events and history -----------------------------------------------------------------
 

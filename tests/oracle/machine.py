@@ -222,6 +222,16 @@ class MirrorMachine(RuleBasedStateMachine):
         self.tick()
         self.show(self.cluster.set_phase(*pod, phase))
 
+    @rule(namespace=st.sampled_from(c.NAMESPACES), exists=st.booleans())
+    def pod_group(self, namespace, exists) -> None:
+        """A workload controller creates the PodGroup `trainers`, or its owner deletes it (a
+        claim reserved for it may outlive it until the controller clears reservedFor)."""
+        self.tick()
+        if exists:
+            self.show(self.cluster.create_group(namespace))
+        else:
+            self.show(self.cluster.delete_group(namespace))
+
     @precondition(lambda self: self._pods())
     @rule(data=st.data())
     def delete_pod(self, data) -> None:

@@ -220,6 +220,30 @@ def pod(
     }
 
 
+def pod_group(
+    name: str, namespace: str = "team-a", *, uid: str | None = None, claim: str | None = None,
+    template: str | None = None, generated: str | None = None,
+) -> Raw:  # fmt: skip
+    """A scheduling.k8s.io/v1beta1 PodGroup (KEP-5729) sharing one claim among its pods: named
+    (`claim`), or made from `template` (`generated`: the name its status records)."""
+    entry: Raw = {"name": "shared"}
+    if claim:
+        entry["resourceClaimName"] = claim
+    if template:
+        entry["resourceClaimTemplateName"] = template
+    body: Raw = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": _meta(name, namespace, uid),
+        "spec": {"schedulingPolicy": {"basic": {}}, "resourceClaims": [entry]},
+    }
+    if generated:
+        body["status"] = {
+            "resourceClaimStatuses": [{"name": "shared", "resourceClaimName": generated}]
+        }
+    return body
+
+
 def taint_rule(
     name: str, key: str, effect: str, *, driver: str | None = None, pool: str | None = None,
     device_name: str | None = None, version: str = "v1alpha3",

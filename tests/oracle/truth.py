@@ -2,8 +2,8 @@
 
 `answer(objects)` takes every object the cluster serves (dicts with `apiVersion` and `kind`, as
 `kubectl get -o yaml` prints them: DeviceClass, ResourceSlice, ResourceClaim,
-ResourceClaimTemplate, Pod, Node, DeviceTaintRule; resource.k8s.io v1, v1beta2, v1beta1 or
-v1alpha3) and returns a `Truth`. It is naive on purpose: every answer is recomputed from
+ResourceClaimTemplate, Pod, Node, DeviceTaintRule, PodGroup; resource.k8s.io v1, v1beta2,
+v1beta1 or v1alpha3, scheduling.k8s.io v1beta1) and returns a `Truth`. It is naive on purpose: every answer is recomputed from
 scratch by walking the objects, and every step cites the types.go comment it follows. It
 shares no code with the mirror (no `dra_mirror` import), so where they disagree one of them
 read the API wrong.
@@ -17,6 +17,7 @@ from fractions import Fraction
 
 from tests.oracle import reading, selectors
 from tests.oracle.claims import ClaimTruth, claim_truth, pod_devices
+from tests.oracle.pod_groups import GroupTruth, claim_groups, group_truths
 from tests.oracle.pools import UNAVAILABLE_EFFECTS, PoolTruth, pool_counts
 from tests.oracle.reading import Raw, qualified, quantity
 
@@ -59,6 +60,8 @@ class Truth:
     pod_devices: dict[tuple[str, str], tuple[DeviceId, ...]] = field(default_factory=dict)
     slice_complete: dict[str, bool] = field(default_factory=dict)  # slices of highest generations
     counts: dict[str, int] = field(default_factory=dict)  # devices freeDevices claims pendingClaims
+    pod_groups: dict[tuple[str, str], GroupTruth] = field(default_factory=dict)
+    claim_groups: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
 def _by_kind(objects: Iterable[Raw]) -> dict[str, list[Raw]]:
@@ -318,4 +321,7 @@ def answer(objects: Iterable[Raw]) -> Truth:
         "claims": len(truth.claims),
         "pendingClaims": sum(1 for c in truth.claims.values() if c.state == "pending"),
     }
+    groups = kinds.get("PodGroup", [])
+    truth.pod_groups = group_truths(groups, claims, pods)
+    truth.claim_groups = claim_groups(groups, claims)
     return truth

@@ -61,7 +61,10 @@ async def test_each_cluster_watches_rules_at_its_own_version_or_not_at_all(tmp_p
                 "k32": [], "k35": ["drain"], "k36": ["drain"], "k37": ["drain"],
             }  # fmt: skip
             await eventually(lambda: all(s.synced for s in reactors.statuses()))
-            found = {s.name: (s.api_version, s.optional) for s in reactors.statuses()}
+            found = {
+                s.name: (s.api_version, {"DeviceTaintRule": s.optional["DeviceTaintRule"]})
+                for s in reactors.statuses()
+            }
             assert found == {
                 "k32": ("v1", {"DeviceTaintRule": None}),
                 "k35": ("v1", {"DeviceTaintRule": "v1alpha3"}),

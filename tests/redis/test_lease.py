@@ -120,3 +120,24 @@ async def test_release_lets_a_successor_in_at_once(redis_url: str) -> None:
         assert await store.redis.get(store.keys(CLUSTER).fence) == taken.encode()
     finally:
         await store.close()
+
+
+async def test_an_expired_lease_whose_fence_is_still_ours_is_taken_back(redis_url: str) -> None:
+    """Redis down longer than the TTL, back with its data: the lease key ran out, but nobody
+    took the cluster (the fence is still the holder's token), so renewing takes it back with
+    the same token — no fresh start. Once another holder acquired it, it is gone."""
+    store = RedisStore.from_url(redis_url, prefix=f"test-lease-{uuid.uuid4().hex[:8]}")
+    try:
+        first = Lease(store, CLUSTER, ttl=60.0)
+        second = Lease(store, CLUSTER, ttl=60.0)
+        token = await first.acquire()
+        await store.redis.delete(store.keys(CLUSTER).lease)  # expired while Redis was down
+        assert await first.renew()
+        assert first.token == token
+        assert await store.redis.get(store.keys(CLUSTER).lease) == first.holder.encode()
+        assert await second.acquire() is None
+        await store.redis.delete(store.keys(CLUSTER).lease)
+        assert await second.acquire() is not None  # a successor took it: a new fence
+        assert not await first.renew()
+    finally:
+        await store.close()

@@ -189,3 +189,30 @@ async def test_kubectl_sees_status_errors(kubectl_binary: Path, sim: Simulator, 
     _, err = await proc.communicate()
     assert proc.returncode != 0
     assert 'resourceclaims.resource.k8s.io "missing" not found' in err.decode()
+
+
+async def test_a_1_37_cluster_serves_podgroups_and_device_taint_rules_to_kubectl(
+    kubectl_binary: Path, tmp_path: Path
+):
+    """1.37 serves PodGroup in scheduling.k8s.io (v1beta1, v1alpha3) beside resource.k8s.io;
+    `kubectl get` of a kind without printer columns of its own shows its name and age."""
+    from dra_mirror.service.sim.run import ClusterSpec
+    from tests.clusters.world import pod_group
+
+    spec = ClusterSpec(ClusterStore("alpha", seed=1), kubernetes=37)
+    async with Simulator([spec], kubeconfig_path=tmp_path / "kubeconfig") as sim:
+        kubectl = Kubectl(kubectl_binary, sim, tmp_path / "cache")
+        resources = table(await kubectl.run("api-resources", "--api-group=scheduling.k8s.io"))
+        assert ["podgroups", "scheduling.k8s.io/v1beta1", "true", "PodGroup"] in resources
+        manifest = tmp_path / "group.yaml"
+        manifest.write_text(yaml.safe_dump(pod_group("trainers", claim_name="shared")))
+        await kubectl.run("apply", "-f", str(manifest))
+        rows = table(await kubectl.run("get", "podgroups", "-A"))
+        assert rows[0] == ["NAMESPACE", "NAME", "AGE"] and rows[1][:2] == ["default", "trainers"]
+        alpha = yaml.safe_load(await kubectl.run(
+            "get", "podgroups.v1alpha3.scheduling.k8s.io", "trainers", "-o", "yaml"))  # fmt: skip
+        assert alpha["apiVersion"] == "scheduling.k8s.io/v1alpha3"
+        assert alpha["spec"]["resourceClaims"] == [
+            {"name": "shared-gpus", "resourceClaimName": "shared"}
+        ]
+        assert table(await kubectl.run("get", "devicetaintrules")) == []  # none yet, no error

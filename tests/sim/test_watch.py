@@ -4,7 +4,9 @@ bookmarks, timeoutSeconds, selectors, 410 Expired for versions outside the windo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import time
 
 import pytest
 from kubernetes_asyncio import client, watch
@@ -159,3 +161,33 @@ async def test_expired_resource_version_is_410(tmp_path):
                     resource_version=str(old), resource_version_match="Exact"
                 )
             assert error.value.status == 410
+
+
+async def test_a_quiet_kind_hears_a_bookmark_every_interval_while_others_change(
+    api: client.ApiClient, store: ClusterStore
+):
+    """Events of other kinds wake every stream; the bookmark of a quiet kind still comes one
+    interval (0.2 s here) after the last, not up to two intervals later."""
+    start = str(store.resource_version)
+    stamps: list[float] = []
+
+    async def churn() -> None:  # a node changes every 0.195 s: never quiet for a whole interval
+        store.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}})
+        for i in range(20):
+            await asyncio.sleep(0.195)
+            store.patch("nodes", None, "n", {"metadata": {"labels": {"tick": str(i)}}})
+
+    task = asyncio.create_task(churn())
+    try:
+        async with watch.Watch(return_type="object") as w:
+            async for event in w.stream(
+                client.CustomObjectsApi(api).list_cluster_custom_object,
+                GROUP, "v1", "resourceclaims", resource_version=start,
+                allow_watch_bookmarks=True, timeout_seconds=3,
+            ):  # fmt: skip
+                if event["type"] == "BOOKMARK":
+                    stamps.append(time.monotonic())
+    finally:
+        task.cancel()
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert len(stamps) >= 8 and max(gaps) < 0.33, gaps

@@ -118,7 +118,7 @@ async def serve_app(
 async def serve_demo(
     workdir: Path, *, settings: Any = None, access: Any = None
 ) -> AsyncIterator[Site]:
-    from dra_mirror.service.cli.demo import demo_app
+    from dra_mirror.service.runtime.demo import demo_app
     from dra_mirror.service.settings import Settings
 
     demo = demo_app(settings or Settings(), workdir=workdir, access=access)

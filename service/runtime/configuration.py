@@ -1,0 +1,42 @@
+"""What the surfaces the runtime builds read beside `Settings`, read and checked before the
+app is built.
+
+* `slack_settings()` — Slack's slash commands, from DRA_MIRROR_SLACK_* (`service.slack.config`;
+  None: `/slack/commands` answers 404); a bad value raises `SettingsError`;
+* `alerts_config(settings)` — the alerts' file named by DRA_MIRROR_ALERTS_CONFIG
+  (`service.alerts.config`; None when unset); a bad file raises `ConfigurationError`, whose
+  message starts with `alerts: ` and says where and why.
+
+The command line turns either error into one line and exit status 2, before anything starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dra_mirror.service.settings import Settings
+
+if TYPE_CHECKING:  # read only by the commands that serve
+    from dra_mirror.service.alerts.config import AlertsConfig
+    from dra_mirror.service.slack import SlackSettings
+
+
+class ConfigurationError(ValueError):
+    """A configuration file the mirror cannot run with; the message says where and why."""
+
+
+def slack_settings() -> SlackSettings | None:
+    """Slack commands' settings from DRA_MIRROR_SLACK_* (None: `/slack/commands` is off)."""
+    from dra_mirror.service.slack import SlackSettings
+
+    return SlackSettings.from_env()
+
+
+def alerts_config(settings: Settings) -> AlertsConfig | None:
+    """The alerts' configuration file (DRA_MIRROR_ALERTS_CONFIG), checked; None when unset."""
+    from dra_mirror.service.alerts.config import AlertsConfigError, load
+
+    try:
+        return load(settings.alerts.config)
+    except AlertsConfigError as error:
+        raise ConfigurationError(f"alerts: {error}") from None
