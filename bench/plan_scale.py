@@ -50,7 +50,8 @@ from dra_mirror.service.model.records import (
     RESOURCE_SLICE,
 )
 from dra_mirror.service.questions import diagnosis
-from dra_mirror.service.questions.plan import PLAN_DOCUMENT, plan_manifests
+from dra_mirror.service.questions.plan import plan_manifests
+from dra_mirror.service.questions.remote import PLAN as PLAN_DOCUMENT
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus

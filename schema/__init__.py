@@ -2,8 +2,9 @@
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
 (`schema.query`; the printed `schema/schema.graphql` is the contract clients read) merged with
-the history (`schema.history`), diagnostics (`schema.diagnostics`), plan (`schema.plan`) and
-`viewer` (`schema.viewer`) entry points, the live `Subscription` (`schema.live`), and the
+the history (`schema.history`), diagnostics (`schema.diagnostics`), plan (`schema.plan`), the
+on-call questions (`schema.questions`) and `viewer` (`schema.viewer`) entry points, the live
+`Subscription` (`schema.live`), and the
 parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
 instead of 4 to 6 ms).
 
@@ -37,13 +38,21 @@ from .guard import DocumentRegistry, guarded_schema_options
 from .history import Query as HistoryQuery
 from .plan import Query as PlanQuery
 from .query import Query as CoreQuery
+from .questions import Query as QuestionsQuery
 from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 from .viewer import Query as ViewerQuery
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
 
-ROOT_QUERIES: tuple[type, ...] = (CoreQuery, HistoryQuery, DiagnosticsQuery, PlanQuery, ViewerQuery)
+ROOT_QUERIES: tuple[type, ...] = (
+    CoreQuery,
+    HistoryQuery,
+    DiagnosticsQuery,
+    PlanQuery,
+    QuestionsQuery,
+    ViewerQuery,
+)
 
 
 def build_schema(

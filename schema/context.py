@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from strawberry.types import Info as StrawberryInfo
 
+from dra_mirror.service.questions.asker import Asker
 from dra_mirror.service.settings import GraphQLSettings
 from dra_mirror.service.stores.protocols import StateReader
 
@@ -41,13 +42,17 @@ class Context:
     now: Callable[[], datetime] = utc_now
     request: Any = None  # the Starlette request (or websocket), for extensions that need it
     response: Any = None
-    own_documents: bool = False  # the mirror's own in-process questions, not a client's text
     viewer: Any = None  # who asks (`service.access.subjects.Subject`), for `Query.viewer`
     connection_params: Any = None  # a WebSocket's connection_init payload (strawberry sets it)
 
     @property
     def scope(self) -> ReadScope:
         return self.reader.scope
+
+    @property
+    def asker(self) -> Asker:
+        """The request's reader, history and clock, as the questions take them."""
+        return Asker(self.reader, self.history, self.now)
 
 
 # strawberry finds the info parameter by this annotation, so it must exist at run time

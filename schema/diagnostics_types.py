@@ -20,6 +20,7 @@ from dra_mirror.service.diagnostics.diagnoses import Check, Diagnosis, Holder
 from dra_mirror.service.diagnostics.lint import Finding
 from dra_mirror.service.diagnostics.verdicts import RequestVerdict
 from dra_mirror.service.model.records import ClaimRecord, ObjectKey, PodRecord
+from dra_mirror.service.questions.facts import selector_counts
 
 from .context import Info
 from .scalars import DateTime, to_datetime
@@ -109,13 +110,10 @@ class RequestDiagnosis:
 
     @strawberry.field(description="Each request selector in order, with the devices it left.")
     def selectors(self) -> list[SelectorCount]:
-        out, before = [], self.v.class_matched
-        for expression, passing in self.v.selector_matches:
-            out.append(
-                SelectorCount(expression=expression, passing=passing, rejected=before - passing)
-            )
-            before = passing
-        return out
+        return [
+            SelectorCount(expression=e, passing=p, rejected=r)
+            for e, p, r in selector_counts(self.v)
+        ]
 
     @strawberry.field
     def selector_errors(self) -> list[SelectorFailure]:

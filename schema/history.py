@@ -7,30 +7,29 @@
     idleHolders(from, to, cluster, first)      claims ranked by device-hours held idle
     historyGaps(from, to, cluster)             when clusters were not watched
 
-Resolvers read `info.context.history` (a `service.history.queries.HistoryQueries`, None when
-no history database is configured) and filter every row through the request's access scope.
-Device names are read as `whoHolds` reads them, and followed by uuid across renames. Errors:
-no history configured, history store unavailable, bad times or buckets — each a GraphQL error
-with a `code` extension, never a 500.
+Resolvers ask the questions of the history (`service.questions.history`) with the request's
+asker: its history reads (none when no history database is configured) and its access scope,
+which every row goes through. Device names are read as `whoHolds` reads them, and followed by
+uuid across renames. Errors: no history configured, history store unavailable, bad times or
+buckets — each a GraphQL error with a `code` extension, never a 500.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Annotated, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, overload
 
 import orjson
 import strawberry
-from graphql import GraphQLError
 from strawberry.scalars import JSON
 
-from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+from dra_mirror.service.history.times import to_rfc3339
+from dra_mirror.service.questions import history
+from dra_mirror.service.questions.asking import QuestionError
 
+from .asked import asked, graphql_error
 from .context import Info
 from .scalars import DateTime
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
     from dra_mirror.service.history import queries as q
@@ -194,64 +193,18 @@ class HistoryGap:
     until: DateTime
 
 
-def _history(info: Info) -> q.HistoryQueries:
-    if not info.context.scope.history:
-        raise GraphQLError("history is not in your access scope", extensions={"code": "FORBIDDEN"})
-    history = info.context.history
-    if history is None:
-        raise GraphQLError(
-            "history is not configured (set DRA_MIRROR_HISTORY_DATABASE_URL)",
-            extensions={"code": "HISTORY_DISABLED"},
-        )
-    return history
-
-
-def _allows(info: Info, cluster: str, namespace: str = "") -> bool:
-    return info.context.scope.allows(cluster, namespace)
-
-
-def _sees_aggregate(info: Info, cluster: str) -> bool:
-    """An aggregate over every namespace of `cluster` (contention by class, node or
-    cluster) is shown only to a scope that sees every namespace there."""
-    return info.context.scope.all_namespaces(cluster)
-
-
-async def _ask(coro: Awaitable[T]) -> T:
-    from dra_mirror.service.history.db import HistoryUnavailable
-
-    try:
-        return await coro
-    except HistoryUnavailable as error:
-        raise GraphQLError(
-            f"history store unavailable: {error}",
-            extensions={"code": "HISTORY_STORE_UNAVAILABLE"},
-        ) from error
-
-
-def _us(value: str, name: str) -> int:
-    try:
-        return to_us(value)
-    except BadTime as error:
-        raise GraphQLError(f"{name}: {error}", extensions={"code": "BAD_INPUT"}) from error
-
-
-def _text(value: str | None, name: str) -> str | None:
-    """A name the history is searched for: PostgreSQL text cannot hold NUL, so a value with
-    one matches nothing there, and the database would refuse it as if it were down."""
-    if value is not None and "\x00" in value:
-        raise GraphQLError(f"{name} must not contain NUL", extensions={"code": "BAD_INPUT"})
-    return value
-
-
 def _window(start: str, end: str) -> tuple[int, int]:
-    start_us, end_us = _us(start, "from"), _us(end, "to")
-    if end_us <= start_us:
-        raise GraphQLError("`to` must be after `from`", extensions={"code": "BAD_INPUT"})
-    return start_us, end_us
+    try:
+        return history.window(start, end)
+    except QuestionError as error:
+        raise graphql_error(error) from error
 
 
-def _allocations(info: Info, spans: list[q.AllocationSpan]) -> list[HistoryAllocation]:
-    return [HistoryAllocation.of(a) for a in spans if _allows(info, a.cluster, a.namespace)]
+def _instant(value: str, what: str) -> int:
+    try:
+        return history.instant(value, what)
+    except QuestionError as error:
+        raise graphql_error(error) from error
 
 
 @strawberry.type
@@ -260,9 +213,10 @@ class Query:
     async def who_held(
         self, info: Info, device: str, at: DateTime, cluster: str | None = None
     ) -> list[HistoryAllocation]:
-        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
-        held = await _ask(_history(info).who_held(device.strip(), _us(at, "at"), cluster))
-        return _allocations(info, held)
+        held = await asked(
+            history.who_held(info.context.asker, device, _instant(at, "at"), cluster)
+        )
+        return [HistoryAllocation.of(a) for a in held]
 
     @strawberry.field(description="A device's holders and published versions over [from, to).")
     async def device_history(
@@ -274,32 +228,26 @@ class Query:
         cluster: str | None = None,
     ) -> list[DeviceTimeline]:
         start, end = _window(from_, to)
-        device, cluster = _text(device, "device") or "", _text(cluster, "cluster")
-        timelines = await _ask(_history(info).device_history(device.strip(), start, end, cluster))
+        timelines = await asked(
+            history.device_history(info.context.asker, device, start, end, cluster)
+        )
         out = []
         for t in timelines:
             inventory = [
                 DeviceVersion(cluster=i.cluster, driver=i.driver, pool=i.pool, device=i.device,
                               uuid=i.uuid, node=i.node, data=JSON(i.data), since=_time(i.start_us),
                               until=_time(i.end_us), end_reason=i.end_reason)
-                for i in t.inventory if _allows(info, i.cluster)
+                for i in t.inventory
             ]  # fmt: skip
-            allocations = _allocations(info, t.allocations)
-            if inventory or allocations:
-                out.append(
-                    DeviceTimeline(uuid=t.uuid, inventory=inventory, allocations=allocations)
-                )
+            allocations = [HistoryAllocation.of(a) for a in t.allocations]
+            out.append(DeviceTimeline(uuid=t.uuid, inventory=inventory, allocations=allocations))
         return out
 
     @strawberry.field(description="Every incarnation of a claim: versions, waits, holds, pods.")
     async def claim_history(
         self, info: Info, cluster: str, namespace: str, name: str
     ) -> list[ClaimHistory]:
-        for value, what in ((cluster, "cluster"), (namespace, "namespace"), (name, "name")):
-            _text(value, what)
-        if not _allows(info, cluster, namespace):
-            return []
-        found = await _ask(_history(info).claim_history(cluster, namespace, name))
+        found = await asked(history.claim_history(info.context.asker, cluster, namespace, name))
         return [
             ClaimHistory(
                 cluster=c.cluster, namespace=c.namespace, name=c.name, uid=c.uid,
@@ -333,16 +281,10 @@ class Query:
         cluster: str | None = None,
     ) -> list[ContentionRow]:
         start, end = _window(from_, to)
-        cluster = _text(cluster, "cluster")
-        rows = await _ask(contention_rows(_history(info), start, end, group_by.value, bucket,
-                                          cluster))  # fmt: skip
-        namespaced = group_by is ContentionGroup.NAMESPACE
-        return [
-            ContentionRow.of(r)
-            for r in rows
-            if (_allows(info, r.cluster, r.group) if namespaced
-                else _sees_aggregate(info, r.cluster))
-        ]  # fmt: skip
+        rows = await asked(
+            history.contention(info.context.asker, start, end, group_by.value, bucket, cluster)
+        )
+        return [ContentionRow.of(r) for r in rows]
 
     @strawberry.field(description="Claims ranked by device-hours held with no running consumer.")
     async def idle_holders(
@@ -354,15 +296,12 @@ class Query:
         first: int = 100,
     ) -> list[IdleHolder]:
         start, end = _window(from_, to)
-        cluster = _text(cluster, "cluster")
-        first = max(0, min(first, 1000))
-        holders = await _ask(_history(info).idle_holders(start, end, cluster=cluster, limit=first,
-                                                          scope=info.context.scope))  # fmt: skip
+        holders = await asked(history.idle_holders(info.context.asker, start, end, cluster, first))
         return [
             IdleHolder(cluster=h.cluster, namespace=h.namespace, claim=h.claim,
                        claim_uid=h.claim_uid, device_hours_idle=h.device_hours_idle,
                        device_hours_held=h.device_hours_held, devices=h.devices)
-            for h in holders if _allows(info, h.cluster, h.namespace)
+            for h in holders
         ]  # fmt: skip
 
     @strawberry.field(description="When clusters were not watched (audits lack data there).")
@@ -374,24 +313,8 @@ class Query:
         cluster: str | None = None,
     ) -> list[HistoryGap]:
         start, end = _window(from_, to)
-        gaps = await _ask(_history(info).gaps(start, end, _text(cluster, "cluster")))
+        gaps = await asked(history.gaps(info.context.asker, start, end, cluster))
         return [
             HistoryGap(cluster=g.cluster, since=_time(g.start_us), until=_time(g.end_us))
             for g in gaps
-            if _allows(info, g.cluster)
         ]
-
-
-async def contention_rows(
-    history: q.HistoryQueries, start: int, end: int, group_by: str, bucket: str | None,
-    cluster: str | None,
-) -> list[q.ContentionRow]:  # fmt: skip
-    """The audit with client input checked (bucket syntax and count) as GraphQL errors."""
-    from dra_mirror.service.history.contention import BadAuditRequest
-
-    try:
-        size = bucket_us(bucket)
-        return await history.contention(start, end, group_by=group_by, bucket_us=size,
-                                        cluster=cluster)  # fmt: skip
-    except (BadTime, BadAuditRequest) as error:
-        raise GraphQLError(str(error), extensions={"code": "BAD_INPUT"}) from error

@@ -18,6 +18,7 @@ from graphql import GraphQLError
 
 from dra_mirror.service.diagnostics.plan_results import ClaimOutcome, ItemPlan
 from dra_mirror.service.questions import diagnosis
+from dra_mirror.service.questions.facts import plan_summary
 from dra_mirror.service.questions.plan import ClusterAnswer, plan_manifests
 
 from .context import Info
@@ -191,9 +192,7 @@ class ClusterPlanResult:
 
     @strawberry.field(description='"3 of 3 pods placeable" and the like.')
     def summary(self) -> str:
-        items = self.a.plan.items
-        placed = sum(1 for i in items if i.placeable)
-        return f"{placed} of {len(items)} placeable"
+        return plan_summary(self.a.plan)
 
     @strawberry.field
     def items(self) -> list[PlanItem]:

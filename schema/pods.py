@@ -21,6 +21,7 @@ from dra_mirror.service.model.records import (
     PodRecord,
 )
 from dra_mirror.service.model.records import PodClaim as PodClaimRecord
+from dra_mirror.service.questions.pods import claim_names
 
 from .claims import ResourceClaim, device_for
 from .context import Info
@@ -136,15 +137,6 @@ class Container:
     requests: JSON
     limits: JSON
     claims: list[str] = strawberry.field(description="Pod-local claim names (request if set).")
-
-
-def claim_names(pod: PodRecord) -> list[str]:
-    """Names of the ResourceClaims the pod uses: its resolved claims and its
-    extended-resource claim."""
-    names = [c.claim_name for c in pod.claims if c.claim_name]
-    if pod.extended_claim_name:
-        names.append(pod.extended_claim_name)
-    return list(dict.fromkeys(names))
 
 
 def uses_devices(pod: PodRecord) -> bool:

@@ -1,16 +1,10 @@
 """The only way resolvers reach the state store: scoped, batched, with errors translated once.
 
-`ScopedReader` wraps a `StateReader` (memory or Redis) with the request's access `Scope`:
-
-* every list and lookup drops what the scope does not allow (a record the scope hides reads
-  as `None`, exactly like one that does not exist), so access control can later be added by
-  giving a request a narrower `Scope` — no resolver changes; a scope that hides nothing gets
-  the store's answers as they are (fresh lists of the store's: callers may keep them);
-* `whole` is the same store unfiltered (errors still translated), for the questions that
-  derive facts of a whole cluster — device status, capacity, counters, placement — and only
-  then withhold the names the scope hides;
-* `StoreUnavailable` from the backend becomes `StateStoreUnavailable`, a GraphQL error whose
-  message says "state store unavailable" — clients see a clear error, never an HTTP 500.
+`ScopedReader` is the questions' scoped reader (`service.questions.scoped`: every list and
+lookup drops what the request's access `Scope` does not allow; a record the scope hides reads
+as `None`, exactly like one that does not exist), with one difference: `StoreUnavailable`
+from the backend becomes `StateStoreUnavailable`, a GraphQL error whose message says "state
+store unavailable" — clients see a clear error, never an HTTP 500.
 
 It keeps the store's batched shape (`get(keys)`, `lookup(relation, keys)`…) so that the
 per-request DataLoaders in `schema.loaders` make one store call per relation and batch, and is
@@ -21,38 +15,13 @@ by the questions with the scope applied per namespace (`service.questions.cluste
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
-
 from graphql import GraphQLError
 
-from dra_mirror.service.model.live import LiveEvent
-from dra_mirror.service.model.records import (
-    AllocationRef,
-    ClaimRecord,
-    DeviceClassRecord,
-    DeviceEntry,
-    DeviceKey,
-    NodeRecord,
-    ObjectKey,
-    PodGroupRecord,
-    PodRecord,
-    Record,
-    SliceRecord,
-    TaintRuleRecord,
-    TemplateRecord,
-)
-from dra_mirror.service.model.view import IndexView
-from dra_mirror.service.stores.protocols import (
-    ClusterStatus,
-    Relation,
-    StateReader,
-    StoreUnavailable,
-)
+from dra_mirror.service.questions import scoped
+from dra_mirror.service.questions.scoped import ReadScope, Scope
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
-T = TypeVar("T")
-P = ParamSpec("P")
+__all__ = ["ReadScope", "Scope", "ScopedReader", "StateStoreUnavailable"]
 
 
 class StateStoreUnavailable(GraphQLError):
@@ -65,235 +34,8 @@ class StateStoreUnavailable(GraphQLError):
         )
 
 
-class ReadScope(Protocol):
-    """What every read of the graph asks of the request's access scope (`Scope` below sees
-    everything; `service.access.scope.AccessScope` is the subject's)."""
-
-    @property
-    def is_admin(self) -> bool: ...
-
-    @property
-    def history(self) -> bool: ...
-
-    @property
-    def grants(self) -> Mapping[str, frozenset[str]]: ...
-
-    def allows(self, cluster: str, namespace: str = "") -> bool: ...
-
-    def may_hide(self) -> bool: ...
-
-    def all_namespaces(self, cluster: str) -> bool: ...
-
-    def describe(self) -> str: ...
-
-
-class Scope:
-    """What a request may see. `everything()` for now; a narrower scope (per team, per
-    namespace) overrides `allows` — every read in the graph goes through it."""
-
-    @classmethod
-    def everything(cls) -> Scope:
-        return cls()
-
-    def allows(self, cluster: str, namespace: str = "") -> bool:
-        """May this request see objects of `cluster` in `namespace` ("" = cluster-scoped)?"""
-        return True
-
-    def may_hide(self) -> bool:
-        """Whether `allows` can say no: only a narrower scope (one overriding it) can."""
-        return type(self).allows is not Scope.allows
-
-    @property
-    def is_admin(self) -> bool:
-        """Sees everything: only while `allows` is not narrowed."""
-        return not self.may_hide()
-
-    @property
-    def history(self) -> bool:
-        """History and audits may be asked."""
-        return True
-
-    @property
-    def grants(self) -> Mapping[str, frozenset[str]]:
-        """No namespace grants to list: what it sees is `allows`."""
-        return {}
-
-    def all_namespaces(self, cluster: str) -> bool:
-        """Sees every namespace of `cluster` (aggregates over it may be shown): whatever
-        `allows` says of the cluster itself."""
-        return self.allows(cluster)
-
-    def describe(self) -> str:
-        return "admin" if self.is_admin else "custom"
-
-
-def _allows_record(scope: ReadScope, record: Record) -> bool:
-    return scope.allows(record.meta.cluster, record.meta.namespace)
-
-
-def _allows_key(scope: ReadScope, key: object) -> bool:
-    """Relation results are ObjectKeys, DeviceKeys or AllocationRefs; check each kind."""
-    if isinstance(key, ObjectKey):
-        return scope.allows(key.cluster, key.namespace)
-    if isinstance(key, DeviceKey):
-        return scope.allows(key.cluster, "")
-    if isinstance(key, AllocationRef):  # the holding claim's namespace counts
-        return scope.allows(key.claim.cluster, key.claim.namespace)
-    return True
-
-
-class ScopedReader:
+class ScopedReader(scoped.ScopedReader):
     """A `StateReader` seen through a `Scope`, raising only `StateStoreUnavailable`."""
 
-    def __init__(self, store: StateReader, scope: ReadScope) -> None:
-        self.store = store
-        self.scope = scope
-        self._whole: ScopedReader | None = None
-
-    @property
-    def whole(self) -> ScopedReader:
-        """The store behind the scope, unfiltered, its errors translated: what derivations of
-        a cluster's facts read (a device held by a claim the asker may not see is held); the
-        names they show are still the scope's to decide."""
-        if self._whole is None:
-            self._whole = self if not self.scope.may_hide() else ScopedReader(self.store, Scope())
-        return self._whole
-
-    async def _call(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
-        try:
-            return await fn(*args, **kwargs)
-        except StoreUnavailable as error:
-            raise StateStoreUnavailable(error) from error
-
-    async def clusters(self) -> list[ClusterStatus]:
-        statuses = await self._call(self.store.clusters)
-        return [s for s in statuses if self.scope.allows(s.name, "")]
-
-    async def get(self, keys: Sequence[ObjectKey]) -> list[Record | None]:
-        try:
-            records = await self.store.get(keys)
-        except StoreUnavailable as error:
-            raise StateStoreUnavailable(error) from error
-        if not self.scope.may_hide():  # the store's own fresh list, as it is
-            return records
-        return [r if r is not None and _allows_record(self.scope, r) else None for r in records]
-
-    # The store lists records of the kind asked for: a kind's constant (`RESOURCE_CLAIM`…,
-    # Final, so read as a literal) types the answer as that kind's records.
-    @overload
-    async def list(
-        self,
-        kind: Literal["DeviceClass"],
-        *,
-        cluster: str | None = ...,
-        namespace: str | None = ...,
-    ) -> Sequence[DeviceClassRecord]: ...
-    @overload
-    async def list(
-        self,
-        kind: Literal["ResourceSlice"],
-        *,
-        cluster: str | None = ...,
-        namespace: str | None = ...,
-    ) -> Sequence[SliceRecord]: ...
-    @overload
-    async def list(
-        self,
-        kind: Literal["ResourceClaim"],
-        *,
-        cluster: str | None = ...,
-        namespace: str | None = ...,
-    ) -> Sequence[ClaimRecord]: ...
-    @overload
-    async def list(
-        self,
-        kind: Literal["ResourceClaimTemplate"],
-        *,
-        cluster: str | None = ...,
-        namespace: str | None = ...,
-    ) -> Sequence[TemplateRecord]: ...
-    @overload
-    async def list(
-        self, kind: Literal["Pod"], *, cluster: str | None = ..., namespace: str | None = ...
-    ) -> Sequence[PodRecord]: ...
-    @overload
-    async def list(
-        self, kind: Literal["Node"], *, cluster: str | None = ..., namespace: str | None = ...
-    ) -> Sequence[NodeRecord]: ...
-    @overload
-    async def list(
-        self,
-        kind: Literal["DeviceTaintRule"],
-        *,
-        cluster: str | None = ...,
-        namespace: str | None = ...,
-    ) -> Sequence[TaintRuleRecord]: ...
-    @overload
-    async def list(
-        self, kind: Literal["PodGroup"], *, cluster: str | None = ..., namespace: str | None = ...
-    ) -> Sequence[PodGroupRecord]: ...
-    @overload
-    async def list(
-        self, kind: str, *, cluster: str | None = ..., namespace: str | None = ...
-    ) -> Sequence[Record]: ...
-    async def list(
-        self, kind: str, *, cluster: str | None = None, namespace: str | None = None
-    ) -> Sequence[Record]:
-        """In key order, as the store gives it: untouched when the scope hides nothing (a
-        page of it then costs the page), else filtered."""
-        records = await self._call(self.store.list, kind, cluster=cluster, namespace=namespace)
-        if not self.scope.may_hide():
-            return records
-        return [r for r in records if _allows_record(self.scope, r)]
-
-    async def devices(self, keys: Sequence[DeviceKey]) -> builtins.list[DeviceEntry | None]:
-        entries = await self._call(self.store.devices, keys)
-        if not self.scope.may_hide():
-            return entries
-        return [e if e is not None and _allows_key(self.scope, e.key) else None for e in entries]
-
-    async def list_devices(
-        self,
-        *,
-        cluster: str | None = None,
-        driver: str | None = None,
-        published: bool | None = True,
-    ) -> Sequence[DeviceEntry]:
-        entries = await self._call(
-            self.store.list_devices, cluster=cluster, driver=driver, published=published
-        )
-        if not self.scope.may_hide():
-            return entries
-        return [e for e in entries if _allows_key(self.scope, e.key)]
-
-    async def lookup(
-        self, relation: Relation, keys: Sequence[Hashable]
-    ) -> builtins.list[builtins.list[Any]]:
-        try:
-            found = await self.store.lookup(relation, keys)
-        except StoreUnavailable as error:
-            raise StateStoreUnavailable(error) from error
-        if not self.scope.may_hide():
-            return found
-        return [[item for item in items if _allows_key(self.scope, item)] for items in found]
-
-    async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
-        return await self._call(self.store.idle_since, claims)
-
-    async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
-        """free | held | shared | blocked per device as the model derived it (None: not in a
-        valid pool). Callers scope the keys."""
-        return await self._call(self.store.device_status, keys)
-
-    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        """The cluster's live events (callers filter them by the scope), with a store that
-        cannot be reached answered as `StateStoreUnavailable`."""
-        try:
-            async for event in self.store.subscribe(cluster):
-                yield event
-        except StoreUnavailable as error:
-            raise StateStoreUnavailable(error) from error
-
-    def index(self, cluster: str) -> IndexView | None:
-        """The store's in-process index of `cluster`, unscoped: the questions apply `scope`."""
-        return self.store.index(cluster)
+    def unavailable(self, error: StoreUnavailable) -> Exception:
+        return StateStoreUnavailable(error)

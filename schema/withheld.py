@@ -19,7 +19,6 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from dra_mirror.service.model.records import AllocationRef, DeviceKey
-from dra_mirror.service.stores.protocols import Relation
 
 from .context import Info
 from .loaders import Loaders
@@ -34,7 +33,7 @@ def every_holder(loaders: Loaders) -> DataLoader[DeviceKey, list[AllocationRef]]
 
         async def load(keys: list[DeviceKey]) -> list[list[Any]]:
             # The store itself, past the scope: only counts and capacities leave this module.
-            return await reader._call(reader.store.lookup, Relation.DEVICE_ALLOCATIONS, keys)
+            return await reader.every_holder(keys)
 
         loader = loaders.memo[MEMO_KEY] = DataLoader(load)
     return loader

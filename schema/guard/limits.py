@@ -4,9 +4,7 @@
 never shared instances: strawberry builds one per request) that enforce, in this order:
 
 1. registered documents only (`refuse_unregistered`, with a `DocumentRegistry`): a document
-   whose SHA-256 is not registered is refused (PERSISTED_QUERY_NOT_FOUND) — unless the request's
-   context says the documents are the mirror's own (`own_documents`: Slack's questions, run
-   in-process);
+   whose SHA-256 is not registered is refused (PERSISTED_QUERY_NOT_FOUND);
 2. document size (`max_document_bytes`) before parsing, and the parser's token limit
    (`max_tokens`: graphql-core stops lexing past it, so a 10 MB document of tokens costs
    milliseconds, not seconds);
@@ -153,10 +151,7 @@ def limit_extensions(
         def on_operation(self) -> Iterator[None]:
             context = self.execution_context
             if context.query is not None:
-                # The mirror's own in-process questions (Slack) are not a client's documents.
-                own = getattr(context.context, "own_documents", False)
-                refusal = document_refusal(context.query, s, None if own else registry,
-                                           registered_only=not own)  # fmt: skip
+                refusal = document_refusal(context.query, s, registry, registered_only=True)
                 if refusal is not None:
                     raise refusal
             context.parse_options["max_tokens"] = s.max_tokens

@@ -1,8 +1,9 @@
 """How the command line asks a running mirror: GraphQL documents posted to its `/graphql`.
 
 `run_question(server, token, question)` opens one HTTP client to `server` (`--token` sent as
-`Authorization: Bearer …`), hands `question` an `Ask` over it (`over_http`) and runs it to its
-answer. Every question is one of `service.questions`, so a terminal and Slack give the same
+`Authorization: Bearer …`), hands `question` the server's `Questions` over it
+(`service.questions.remote.RemoteQuestions` over `over_http`) and runs it to its answer. Every
+question is one of `service.questions`, so a terminal, Slack and the MCP tools give the same
 answers.
 
 Promises: whatever goes wrong reaching or asking the server — unreachable, 401/403, a status
@@ -20,6 +21,8 @@ import click
 import orjson
 
 from dra_mirror.service.questions.asking import Ask, QuestionError
+from dra_mirror.service.questions.protocol import Questions
+from dra_mirror.service.questions.remote import RemoteQuestions
 
 if TYPE_CHECKING:  # httpx is imported when a command asks (it costs `serve` ~0.1 s at start)
     import httpx
@@ -50,8 +53,12 @@ def over_http(client: httpx.AsyncClient) -> Ask:
             body = orjson.loads(response.content)
         except orjson.JSONDecodeError as error:
             raise QuestionError(f"{client.base_url} did not answer GraphQL JSON") from error
-        if body.get("errors"):
-            raise QuestionError("; ".join(e.get("message", "?") for e in body["errors"]))
+        errors = body.get("errors")
+        if errors:
+            codes = [(e.get("extensions") or {}).get("code") for e in errors]
+            raise QuestionError(
+                "; ".join(e.get("message", "?") for e in errors), code=codes[0] or None
+            )
         data = body.get("data")
         if not isinstance(data, dict):
             raise QuestionError(f"{client.base_url} gave no data")
@@ -63,7 +70,7 @@ def over_http(client: httpx.AsyncClient) -> Ask:
 def run_question(
     server: str,
     token: str | None,
-    question: Callable[[Ask], Awaitable[T]],
+    question: Callable[[Questions], Awaitable[T]],
     *,
     timeout: float = TIMEOUT,
 ) -> T:
@@ -76,7 +83,7 @@ def run_question(
         async with httpx.AsyncClient(
             base_url=server.rstrip("/"), headers=headers, timeout=timeout
         ) as client:
-            return await question(over_http(client))
+            return await question(RemoteQuestions(over_http(client)))
 
     try:
         return asyncio.run(go())

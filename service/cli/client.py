@@ -1,22 +1,22 @@
-"""`dra-mirror who-holds|free|waiting|idle`: the chatops questions from a terminal.
+"""`dra-mirror who-holds|free|waiting|idle`: the on-call questions from a terminal.
 
-These commands talk to a running mirror (`--server URL`, default `$DRA_MIRROR_SERVER` or
-http://127.0.0.1:8000; `service.cli.asking`) by sending the very GraphQL documents the Slack
-commands execute in-process (`service.questions.chatops`, `service.questions.holdings`), so both
-give the same answers. `--token` (or `$DRA_MIRROR_TOKEN`) is sent as `Authorization: Bearer …`
-for servers with access control. Output is a readable table, or with `--json` the answer's rows
-as JSON (one object, stable keys).
+These commands ask a running mirror (`--server URL`, default `$DRA_MIRROR_SERVER` or
+http://127.0.0.1:8000; `service.cli.asking`) the questions of `service.questions` over its
+`/graphql` (`RemoteQuestions`), and get the very answers Slack and the MCP tools give.
+`--token` (or `$DRA_MIRROR_TOKEN`) is sent as `Authorization: Bearer …` for servers with
+access control. Output is a readable table, or with `--json` the answer as JSON (one object,
+stable keys).
 
     dra-mirror who-holds GPU-21f6a090-…            dra-mirror who-holds east-h200-0/gpu-0 --cluster east
     dra-mirror free [CLASS] [--cluster NAME]       dra-mirror waiting [CLASS] [--cluster NAME]
     dra-mirror idle [--cluster NAME]
 
-(`dra-mirror explain` is the diagnostics' own command, `service.cli.diagnostics`; the Slack
-`explain` asks the same `explainClaim`.)
+(`capacity`, `pod-devices` and `device-history` are `service.cli.asked`; `explain` and `lint`
+`service.cli.diagnostics`.)
 
 Exit status: 0 with an answer (an empty one included), 1 when the server cannot be reached or
-refuses the question, or the device or DeviceClass named does not exist (the reason on
-stderr), 2 for usage errors.
+refuses the question, the cluster is not mirrored, or the device or DeviceClass named does not
+exist (the reason on stderr), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -29,22 +29,9 @@ import click
 import orjson
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
-from dra_mirror.service.questions.asking import Ask
-from dra_mirror.service.questions.chatops import (
-    Claims,
-    Free,
-    ask_class_names,
-    ask_free,
-    ask_idle,
-    ask_waiting,
-    duration,
-)
-from dra_mirror.service.questions.holdings import (
-    HoldingRow,
-    WhoHolds,
-    ask_device_exists,
-    ask_who_holds,
-)
+from dra_mirror.service.questions.claims import Claims, duration
+from dra_mirror.service.questions.free import Free
+from dra_mirror.service.questions.holdings import HoldingRow, WhoHolds
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -104,13 +91,8 @@ def who_holds(
     device: str, cluster: str | None, server: str, token: str | None, as_json: bool
 ) -> None:
     """Claims holding DEVICE: a uuid (GPU-…, MIG-…), NODE/DEVICE, DRIVER/POOL/DEVICE or a name."""
-
-    async def question(ask: Ask) -> tuple[WhoHolds, bool]:
-        answer = await ask_who_holds(ask, device, cluster)
-        return answer, bool(answer.holdings) or await ask_device_exists(ask, device, cluster)
-
-    answer, exists = run_question(server, token, question)
-    if not exists:
+    answer: WhoHolds = run_question(server, token, lambda q: q.who_holds(device, cluster))
+    if answer.unknown:
         where = f"cluster {cluster}" if cluster else "any mirrored cluster"
         raise click.ClickException(
             f"{device} matches no device in {where} (a uuid, NODE/DEVICE, DRIVER/POOL/DEVICE "
@@ -125,10 +107,11 @@ def who_holds(
                    f"({answer.held_elsewhere} allocation(s) you may not see)")  # fmt: skip
         return
     if not answer.holdings:
-        click.echo(f"no claim holds {device}: it is free")
+        states = sorted({(d.status or "gone").lower() for d in answer.devices})
+        click.echo(f"no claim holds {device}: it is {' or '.join(states)}")
         return
     if answer.ambiguous:
-        click.echo(f"{device} names {len(answer.devices)} held devices:", err=True)
+        click.echo(f"{device} names {len(answer.held_devices)} held devices:", err=True)
     click.echo(table(HOLDING_COLUMNS, [holding_row(h) for h in answer.holdings]))
 
 
@@ -156,29 +139,27 @@ def holding_row(h: HoldingRow) -> list[Any]:
 @LIMIT
 @client_options
 def free(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
-    """Free devices (of a DeviceClass, in a cluster)."""
-
-    async def question(ask: Ask) -> tuple[Free, list[str] | None]:
-        answer = await ask_free(ask, class_name, cluster, limit=limit)
-        if answer.total or not class_name:
-            return answer, None
-        return answer, await ask_class_names(ask, cluster)
-
-    answer, classes = run_question(client["server"], client["token"], question)
-    if classes is not None and class_name not in classes:
-        where = f"cluster {cluster}" if cluster else "any mirrored cluster"
-        raise click.ClickException(
-            f"no DeviceClass {class_name} in {where}; there are: {', '.join(classes) or 'none'}"
-        )
+    """Free devices (of a DeviceClass, in a cluster), in devices: the free partitions of a
+    free GPU are shown beside it, not counted."""
+    answer: Free = run_question(
+        client["server"], client["token"], lambda q: q.free(class_name, cluster, limit=limit)
+    )
 
     def render(a: Free) -> str:
         columns = ["CLUSTER", "NODE", "DEVICE", "UUID", "MODEL"]
         rows = [[d.cluster, d.node, d.device, d.uuid, d.model] for d in a.devices]
+        if any(d.partitions for d in a.devices):  # the same hardware, not counted again
+            columns.append("FREE-PARTITIONS")
+            rows = [
+                [*r, str(len(d.partitions)) if d.partitions else None]
+                for r, d in zip(rows, a.devices, strict=True)
+            ]
         if any(d.taints for d in a.devices):  # free only for claims tolerating these
             columns.append("TAINTS")
             rows = [[*r, ", ".join(d.taints) or None] for r, d in zip(rows, a.devices, strict=True)]
         more = f"\n… {a.total - len(rows)} more" if a.total > len(rows) else ""
-        return f"{a.total} free\n" + table(columns, rows) + more
+        partitions = f" (and {a.partitions} free partitions of them)" if a.partitions else ""
+        return f"{a.total} free{partitions}\n" + table(columns, rows) + more
 
     emit(answer, client["as_json"], render)
 
@@ -190,10 +171,8 @@ def free(class_name: str | None, cluster: str | None, limit: int, **client: Any)
 @client_options
 def waiting(class_name: str | None, cluster: str | None, limit: int, **client: Any) -> None:
     """Claims waiting for devices (Pending), longest waiting first."""
-    answer = run_question(
-        client["server"],
-        client["token"],
-        lambda ask: ask_waiting(ask, class_name, cluster, limit=limit),
+    answer: Claims = run_question(
+        client["server"], client["token"], lambda q: q.waiting(class_name, cluster, limit=limit)
     )
 
     def render(a: Claims) -> str:
@@ -214,8 +193,8 @@ def waiting(class_name: str | None, cluster: str | None, limit: int, **client: A
 @client_options
 def idle(cluster: str | None, limit: int, **client: Any) -> None:
     """Claims holding devices with no consumer pod Running, those others wait behind first."""
-    answer = run_question(
-        client["server"], client["token"], lambda ask: ask_idle(ask, cluster, limit=limit)
+    answer: Claims = run_question(
+        client["server"], client["token"], lambda q: q.idle(cluster, limit=limit)
     )
 
     def render(a: Claims) -> str:

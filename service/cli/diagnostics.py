@@ -5,15 +5,15 @@
     dra-mirror lint FILE|- [--cluster C [--server URL]]                      manifests (offline)
     dra-mirror lint --cluster C [--server URL]                               a mirrored cluster
 
-The questions and their documents are `service.questions.explain` and `service.questions.lint`.
-`explain` sends the graph's `explainClaim` (one aliased field per cluster when `--cluster` is
-not given, so a claim name is looked up everywhere in one request) to `--server` (default
-`$DRA_MIRROR_SERVER` or http://127.0.0.1:8000), or — with `--kubeconfig` — watches the
-kubeconfig's clusters in this process into an in-memory store until each has synced once and
-executes the same document against the same schema, in-process. `lint` of a file works offline
-with the pure rules; with `--cluster` (and `--server`, by default `$DRA_MIRROR_SERVER` or the
-local mirror) the server lints it against that cluster's facts too.
-Both print readably, or with `--json` the graph's answer as JSON.
+The questions are `service.questions.explain` and `service.questions.lint`. `explain` asks the
+mirror at `--server` (default `$DRA_MIRROR_SERVER` or http://127.0.0.1:8000; the graph's
+`explainClaim`, one aliased field per cluster when `--cluster` is not given, so a claim name
+is looked up everywhere in one request), or — with `--kubeconfig` — watches the kubeconfig's
+clusters in this process into an in-memory store until each has synced once and asks the same
+question of that store (`LocalQuestions`). `lint` of a file works offline with the pure rules;
+with `--cluster` (and `--server`, by default `$DRA_MIRROR_SERVER` or the local mirror) the
+server lints it against that cluster's facts too. Both print readably, or with `--json` the
+answer's facts (the graph's shape) as JSON.
 
 Exit status: 0 with an answer; 1 when the claim is not found, the server cannot be reached or
 refuses, or `lint` found an error-severity mistake; 2 for usage errors.
@@ -31,10 +31,10 @@ import click
 import orjson
 
 from dra_mirror.service.cli.asking import DEFAULT_SERVER, run_question
-from dra_mirror.service.questions.asking import Ask, QuestionError, in_process
+from dra_mirror.service.questions.asking import QuestionError
 from dra_mirror.service.questions.diagnosis import ManifestError
-from dra_mirror.service.questions.explain import explain_claim
-from dra_mirror.service.questions.lint import ask_lint_cluster, ask_lint_manifests, lint_text
+from dra_mirror.service.questions.lint import lint_text
+from dra_mirror.service.questions.protocol import Questions
 
 TIMEOUT = 60.0
 
@@ -50,19 +50,19 @@ def split_claim(claim: str) -> tuple[str, str]:
     return namespace, name
 
 
-def over_store(store: Any) -> Ask:
-    """Ask the schema in this process, over `store` (what `serve` would answer)."""
-    from dra_mirror import schema
-    from dra_mirror.schema.context import make_context
+def over_store(store: Any) -> Questions:
+    """The questions answered in this process from `store` (what `serve` would answer)."""
+    from dra_mirror.service.questions.asker import Asker
+    from dra_mirror.service.questions.local import LocalQuestions
 
-    return in_process(schema.build_schema(), make_context(store))
+    return LocalQuestions(Asker.over(store))
 
 
 async def _mirrored(
     kubeconfig: str,
     contexts: tuple[str, ...],
     sync_wait: float,
-    question: Callable[[Ask], Awaitable[T]],
+    question: Callable[[Questions], Awaitable[T]],
 ) -> T:
     """Watch the kubeconfig's clusters into memory until each synced, ask, stop watching."""
     from dra_mirror.service.runtime.watching import watch_clusters
@@ -206,8 +206,8 @@ def explain(
         raise click.UsageError("give --server or --kubeconfig, not both")
     namespace, name = split_claim(claim)
 
-    def question(ask: Ask) -> Awaitable[list[dict[str, Any]]]:
-        return explain_claim(ask, namespace, name, cluster, list(nodes) or None)
+    def question(questions: Questions) -> Awaitable[list[dict[str, Any]]]:
+        return questions.explain(namespace, name, cluster, list(nodes) or None)
 
     if kubeconfig:
         try:
@@ -261,12 +261,12 @@ def lint(
 
 def _lint_remote(
     manifests: TextIO | None, cluster: str | None
-) -> Callable[[Ask], Awaitable[list[dict[str, Any]]]]:
-    async def question(ask: Ask) -> list[dict[str, Any]]:
+) -> Callable[[Questions], Awaitable[list[dict[str, Any]]]]:
+    async def question(questions: Questions) -> list[dict[str, Any]]:
         if manifests is None:
             if cluster is None:
                 raise QuestionError("give FILE (or - for stdin), or --cluster NAME")
-            return await ask_lint_cluster(ask, cluster)
-        return await ask_lint_manifests(ask, manifests.read(), cluster)
+            return await questions.lint(cluster)
+        return await questions.lint_manifests(manifests.read(), cluster)
 
     return question

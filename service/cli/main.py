@@ -25,7 +25,7 @@ from typing import Any
 
 import click
 
-from dra_mirror.service.cli import client, diagnostics, mcp, plan, preflight
+from dra_mirror.service.cli import asked, client, diagnostics, mcp, plan, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.help import document_options, setting_option
@@ -244,6 +244,9 @@ for command in (
     client.free,
     client.waiting,
     client.idle,
+    asked.capacity,
+    asked.pod_devices,
+    asked.device_history,
     diagnostics.explain,
     diagnostics.lint,
     plan.plan,

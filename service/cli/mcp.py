@@ -4,8 +4,8 @@
 
 An MCP client (an IDE, a desktop agent) starts this command and speaks MCP on its stdin and
 stdout; each tool call is asked of the mirror at `--server` (default `$DRA_MIRROR_SERVER` or
-http://127.0.0.1:8000) over `/graphql` with `--token` (`$DRA_MIRROR_TOKEN`) as the bearer, so
-the answers are what that token's scope may see — the same tools as the server's `/mcp`
+http://127.0.0.1:8000) over `/graphql` (`RemoteQuestions`) with `--token` (`$DRA_MIRROR_TOKEN`)
+as the bearer, so the answers are what that token's scope may see — the same tools as the server's `/mcp`
 (`service.mcp`, built by `service.runtime.standalone`). Nothing but MCP is written to stdout;
 logs go to stderr.
 """
@@ -16,7 +16,8 @@ import asyncio
 
 import click
 
-from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, Ask, over_http
+from dra_mirror.service.cli.asking import DEFAULT_SERVER, TIMEOUT, over_http
+from dra_mirror.service.questions.remote import RemoteQuestions
 
 
 async def serve_stdio(server_url: str, token: str | None) -> None:
@@ -28,12 +29,12 @@ async def serve_stdio(server_url: str, token: str | None) -> None:
     async with httpx.AsyncClient(
         base_url=server_url.rstrip("/"), headers=headers, timeout=TIMEOUT
     ) as http:
-        ask = over_http(http)
+        questions = RemoteQuestions(over_http(http))
 
-        async def ask_for(_ctx: object) -> Ask:
-            return ask
+        async def questions_for(_ctx: object) -> RemoteQuestions:
+            return questions
 
-        await serve_mcp_stdio(ask_for)
+        await serve_mcp_stdio(questions_for)
 
 
 @click.command("mcp")

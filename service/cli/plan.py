@@ -3,12 +3,12 @@
     dra-mirror plan FILE|- [--cluster C] [--server URL] [--token T] [--json]
     dra-mirror plan FILE|- --kubeconfig PATH [--context CTX]…        mirror, ask, stop
 
-It sends the graph's `plan` (`service.questions.plan.ask_plan`) to `--server` (default
-`$DRA_MIRROR_SERVER` or http://127.0.0.1:8000), or — with `--kubeconfig` — watches the
-kubeconfig's clusters in this process until each has synced once and asks the same schema
-in-process (as `explain --kubeconfig` does). It prints, per cluster, each pod the manifests
+It asks the plan question (`service.questions.plan`) of the mirror at `--server` (default
+`$DRA_MIRROR_SERVER` or http://127.0.0.1:8000; the graph's `plan`), or — with `--kubeconfig`
+— watches the kubeconfig's clusters in this process until each has synced once and asks the
+same question of that store (as `explain --kubeconfig` does). It prints, per cluster, each pod the manifests
 would create and where it would run (node and devices), or why it would wait and behind whom;
-then lint's findings. `--json` prints the graph's answer.
+then lint's findings. `--json` prints the answer's facts (the graph's shape).
 
 Exit status: 0 with an answer (placeable or not); 1 when the server cannot be reached or
 refuses, or the file is not YAML; 2 for usage errors.
@@ -30,8 +30,8 @@ from dra_mirror.service.cli.diagnostics import (
     mirror_source_options,
     render_findings,
 )
-from dra_mirror.service.questions.asking import Ask, QuestionError
-from dra_mirror.service.questions.plan import ask_plan
+from dra_mirror.service.questions.asking import QuestionError
+from dra_mirror.service.questions.protocol import Questions
 
 
 def _ref(obj: Mapping[str, Any]) -> str:
@@ -107,8 +107,8 @@ def plan(
         raise click.UsageError("give --server or --kubeconfig, not both")
     text = manifests.read()
 
-    def question(ask: Ask) -> Awaitable[dict[str, Any]]:
-        return ask_plan(ask, text, cluster)
+    def question(questions: Questions) -> Awaitable[dict[str, Any]]:
+        return questions.plan(text, cluster)
 
     if kubeconfig:
         try:

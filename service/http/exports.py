@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from dra_mirror.schema.reader import ReadScope
 from dra_mirror.service.history.times import BadTime, bucket_us, to_rfc3339, to_us
+from dra_mirror.service.questions.scoped import ReadScope
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
     from dra_mirror.service.history.queries import HistoryQueries

@@ -45,8 +45,8 @@ from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.protocols import ClosableReader, ClusterStatus, StoreUnavailable
 
 if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
-    from dra_mirror.schema.reader import ReadScope
     from dra_mirror.service.history.runtime import History
+    from dra_mirror.service.questions.scoped import ReadScope
 
 ScopeFor = Callable[[Any], "ReadScope"]
 

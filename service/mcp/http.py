@@ -1,6 +1,6 @@
 """`/mcp`: the MCP tools over streamable HTTP, on the mirror's own app.
 
-`McpEndpoint(context_for, schema)` serves the tools (`server.build_server`) with a stateless
+`McpEndpoint(asker_for)` serves the tools (`server.build_server`) with a stateless
 streamable-HTTP session manager answering JSON (one POST, one reply: nothing kept between
 requests, so any API replica answers any call). The app mounts `endpoint.asgi` at `/mcp` and
 enters `endpoint.running()` in its lifespan (a new session manager each time the lifespan runs).
@@ -8,12 +8,13 @@ The SDK is imported and the server built by the first `/mcp` request, not before
 agent asks never loads it (~30 MiB and ~0.5 s of CPU at every start); that first request
 waits for it (~0.5 s once), loaded in a worker thread so the event loop is not held meanwhile.
 
-Each tool call asks the app's schema in-process with `context_for(request)` — the same
-per-request context `/graphql` builds — so the request's bearer token has already passed the
-app's access gate (401/403/429 before any MCP message is read) and the call sees exactly what
-that subject's scope lets `/graphql` see. DNS-rebinding checks of the SDK are off: the gate's
-bearer tokens are what protect `/mcp`, as they protect `/graphql`. `GET /mcp` (a stream of
-server-initiated messages, which a stateless server has none of) is answered 405 at once.
+Each tool call asks the questions in this process (`LocalQuestions`, from the store) with
+`asker_for(request)` — the asker `/graphql` builds for the request — so the request's bearer
+token has already passed the app's access gate (401/403/429 before any MCP message is read)
+and the call sees exactly what that subject's scope lets `/graphql` see. DNS-rebinding checks
+of the SDK are off: the gate's bearer tokens are what protect `/mcp`, as they protect
+`/graphql`. `GET /mcp` (a stream of server-initiated messages, which a stateless server has
+none of) is answered 405 at once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from dra_mirror.service.questions.asking import Ask, ExecutableSchema, QuestionError, in_process
+from dra_mirror.service.questions.asker import Asker
+from dra_mirror.service.questions.asking import QuestionError
+from dra_mirror.service.questions.local import LocalQuestions
 
 if TYPE_CHECKING:  # the SDK (pydantic, its HTTP client, ~30 MiB) loads with the first call
     from mcp.server.mcpserver import Context, MCPServer
@@ -31,11 +34,8 @@ if TYPE_CHECKING:  # the SDK (pydantic, its HTTP client, ~30 MiB) loads with the
 
 
 class McpEndpoint:
-    def __init__(
-        self, context_for: Callable[[Any], Awaitable[Any]], schema: ExecutableSchema
-    ) -> None:
-        self.context_for = context_for
-        self.schema = schema
+    def __init__(self, asker_for: Callable[[Any], Awaitable[Asker]]) -> None:
+        self.asker_for = asker_for
         self.server: MCPServer | None = None
         self.manager: StreamableHTTPSessionManager | None = None
         self._started: asyncio.Future[StreamableHTTPSessionManager] | None = None
@@ -48,7 +48,7 @@ class McpEndpoint:
         from .server import build_server
 
         if self.server is None:
-            self.server = build_server(self._ask_for)
+            self.server = build_server(self._questions_for)
         # Builds a session manager (the SDK's Starlette app around it is not used).
         self.server.streamable_http_app(
             stateless_http=True,
@@ -57,11 +57,11 @@ class McpEndpoint:
         )
         return self.server.session_manager
 
-    async def _ask_for(self, ctx: Context) -> Ask:
+    async def _questions_for(self, ctx: Context) -> LocalQuestions:
         request = ctx.request_context.request
         if request is None:
             raise QuestionError("no HTTP request behind this call")
-        return in_process(self.schema, await self.context_for(request))
+        return LocalQuestions(await self.asker_for(request))
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

@@ -1,51 +1,32 @@
-"""The mirror's questions as tools a model can call: small, structured answers.
+"""The mirror's questions as tools a model can call: small, typed answers.
 
-Every tool is `async (ask, **arguments) -> dict`: it asks the graph through `ask` (documents of
-`service.questions`, or the graph's own fields) and keeps only what an agent needs to act —
-names, states, nodes, verdicts, one-line messages — with lists cut at `limit` and the full count
-beside them. A refusal of the graph (a bad argument, history off, a scope that hides the
-object) raises `QuestionError`, which the server returns as a tool error with its message.
+Every tool is `async (questions, **arguments) -> result` (`service.mcp.results`): it asks one
+question of `service.questions` — answered from the store in the mirror's own process over
+`/mcp`, or by a running mirror over `/graphql` for `dra-mirror mcp` on stdio — and keeps what an
+agent needs to act, lists cut at `limit` with the full count beside them.
+
+Errors (the server returns them as MCP tool errors, `isError`, with this message): an unknown
+cluster (the known ones and the nearest named), a name that designates no device, a claim or
+pod that is not there, a DeviceClass no cluster has, a selector that does not compile or fails
+to evaluate on every device, YAML that is not YAML, history not configured — every
+`QuestionError`. A free, a blocked, a held and an elsewhere-held device are answers, told apart
+by `answer` and each device's `status`.
 
 Promises: no tool writes anything; the same tool answers the same over HTTP and stdio.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from dra_mirror.service.questions.asking import Ask, QuestionError
-from dra_mirror.service.questions.explain import explain_claim
-from dra_mirror.service.questions.holdings import ask_who_holds
-from dra_mirror.service.questions.plan import ask_plan
+from dra_mirror.service.questions.asking import QuestionError
+from dra_mirror.service.questions.holdings import WhoHolds
+from dra_mirror.service.questions.protocol import Questions
+
+from . import results as r
 
 MAX_LIMIT = 200
-
-FREE = """query Free($selector: String!, $cluster: String, $first: Int) {
-  findDevices(selector: $selector, status: FREE, cluster: $cluster, first: $first) {
-    totalCount evaluationErrorCount
-    nodes { cluster driver pool name uuid node { name } attributes } } }"""
-
-DEVICE_HISTORY = """query DeviceHistory($device: String!, $from: DateTime!, $to: DateTime!,
-                                       $cluster: String) {
-  deviceHistory(device: $device, from: $from, to: $to, cluster: $cluster) {
-    uuid allocations { cluster driver pool device node namespace claim request since until } } }"""
-
-CLAIM_HISTORY = """query ClaimHistory($cluster: String!, $namespace: String!, $name: String!) {
-  claimHistory(cluster: $cluster, namespace: $namespace, name: $name) {
-    cluster namespace name uid
-    waits { since until endReason classes }
-    allocations { driver pool device node request since until }
-    consumers { name since until } idle { since until } } }"""
-
-CONTENTION = """query Contention($from: DateTime!, $to: DateTime!, $groupBy: ContentionGroup!,
-                                   $cluster: String) {
-  contention(from: $from, to: $to, groupBy: $groupBy, cluster: $cluster) {
-    cluster group deviceHoursAvailable deviceHoursAllocated deviceHoursIdle utilization
-    claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds } }"""
-
-CLASSES = """query Classes($cluster: String) {
-  deviceClasses(cluster: $cluster) { cluster name selectors } }"""
 
 
 def _limit(limit: int) -> int:
@@ -62,113 +43,161 @@ def _window(hours: float) -> tuple[str, str]:
     return start.isoformat().replace("+00:00", "Z"), now.isoformat().replace("+00:00", "Z")
 
 
+def _where(cluster: str | None) -> str:
+    return f"cluster {cluster}" if cluster else "any cluster you may see"
+
+
+def _answer(found: WhoHolds) -> r.Answer:
+    if found.holdings:
+        return "held"
+    if found.withheld:
+        return "held-elsewhere"
+    states = {d.status for d in found.devices}
+    if states == {"FREE"}:
+        return "free"
+    if states == {"BLOCKED"}:
+        return "blocked"
+    return "mixed"
+
+
 async def who_holds(
-    ask: Ask, device: str, cluster: str | None = None, limit: int = 20
-) -> dict[str, Any]:
-    answer = await ask_who_holds(ask, device, cluster, history=False, brief_when_ambiguous=True)
-    rows = [
-        {"cluster": h.cluster, "node": h.node, "device": f"{h.driver}/{h.pool}/{h.device}",
-         "uuid": h.uuid, "model": h.model, "claim": h.claim, "state": h.state,
-         "pods": h.pods, "since": h.since, "idle": h.idle}
-        for h in answer.holdings
-    ]  # fmt: skip
-    # Held by claims the caller may not see: no row (as whoHolds), but never "free" either —
-    # the devices count those holders (withheldAllocations), and so does this answer.
-    elsewhere = [
-        {"cluster": w.cluster, "node": w.node, "device": f"{w.driver}/{w.pool}/{w.device}",
-         "uuid": w.uuid, "allocations": w.allocations}
-        for w in answer.withheld
-    ]  # fmt: skip
+    questions: Questions, device: str, cluster: str | None = None, limit: int = 20
+) -> r.WhoHoldsResult:
     limit = _limit(limit)
-    return {"devicesNamed": len(answer.devices), "holdings": rows[:limit], "total": len(rows),
-            "heldElsewhere": elsewhere}  # fmt: skip
+    found = await questions.who_holds(device, cluster)
+    if found.unknown:
+        raise QuestionError(
+            f"no device named {device!r} in {_where(cluster)} (give a uuid, node/device, "
+            "driver/pool/device or a device name; free_devices lists free ones)"
+        )
+    holdings = [
+        r.Holding(cluster=h.cluster, node=h.node, device=f"{h.driver}/{h.pool}/{h.device}",
+                  uuid=h.uuid, model=h.model, claim=h.claim, origin=h.origin, state=h.state,
+                  pods=h.pods, since=h.since, idle=h.idle, idle_since=h.idle_since,
+                  request=h.request, share_id=h.share_id)
+        for h in found.holdings
+    ]  # fmt: skip
+    devices = [
+        r.NamedDevice(cluster=d.cluster, node=d.node, device=f"{d.driver}/{d.pool}/{d.device}",
+                      uuid=d.uuid, model=d.model, status=d.status,  # type: ignore[arg-type]
+                      held_elsewhere=d.withheld)
+        for d in found.devices
+    ]  # fmt: skip
+    return r.WhoHoldsResult(answer=_answer(found), devices_named=len(devices),
+                            devices=devices[:limit], holdings=holdings[:limit],
+                            total=len(holdings))  # fmt: skip
 
 
 async def free_devices(
-    ask: Ask,
+    questions: Questions,
     selector: str | None = None,
     device_class: str | None = None,
     cluster: str | None = None,
     limit: int = 20,
-) -> dict[str, Any]:
-    limit = _limit(limit)
-    if not device_class:
-        expression = selector or "true"
-        found = await ask(FREE, {"selector": expression, "cluster": cluster, "first": limit})
-        return _free_answer(expression, [found["findDevices"]], limit)
-    # A DeviceClass is a cluster's own object: each cluster that has it is searched with its
-    # own selectors, and a cluster without it contributes nothing.
-    data = await ask(CLASSES, {"cluster": cluster})
-    classes = sorted(
-        (c for c in data["deviceClasses"] if c["name"] == device_class), key=lambda c: c["cluster"]
-    )
-    if not classes:
-        raise QuestionError(
-            f"no DeviceClass {device_class} in {cluster or 'any cluster you may see'}"
-        )
-    searches, expressions = [], []
-    for c in classes:
-        parts = [f"({s})" for s in c["selectors"]] + ([f"({selector})"] if selector else [])
-        expression = " && ".join(parts) or "true"
-        expressions.append(expression)
-        found = await ask(FREE, {"selector": expression, "cluster": c["cluster"], "first": limit})
-        searches.append(found["findDevices"])
-    answer = _free_answer(expressions[0], searches, limit)
-    if len(set(expressions)) > 1:
-        answer["selector"] = {c["cluster"]: e for c, e in zip(classes, expressions, strict=True)}
-    return answer
+) -> r.FreeDevicesResult:
+    found = await questions.free(device_class, cluster, selector=selector, limit=_limit(limit))
+    devices = [
+        r.FreeDevice(cluster=d.cluster, node=d.node, device=f"{d.driver}/{d.pool}/{d.device}",
+                     uuid=d.uuid, model=d.model, taints=d.taints, partitions=d.partitions)
+        for d in found.devices
+    ]  # fmt: skip
+    return r.FreeDevicesResult(
+        total=found.total, partitions=found.partitions, selector=selector,
+        device_class=device_class, evaluation_error_count=found.evaluation_error_count,
+        evaluation_errors=found.evaluation_errors, devices=devices,
+    )  # fmt: skip
 
 
-def _free_answer(expression: str, searches: list[dict[str, Any]], limit: int) -> dict[str, Any]:
-    return {
-        "selector": expression,
-        "total": sum(f["totalCount"] for f in searches),
-        "evaluationErrors": sum(f["evaluationErrorCount"] for f in searches),
-        "devices": [
-            {"cluster": d["cluster"], "node": (d["node"] or {}).get("name"),
-             "device": f"{d['driver']}/{d['pool']}/{d['name']}", "uuid": d["uuid"],
-             "attributes": d["attributes"]}
-            for f in searches for d in f["nodes"]
-        ][:limit],
-    }  # fmt: skip
+def _claims(found: object) -> r.ClaimsResult:
+    rows = [r.ListedClaim(**dataclasses.asdict(c)) for c in found.claims]  # type: ignore[attr-defined]
+    return r.ClaimsResult(total=found.total, claims=rows)  # type: ignore[attr-defined]
+
+
+async def waiting_claims(
+    questions: Questions,
+    device_class: str | None = None,
+    cluster: str | None = None,
+    limit: int = 20,
+) -> r.ClaimsResult:
+    return _claims(await questions.waiting(device_class, cluster, limit=_limit(limit)))
+
+
+async def idle_claims(
+    questions: Questions, cluster: str | None = None, limit: int = 20
+) -> r.ClaimsResult:
+    return _claims(await questions.idle(cluster, limit=_limit(limit)))
+
+
+async def capacity(questions: Questions, cluster: str | None = None) -> r.CapacityResult:
+    rows = await questions.capacity(cluster)
+    return r.CapacityResult(rows=[r.CapacityRow(**dataclasses.asdict(x)) for x in rows])
+
+
+async def pod_devices(
+    questions: Questions, namespace: str, pod: str, cluster: str | None = None
+) -> r.PodDevicesResult:
+    found = await questions.pod_devices(namespace, pod, cluster)
+    if not found:
+        raise QuestionError(f"no pod {namespace}/{pod} in {_where(cluster)}")
+    return r.PodDevicesResult(
+        pods=[
+            r.PodDevicesEntry(
+                cluster=p.cluster, pod=f"{p.namespace}/{p.pod}", phase=p.phase, node=p.node,
+                claims=p.claims, pending=p.pending, missing=p.missing,
+                devices=[
+                    r.PodDevice(claim=d.claim, request=d.request,
+                                device=f"{d.driver}/{d.pool}/{d.device}", node=d.node,
+                                uuid=d.uuid, model=d.model, status=d.status,  # type: ignore[arg-type]
+                                share_id=d.share_id)
+                    for d in p.devices
+                ],
+            )
+            for p in found
+        ]
+    )  # fmt: skip
+
+
+def _verdict(value: str) -> str:
+    return value.lower().replace("_", "-")
 
 
 async def why_pending(
-    ask: Ask, namespace: str, claim: str, cluster: str | None = None
-) -> dict[str, Any]:
-    found = await explain_claim(ask, namespace, claim, cluster)
+    questions: Questions, namespace: str, claim: str, cluster: str | None = None
+) -> r.WhyPendingResult:
+    found = await questions.explain(namespace, claim, cluster)
     if not found:
-        raise QuestionError(
-            f"no claim {namespace}/{claim} in {cluster or 'any cluster you may see'}"
-        )
-    out = []
-    for d in found:
-        out.append({
-            "cluster": d["cluster"], "claim": f"{d['namespace']}/{d['name']}", "state": d["state"],
-            "verdict": d["verdict"].lower().replace("_", "-"), "message": d["message"],
-            "requests": [{"request": r["request"], "class": r["deviceClassName"],
-                          "verdict": r["verdict"].lower().replace("_", "-"),
-                          "classDevices": r["classDevices"], "freeOrShareable": r["freeOrShareable"],
-                          "needed": r["needed"]} for r in d["requests"]],
-            "holders": [{"claim": f"{h['claim']['namespace']}/{h['claim']['name']}", "idle": h["idle"],
-                         "idleSince": h["idleSince"]} for h in d["holders"][:20]],
-            "holdersTotal": d["holdersTotal"],
-            # holders in namespaces outside the caller's scope: counted, never named
-            "holdersHidden": d.get("holdersHidden", 0),
-        })  # fmt: skip
-    return {"diagnoses": out}
+        raise QuestionError(f"no claim {namespace}/{claim} in {_where(cluster)}")
+    return r.WhyPendingResult(
+        diagnoses=[
+            r.Diagnosis(
+                cluster=d["cluster"], claim=f"{d['namespace']}/{d['name']}", state=d["state"],
+                verdict=_verdict(d["verdict"]), message=d["message"],
+                requests=[{"request": q["request"], "class": q["deviceClassName"],
+                           "verdict": _verdict(q["verdict"]), "classDevices": q["classDevices"],
+                           "freeOrShareable": q["freeOrShareable"], "needed": q["needed"]}
+                          for q in d["requests"]],
+                holders=[{"claim": f"{h['claim']['namespace']}/{h['claim']['name']}",
+                          "idle": h["idle"], "idleSince": h["idleSince"]}
+                         for h in d["holders"][:20]],
+                holders_total=d["holdersTotal"],
+                # holders in namespaces outside the caller's scope: counted, never named
+                holders_hidden=d.get("holdersHidden", 0),
+            )
+            for d in found
+        ]
+    )  # fmt: skip
 
 
-async def plan(ask: Ask, manifests: str, cluster: str | None = None) -> dict[str, Any]:
-    answer = await ask_plan(ask, manifests, cluster)
+async def plan(questions: Questions, manifests: str, cluster: str | None = None) -> r.PlanResult:
+    answer = await questions.plan(manifests, cluster)
     clusters = []
     for c in answer["clusters"]:
         items = []
         for i in c["items"]:
-            entry: dict[str, Any] = {
+            entry: dict[str, object] = {
                 "pod": f"{i['namespace']}/{i['name']}" if i["kind"] == "Pod" else i["workload"],
                 "replica": i["replica"], "placeable": i["placeable"],
-                "verdict": i["verdict"].lower().replace("_", "-"), "message": i["message"],
+                "verdict": _verdict(i["verdict"]), "message": i["message"],
             }  # fmt: skip
             if i["placeable"]:
                 entry["node"] = i["node"]
@@ -187,35 +216,44 @@ async def plan(ask: Ask, manifests: str, cluster: str | None = None) -> dict[str
             items.append(entry)
         clusters.append({"cluster": c["cluster"], "placeable": c["placeable"], "summary": c["summary"],
                          "items": items, "lint": [f"{f['rule']}: {f['message']}" for f in c["findings"]]})  # fmt: skip
-    return {"clusters": clusters, "skipped": answer["skipped"]}
+    return r.PlanResult(clusters=clusters, skipped=answer["skipped"])
+
+
+async def lint(
+    questions: Questions, cluster: str | None = None, manifests: str | None = None
+) -> r.LintResult:
+    if manifests is not None:
+        found = await questions.lint_manifests(manifests, cluster)
+    elif cluster is not None:
+        found = await questions.lint(cluster)
+    else:
+        raise QuestionError("give a cluster to check, or manifests (with a cluster or not)")
+    findings = [r.Finding(**f) for f in found]
+    return r.LintResult(findings=findings, errors=sum(f.severity == "ERROR" for f in findings))
 
 
 async def device_history(
-    ask: Ask, device: str, hours: float = 24, cluster: str | None = None
-) -> dict[str, Any]:
+    questions: Questions, device: str, hours: float = 24, cluster: str | None = None
+) -> r.DeviceHistoryResult:
     start, end = _window(hours)
-    data = await ask(
-        DEVICE_HISTORY, {"device": device, "from": start, "to": end, "cluster": cluster}
-    )
-    timelines = data["deviceHistory"]
+    timelines = await questions.device_history(device, start, end, cluster)
     holders = [a for t in timelines for a in t["allocations"]]
-    return {"from": start, "to": end, "uuids": [t["uuid"] for t in timelines],
-            "holders": holders[:50], "total": len(holders)}  # fmt: skip
+    return r.DeviceHistoryResult(since=start, until=end, uuids=[t["uuid"] for t in timelines],
+                                 holders=holders[:50], total=len(holders))  # fmt: skip
 
 
-async def claim_history(ask: Ask, namespace: str, claim: str, cluster: str) -> dict[str, Any]:
-    data = await ask(CLAIM_HISTORY, {"cluster": cluster, "namespace": namespace, "name": claim})
-    return {"lives": data["claimHistory"][:5], "total": len(data["claimHistory"])}
+async def claim_history(
+    questions: Questions, namespace: str, claim: str, cluster: str
+) -> r.ClaimHistoryResult:
+    lives = await questions.claim_history(cluster, namespace, claim)
+    return r.ClaimHistoryResult(lives=lives[:5], total=len(lives))
 
 
 async def contention(
-    ask: Ask, hours: float = 24, group_by: str = "class", cluster: str | None = None
-) -> dict[str, Any]:
+    questions: Questions, hours: float = 24, group_by: str = "class", cluster: str | None = None
+) -> r.ContentionResult:
     if group_by not in ("class", "namespace"):
         raise QuestionError("group_by must be 'class' or 'namespace'")
     start, end = _window(hours)
-    data = await ask(
-        CONTENTION, {"from": start, "to": end, "groupBy": group_by.upper(), "cluster": cluster}
-    )
-    rows = data["contention"]
-    return {"from": start, "to": end, "rows": rows[:50], "total": len(rows)}
+    rows = await questions.contention(start, end, group_by.upper(), cluster)
+    return r.ContentionResult(since=start, until=end, rows=rows[:50], total=len(rows))

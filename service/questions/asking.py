@@ -1,47 +1,80 @@
-"""How a question reaches the graph: an `Ask` sends one GraphQL document and returns its data.
+"""The errors of the questions, and how a question reaches a mirror in another process.
 
-Every question of this package is a function of an `Ask`, so one question serves every front
-end: Slack executes it on the app's own schema in-process (`in_process`, with the request's
-context), the command line posts it to a running server's `/graphql` (`service.cli.asking`) or
-executes it in-process over a store it filled itself, and the web page will do the same.
+Errors (every front end shows the message as it is):
 
-Errors: an `Ask` raises `QuestionError` when the graph refuses (a GraphQL error, an argument the
-graph rejects, history off) or cannot be reached; front ends show its message as is.
+    QuestionError             the question cannot be answered; the message says why
+    ├── BadQuestion           the asker's input cannot be used (YAML, a selector, a time)
+    ├── UnknownCluster        a cluster the asker named is not mirrored, or not in their scope
+    ├── HistoryOff            history is not configured, or not in the asker's scope
+    └── QuestionUnavailable   the state store or the history database cannot be reached now
 
-Promises: no I/O here; `in_process` needs only something with strawberry's `Schema.execute`.
+`Ask` is how the command line and the MCP stdio server reach a running mirror: one GraphQL
+document and its variables in, the `data` out (`service.cli.asking.over_http`); a refusal of
+the graph or of the server raises `QuestionError`. In the mirror's own process the questions
+read the store (`service.questions.local`), never the graph.
+
+Promises: no I/O here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+import difflib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
-__all__ = ["Ask", "ExecutableSchema", "QuestionError", "in_process"]
+__all__ = [
+    "Ask",
+    "BadQuestion",
+    "HistoryOff",
+    "QuestionError",
+    "QuestionUnavailable",
+    "UnknownCluster",
+]
 
 Ask = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class QuestionError(Exception):
-    """The graph refused the question (bad argument, history off, server unreachable...)."""
+    """The question cannot be answered (bad argument, history off, server unreachable...).
+    `code` is what the graph puts in the error's `extensions.code`."""
+
+    code = "QUESTION_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
 
 
-class ExecutableSchema(Protocol):
-    """What `in_process` needs of a GraphQL schema (strawberry's `Schema` is one)."""
+class BadQuestion(QuestionError):
+    """The asker's input cannot be used; the message says why."""
 
-    async def execute(
-        self, query: str, variable_values: dict[str, Any] | None = ..., context_value: Any = ...
-    ) -> Any: ...
+    code = "BAD_INPUT"
 
 
-def in_process(schema: ExecutableSchema, context: Any) -> Ask:
-    """An `Ask` executing documents on `schema` with one request's `context`."""
+class HistoryOff(QuestionError):
+    """History is not configured (`HISTORY_DISABLED`), or not in the asker's scope
+    (`FORBIDDEN`)."""
 
-    async def ask(document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
-        result = await schema.execute(
-            document, variable_values=dict(variables), context_value=context
-        )
-        if result.errors:
-            raise QuestionError("; ".join(e.message for e in result.errors))
-        return result.data or {}
+    code = "HISTORY_DISABLED"
 
-    return ask
+
+class QuestionUnavailable(QuestionError):
+    """The state store or the history database cannot be reached now: try again later."""
+
+    code = "STORE_UNAVAILABLE"
+
+
+class UnknownCluster(QuestionError):
+    """A cluster name that names no cluster the asker may see: the known ones listed, and the
+    nearest one offered."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        self.known = sorted(known)
+        near = difflib.get_close_matches(name, self.known, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        listed = ", ".join(self.known) or "none"
+        super().__init__(f"no cluster named {name!r} (clusters: {listed}){hint}")
+
+    code = "UNKNOWN_CLUSTER"

@@ -54,6 +54,7 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
     key_of,
 )
+from dra_mirror.service.questions.asking import BadQuestion
 from dra_mirror.service.questions.cluster_state import (  # noqa: F401  (re-exported)
     ClusterState,
     ScopedState,
@@ -65,7 +66,7 @@ from dra_mirror.service.questions.cluster_state import (  # noqa: F401  (re-expo
 from dra_mirror.service.questions.ledgers import ledger_of, prepare  # noqa: F401
 
 
-class DiagnosisInputError(Exception):
+class DiagnosisInputError(BadQuestion):
     """The client's input cannot be used; the message says why."""
 
 

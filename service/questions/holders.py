@@ -17,7 +17,9 @@ replaced by a pod with another uid, is not that pod) and the pods of the PodGrou
 (service.model.consumers).
 
 The GraphQL `whoHolds` (`schema.whoholds`) is these functions over the request's scoped reader;
-the chat and command-line answers (`service.questions.holdings`) ask that field.
+the who-holds question every front end asks (`service.questions.holdings`) is built on them.
+
+`consumers_of(reader, claims)` gives those consumer pods for any claims (idle holders list them).
 
 Promises: one batched store call per step (devices, allocations, claims, pods), never one per
 device; reads only, through `HoldersReader` (four of the `StateReader` reads).
@@ -26,7 +28,7 @@ device; reads only, through `HoldersReader` (four of the `StateReader` reads).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,6 +50,7 @@ __all__ = [
     "Holding",
     "Holdings",
     "consumer_keys",
+    "consumers_of",
     "holdings_of",
     "resolve_devices",
     "same_pod",
@@ -122,15 +125,12 @@ class Holdings:
     records: dict[ObjectKey, Record | None] = field(default_factory=dict)
 
 
-async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdings:
-    """The claims holding each of `keys` (in key order), with their consumer pods."""
-    if not keys:
-        return Holdings()
-    holds: list[list[AllocationRef]] = await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
-    claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
-    claims: dict[ObjectKey, Record | None] = (
-        dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
-    )
+async def consumers_of(
+    reader: HoldersReader, claims: Mapping[ObjectKey, Record | None]
+) -> tuple[dict[ObjectKey, list[PodRecord]], dict[ObjectKey, Record | None]]:
+    """Each claim's consumer pods (by name), and every pod record read to find them: the pods
+    of its `status.reservedFor` (with the uid reserved) and of the PodGroups it names. One
+    batched read for the groups, one for the pods."""
     wanted: dict[ObjectKey, str] = {}
     groups: dict[GroupKey, list[ObjectKey]] = {}
     # each claim's reserved pods and PodGroups, read once
@@ -150,6 +150,33 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
     pods: dict[ObjectKey, Record | None] = (
         dict(zip(wanted, await reader.get(list(wanted)), strict=True)) if wanted else {}
     )
+    out: dict[ObjectKey, list[PodRecord]] = {}
+    for key, (named, named_groups) in reserved.items():
+        if named_groups:
+            named = dict(named)
+            for group in named_groups:
+                named.update((k, "") for k in groups.get(group, ()) if k not in named)
+        consumers = [
+            pod
+            for k, uid in named.items()
+            if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
+        ]
+        if len(consumers) > 1:
+            consumers.sort(key=lambda p: p.meta.name)
+        out[key] = consumers
+    return out, pods
+
+
+async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdings:
+    """The claims holding each of `keys` (in key order), with their consumer pods."""
+    if not keys:
+        return Holdings()
+    holds: list[list[AllocationRef]] = await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
+    claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
+    claims: dict[ObjectKey, Record | None] = (
+        dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
+    )
+    consumers, pods = await consumers_of(reader, claims)
     found = Holdings(records={**claims, **pods})
     for device, refs in zip(keys, holds, strict=True):
         if len(refs) > 1:
@@ -162,17 +189,7 @@ async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdi
                 # was there, its claim link dangles.
                 found.holdings.append(Holding(device=device, ref=ref, claim=None, pods=[]))
                 continue
-            named, named_groups = reserved[ref.claim]
-            if named_groups:
-                named = dict(named)
-                for group in named_groups:
-                    named.update((k, "") for k in groups.get(group, ()) if k not in named)
-            consumers = [
-                pod
-                for k, uid in named.items()
-                if same_pod(pod := pods.get(k), uid) and isinstance(pod, PodRecord)
-            ]
-            if len(consumers) > 1:
-                consumers.sort(key=lambda p: p.meta.name)
-            found.holdings.append(Holding(device=device, ref=ref, claim=claim, pods=consumers))
+            found.holdings.append(
+                Holding(device=device, ref=ref, claim=claim, pods=consumers[ref.claim])
+            )
     return found

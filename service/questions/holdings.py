@@ -1,56 +1,59 @@
-"""`who-holds`: the claims holding the devices a person names, as rows.
+"""Who holds a device: the devices a person names, what each is now, and who holds it.
 
-`ask_who_holds` sends the graph's `whoHolds` (a uuid, `node/device`, `driver/pool/device` or a
-bare name; the graph answers it with `service.questions.holders`) and turns each holding into a `HoldingRow`: the device (name,
-uuid, model), its cluster and node, the claim (namespace/name, origin, state), the consumer
-pods, since when it is held and whether it is idle. When the API server gives no
-allocationTimestamp, "since" is read from history (`whoHeld` at this instant) if the server has
-history. In chat only a list of candidates is shown for an ambiguous name, so the candidates
-can be asked first in a light document (`brief_when_ambiguous`). Holders in namespaces the
-asker may not see are not shown, but counted (`withheld`): a device held only there is "held in
-another namespace", never "free".
+`who_holds(asker, spec, cluster=None)` answers from the store, through the asker's scope:
+
+* `devices` — every device `spec` names (a uuid, `node/device`, `driver/pool/device` or a
+  bare name: `service.questions.holders.resolve_devices`), with its status as the model
+  derived it (free, held, shared, blocked; None for a device no slice publishes, known only
+  from the claims holding it) and how many of its allocations belong to claims the asker may
+  not see (`withheld`: counted, never named);
+* `holdings` — one row per claim the asker may see holding one of them: the device (name,
+  uuid, model, node), the claim (namespace/name, origin, state), its consumer pods, since when
+  it is held (the API server's allocationTimestamp, else when history saw the allocation begin,
+  else unknown) and whether it is idle (allocated, no consumer pod Running) and since when.
+
+An unknown cluster raises `UnknownCluster`; a name that names nothing is an answer with no
+devices (`unknown`), which each front end words as it should. Rows are sorted by device key,
+then claim, request and share.
+
+Promises: one batched store call per step, never one per device; history is asked at most
+once, and only when the API server left some `since` unknown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from .asking import Ask, QuestionError
-from .chatops import model_of
+from dra_mirror.service.model import inventory
+from dra_mirror.service.model.records import (
+    AllocationRef,
+    ClaimRecord,
+    DeviceEntry,
+    DeviceKey,
+    PodRecord,
+    key_of,
+)
+from dra_mirror.service.stores.protocols import StoreUnavailable
 
-WHO_HOLDS = """query WhoHolds($device: String!, $cluster: String) {
-  whoHolds(device: $device, cluster: $cluster) {
-    cluster request shareID since
-    device { driver pool name uuid nodeName attributes }
-    claim { namespace name origin state idle idleSince }
-    pods { namespace name phase }
-  }
-}"""
+from .asker import Asker
+from .holders import holdings_of, resolve_devices
 
-# What an ambiguous answer lists; a bare name on a 5,000-node cluster matches 5,000 held
-# devices, and the full document above costs ~4 s for them, this one ~1 s.
-WHO_HOLDS_BRIEF = """query WhoHoldsBrief($device: String!, $cluster: String) {
-  whoHolds(device: $device, cluster: $cluster) {
-    cluster shareID device { driver pool name uuid nodeName } claim { namespace name }
-  }
-}"""
+__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "model_of", "who_holds"]
 
-# Devices the asker sees (their cluster is in scope) may be held by claims it may not see:
-# whoHolds leaves those out, the devices themselves count them.
-HELD_ELSEWHERE = """query HeldElsewhere($device: String!, $cluster: String) {
-  devicesNamed(device: $device, cluster: $cluster) {
-    cluster driver pool name uuid nodeName withheldAllocations
-  }
-}"""
 
-HELD_SINCE = """query HeldSince($device: String!, $cluster: String, $at: DateTime!) {
-  whoHeld(device: $device, at: $at, cluster: $cluster) {
-    cluster driver pool device namespace claim since
-  }
-}"""
+def model_of(attributes: Mapping[str, Any] | None) -> str | None:
+    """The product name a driver publishes (`productName`, `model`...), qualified or not."""
+    for wanted in ("productName", "model", "product"):
+        for name, value in (attributes or {}).items():
+            if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
+                return str(value)
+    return None
+
+
+def entry_model(entry: DeviceEntry) -> str | None:
+    return model_of({name: a.value for name, a in entry.device.attributes.items()})
 
 
 @dataclass
@@ -66,11 +69,12 @@ class HoldingRow:
     model: str | None
     claim: str  # namespace/name
     origin: str  # TEMPLATE, EXTENDED_RESOURCE or MANUAL
-    state: str
+    state: str  # PENDING, ALLOCATED, RESERVED or DELETING
     pods: list[str]  # namespace/name (phase) of the consumer pods
     since: str | None  # allocated at (API server), else when history saw it allocated
     idle: bool
     idle_since: str | None
+    request: str = ""
     share_id: str | None = None
 
     @property
@@ -79,8 +83,8 @@ class HoldingRow:
 
 
 @dataclass
-class WithheldRow:
-    """A device held (also) by claims in namespaces the asker may not see."""
+class NamedDevice:
+    """A device the name designates, held or not."""
 
     cluster: str
     node: str | None
@@ -88,7 +92,9 @@ class WithheldRow:
     driver: str
     pool: str
     uuid: str | None
-    allocations: int  # allocation results of claims outside the asker's scope
+    model: str | None
+    status: str | None  # FREE, HELD, SHARED, BLOCKED (None: gone since it was named)
+    withheld: int = 0  # allocations of claims in namespaces the asker may not see
 
     @property
     def device_ref(self) -> tuple[str, str, str, str]:
@@ -99,131 +105,134 @@ class WithheldRow:
 class WhoHolds:
     spec: str
     cluster: str | None
-    holdings: list[HoldingRow]
-    detailed: bool = True  # False: an ambiguous answer with only device, cluster and claim
-    withheld: list[WithheldRow] = field(default_factory=list)  # held in other namespaces
+    devices: list[NamedDevice] = field(default_factory=list)
+    holdings: list[HoldingRow] = field(default_factory=list)
 
     @property
-    def held_elsewhere(self) -> int:
-        """Allocations of the named devices the asker may not see."""
-        return sum(w.allocations for w in self.withheld)
+    def unknown(self) -> bool:
+        """No device is named so (in the clusters the asker may see)."""
+        return not self.devices
 
     @property
-    def devices(self) -> list[tuple[str, str, str, str]]:
+    def held_devices(self) -> list[tuple[str, str, str, str]]:
+        """The devices with a holder the asker sees, in key order."""
         return list(dict.fromkeys(h.device_ref for h in self.holdings))
 
     @property
     def ambiguous(self) -> bool:
-        return len(self.devices) > 1
+        """The name designates more than one held device."""
+        return len(self.held_devices) > 1
+
+    @property
+    def withheld(self) -> list[NamedDevice]:
+        """The named devices held (also) by claims the asker may not see."""
+        return [d for d in self.devices if d.withheld]
+
+    @property
+    def held_elsewhere(self) -> int:
+        """Allocations of the named devices the asker may not see."""
+        return sum(d.withheld for d in self.devices)
 
 
-async def ask_who_holds(
-    ask: Ask,
-    spec: str,
-    cluster: str | None = None,
-    *,
-    history: bool = True,
-    brief_when_ambiguous: bool = False,
-) -> WhoHolds:
-    """The holders of the devices `spec` names; `history=False` when the server is known to
-    have no history (then `since` is only what the API server says).
+async def device_statuses(
+    reader: Any, keys: Sequence[DeviceKey], entries: Sequence[DeviceEntry | None]
+) -> list[str | None]:
+    """FREE, HELD, SHARED or BLOCKED per device, as the model derived it; a device no slice
+    publishes (the store keeps no status for it) is held or shared by what holds it — every
+    holder, those outside the scope too (`service.model.inventory.device_status`)."""
+    statuses: list[str | None] = list(await reader.device_status(keys)) if keys else []
+    missing = [i for i, s in enumerate(statuses) if s is None and entries[i] is not None]
+    if missing:
+        holds = await reader.every_holder([keys[i] for i in missing])
+        for i, refs in zip(missing, holds, strict=True):
+            entry = entries[i]
+            assert entry is not None
+            statuses[i] = inventory.device_status(entry, refs)
+    return [s.upper() if s else None for s in statuses]
 
-    `brief_when_ambiguous` (chat, where only a list of candidates is shown): ask for the
-    candidates first, in a light document, and for the details only when one device matched."""
-    wanted, where = spec, cluster
-    if brief_when_ambiguous:
-        data = await ask(WHO_HOLDS_BRIEF, {"device": spec, "cluster": cluster})
-        held = [_brief_row(h) for h in data["whoHolds"] if h["claim"] is not None]
-        brief = WhoHolds(spec, cluster, held, detailed=False)
-        if brief.ambiguous:
-            return brief
-        if not brief.holdings:
-            brief.withheld = await _held_elsewhere(ask, spec, cluster)
-            return brief
-        where, driver, pool, device = brief.devices[0]
-        wanted = f"{driver}/{pool}/{device}"  # exactly the one device, whatever `spec` was
-    data = await ask(WHO_HOLDS, {"device": wanted, "cluster": where})
-    rows = [_row(h) for h in data["whoHolds"] if h["claim"] is not None]  # null: gone since
-    if history and any(r.since is None for r in rows):
-        await _since_from_history(ask, wanted, where, rows)
-    answer = WhoHolds(spec=spec, cluster=cluster, holdings=rows)
-    if len(answer.devices) <= 1:  # one device (or none): say what the asker may not see of it
-        answer.withheld = await _held_elsewhere(ask, wanted, where)
+
+async def who_holds(asker: Asker, spec: str, cluster: str | None = None) -> WhoHolds:
+    """The devices `spec` names and the claims (in the asker's scope) holding them."""
+    await asker.check_cluster(cluster)
+    reader = asker.reader
+    keys = await resolve_devices(reader, spec, cluster=cluster)
+    answer = WhoHolds(spec=spec.strip(), cluster=cluster)
+    if not keys:
+        return answer
+    entries = await reader.devices(keys)
+    statuses = await device_statuses(reader, keys, entries)
+    withheld = [0] * len(keys)
+    if reader.scope.may_hide():
+        every = await reader.every_holder(keys)  # type: ignore[attr-defined]
+        scope = reader.scope
+        withheld = [
+            sum(1 for ref in refs if not scope.allows(ref.claim.cluster, ref.claim.namespace))
+            for refs in every
+        ]
+    found = await holdings_of(reader, keys)
+    by_key: dict[DeviceKey, DeviceEntry] = {}
+    for key, entry, status, hidden in zip(keys, entries, statuses, withheld, strict=True):
+        if entry is None:
+            continue
+        by_key[key] = entry
+        answer.devices.append(
+            NamedDevice(
+                cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
+                pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+                status=status, withheld=hidden,
+            )
+        )  # fmt: skip
+    claims = [h.claim for h in found.holdings if h.claim is not None]
+    idle = await reader.idle_since([key_of(c) for c in claims]) if claims else []
+    idle_of = {id(c): when for c, when in zip(claims, idle, strict=True)}
+    for h in found.holdings:
+        entry = by_key.get(h.device)
+        if h.claim is None or entry is None:
+            continue  # the claim was deleted since its holds were read
+        answer.holdings.append(_row(h.device, entry, h.claim, h.pods, h.ref, idle_of[id(h.claim)]))
+    if any(r.since is None for r in answer.holdings) and asker.sees_history:
+        await _since_from_history(asker, spec.strip(), cluster, answer.holdings)
     return answer
 
 
-async def _held_elsewhere(ask: Ask, spec: str, cluster: str | None) -> list[WithheldRow]:
-    data = await ask(HELD_ELSEWHERE, {"device": spec, "cluster": cluster})
-    return [
-        WithheldRow(cluster=d["cluster"], node=d["nodeName"], device=d["name"],
-                    driver=d["driver"], pool=d["pool"], uuid=d["uuid"],
-                    allocations=d["withheldAllocations"])
-        for d in data["devicesNamed"]
-        if d["withheldAllocations"]
-    ]  # fmt: skip
-
-
-def _brief_row(h: Mapping[str, Any]) -> HoldingRow:
-    d, c = h["device"], h["claim"]
+def _row(
+    key: DeviceKey,
+    entry: DeviceEntry,
+    claim: ClaimRecord,
+    pods: list[PodRecord],
+    ref: AllocationRef,
+    idle_since: str | None,
+) -> HoldingRow:
+    allocation = claim.allocation
     return HoldingRow(
-        cluster=h["cluster"], node=d["nodeName"], device=d["name"], driver=d["driver"],
-        pool=d["pool"], uuid=d["uuid"], model=None, claim=f"{c['namespace']}/{c['name']}",
-        origin="", state="", pods=[], since=None, idle=False, idle_since=None,
-        share_id=h["shareID"],
+        cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
+        pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+        claim=f"{claim.meta.namespace}/{claim.meta.name}",
+        origin=claim.origin.upper().replace("-", "_"), state=claim.state.upper(),
+        pods=[f"{p.meta.namespace}/{p.meta.name} ({p.phase})" for p in pods],
+        since=allocation.allocated_at if allocation is not None else None,
+        idle=idle_since is not None, idle_since=idle_since, request=ref.request,
+        share_id=ref.share_id,
     )  # fmt: skip
 
 
-def _row(h: Mapping[str, Any]) -> HoldingRow:
-    d, c = h["device"], h["claim"]
-    return HoldingRow(
-        cluster=h["cluster"],
-        node=d["nodeName"],
-        device=d["name"],
-        driver=d["driver"],
-        pool=d["pool"],
-        uuid=d["uuid"],
-        model=model_of(d["attributes"]),
-        claim=f"{c['namespace']}/{c['name']}",
-        origin=c["origin"],
-        state=c["state"],
-        pods=[f"{p['namespace']}/{p['name']} ({p['phase']})" for p in h["pods"]],
-        since=h["since"],
-        idle=c["idle"],
-        idle_since=c["idleSince"],
-        share_id=h["shareID"],
-    )
-
-
 async def _since_from_history(
-    ask: Ask, spec: str, cluster: str | None, rows: list[HoldingRow]
+    asker: Asker, spec: str, cluster: str | None, rows: list[HoldingRow]
 ) -> None:
     """Fill `since` from history where the API server gave no allocationTimestamp (before
-    Kubernetes 1.34 it never does). No history configured: `since` stays unknown."""
-    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    Kubernetes 1.34 it never does): the start of the allocation history sees open now."""
+    from dra_mirror.service.history.times import to_rfc3339, to_us
+
+    history = asker.history_reads()
     try:
-        data = await ask(HELD_SINCE, {"device": spec, "cluster": cluster, "at": at})
-    except QuestionError:
+        held = await history.who_held(spec, to_us(asker.now()), cluster)
+    except StoreUnavailable:  # the history database is down: `since` stays unknown
         return
     seen = {
-        (a["cluster"], a["driver"], a["pool"], a["device"], f"{a['namespace']}/{a['claim']}"): a[
-            "since"
-        ]
-        for a in data.get("whoHeld") or []
+        (a.cluster, a.driver, a.pool, a.device, f"{a.namespace}/{a.claim}"): a.start_us
+        for a in held
     }
     for row in rows:
         if row.since is None:
-            row.since = seen.get((*row.device_ref, row.claim))
-
-
-DEVICES_NAMED = """query DevicesNamed($device: String!, $cluster: String) {
-  devicesNamed(device: $device, cluster: $cluster) { name }
-}"""
-
-
-async def ask_device_exists(ask: Ask, spec: str, cluster: str | None = None) -> bool:
-    """Whether `spec` names any device at all, held or free: what an answer without holdings
-    asks next, so it can say "free" or "no such device". Looked up by key, as whoHolds
-    resolves it (uuid, node/device, driver/pool/device, name: `service.questions.holders`),
-    never by paging through the devices."""
-    data = await ask(DEVICES_NAMED, {"device": spec, "cluster": cluster})
-    return bool(data["devicesNamed"])
+            start = seen.get((*row.device_ref, row.claim))
+            row.since = to_rfc3339(start) if start is not None else None

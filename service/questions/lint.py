@@ -1,59 +1,50 @@
-"""`lint`: the common DRA mistakes in manifests, or in a mirrored cluster, as finding rows.
+"""`lint`: the common DRA mistakes in manifests, or in a mirrored cluster, as finding facts.
 
-* `lint_text` lints YAML manifests offline, with the pure rules only
+* `lint_text(text)` lints YAML manifests offline, with the pure rules only
   (`service.diagnostics.lint`; rules that need a cluster's facts stay quiet);
-* `ask_lint_manifests` asks the graph's `lintManifests`, which checks the same manifests against
-  a mirrored cluster's classes, claims and nodes too;
-* `ask_lint_cluster` asks the graph's `lint`: the mistakes already in a mirrored cluster.
+* `lint_manifests(asker, text, cluster)` checks the same manifests against a mirrored
+  cluster's classes, claims, templates, free devices and nodes too (the graph's
+  `lintManifests`);
+* `lint_cluster(asker, cluster)` finds the mistakes already in a mirrored cluster (the
+  graph's `lint`).
 
-Every answer is a list of finding rows shaped as the graph gives them (`FINDING_FIELDS`: rule,
-severity in capitals, object, path, message), so an offline answer and a server's read alike.
-
-Promises: text that is not YAML raises `ManifestError` (`service.questions.diagnosis`); a
-refusal of the graph raises `QuestionError`.
+Every answer is a list of findings shaped as the graph gives them
+(`service.questions.facts.finding_facts`: rule, severity in capitals, object, path,
+message). Text that is not YAML raises `ManifestError` (a `BadQuestion`); an unknown cluster
+`UnknownCluster` — never the answer of another cluster, nor "no such DeviceClass".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dra_mirror.service.diagnostics.lint import lint_manifests
+from dra_mirror.service.diagnostics.lint import lint_manifests as lint_documents
 
-from .asking import Ask
-from .diagnosis import parse_manifests
+from .asker import Asker
+from .diagnosis import cluster_facts, lint_mirrored, parse_manifests
+from .facts import finding_facts
 
-__all__ = ["FINDING_FIELDS", "ask_lint_cluster", "ask_lint_manifests", "lint_text"]
-
-FINDING_FIELDS = "rule severity object path message"
-
-LINT_CLUSTER = f"query Lint($cluster: String!) {{ lint(cluster: $cluster) {{ {FINDING_FIELDS} }} }}"
-LINT_MANIFESTS = (
-    "query Lint($yaml: String!, $cluster: String) {"
-    f" lintManifests(yaml: $yaml, cluster: $cluster) {{ {FINDING_FIELDS} }} }}"
-)
+__all__ = ["lint_cluster", "lint_manifests", "lint_text"]
 
 
 def lint_text(text: str) -> list[dict[str, Any]]:
     """The findings of the pure rules in YAML manifests (no cluster facts)."""
-    return [
-        {
-            "rule": f.rule,
-            "severity": f.severity.upper(),
-            "object": f.object,
-            "path": f.path,
-            "message": f.message,
-        }
-        for f in lint_manifests(parse_manifests(text), None)
-    ]
+    return [finding_facts(f) for f in lint_documents(parse_manifests(text), None)]
 
 
-async def ask_lint_manifests(ask: Ask, text: str, cluster: str | None) -> list[dict[str, Any]]:
-    """The server's findings in YAML manifests, against `cluster`'s facts when given."""
-    data = await ask(LINT_MANIFESTS, {"yaml": text, "cluster": cluster})
-    return list(data["lintManifests"])
+async def lint_manifests(
+    asker: Asker, text: str, cluster: str | None = None
+) -> list[dict[str, Any]]:
+    """The findings in YAML manifests, against `cluster`'s facts when given."""
+    docs = parse_manifests(text)
+    facts = None
+    if cluster is not None:
+        await asker.check_cluster(cluster)
+        facts = await cluster_facts(asker.reader, cluster)
+    return [finding_facts(f) for f in lint_documents(docs, facts)]
 
 
-async def ask_lint_cluster(ask: Ask, cluster: str) -> list[dict[str, Any]]:
+async def lint_cluster(asker: Asker, cluster: str) -> list[dict[str, Any]]:
     """The mistakes in a mirrored cluster's own objects."""
-    data = await ask(LINT_CLUSTER, {"cluster": cluster})
-    return list(data["lint"])
+    await asker.check_cluster(cluster)
+    return [finding_facts(f) for f in await lint_mirrored(asker.reader, cluster)]

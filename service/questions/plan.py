@@ -2,7 +2,8 @@
 which cluster, on which nodes — or why would they wait, and behind whom?
 
 `plan_manifests(reader, text, cluster=None)` answers from a state store (GraphQL's `plan`);
-`ask_plan(ask, text, cluster)` asks the graph's `plan` (the command line, Slack, the MCP tools).
+`plan(asker, text, cluster)` gives that answer as the graph's facts (Slack, the MCP tools, the
+command line).
 
 For every cluster the reader's scope names (or the one asked), the manifests are expanded as
 kube-controller-manager would (`diagnostics.expansion`) and placed by the shared allocator over
@@ -39,12 +40,13 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.relations import Relation
 
-from .asking import Ask
+from .asker import Asker
 from .cluster_state import ClusterState, ScopedState, read_cluster
 from .diagnosis import parse_manifests
+from .facts import plan_facts
 from .ledgers import ledger_of
 
-__all__ = ["PLAN_DOCUMENT", "ClusterAnswer", "PlanAnswer", "ask_plan", "plan_manifests"]
+__all__ = ["ClusterAnswer", "PlanAnswer", "plan", "plan_manifests"]
 
 
 @dataclass
@@ -157,28 +159,9 @@ def _facts(state: ClusterState, docs: list[Any], scope: Any) -> ClusterFacts:
     return ClusterFacts(classes=set(state.classes), claims=claims)
 
 
-# --- asked of the graph ----------------------------------------------------------------------
-
-PLAN_ITEM_FIELDS = """kind workload namespace name replica placeable verdict message node
-      blockingClaim holdersHidden freedHidden
-      claims { podClaim name template shared allocatedBefore node
-               devices { request driver pool device shareID consumedCapacity } }
-      requests { request deviceClassName classDevices freeOrShareable needed verdict summary
-                 selectors { expression passing rejected } heldBy { namespace name } }
-      holders { claim { namespace name } idle idleSince pods { namespace name } }
-      freedBy { namespace name }"""
-
-PLAN_DOCUMENT = f"""query Plan($manifests: String!, $cluster: String) {{
-  plan(manifests: $manifests, cluster: $cluster) {{
-    pods skipped
-    clusters {{ cluster placeable summary
-      items {{ {PLAN_ITEM_FIELDS} }}
-      findings {{ rule severity object path message }} }}
-  }}
-}}"""
-
-
-async def ask_plan(ask: Ask, text: str, cluster: str | None = None) -> dict[str, Any]:
-    """The graph's `plan` of YAML manifests (every cluster in scope, or `cluster`)."""
-    data = await ask(PLAN_DOCUMENT, {"manifests": text, "cluster": cluster})
-    return dict(data["plan"])
+async def plan(asker: Asker, text: str, cluster: str | None = None) -> dict[str, Any]:
+    """The plan of YAML manifests as the graph's facts (`facts.plan_facts`); an unknown
+    cluster raises `UnknownCluster`."""
+    if cluster is not None:
+        await asker.check_cluster(cluster)
+    return plan_facts(await plan_manifests(asker.reader, text, cluster=cluster))

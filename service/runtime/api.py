@@ -8,10 +8,11 @@ part of a start after the interpreter's) and builds, in this order: the registry
 documents (`service.http.persisted`; the view resolves hashes against it and the guards'
 registered-only rule reads it), the schema (`schema.build_schema`) with the documents
 registered ahead of time read and checked against it (`service.http.registered`), the view
-(`service.http.graphql.MirrorGraphQL`), and Slack's commands over that schema. The MCP
-endpoint (`service.mcp.http.McpEndpoint`) exists from the start — its session manager runs in
-the lifespan — and is handed the schema by `build()`. Every surface asks with `/graphql`'s
-per-request context (the request's access scope).
+(`service.http.graphql.MirrorGraphQL`), and Slack's commands. The MCP endpoint
+(`service.mcp.http.McpEndpoint`) exists from the start — its session manager runs in the
+lifespan. Slack and `/mcp` ask the questions in this process (`service.questions`), never the
+schema, with the asker `/graphql` would build for the request (`_asker`: its access scope,
+the app's history and clock).
 
 When: at once (`build()` before the app is made), or — `deferred`, what `serve` and `watch`
 do — by the lifespan once the watchers started (`build_deferred()`), in a worker thread, so
@@ -41,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 from dra_mirror.service.http.app import Endpoints
 from dra_mirror.service.http.state import AppState
 from dra_mirror.service.mcp.http import McpEndpoint
+from dra_mirror.service.questions.asker import Asker
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.slack import SlackCommands, SlackSettings
 
@@ -57,13 +59,20 @@ class ApiSurfaces:
         self.slack_settings = slack
         self.view: MirrorGraphQL | None = None
         self.slack: SlackCommands | None = None
-        # MCP tools for agents at /mcp: the same context (and access scope) as /graphql; its
-        # session manager runs in the lifespan, its schema is set by `build()`.
-        self.mcp = McpEndpoint(self._context, None)  # type: ignore[arg-type]
+        # MCP tools for agents at /mcp: the same asker (and access scope) as /graphql; its
+        # session manager runs in the lifespan.
+        self.mcp = McpEndpoint(self._asker)
 
     async def _context(self, request: Any) -> Any:
         assert self.view is not None, "ApiSurfaces.build() has not run"
         return await self.view.get_context(request, None)
+
+    async def _asker(self, request: Any) -> Asker:
+        """Who asks, as /graphql sees the request: its scope, the app's history and clock."""
+        context = await self._context(request)
+        return Asker.over(
+            context.reader.store, context.scope, history=context.history, now=context.now
+        )
 
     def _access(self) -> Any:
         return self.state.access
@@ -92,11 +101,8 @@ class ApiSurfaces:
         view = MirrorGraphQL(
             schema, state=self.state, graphiql=self.settings.http.graphiql, registry=registry
         )
-        self.mcp.schema = view.schema
-        # Slack slash commands, answered by this schema with /graphql's per-request context
-        self.slack = SlackCommands(
-            view.schema, self._context, self.slack_settings, access=self._access
-        )
+        # Slack slash commands, answered by the questions with /graphql's per-request asker
+        self.slack = SlackCommands(self._asker, self.slack_settings, access=self._access)
         self.view = view
 
     async def build_deferred(self) -> None:

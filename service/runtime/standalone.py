@@ -1,6 +1,6 @@
 """What the command line serves or checks without an app, built here as the app builds it.
 
-* `serve_mcp_stdio(ask_for)` — the MCP tools on stdin and stdout (`dra-mirror mcp`), the same
+* `serve_mcp_stdio(questions_for)` — the MCP tools on stdin and stdout (`dra-mirror mcp`), the same
   tools as the server's `/mcp` (`service.mcp.server.build_server`);
 * `print_sdl()`, `write_sdl(path)` — the SDL of the schema the server serves (`dra-mirror
   schema`);
@@ -25,12 +25,13 @@ if TYPE_CHECKING:
     from dra_mirror.service.http.registered import RegisteredDocument
 
 
-async def serve_mcp_stdio(ask_for: Callable[[Any], Awaitable[Any]]) -> None:
+async def serve_mcp_stdio(questions_for: Callable[[Any], Awaitable[Any]]) -> None:
     """The MCP tools on stdin and stdout (`dra-mirror mcp`) until the client closes them;
-    each tool call asks what `ask_for(ctx)` gives (`service.mcp.server.build_server`)."""
+    each tool call asks the `Questions` `questions_for(ctx)` gives
+    (`service.mcp.server.build_server`)."""
     from dra_mirror.service.mcp.server import build_server  # the MCP SDK
 
-    await build_server(ask_for).run_stdio_async()
+    await build_server(questions_for).run_stdio_async()
 
 
 def print_sdl() -> str:

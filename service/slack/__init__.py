@@ -3,12 +3,12 @@
     config     SlackSettings (signing secret from a file or DRA_MIRROR_SLACK_SIGNING_SECRET)
     endpoint   POST /slack/commands: signature check, answer in 3 s or post to response_url
     commands   the command text parsed and answered
-    blocks     Block Kit rendering
+    replies    the answers as Block Kit messages (facts: explanations, lint, history)
+    blocks     Block Kit building blocks, help and errors
 
-The questions, their GraphQL documents and the rows they give are `service.questions`
-(`chatops`, `holdings`, `explain`), shared with the command line. The package reads the graph
-only through those documents (in-process here, over HTTP in `service.cli.client`); it never
-reads the stores itself.
+The questions and their answers are `service.questions` (`LocalQuestions`: read from the
+store in this process, through the asker's scope), the very answers the graph, the MCP tools
+and the command line give. This package never reads a store, nor asks the graph, itself.
 """
 
 from typing import Any

@@ -2,84 +2,151 @@
 
     who-holds <uuid | node/device | driver/pool/device | device> [cluster]
     free [class] [cluster]          waiting [class] [cluster]          idle [cluster]
-    explain <namespace/claim> [cluster]          plan <manifest YAML | Slack file>          help
+    capacity [cluster]              pod <namespace/pod> [cluster]      lint <cluster>
+    explain <namespace/claim> [cluster]          history <device> [hours] [cluster]
+    plan <manifest YAML | Slack file>            help
 
-`answer(ask, text)` parses the text, asks the graph (`service.questions`) and renders the
-reply (`service.slack.blocks`). Promises: it never raises for anything a person can type —
-unknown commands, missing arguments, unknown classes or clusters and refusals of the graph all
-come back as a message saying what went wrong.
+`answer(questions, text)` parses the text, asks the question (`service.questions`: the
+asker's `Questions`, answered in this process from the store) and renders the reply
+(`service.slack.blocks`). Promises: it never raises for anything a person can type —
+unknown commands, missing arguments, unknown classes or clusters, a store or history that
+cannot be reached all come back as a message saying what went wrong.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from dra_mirror.service.questions.chatops import (
-    Ask,
-    QuestionError,
-    ask_free,
-    ask_idle,
-    ask_waiting,
-    read_scope,
-)
-from dra_mirror.service.questions.explain import ask_explain
-from dra_mirror.service.questions.holdings import ask_who_holds
+from dra_mirror.service.questions.asking import BadQuestion, QuestionError, UnknownCluster
+from dra_mirror.service.questions.explain import split_target
+from dra_mirror.service.questions.protocol import Questions
 
-from . import blocks
+from . import blocks, facts, replies
 from .plan import FileSource, answer_plan
 
-ALIASES = {"whoholds": "who-holds", "who": "who-holds", "holds": "who-holds", "pending": "waiting"}
+ALIASES = {
+    "whoholds": "who-holds",
+    "who": "who-holds",
+    "holds": "who-holds",
+    "pending": "waiting",
+    "pod-devices": "pod",
+}
+MAX_HOURS = 24 * 90
+
+
+@dataclass
+class Words:
+    """`[class] [cluster]` as typed: a word naming a cluster is the cluster."""
+
+    class_name: str | None = None
+    cluster: str | None = None
+    unknown: list[str] = field(default_factory=list)  # words naming neither
+
+
+async def read_words(questions: Questions, words: list[str]) -> Words:
+    """Which of `words` is a class and which a cluster (order free, at most one of each)."""
+    found = Words()
+    if not words:
+        return found
+    clusters = await questions.clusters()
+    classes = await questions.class_names()
+    for word in words:
+        if word in clusters and found.cluster is None:
+            found.cluster = word
+        elif word in classes and found.class_name is None:
+            found.class_name = word
+        else:
+            found.unknown.append(word)
+    return found
 
 
 async def answer(
-    ask: Ask,
+    questions: Questions,
     text: str,
     *,
     command: str = "/gpu",
     now: datetime | None = None,
-    history: bool = True,
     files: FileSource | None = None,
 ) -> blocks.Message:
-    """The reply to `text`; `now` is the clock of "2h ago", `history` whether to ask the
-    history fields (holding since) at all, `files` where `plan` reads attached manifests."""
+    """The reply to `text`; `now` is the clock of "2h ago", `files` where `plan` reads
+    attached manifests."""
     words = text.split()
     if not words or words[0].lower() in {"help", "-h", "--help", "?"}:
         return blocks.render_help(command)
     name = ALIASES.get(words[0].lower(), words[0].lower())
     args = words[1:]
     if name == "plan":  # the manifest is the rest of the text, newlines kept
-        return await answer_plan(ask, text.strip()[len(words[0]) :], files=files)
+        return await answer_plan(questions, text.strip()[len(words[0]) :], files=files)
     try:
-        if name == "who-holds":
-            if not args or len(args) > 2:
-                raise QuestionError(f"usage: {command} who-holds <uuid | node/device | device>")
-            return blocks.render_who_holds(
-                await ask_who_holds(
-                    ask,
-                    args[0],
-                    args[1] if len(args) > 1 else None,
-                    history=history,
-                    brief_when_ambiguous=True,
-                ),
-                now,
-            )
-        if name in {"free", "waiting"}:
-            scope = await read_scope(ask, args)
-            if scope.unknown:
-                raise QuestionError(f"{' '.join(scope.unknown)}: no such class or cluster")
-            if name == "free":
-                return blocks.render_free(await ask_free(ask, scope.class_name, scope.cluster))
-            return blocks.render_waiting(await ask_waiting(ask, scope.class_name, scope.cluster))
-        if name == "idle":
-            scope = await read_scope(ask, args)
-            if scope.unknown or scope.class_name:
-                raise QuestionError(f"{' '.join(args)}: no such cluster")
-            return blocks.render_idle(await ask_idle(ask, scope.cluster), now)
-        if name == "explain":
-            return blocks.render_explain(await ask_explain(ask, args), args[0] if args else "")
+        reply = await _answer(questions, name, args, command, now)
     except QuestionError as error:
         return blocks.render_error(str(error))
+    if reply is not None:
+        return reply
     unknown = blocks.render_help(command)
     unknown["blocks"].insert(0, blocks.section(f"Unknown command `{blocks.escape(words[0])}`."))
     unknown["text"] = blocks.escape(f"Unknown command {words[0]}")
     return unknown
+
+
+async def _answer(
+    questions: Questions, name: str, args: list[str], command: str, now: datetime | None
+) -> blocks.Message | None:
+    if name == "who-holds":
+        if not args or len(args) > 2:
+            raise BadQuestion(f"usage: {command} who-holds <uuid | node/device | device>")
+        cluster = args[1] if len(args) > 1 else None
+        return replies.render_who_holds(await questions.who_holds(args[0], cluster), now)
+    if name in {"free", "waiting"}:
+        found = await read_words(questions, args)
+        if found.unknown:
+            raise BadQuestion(f"{' '.join(found.unknown)}: no such class or cluster")
+        if name == "free":
+            return replies.render_free(await questions.free(found.class_name, found.cluster))
+        return replies.render_waiting(await questions.waiting(found.class_name, found.cluster))
+    if name in {"idle", "capacity"}:
+        if len(args) > 1:
+            raise BadQuestion(f"usage: {command} {name} [cluster]")
+        cluster = args[0] if args else None
+        if name == "idle":
+            return replies.render_idle(await questions.idle(cluster), now)
+        return replies.render_capacity(await questions.capacity(cluster), cluster)
+    if name == "lint":
+        if len(args) != 1:
+            raise BadQuestion(f"usage: {command} lint <cluster>")
+        return facts.render_lint(await questions.lint(args[0]), args[0])
+    if name in {"explain", "pod"}:
+        what = "pod" if name == "pod" else "claim"
+        cluster, namespace, target = split_target(args, await questions.clusters(), what)
+        if name == "pod":
+            used = await questions.pod_devices(namespace, target, cluster)
+            return replies.render_pod(used, f"{namespace}/{target}")
+        explained = await questions.explain(namespace, target, cluster)
+        return facts.render_explain(explained, args[0])
+    if name == "history":
+        return await _history(questions, args, command)
+    return None
+
+
+async def _history(questions: Questions, args: list[str], command: str) -> blocks.Message:
+    usage = f"usage: {command} history <device> [hours] [cluster]"
+    if not args or len(args) > 3:
+        raise BadQuestion(usage)
+    hours, cluster = 24.0, None
+    for word in args[1:]:
+        try:
+            hours = float(word)
+        except ValueError:
+            cluster = word
+    if not 0 < hours <= MAX_HOURS:
+        raise BadQuestion(f"hours must be more than 0 and at most {MAX_HOURS} (90 days)")
+    if cluster is not None and cluster not in (known := await questions.clusters()):
+        raise UnknownCluster(cluster, known)
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - timedelta(hours=hours)
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    timelines = await questions.device_history(
+        args[0], start.strftime(stamp), end.strftime(stamp), cluster
+    )
+    return facts.render_history(timelines, args[0], hours)

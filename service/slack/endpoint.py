@@ -9,9 +9,10 @@ Per request, in this order:
    timestamp more than 5 minutes from now. Missing, forged or stale → 401, and the command is
    not run. A timestamp that is not a short run of ASCII digits, or a body that is not UTF-8,
    is refused the same way before the verifier sees it (a 401, never a 500).
-4. The command's text is answered (`service.slack.commands.answer`) by executing GraphQL
-   documents on the app's schema in-process (`service.questions.asking.in_process`), with the
-   same per-request context `/graphql` builds (access scope, loaders, history, clock).
+4. The command's text is answered (`service.slack.commands.answer`) by the questions of
+   `service.questions`, read from the store in this process (`LocalQuestions`) with the
+   asker `/graphql` would build for the request (`asker_for(request)`: its store, history
+   and clock) seen through the Slack asker's scope (`service.slack.access`).
 5. Slack waits 3 s for the HTTP reply. An answer ready within `answer_within` goes back in it;
    otherwise the reply is an immediate "working on it" and the answer is posted (httpx) to the
    command's `response_url` once ready — only when that URL starts with an allowed prefix
@@ -33,7 +34,10 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from dra_mirror.service.questions.asking import Ask, ExecutableSchema, in_process
+from dra_mirror.service.questions.asker import Asker
+from dra_mirror.service.questions.local import LocalQuestions
+from dra_mirror.service.questions.protocol import Questions
+from dra_mirror.service.questions.scoped import ScopedReader
 
 from . import blocks
 from .access import asker_scope
@@ -50,23 +54,21 @@ MAX_BODY = 64 * 1024
 MAX_TIMESTAMP = 12  # digits of X-Slack-Request-Timestamp (Unix seconds)
 POST_TIMEOUT = 10.0
 
-ContextFor = Callable[[Request], Awaitable[Any]]
+AskerFor = Callable[[Request], Awaitable[Asker]]
 
 
 class SlackCommands:
-    """The endpoint (`handle`); `schema` and `context_for(request)` are the app's GraphQL schema and the
-    per-request context its `/graphql` route uses."""
+    """The endpoint (`handle`); `asker_for(request)` is who asks, as `/graphql` would see the
+    request (the app's store, history and clock, and the request's scope)."""
 
     def __init__(
         self,
-        schema: ExecutableSchema,
-        context_for: ContextFor,
+        asker_for: AskerFor,
         settings: SlackSettings | None,
         *,
         access: Callable[[], Any] = lambda: None,
     ) -> None:
-        self.schema = schema
-        self.context_for = context_for
+        self.asker_for = asker_for
         self.settings = settings
         self.access_of = access  # the app's AccessControl (service.slack.access)
         self.verifier: SignatureVerifier | None = None
@@ -117,28 +119,24 @@ class SlackCommands:
 
     async def respond(self, request: Request, form: dict[str, str]) -> Response:
         assert self.settings is not None
-        context = await self.context_for(request)
-        context.own_documents = True  # our questions' documents, not a client's text
+        asker = await self.asker_for(request)
         scope = await asker_scope(self.access_of(), form)
         if isinstance(scope, dict):  # the asker is not mapped to any scope: a polite refusal
             log.info("slack command from unmapped %s/%s refused", form.get("team_id", "?"),
                      form.get("user_id", "?"))  # fmt: skip
             return JSONResponse(scope)
-        if scope is not None:
-            context.reader.scope = scope
-            if not scope.history:
-                context.history = None
-        ask = in_process(self.schema, context)
+        if scope is not None:  # the Slack asker's own scope (history only when it grants it)
+            asker = Asker(ScopedReader(asker.reader.store, scope), asker.history, asker.now)
+        questions = LocalQuestions(asker)
         text = form.get("text", "")
         command = form.get("command") or "/gpu"
         log.info("slack command %s %r from %s", command, text, form.get("user_id", "?"))
         task = asyncio.create_task(
             safe_answer(
-                ask,
+                questions,
                 text,
                 command,
-                now=context.now(),
-                history=context.history is not None,
+                now=asker.now(),
                 files=SlackFiles(self.settings.bot) if self.settings.bot is not None else None,
             )
         )
@@ -158,9 +156,9 @@ class SlackCommands:
         return JSONResponse(working, background=BackgroundTask(post_when_ready, task, url))
 
 
-async def safe_answer(ask: Ask, text: str, command: str, **kw: Any) -> blocks.Message:
+async def safe_answer(questions: Questions, text: str, command: str, **kw: Any) -> blocks.Message:
     try:
-        return await answer(ask, text, command=command, **kw)
+        return await answer(questions, text, command=command, **kw)
     except Exception:
         log.exception("slack command %r failed", text)
         return blocks.render_error("Internal error answering this command (see the mirror's log).")

@@ -7,7 +7,8 @@ A file is read through Slack's Web API with the app's bot token (`SlackBot`, fro
 `DRA_MIRROR_SLACK_BOT_TOKEN[_FILE]`; scope `files:read`): `files.info` (slack_sdk's
 `AsyncWebClient`) gives its `url_private`, which is downloaded with the token as a bearer —
 only when it starts with an allowed prefix (`https://files.slack.com/` by default), and at most
-`MAX_FILE_BYTES`. The answer is the graph's `plan` (`service.questions.plan.ask_plan`).
+`MAX_FILE_BYTES`. The answer is the plan question's (`service.questions.plan`: the graph's
+`plan`, as facts).
 
 Promises: never raises for anything a person can type or attach: a file that cannot be read,
 YAML that does not parse and refusals of the graph come back as a message saying why.
@@ -20,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dra_mirror.service.questions.asking import Ask, QuestionError
-from dra_mirror.service.questions.plan import ask_plan
+from dra_mirror.service.questions.asking import QuestionError
+from dra_mirror.service.questions.protocol import Questions
 from dra_mirror.service.settings import SettingsError
 
 from . import blocks
@@ -134,7 +135,9 @@ def split_request(rest: str) -> tuple[str | None, str | None, str | None]:
     return None, text, None
 
 
-async def answer_plan(ask: Ask, rest: str, *, files: FileSource | None) -> blocks.Message:
+async def answer_plan(
+    questions: Questions, rest: str, *, files: FileSource | None
+) -> blocks.Message:
     file_id, text, cluster = split_request(rest)
     try:
         if file_id is not None:
@@ -146,7 +149,7 @@ async def answer_plan(ask: Ask, rest: str, *, files: FileSource | None) -> block
             text = await files.text_of(file_id)
         if not text:
             raise QuestionError("usage: /gpu plan <manifest YAML, or a Slack file link>")
-        return render_plan(await ask_plan(ask, text, cluster))
+        return render_plan(await questions.plan(text, cluster))
     except QuestionError as error:
         return blocks.render_error(str(error))
 

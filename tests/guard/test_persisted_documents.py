@@ -118,7 +118,7 @@ async def test_the_screens_and_the_command_lines_documents_are_registered(docume
             assert status == 200 and body["data"]["clusters"], body
             free = next(d for d in own if d.source == "questions: Free")
             status, body = await post(http, query=free.text, variables={"first": 2})
-            assert status == 200 and body["data"]["devices"]["nodes"], body
+            assert status == 200 and body["data"]["freeDevices"]["devices"], body
 
 
 async def test_without_refusal_clients_still_register_their_documents(documents) -> None:
@@ -201,7 +201,7 @@ def test_the_command_prints_the_hash_a_client_sends(documents: Path) -> None:
     assert result.exit_code == 2 and "broken.graphql" in result.output, result.output
 
 
-async def test_slack_questions_run_in_process_on_a_server_refusing_other_documents() -> None:
+async def test_slack_questions_run_on_a_server_refusing_other_documents() -> None:
     from ..slack.conftest import Slack, slack_settings
 
     settings = Settings(graphql=GraphQLSettings(refuse_unregistered=True))

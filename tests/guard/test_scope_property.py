@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.cli.demo import EXAMPLE_QUERIES
-from dra_mirror.service.questions import chatops, holdings
+from dra_mirror.service.questions import remote
 from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -24,11 +24,13 @@ CLUSTERS = ("east", "west")
 NAMESPACES = ("team-a", "team-b", "team-c", "default", "ml")
 
 CORPUS: list[tuple[str, dict[str, Any]]] = [(query, {}) for _title, query in EXAMPLE_QUERIES] + [
-    (holdings.WHO_HOLDS, {"device": "gpu-0"}),
-    (holdings.WHO_HOLDS, {"device": "n1/gpu-1"}),
-    (chatops.FREE, {"first": 50}),
-    (chatops.PENDING, {"first": 500}),
-    (chatops.IDLE, {"first": 500}),
+    (remote.WHO_HOLDS, {"device": "gpu-0"}),
+    (remote.WHO_HOLDS, {"device": "n1/gpu-1"}),
+    (remote.FREE, {"first": 50}),
+    (remote.WAITING, {"first": 500}),
+    (remote.IDLE, {"first": 500}),
+    (remote.CAPACITY, {}),
+    (remote.POD_DEVICES, {"namespace": "team-a", "name": "web-0"}),
     (
         "{ pods(first: 1000) { totalCount nodes { namespace name claims { claim { namespace } } } } }",
         {},
@@ -64,6 +66,8 @@ def namespaces_in(value: Any, cluster: str | None = None) -> list[tuple[str | No
         cluster = value.get("cluster", cluster)
         if isinstance(value.get("namespace"), str):
             found.append((cluster, value["namespace"]))
+        if isinstance(value.get("claim"), str) and "/" in value["claim"]:  # "namespace/name"
+            found.append((cluster, value["claim"].split("/", 1)[0]))
         for item in value.values():
             found += namespaces_in(item, cluster)
     elif isinstance(value, list):

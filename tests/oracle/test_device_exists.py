@@ -1,11 +1,13 @@
-"""`ask_device_exists` (what the command line asks when nobody holds a device: free, or no such
-device?) looks the device up by what the person typed, in one request, as whoHolds does."""
+"""Who-holds tells a device nobody holds from a name that names nothing, looking the device up
+by what the person typed — over the graph in one request, in this process from the store."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dra_mirror.service.questions.holdings import ask_device_exists
+from dra_mirror.service.questions.asker import Asker
+from dra_mirror.service.questions.local import LocalQuestions
+from dra_mirror.service.questions.remote import RemoteQuestions
 from tests.oracle import objects as o
 from tests.oracle.system import ask
 
@@ -25,8 +27,13 @@ async def test_a_device_is_found_by_key_in_one_request(scenario):
         assert answer.errors == []
         return answer.data
 
+    remote = RemoteQuestions(counted)
+    local = LocalQuestions(Asker.over(system.watcher.memory))
     for spec in ("GPU-0063", "n11/gpu-63", f"{GPU}/n11/gpu-63", "gpu-63"):
-        assert await ask_device_exists(counted, spec, system.cluster), spec
+        for questions in (remote, local):
+            answer = await questions.who_holds(spec, system.cluster)
+            assert answer.devices and {d.status for d in answer.devices} == {"FREE"}, spec
     for spec in ("GPU-9999", "n12/gpu-0", f"{GPU}/n11/gpu-64", "gpu-64"):
-        assert not await ask_device_exists(counted, spec, system.cluster), spec
+        for questions in (remote, local):
+            assert (await questions.who_holds(spec, system.cluster)).unknown, spec
     assert len(asked) == 8  # one request each, however many devices the cluster has

@@ -64,6 +64,9 @@ async def test_a_holding_outside_the_scope_is_withheld_not_dangling(scenario):
 
 async def test_the_mcp_tool_says_a_device_is_held_where_the_caller_cannot_see(scenario):
     from dra_mirror.service.mcp import tools
+    from dra_mirror.service.questions.asker import Asker
+    from dra_mirror.service.questions.local import LocalQuestions
+    from dra_mirror.service.questions.remote import RemoteQuestions
 
     other = o.claim("s2", "team-b", results=[o.result("gpu", GPU, "n1", "gpu-0", share_id="2")])
     await scenario.show(SLICE, other)
@@ -76,14 +79,23 @@ async def test_the_mcp_tool_says_a_device_is_held_where_the_caller_cannot_see(sc
         assert result.errors is None
         return result.data
 
-    answer = await tools.who_holds(asked, "gpu-0", system.cluster)
-    assert answer["holdings"] == []  # as whoHolds: no holder the caller may see
-    assert answer["heldElsewhere"] == [
-        {
-            "cluster": system.cluster,
-            "node": "n1",
-            "device": f"{GPU}/n1/gpu-0",
-            "uuid": None,
-            "allocations": 1,
-        }
-    ]
+    for questions in (
+        RemoteQuestions(asked),
+        LocalQuestions(Asker.over(system.watcher.memory, scope)),
+    ):
+        answer = (await tools.who_holds(questions, "gpu-0", system.cluster)).model_dump(
+            mode="json", by_alias=True
+        )
+        assert answer["holdings"] == []  # as whoHolds: no holder the caller may see
+        assert answer["answer"] == "held-elsewhere"
+        assert answer["devices"] == [
+            {
+                "cluster": system.cluster,
+                "node": "n1",
+                "device": f"{GPU}/n1/gpu-0",
+                "uuid": None,
+                "model": None,
+                "status": "SHARED",
+                "heldElsewhere": 1,
+            }
+        ]

@@ -80,8 +80,8 @@ async def test_history_keeps_a_rule_taint_arriving_and_leaving(history_scenario)
 
 
 async def test_free_devices_in_chat_say_which_taints_keep_claims_off(scenario):
-    from dra_mirror.service.questions.chatops import ask_free
-    from dra_mirror.service.slack.blocks import render_free
+    from dra_mirror.service.questions.remote import RemoteQuestions
+    from dra_mirror.service.slack.replies import render_free
 
     await scenario.show(SLICE, RULE)
     system = scenario.system
@@ -92,7 +92,7 @@ async def test_free_devices_in_chat_say_which_taints_keep_claims_off(scenario):
         assert answer.errors == []
         return answer.data
 
-    free = await ask_free(asked, None, system.cluster)
+    free = await RemoteQuestions(asked).free(None, system.cluster)
     assert [(d.device, d.taints) for d in free.devices] == [
         ("gpu-0", ["example.com/drain:NoExecute (rule drain-n1)"])
     ]  # the xid taint of effect None keeps nothing off

@@ -11,7 +11,8 @@ from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope, ScopedReader
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.cli.plan import render_plan
-from dra_mirror.service.questions.plan import PLAN_DOCUMENT, plan_manifests
+from dra_mirror.service.questions.plan import plan_manifests
+from dra_mirror.service.questions.remote import PLAN as PLAN_DOCUMENT
 from tests.plan.conftest import World
 
 H200 = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H200'"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from dra_mirror.service.questions.chatops import ClaimRow, Claims, DeviceRow, Free
+from dra_mirror.service.questions.claims import ClaimRow, Claims
+from dra_mirror.service.questions.free import DeviceRow, Free
 from dra_mirror.service.questions.holdings import HoldingRow, WhoHolds
-from dra_mirror.service.slack import blocks
+from dra_mirror.service.slack import blocks, replies
 
 
 def within_limits(message: dict) -> None:
@@ -28,7 +29,7 @@ def test_a_device_shared_by_hundreds_of_claims():
         )
         for i in range(300)
     ]  # fmt: skip
-    message = blocks.render_who_holds(WhoHolds("n1/eth1", None, holdings))
+    message = replies.render_who_holds(WhoHolds("n1/eth1", None, holdings=holdings))
     within_limits(message)
     assert message["blocks"][-1]["elements"][0]["text"].startswith("…and 280 more holdings")
     assert message["blocks"][1]["fields"][2]["text"].endswith("…")  # 256 pods cut
@@ -37,14 +38,14 @@ def test_a_device_shared_by_hundreds_of_claims():
 def test_long_lists_are_packed_and_counted():
     devices = [DeviceRow("east", f"node-{i}", "gpu-0", "gpu", f"node-{i}", f"GPU-{i:032d}", "H200")
                for i in range(50)]  # fmt: skip
-    message = blocks.render_free(Free(None, None, 5000, devices))
+    message = replies.render_free(Free(None, None, 5000, devices))
     within_limits(message)
     assert len([b for b in message["blocks"] if b["type"] == "section"]) > 2  # packed in chunks
     assert message["blocks"][-1]["elements"][0]["text"] == "…and 4950 more"
     claims = [
         ClaimRow("east", f"ns/claim-{i}", "TEMPLATE", ["gpu"], None, 7200.0) for i in range(3)
     ]
-    waiting = blocks.render_waiting(Claims(None, "gpu", 3, claims))
+    waiting = replies.render_waiting(Claims(None, "gpu", 3, claims))
     assert waiting["text"] == "3 claims waiting of class `gpu`"
     assert waiting["blocks"][1]["text"]["text"].count("waiting 2h 0m") == 3
 
@@ -66,7 +67,7 @@ def test_an_ambiguous_name_lists_forty_candidates_and_counts_the_rest():
         )
         for i in range(5000)
     ]  # fmt: skip
-    message = blocks.render_who_holds(WhoHolds("gpu-0", None, holdings, detailed=False))
+    message = replies.render_who_holds(WhoHolds("gpu-0", None, holdings=holdings))
     within_limits(message)
     lines = [line for b in message["blocks"][1:-1] for line in b["text"]["text"].split("\n")]
     assert len(lines) == 40 and lines[0].startswith("• scale · `node-00000/gpu-0`")

@@ -94,10 +94,24 @@ async def test_who_holds_an_ambiguous_name_lists_the_candidates(slack):
     assert holdings(narrowed) == [h for h in expected if h[0] == "west"]
 
 
-@pytest.mark.parametrize("spec", ["gpu.nvidia.com/n1/gpu-0-mig-2g", "nope", "n9/gpu-0"])
-async def test_who_holds_a_free_or_unknown_device(slack, spec):
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("gpu.nvidia.com/n1/gpu-0-mig-2g", "No claim holds `{}`: it is free."),
+        # its partition gpu-0-mig-1g is held: the whole GPU cannot be given
+        ("n1/gpu-0", "No claim holds `{}`: it is blocked: its counters are in use by sibling "
+                     "partitions (or by its parts)."),
+        ("nope", "No device is named `{}` (a uuid, node/device, driver/pool/device or a "
+                 "device name)."),
+        ("n9/gpu-0", "No device is named `{}` (a uuid, node/device, driver/pool/device or a "
+                     "device name)."),
+    ],
+)  # fmt: skip
+async def test_who_holds_tells_free_blocked_and_unknown_apart(slack, spec, said):
     reply = await slack.command(f"who-holds {spec}")
-    assert reply["text"] == f"No claim holds `{spec}`: it is free, or no device is named so."
+    assert reply["text"] == said.format(spec)
+    unknown_cluster = await slack.command(f"who-holds {spec} nowhere")
+    assert unknown_cluster["text"].startswith("no cluster named 'nowhere' (clusters: east, west)")
 
 
 @pytest.mark.parametrize(
@@ -115,9 +129,14 @@ async def test_free(slack, args, kind, cluster):
 
 
 async def test_free_with_no_match_and_unknown_words(slack):
+    # west has no such class (the class is each cluster's own): said, not "0 free"
     reply = await slack.command("free west mig.nvidia.com")
-    assert reply["text"] == "0 free devices of class `mig.nvidia.com` in west"
-    assert bullet_lines(reply) == []
+    assert reply["text"] == (
+        "no DeviceClass mig.nvidia.com in cluster west; there are: gpu.nvidia.com"
+    )
+    none = await slack.command("free west gpu.nvidia.com")
+    assert none["text"] == "0 free devices of class `gpu.nvidia.com` in west"
+    assert bullet_lines(none) == []
     unknown = await slack.command("free h100")
     assert unknown["text"] == "h100: no such class or cluster"
 
@@ -146,7 +165,8 @@ async def test_idle(slack):
     assert "on n2: gpu-0 (GPU-00000000-0000-0000-0000-00000000000c)" in line
     assert f":warning: {len(pending_gpu)} claim(s) wait for its class" in line
     assert bullet_lines(await slack.command("idle west")) == []
-    assert (await slack.command("idle nowhere"))["text"] == "nowhere: no such cluster"
+    nowhere = (await slack.command("idle nowhere"))["text"]
+    assert nowhere.startswith("no cluster named 'nowhere' (clusters: east, west)")
 
 
 async def test_help_and_unknown_commands(slack):
@@ -202,9 +222,7 @@ async def test_slow_answers_go_to_the_response_url(slack_store, receiver):
 async def test_what_people_type_is_never_markup(slack):
     # Echoed words must not become mentions or links (<!channel> would page everyone).
     reply = await slack.command("who-holds <!channel>")
-    assert (
-        reply["text"] == "No claim holds `&lt;!channel&gt;`: it is free, or no device is named so."
-    )
+    assert reply["text"].startswith("No device is named `&lt;!channel&gt;`")
     assert "<!channel>" not in str(reply)
     unknown = await slack.command("<@U123> please")
     assert unknown["text"] == "Unknown command &lt;@U123&gt;"
