@@ -3,9 +3,9 @@
 The in-memory store serves the very `ClusterIndex` its cluster's reactor writes into; readers
 (the store's batched reads, the diagnostics, the metrics of a watching process) are handed it
 typed as this Protocol, which has no way to change it. It is also what is taken in its
-cluster (`service.model.holdings.Taken`): the allocator's ledger reads it in place. Every answer is the state as of the
-last batch the index settled (a batch is folded without awaiting, so no reader sees half of
-one).
+cluster (`service.model.holdings.Taken`): the allocator's ledger reads it in place. Every
+answer is the state as of the last batch the index settled (a batch is folded without
+awaiting, so no reader sees half of one).
 """
 
 from __future__ import annotations
