@@ -79,12 +79,12 @@ async def floor(url: str, cluster: str, stream: list) -> float:
 
 
 async def churn(url: str, cluster: str, records: dict, stream: list, rate: float) -> dict:
-    from dra_mirror.service.model.index import ClusterIndex, Event
+    from dra_mirror.service.model.index import Event
     from dra_mirror.service.stores.bus import ClaimEvent
     from dra_mirror.service.stores.redis import RedisStore
 
     store = RedisStore.from_url(url, prefix="churn")
-    index = ClusterIndex(cluster)
+    index = store.open_index(cluster)
     for kind in LIST_ORDER:
         await store.apply(index.resync(kind, records[kind], at="t0"))
     gc.freeze()  # as the app does once synced (service.runtime.mirror.freeze_heap)

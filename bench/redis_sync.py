@@ -55,11 +55,10 @@ async def floor(url: str, cluster: str, records: dict) -> float:
 
 
 async def sync(url: str, cluster: str, records: dict) -> tuple[float, float, int]:
-    from dra_mirror.service.model.index import ClusterIndex
     from dra_mirror.service.stores.redis import RedisStore
 
     store = RedisStore.from_url(url)
-    index = ClusterIndex(cluster)
+    index = store.open_index(cluster)
     model = 0.0
     writes = 0.0
     for kind in LIST_ORDER:

@@ -1,7 +1,8 @@
 """DeviceClass ⇄ Device: there is no stored link, so evaluate the class's CEL selectors.
 
 A device belongs to a class when every selector of the class matches it (DeviceClass
-`spec.selectors`: "all selectors must be satisfied").
+`spec.selectors`: "all selectors must be satisfied"; the rule is the model's,
+`service.model.class_members.class_accepts`).
 Selectors are compiled once per expression by `service.diagnostics.cel` (cached there) and the
 verdict for each (class, device) pair is memoized per request. A selector that fails to
 compile or to evaluate on a device counts as "no match" here — the graph answers "which
@@ -14,7 +15,8 @@ import logging
 from collections.abc import Sequence
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
-from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry
+from dra_mirror.service.model.class_members import class_accepts
+from dra_mirror.service.model.records import Device, DeviceClassRecord, DeviceEntry
 
 from .loaders import Loaders
 
@@ -31,10 +33,9 @@ def class_matches(loaders: Loaders, device_class: DeviceClassRecord, entry: Devi
 
 
 def _evaluate(device_class: DeviceClassRecord, entry: DeviceEntry) -> bool:
-    for expression in device_class.selectors:
+    def matcher(expression: str, device: Device, driver: str) -> bool:
         try:
-            if not compile_selector(expression).matches(entry.device, entry.key.driver):
-                return False
+            return compile_selector(expression).matches(device, driver)
         except SelectorError as error:
             log.debug(
                 "class selector does not evaluate on %s: %s",
@@ -47,7 +48,8 @@ def _evaluate(device_class: DeviceClassRecord, entry: DeviceEntry) -> bool:
                 },
             )
             return False
-    return True
+
+    return class_accepts(device_class, entry, matcher)
 
 
 async def classes_of(loaders: Loaders, entry: DeviceEntry) -> list[DeviceClassRecord]:

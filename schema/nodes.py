@@ -7,6 +7,8 @@ counts computed from current state (devices, free devices, claims, pending claim
 
 from __future__ import annotations
 
+import asyncio
+
 import strawberry
 
 from dra_mirror.service.model.kinds import DEVICE_TAINT_RULE, OPTIONAL
@@ -15,14 +17,13 @@ from dra_mirror.service.model.records import (
     NODE,
     PENDING,
     RESOURCE_CLAIM,
-    ClaimRecord,
     NodeRecord,
     ObjectKey,
     PodRecord,
     SliceRecord,
 )
+from dra_mirror.service.stores.protocols import DEVICES, Relation, Selection
 from dra_mirror.service.stores.protocols import ClusterStatus as ClusterStatusRecord
-from dra_mirror.service.stores.protocols import Relation
 
 from . import device_state
 from .context import Info
@@ -187,20 +188,20 @@ class Cluster:
             taint_rule_version=s.optional.get(DEVICE_TAINT_RULE),
         )
 
-    @strawberry.field(description="Counted from current state when asked (costs a scan).")
+    @strawberry.field(description="Counted from current state when asked (the store's counts).")
     async def counts(self, info: Info) -> ClusterCounts:
-        reader, loaders = info.context.reader, info.context.loaders
+        reader = info.context.reader
         name = self.status_record.name
-        entries = await reader.list_devices(cluster=name)
-        statuses = await device_state.statuses(loaders, entries)
-        claims = await reader.list(RESOURCE_CLAIM, cluster=name)
+        asked = (
+            Selection(DEVICES, name),
+            Selection(DEVICES, name, status=FREE),
+            Selection(RESOURCE_CLAIM, name),
+            Selection(RESOURCE_CLAIM, name, state=PENDING),
+        )
+        pages = await asyncio.gather(*(reader.page(s, cluster=name, first=0) for s in asked))
+        devices, free, claims, pending = (p.total for p in pages)
         return ClusterCounts(
-            devices=len(entries),
-            free_devices=sum(1 for s in statuses if s == FREE),
-            claims=len(claims),
-            pending_claims=sum(
-                1 for c in claims if isinstance(c, ClaimRecord) and c.state == PENDING
-            ),
+            devices=devices, free_devices=free, claims=claims, pending_claims=pending
         )
 
     @strawberry.field

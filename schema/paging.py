@@ -7,6 +7,10 @@ simply not repeated. Every connection sorts by object identity (cluster, namespa
 the device key), which is total and stable. `paginate` sorts the items itself, unless the
 caller says they are `presorted`; the cursors are the same either way.
 
+Lists a store pages itself (`StateReader.select`: claims, pods, devices) come as a `Page` that
+`connection` turns into the same connection, cursors and all (`cursor_key` reads a cursor for
+the store).
+
 `first` defaults to `GraphQLSettings.default_page_size` and is clamped to `max_page_size`
 (each resolved field costs microseconds of blocked event loop; pages stay in the hundreds).
 """
@@ -24,6 +28,7 @@ import strawberry
 from graphql import GraphQLError
 
 from dra_mirror.service.settings import GraphQLSettings
+from dra_mirror.service.stores.protocols import Page
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741  (the item a node is built from)
@@ -101,6 +106,32 @@ def page_size(first: int | None, settings: GraphQLSettings) -> int:
     if first < 0:
         raise GraphQLError("`first` must not be negative", extensions={"code": "BAD_PAGE"})
     return min(first, settings.max_page_size)
+
+
+def cursor_key(after: str | None) -> SortKey | None:
+    """The sort key a cursor names, for a store's `select` (keys are strings: a cursor of any
+    other shape is not one of these lists')."""
+    if not after:
+        return None
+    key = decode_cursor(after)
+    if not key or not all(isinstance(part, str) and "\0" not in part for part in key):
+        raise bad_cursor(after, "not a cursor of this list")
+    return key
+
+
+def connection(page: Page, *, key: Callable[[I], SortKey], node: Callable[[I], T]) -> Connection[T]:
+    """A store's page (`StateReader.select`) as a connection."""
+    edges = [Edge(node=node(item), cursor=encode_cursor(tuple(key(item)))) for item in page.items]
+    return Connection(
+        edges=edges,
+        page_info=PageInfo(
+            has_next_page=page.has_next,
+            has_previous_page=page.has_previous,
+            start_cursor=edges[0].cursor if edges else None,
+            end_cursor=edges[-1].cursor if edges else None,
+        ),
+        total_count=page.total,
+    )
 
 
 def paginate(

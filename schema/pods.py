@@ -139,11 +139,6 @@ class Container:
     claims: list[str] = strawberry.field(description="Pod-local claim names (request if set).")
 
 
-def uses_devices(pod: PodRecord) -> bool:
-    """Does the pod ask for DRA devices (a resource claim, or an extended-resource claim)?"""
-    return bool(pod.claims) or bool(pod.extended_claim_name)
-
-
 @strawberry.type
 class Pod(NamespacedUidFields):
     record: strawberry.Private[PodRecord]

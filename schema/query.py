@@ -1,17 +1,13 @@
 """The root `Query` of the core graph: entry points with filters and Relay paging.
 
 Every entry point reads through `info.context.reader` (scoped) and the request's loaders.
-Lists without paging are sorted by identity; connections page in identity order too (see
-`schema.paging`), the order the store's lists come in (kept by the in-memory store's
-indexes, so a page of 40,000 claims costs a bisect and the page: nothing is sorted per
-request), which every filter here keeps. Filters that need derived state (device `status`, claim `idle`, device
-`className`) compute it batched for the candidates, then page.
+Lists without paging are sorted by identity; connections (claims, pods, devices) page in
+identity order too (see `schema.paging`): the store pages and counts them itself, filters
+included (`StateReader.select`: the in-memory store from its indexes' kept orders, Redis from
+the writer's indexes), so a page costs the page, not the cluster.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import cast
 
 import strawberry
 
@@ -24,7 +20,6 @@ from dra_mirror.service.model.records import (
     RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     ClaimRecord,
-    DeviceClassRecord,
     DeviceEntry,
     ObjectKey,
     PodGroupRecord,
@@ -32,17 +27,16 @@ from dra_mirror.service.model.records import (
     Record,
     SliceRecord,
 )
-from dra_mirror.service.stores.protocols import Relation
+from dra_mirror.service.stores.protocols import DEVICES, Relation, Selection
 
-from . import classes, device_state
-from .claims import ResourceClaim, ResourceClaimTemplate, claim_key
+from . import device_state
+from .claims import ResourceClaim, ResourceClaimTemplate
 from .context import Info
 from .devices import Device, DeviceClass, ResourceSlice
 from .nodes import Cluster, Node
-from .paging import Connection, paginate
+from .paging import Connection, connection, cursor_key, page_size
 from .pod_groups import PodGroup
 from .pods import Pod
-from .pods import uses_devices as pod_uses_devices
 from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
 from .whoholds import Holding, devices_named, who_holds
@@ -52,28 +46,24 @@ def _identity(record: Record) -> tuple[str, str, str]:
     return (record.meta.cluster, record.meta.namespace, record.meta.name)
 
 
+def _device_key(entry: DeviceEntry) -> tuple[str, ...]:
+    return tuple(entry.key)
+
+
+def _claim(record: Record) -> ClaimRecord:
+    assert isinstance(record, ClaimRecord)  # a page of claims
+    return record
+
+
+def _pod(record: Record) -> PodRecord:
+    assert isinstance(record, PodRecord)  # a page of pods
+    return record
+
+
 async def _cluster_names(info: Info, cluster: str | None) -> list[str]:
     if cluster is not None:
         return [cluster]
     return sorted(s.name for s in await info.context.reader.clusters())
-
-
-async def _device_candidates(
-    info: Info, cluster: str | None, node: str | None, driver: str | None, published: bool | None
-) -> Sequence[DeviceEntry]:
-    reader, loaders = info.context.reader, info.context.loaders
-    if node is None:
-        return await reader.list_devices(cluster=cluster, driver=driver, published=published)
-    names = await _cluster_names(info, cluster)
-    found = await loaders.relation(Relation.NODE_DEVICES).load_many([(c, node) for c in names])
-    entries = await loaders.devices.load_many(sorted(k for keys in found for k in keys))
-    return [
-        e
-        for e in entries
-        if e is not None
-        and (driver is None or e.key.driver == driver)
-        and (published is None or e.published == published)
-    ]
 
 
 @strawberry.type
@@ -145,38 +135,24 @@ class Query:
         published: bool | None = True,
     ) -> Connection[Device]:
         loaders = info.context.loaders
-        entries = await _device_candidates(info, cluster, node, driver, published)
-        if class_name is not None:
-            names = {e.key.cluster for e in entries}
-            found = await loaders.records_of(
-                DeviceClassRecord,
-                [ObjectKey(c, DEVICE_CLASS, "", class_name) for c in sorted(names)],
-            )
-            by_cluster = {r.meta.cluster: r for r in found}
-            entries = [
-                e
-                for e in entries
-                if e.key.cluster in by_cluster
-                and classes.class_matches(loaders, by_cluster[e.key.cluster], e)
-            ]
-        if status is not None:  # every entry here has that status: the page's are primed below
-            statuses = await device_state.statuses(loaders, entries, prime=False)
-            entries = [e for e, s in zip(entries, statuses, strict=True) if s == status.value]
-        page = paginate(
-            entries,
-            key=lambda e: tuple(e.key),
-            node=lambda e: Device(entry=e),
-            first=first,
-            after=after,
-            settings=info.context.settings,
-            presorted=True,  # the store's key order, kept by the filters
+        wanted = Selection(
+            DEVICES,
+            "",
+            node=node,
+            driver=driver,
+            status=status.value if status is not None else None,
+            class_name=class_name,
+            published=published,
         )
-        if status is not None:
-            device_state.prime_statuses(
-                loaders, {edge.node.entry.key: status.value for edge in page.edges}
-            )
-        await device_state.prefetch(loaders, [edge.node.entry for edge in page.edges])
-        return page
+        page = await info.context.reader.page(
+            wanted, cluster=cluster, after=cursor_key(after),
+            first=page_size(first, info.context.settings),
+        )  # fmt: skip
+        entries: list[DeviceEntry] = page.items
+        if status is not None:  # every entry of the page has that status
+            device_state.prime_statuses(loaders, {e.key: status.value for e in entries})
+        await device_state.prefetch(loaders, entries)
+        return connection(page, key=_device_key, node=lambda e: Device(entry=e))
 
     @strawberry.field
     async def resource_claims(
@@ -189,26 +165,14 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[ResourceClaim]:
-        records = await info.context.reader.list(
-            RESOURCE_CLAIM, cluster=cluster, namespace=namespace
+        wanted = Selection(
+            RESOURCE_CLAIM, "", state=state.value if state is not None else None, idle=idle
         )
-        claims = cast(Sequence[ClaimRecord], records)  # records of that kind, in key order
-        if state is not None:
-            claims = [c for c in claims if c.state == state.value]
-        if idle is not None:
-            keys = [claim_key(c) for c in claims]
-            since = await info.context.reader.idle_since(keys)  # one call, no future per claim
-            info.context.loaders.idle_since.prime_many(dict(zip(keys, since, strict=True)))
-            claims = [c for c, s in zip(claims, since, strict=True) if (s is not None) == idle]
-        return paginate(
-            claims,
-            key=_identity,
-            node=lambda c: ResourceClaim(record=c),
-            first=first,
-            after=after,
-            settings=info.context.settings,
-            presorted=True,
-        )
+        page = await info.context.reader.page(
+            wanted, cluster=cluster, namespace=namespace, after=cursor_key(after),
+            first=page_size(first, info.context.settings),
+        )  # fmt: skip
+        return connection(page, key=_identity, node=lambda c: ResourceClaim(record=_claim(c)))
 
     @strawberry.field
     async def resource_claim(
@@ -256,29 +220,12 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> Connection[Pod]:
-        reader, loaders = info.context.reader, info.context.loaders
-        records: Sequence[Record]
-        if node is None:
-            records = await reader.list(POD, cluster=cluster, namespace=namespace)
-        else:  # node reverse maps, in cluster order, each sorted: key order
-            names = await _cluster_names(info, cluster)
-            found = await loaders.relation(Relation.NODE_PODS).load_many([(c, node) for c in names])
-            loaded = await loaders.records.load_many([k for keys in found for k in keys])
-            records = [r for r in loaded if r is not None]
-            if namespace is not None:
-                records = [r for r in records if r.meta.namespace == namespace]
-        pods = cast(Sequence[PodRecord], records)
-        if uses_devices is not None:
-            pods = [p for p in pods if pod_uses_devices(p) == uses_devices]
-        return paginate(
-            pods,
-            key=_identity,
-            node=lambda p: Pod(record=p),
-            first=first,
-            after=after,
-            settings=info.context.settings,
-            presorted=True,
-        )
+        wanted = Selection(POD, "", node=node, uses_devices=uses_devices)
+        page = await info.context.reader.page(
+            wanted, cluster=cluster, namespace=namespace, after=cursor_key(after),
+            first=page_size(first, info.context.settings),
+        )  # fmt: skip
+        return connection(page, key=_identity, node=lambda p: Pod(record=_pod(p)))
 
     @strawberry.field
     async def nodes(self, info: Info, cluster: str | None = None) -> list[Node]:

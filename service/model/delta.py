@@ -13,7 +13,10 @@ store kept outside this process (Redis) writes it without an index of its own:
 * `unpublished` — devices held but published by no slice whose entry changed (None: published
   again, or no longer held);
 * `statuses` — devices whose status (free / held / shared / blocked) changed (None: gone);
-* `idle` — claims that became idle (since when) or stopped being idle (None).
+* `idle` — claims that became idle (since when) or stopped being idle (None);
+* `classes` — (DeviceClass name, device) pairs whose membership changed: True when the class
+  now offers the (published) device, False when it no longer does (service.model.class_members;
+  kept only by an index asked to, `ClusterIndex(class_members=True)`).
 
 Promises: entries are NET effects of the batch — for each entry only its final state is kept,
 so a writer may apply them in any order, in one transaction. A value added and removed within
@@ -43,6 +46,7 @@ class IndexDelta(Struct):
     unpublished: dict[DeviceKey, DeviceEntry | None] = field(default_factory=dict)
     statuses: dict[DeviceKey, str | None] = field(default_factory=dict)
     idle: dict[ObjectKey, str | None] = field(default_factory=dict)
+    classes: dict[tuple[str, DeviceKey], bool] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(
@@ -52,6 +56,7 @@ class IndexDelta(Struct):
             or self.unpublished
             or self.statuses
             or self.idle
+            or self.classes
         )
 
     def link(self, entry: LinkEntry, payload: Any) -> None:

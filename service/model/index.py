@@ -65,6 +65,7 @@ from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.announcing import Announcements
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events
 from dra_mirror.service.model.claims_index import ClaimTracker
+from dra_mirror.service.model.class_members import ClassMembers
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.hooks import hooks
 from dra_mirror.service.model.kinds import KINDS, REGISTRY
@@ -104,10 +105,14 @@ class ClusterIndex:
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
     def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True,
-                 selector_matcher: SelectorMatcher | None = None) -> None:  # fmt: skip
+                 selector_matcher: SelectorMatcher | None = None,
+                 class_members: bool = False) -> None:  # fmt: skip
         """`link_deltas=False`: no reverse-map entries in `Changes.delta` (the index is the store);
         `transitions=False`: no `Changes.transitions` (no history reads them); the rest is the same.
-        `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher)."""
+        `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher).
+        `class_members`: keep which DeviceClasses offer each device and report it in
+        `Changes.delta.classes` (class_members.py; for a store outside the process), with
+        `selector_matcher` evaluating them."""
         self.cluster = cluster
         self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
@@ -117,6 +122,7 @@ class ClusterIndex:
         self.touched = Touched()
         self.links.delta = self.touched.delta if link_deltas else None
         self._devices = DeviceTracker(self, selector_matcher)
+        self.members = ClassMembers.kept(class_members, selector_matcher)
         self._claims = ClaimTracker(self)
         self._hooks = hooks(cluster, self.links, self._devices, self._claims)
         self._announcements = Announcements(
@@ -302,6 +308,8 @@ class ClusterIndex:
         statuses_before = self._devices.settle(touched)
         for key in statuses_before:
             delta.statuses[key] = self._devices.statuses.get(key)
+        if self.members is not None:
+            self.members.settle(self._devices.devices, touched.entries, delta.classes)
         if self._link_deltas:
             for relation, from_key in delta.touched():
                 if relation not in FAN_OUT:
@@ -372,6 +380,8 @@ class ClusterIndex:
         self, key: ObjectKey, old: Record | None, new: Record | None, batch: Batch
     ) -> None:
         """What the index derives of the change, by the kind's `IndexHook` (the registry's)."""
+        if self.members is not None:  # a DeviceClass is matched again
+            self.members.on_record(old, new)
         self._hooks[key.kind](key, old, new, batch)
 
     def replace_claim_view(self, key: ObjectKey, batch: Batch) -> None:

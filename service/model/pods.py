@@ -4,7 +4,8 @@
 PodGroup) -> pod keys) and `claim_referrers` (claim key -> pod keys whose spec names the claim,
 or whose status names it as its extended-resource claim) from the diff of a pod's old and new
 record, O(its own claims). Idleness and templates, which pods also drive, are the claim side's
-(`service.model.claims_index`).
+(`service.model.claims_index`). `uses_devices(pod)` says whether a pod asks for DRA devices
+at all (the pods list's filter, and the stores' index of it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from dra_mirror.service.model.consumers import pod_group_key
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.records import RESOURCE_CLAIM, ObjectKey, PodRecord
 from dra_mirror.service.model.relations import CLAIM_REFERRERS, GROUP_PODS, NODE_PODS
+
+
+def uses_devices(pod: PodRecord) -> bool:
+    """Does the pod ask for DRA devices (a resource claim, or an extended-resource claim)?"""
+    return bool(pod.claims) or bool(pod.extended_claim_name)
 
 
 def on_pod(

@@ -8,6 +8,8 @@
 * an outage of the store (`StoreUnavailable`) is raised as `unavailable(error)` says: here a
   `QuestionUnavailable` (a `QuestionError` every front end shows as it is); the graph's reader
   (`schema.reader`) raises its GraphQL error instead;
+* paged lists (`page`, `select`) go to the store with each cluster's part narrowed to the
+  namespaces the scope shows, so the store counts only what the asker may see;
 * it keeps the store's batched shape (`get(keys)`, `lookup(relation, keys)`…), and passes on
   the in-process index of a cluster unscoped (`index(cluster)`): the questions apply the scope
   per namespace (`service.questions.cluster_state`);
@@ -26,8 +28,13 @@ import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
+from msgspec.structs import replace
+
 from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
+    POD,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     ClaimRecord,
     DeviceClassRecord,
@@ -45,7 +52,9 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.protocols import (
     ClusterStatus,
+    Page,
     Relation,
+    Selection,
     StateReader,
     StoreUnavailable,
 )
@@ -118,6 +127,9 @@ class Scope:
 
     def describe(self) -> str:
         return "admin" if self.is_admin else "custom"
+
+
+NAMESPACED = frozenset({RESOURCE_CLAIM, RESOURCE_CLAIM_TEMPLATE, POD})
 
 
 def _allows_record(scope: ReadScope, record: Record) -> bool:
@@ -282,6 +294,54 @@ class ScopedReader:
         """free | held | shared | blocked per device as the model derived it (None: not in a
         valid pool). Callers scope the keys."""
         return await self._call(self.store.device_status, keys)
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """The namespaces holding objects of `kind` in `cluster` that the scope shows."""
+        found = await self._call(self.store.namespaces, kind, cluster)
+        return [n for n in found if self.scope.allows(cluster, n)]
+
+    async def page(
+        self,
+        template: Selection,
+        *,
+        cluster: str | None,
+        namespace: str | None = None,
+        after: tuple[str, ...] | None = None,
+        first: int,
+    ) -> Page:
+        """One page of a filtered list over one cluster (or every one the scope shows), with
+        its counts: `template` is the selection's filters (its cluster is ignored)."""
+        if cluster is not None:
+            names = [cluster]
+        else:
+            names = [s.name for s in sorted(await self.clusters(), key=lambda s: s.name)]
+        asked = None if namespace is None else (namespace,)
+        selections = [replace(template, cluster=n, namespaces=asked) for n in names]
+        return await self.select(selections, after=after, first=first)
+
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """The store's page of the selections as the scope shows them: a cluster it does not
+        show is left out, each namespaced part narrowed to the namespaces it shows there (the
+        store counts only what the scope shows)."""
+        narrowed: list[Selection] = []
+        for selection in selections:
+            name = selection.cluster
+            if not self.scope.allows(name, ""):
+                continue
+            namespaces = selection.namespaces
+            if selection.kind in NAMESPACED and self.scope.may_hide():
+                present = await self._call(self.store.namespaces, selection.kind, name)
+                shown = [n for n in present if self.scope.allows(name, n)]
+                if len(shown) < len(present):
+                    namespaces = tuple(
+                        n
+                        for n in shown
+                        if selection.namespaces is None or n in selection.namespaces
+                    )
+            narrowed.append(replace(selection, namespaces=namespaces))
+        return await self._call(self.store.select, narrowed, after=after, first=first)
 
     async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
         """The cluster's live events (callers filter them by the scope), with a store that

@@ -10,7 +10,9 @@ from Redis, or Redis restarted empty) cannot write even if it does not know yet.
 Promises:
 
 * `acquire()` is one script: it takes a free lease, or confirms one this holder already has;
-  it returns the token, or None when another replica holds it;
+  it returns the token, or None when another replica holds it. Taking it carries the layout
+  marker of the writer's indexes over to the new token when the marker named the fence it
+  replaces (service.stores.redis_index: the indexes are whole, readers keep using them);
 * `renew()` extends the TTL while the key still names this holder, and takes the lease back
   when the key expired but the cluster's fence is still this holder's token — nobody took the
   cluster meanwhile (taking it changes the fence), so this holder's index is still what Redis
@@ -48,14 +50,21 @@ from redis.exceptions import RedisError
 
 from dra_mirror.service.stores.lease_share import FairShare
 from dra_mirror.service.stores.redis import RedisStore
+from dra_mirror.service.stores.redis_keys import LAYOUT
 
 log = logging.getLogger(__name__)
 
-# KEYS: lease, fence, fence_counter; ARGV: holder, ttl ms.
+# KEYS: lease, fence, fence_counter, layout; ARGV: holder, ttl ms, layout version.
+# A new holder carries the layout marker over when the marker names the fence it replaces:
+# the writer before it kept the indexes whole, and nobody wrote since (docs/redis.md).
 ACQUIRE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local previous = redis.call('GET', KEYS[2]) or ''
   local token = redis.call('INCR', KEYS[3]) .. ':' .. ARGV[1]
   redis.call('SET', KEYS[2], token)
+  if redis.call('GET', KEYS[4]) == ARGV[3] .. ':' .. previous then
+    redis.call('SET', KEYS[4], ARGV[3] .. ':' .. token)
+  end
   return token
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -115,8 +124,9 @@ class Lease:
         self._release = redis.register_script(RELEASE)
 
     async def acquire(self) -> str | None:
-        keys = [self.keys.lease, self.keys.fence, self.keys.fence_counter]
-        found = await self.store._call(self._acquire(keys=keys, args=[self.holder, self.ttl_ms]))
+        keys = [self.keys.lease, self.keys.fence, self.keys.fence_counter, self.keys.layout]
+        args: list[str | int | bytes] = [self.holder, self.ttl_ms, LAYOUT]
+        found = await self.store._call(self._acquire(keys=keys, args=args))
         self.token = found.decode() if found else None
         return self.token
 

@@ -32,13 +32,14 @@ from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.live import LiveEvent
-from dra_mirror.service.model.ordering import Chained
+from dra_mirror.service.model.ordering import Chained, bisect_left
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.bus import InProcessBus
-from dra_mirror.service.stores.protocols import ClusterStatus
+from dra_mirror.service.stores.protocols import DEVICES, ClusterStatus, Page, Selection
+from dra_mirror.service.stores.selecting import entry_key, page_of, record_key, selected
 
 
 def _as_key(key: Any) -> Any:
@@ -184,6 +185,33 @@ class MemoryStore:
             out.append(index.idle_since(key) if index is not None else None)
         return out
 
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """From each cluster's index (service.stores.selecting): a page of an unfiltered list
+        costs a bisect and the page; filters a pass over the candidates."""
+        parts: list[Sequence[Any]] = []
+        for selection in selections:
+            index = self._indexes.get(selection.cluster)
+            if index is not None:
+                parts.append(selected(_InIndex(index), selection, self._selector_matcher))
+        devices = bool(selections) and selections[0].kind == DEVICES
+        return page_of(parts, entry_key if devices else record_key, after, first)
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """From the kind's kept order: one bisect per namespace."""
+        index = self._indexes.get(cluster)
+        if index is None:
+            return []
+        keys = index.order.records(kind)
+        out: list[str] = []
+        at = 0
+        while at < len(keys):
+            namespace = keys[at].namespace
+            out.append(namespace)
+            at = bisect_left(keys, (cluster, kind, namespace + "\0"))
+        return out
+
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""
         out: list[str | None] = []
@@ -200,3 +228,24 @@ class MemoryStore:
     async def close(self) -> None:
         self._indexes.clear()
         self._statuses.clear()
+
+
+class _InIndex:
+    """A cluster's index as `selecting.selected` reads it."""
+
+    __slots__ = ("_index", "device", "device_status", "get", "holds", "idle_since", "lookup")
+
+    def __init__(self, index: ClusterIndex) -> None:
+        self._index = index
+        self.get = index.get
+        self.device = index.device
+        self.lookup = index.lookup
+        self.holds = index.holds
+        self.device_status = index.device_status
+        self.idle_since = index.idle_since
+
+    def records_in_order(self, kind: str, namespace: str | None) -> Sequence[Record]:
+        return self._index.order.records_in_order(kind, namespace=namespace)
+
+    def devices_in_order(self, published: bool, driver: str | None) -> Sequence[DeviceEntry]:
+        return self._index.order.devices_in_order(published=published, driver=driver)

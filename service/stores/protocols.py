@@ -9,7 +9,8 @@ derives nothing). Declared here, and implemented in full by every store and ever
   history implements them as no-ops);
 * `StatusSink` — where the reactor pushes each cluster's `ClusterStatus`;
 * `StateReader` — the batched reads of the GraphQL schema, the CLI and Slack (one store call
-  per DataLoader batch), the live events (`subscribe`) and, for a store whose indexes live in
+  per DataLoader batch), the paged, filtered and counted lists (`select`: a page costs the
+  page, in every store), the live events (`subscribe`) and, for a store whose indexes live in
   this process, the index itself to read in place (`index`, else None);
 * `StateSink` — a sink and a status sink: a state store as a reactor writes it;
 * `StateWriter` — a `StateSink` that also says which index a writer folds a cluster into (`open_index`: the in-memory store's own, which it then serves; a fresh one for
@@ -75,6 +76,51 @@ class ClusterStatus(Struct):
     optional: dict[str, str | None] = field(default_factory=dict)
 
 
+DEVICES = "Device"
+"""`Selection.kind` of a list of devices (the other kinds are records' kinds)."""
+
+
+class Selection(Struct, frozen=True):
+    """One cluster's part of a filtered list (`StateReader.select`). Every filter given must
+    hold; a filter that does not apply to the kind is None.
+
+    * claims (`RESOURCE_CLAIM`): `namespaces`, `state` (pending | allocated | reserved |
+      deleting), `idle` (allocated, no consumer pod Running: the model's idle mark);
+    * pods (`POD`): `namespaces`, `node` (the pods bound to it), `uses_devices`
+      (service.model.pods.uses_devices);
+    * devices (`DEVICES`): `published` (True: of valid pool generations; False: held and
+      published by no slice; None: both), `driver`, `node`, `status` (free | held | shared |
+      blocked, as the model derives it), `class_name` (the DeviceClass offers it:
+      service.model.class_members.class_accepts);
+    * any other kind: `namespaces` alone.
+
+    `namespaces`: None for every namespace, else only those (a request's access scope, a
+    namespace filter); ignored for cluster-scoped kinds."""
+
+    kind: str
+    cluster: str
+    namespaces: tuple[str, ...] | None = None
+    node: str | None = None
+    state: str | None = None
+    idle: bool | None = None
+    uses_devices: bool | None = None
+    driver: str | None = None
+    status: str | None = None
+    class_name: str | None = None
+    published: bool | None = True
+
+
+class Page(Struct):
+    """One page of a selection, in key order (records by (cluster, namespace, name), devices
+    by their key), with what the whole selection counts: `total` items, and whether any lie
+    before the cursor (`has_previous`) or after the page (`has_next`)."""
+
+    items: list[Any]
+    total: int
+    has_previous: bool = False
+    has_next: bool = False
+
+
 class ChangeSink(Protocol):
     """Anything the reactor hands each batch to, in order (state store, history outbox)."""
 
@@ -132,9 +178,24 @@ class StateReader(Protocol):
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]: ...
 
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """The items of `selections` (one per cluster, in cluster order) strictly after the
+        sort key `after` (a record's (cluster, namespace, name), a device's key; a prefix of
+        one counts as the position before everything it prefixes), at most `first` of them,
+        with the selection's counts. Costs the page and the counting, not the cluster: the
+        stores keep what each filter needs (Redis: the writer's indexes, docs/redis.md)."""
+        ...
+
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device as the model derived it (None: not in a
         valid pool, or a store that keeps no statuses)."""
+        ...
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """The namespaces holding objects of `kind` in `cluster`, sorted (what a request's
+        scope is asked about before a `select`): O(namespaces), not O(objects)."""
         ...
 
     def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:

@@ -60,7 +60,7 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
-from dra_mirror.service.stores import bus
+from dra_mirror.service.stores import bus, redis_index
 from dra_mirror.service.stores.protocols import ClusterStatus
 from dra_mirror.service.stores.redis_connect import (
     Client,
@@ -71,6 +71,7 @@ from dra_mirror.service.stores.redis_connect import (
 )
 from dra_mirror.service.stores.redis_keys import (
     DEFAULT_PREFIX,
+    LAYOUT,
     clusters_key,
     encode,
     entry_decoder,
@@ -101,8 +102,8 @@ class RedisStore(RedisReader):
         wait_backoff: float = 30.0,
         selector_matcher: SelectorMatcher = rule_selector_matches,
     ) -> None:
-        super().__init__(client, prefix=prefix)
-        self._selector_matcher = selector_matcher  # the CEL of 1.33/1.34 DeviceTaintRules
+        super().__init__(client, prefix=prefix, matcher=selector_matcher)
+        self._selector_matcher = selector_matcher  # DeviceTaintRules' and DeviceClasses' CEL
         self.publish = publish_command(client)
         cluster = isinstance(client, RedisCluster)
         self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
@@ -113,6 +114,10 @@ class RedisStore(RedisReader):
         self._registered: set[str] = set()  # clusters this store added to the clusters set
         self._locks: dict[str, asyncio.Lock] = {}
         self._tokens: dict[str, str] = {}
+        self._indexes: dict[str, ClusterIndex] = {}  # the index each writer folds into
+        # Clusters whose indexes must be rebuilt before the marker says they are whole: the
+        # index keys to drop first (service.stores.redis_index).
+        self._rebuild: dict[str, list[str]] = {}
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX, **options: Any) -> RedisStore:
@@ -132,6 +137,7 @@ class RedisStore(RedisReader):
         pending (the new holder relists)."""
         self._tokens[cluster] = token
         self._pending.pop(cluster, None)
+        self._rebuild.pop(cluster, None)
 
     async def held(self, cluster: str) -> Seed:
         """What the store holds of `cluster`, to seed a new writer's index: every record, the
@@ -146,8 +152,16 @@ class RedisStore(RedisReader):
             pipe.get(keys.status)
             pipe.hgetall(keys.idle)
             pipe.hvals(keys.unpublished)
-            _, status, idle, unpublished = await self._call(pipe.execute())
+            pipe.get(keys.layout)
+            pipe.smembers(keys.classes)
+            _, status, idle, unpublished, layout, classes = await self._call(pipe.execute())
         self._registered.add(cluster)
+        self._names = None
+        if layout != LAYOUT + b":" + self._tokens.get(cluster, "").encode():
+            # Written by an older writer (or by another since): the indexes are rebuilt from
+            # the seeded index at the first write (docs/redis.md, "Upgrades").
+            names = [c.decode() for c in classes]
+            self._rebuild[cluster] = redis_index.index_keys(keys, names)
         records: list[Record] = []
         for kind in KINDS:
             found: dict[Any, Record] = {}  # HSCAN may return a field twice
@@ -175,8 +189,12 @@ class RedisStore(RedisReader):
     # --- StateWriter --------------------------------------------------------------------------
 
     def open_index(self, cluster: str) -> ClusterIndex:
-        """A fresh index: this store persists the Changes of its writer, not the index."""
-        return ClusterIndex(cluster, selector_matcher=self._selector_matcher)
+        """A fresh index: this store persists the Changes of its writer (with the classes
+        each device is in: the readers' class filter), not the index. It is read once, to
+        rebuild the indexes of a cluster an older writer wrote (`held`)."""
+        index = ClusterIndex(cluster, selector_matcher=self._selector_matcher, class_members=True)
+        self._indexes[cluster] = index
+        return index
 
     async def apply(self, changes: Changes) -> None:
         cluster = changes.cluster
@@ -207,18 +225,29 @@ class RedisStore(RedisReader):
             # The untagged clusters set lives in another slot: not part of the transaction.
             await self._call(self.redis.sadd(clusters_key(self.prefix), cluster))
             self._registered.add(cluster)
+            self._names = None  # its own lookups find the cluster at once
         keys = self.keys(cluster)
         ops = Ops(keys, publish=self.publish)
+        token = self._tokens.get(cluster, "")
+        rebuild = self._rebuild.get(cluster)
+        index = self._indexes.get(cluster)
+        if rebuild is not None and index is not None:
+            ops.rebuild(redis_index.snapshot(index, index.members), rebuild)
         for changes in pending:
             ops.batch(changes)
         if status is not None:
             ops.add(b"SET", keys.status, [status])
+        if rebuild is None or index is not None:  # the indexes are whole once this is written
+            ops.add(b"SET", keys.layout, [LAYOUT + b":" + token.encode()])
         loop = asyncio.get_running_loop()
         wait = None
         if self.wait_replicas > 0 and loop.time() >= self._unreplicated_until:
             wait = (self.wait_replicas, self.wait_ms)
-        token = self._tokens.get(cluster, "")
         replicas = await self._call(send_batch(self.redis, token, ops, wait=wait))
+        if rebuild is not None and index is not None:
+            log.info("state store: the indexes of %s rebuilt (key layout %s)", cluster,
+                     LAYOUT.decode())  # fmt: skip
+            self._rebuild.pop(cluster, None)
         if replicas is not None and replicas < self.wait_replicas:
             self._unreplicated_until = loop.time() + self.wait_backoff
             log.warning(

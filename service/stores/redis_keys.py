@@ -19,6 +19,14 @@ shards by cluster. The layout (docs/redis.md has the full table):
                                                         AllocationRefs for device_allocations)
     PREFIX:{c}:lease / :fence / :fence_counter    the writer's lease (service.stores.lease)
     PREFIX:{c}:events                             pub/sub channel of live events
+    PREFIX:{c}:layout                             STRING "2:<fence token>": the writer's indexes
+                                                        below are whole (redis_index.py)
+    PREFIX:{c}:x:<index>                          ZSET  the writer's indexes, every score 0:
+                                                        members in key order (ZRANGEBYLEX)
+
+Index members keep key order as bytes: an object is `namespace NUL name`, a device `driver NUL
+pool NUL device` (names never hold NUL, and NUL sorts before every other byte, so a member
+sorts as its key's tuple does, a namespace's members form one lexical range).
 
 Keys inside a cluster's values drop the cluster (it is the tag): an ObjectKey is the JSON array
 `[kind, namespace, name]`, a DeviceKey `[driver, pool, device]`; JSON because pool names may
@@ -49,6 +57,7 @@ from dra_mirror.service.model.relations import FAN_OUT, Relation
 from dra_mirror.service.stores.protocols import ClusterStatus
 
 DEFAULT_PREFIX = "dra-mirror"
+LAYOUT = b"2"  # the key layout this code writes and reads (docs/redis.md, "Upgrades")
 
 # Relations whose linked values are devices; the others link objects.
 DEVICE_VALUED = frozenset(
@@ -98,6 +107,12 @@ class Keys:
         self.fence = base + "fence"
         self.fence_counter = base + "fence_counter"
         self.events = base + "events"
+        self.layout = base + "layout"
+        self.classes = base + "x:classes"  # SET of the class names with an index (rebuilds)
+
+    def index(self, name: str) -> str:
+        """One of the writer's indexes (redis_index.py)."""
+        return f"{self.base}x:{name}"
 
     def objects(self, kind: str) -> str:
         return f"{self.base}obj:{kind}"
@@ -164,3 +179,21 @@ def decode_member(cluster: str, relation: str, raw: bytes) -> ObjectKey | Device
     if relation in DEVICE_VALUED:
         return DeviceKey(cluster, *parts)
     return ObjectKey(cluster, *parts)
+
+
+def object_member(namespace: str, name: str) -> bytes:
+    """An object's member in the indexes (see the module docstring)."""
+    return f"{namespace}\0{name}".encode()
+
+
+def device_member(key: DeviceKey) -> bytes:
+    return f"{key.driver}\0{key.pool}\0{key.device}".encode()
+
+
+def sort_member(parts: tuple[str, ...]) -> bytes:
+    """A sort key without its cluster (or a prefix of one) as a member."""
+    return "\0".join(parts).encode()
+
+
+def member_parts(member: bytes) -> list[str]:
+    return member.decode().split("\0")

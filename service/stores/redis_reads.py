@@ -4,18 +4,24 @@
 `service.stores.redis_keys`, docs/redis.md) and promises what the store's docstring says of
 reads: one round trip per call (pipelines, split by node on a Redis Cluster), answers in key
 order, lists sorted as the in-memory store sorts them, relations keyed by uuid or device name
-answered across clusters; every Redis error becomes `StoreUnavailable` (`redis_call`).
+answered across clusters (the clusters named as of at most `NAMES_TTL` seconds ago); lists,
+filters and counts from the writer's indexes (`select`: redis_select.py); every Redis error
+becomes `StoreUnavailable` (`redis_call`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Hashable, Sequence
 from typing import Any, TypeVar
 
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
-from dra_mirror.service.stores.protocols import ClusterStatus
+from dra_mirror.service.model.taint_rules import SelectorMatcher
+from dra_mirror.service.stores import redis_select
+from dra_mirror.service.stores.protocols import ClusterStatus, Page, Selection
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import Client
 from dra_mirror.service.stores.redis_keys import (
@@ -36,8 +42,10 @@ from dra_mirror.service.stores.redis_keys import (
     split_object_field,
     status_decoder,
 )
+from dra_mirror.service.stores.redis_plans import SELECT
 
 T = TypeVar("T")
+NAMES_TTL = 1.0  # seconds a lookup across clusters reuses the cluster names it read
 
 
 def _as_key(key: Any) -> Any:
@@ -45,12 +53,20 @@ def _as_key(key: Any) -> Any:
 
 
 class RedisReader:
-    """Answers `StateReader` from the keys under `prefix` of `client`."""
+    """Answers `StateReader` from the keys under `prefix` of `client`; `matcher` evaluates the
+    CEL of DeviceClasses where no index answers (devices published by no slice, a cluster
+    without the writer's indexes)."""
 
-    def __init__(self, client: Client, *, prefix: str) -> None:
+    select_script = SELECT
+
+    def __init__(
+        self, client: Client, *, prefix: str, matcher: SelectorMatcher = rule_selector_matches
+    ) -> None:
         self.redis = client
         self.prefix = prefix
+        self.matcher = matcher
         self._keys: dict[str, Keys] = {}
+        self._names: tuple[float, list[str]] | None = None  # (read at, names): `_recent_names`
 
     def keys(self, cluster: str) -> Keys:
         found = self._keys.get(cluster)
@@ -66,6 +82,15 @@ class RedisReader:
     async def _cluster_names(self) -> list[str]:
         names = await self._call(self.redis.smembers(clusters_key(self.prefix)))
         return sorted(n.decode() if isinstance(n, bytes) else n for n in names)
+
+    async def _recent_names(self) -> list[str]:
+        """The cluster names as read at most `NAMES_TTL` seconds ago: what a lookup across
+        clusters (a uuid, a device name) asks first. A cluster added since is found at most
+        that much later; lists and `clusters()` read the names every time."""
+        now = asyncio.get_running_loop().time()
+        if self._names is None or now - self._names[0] > NAMES_TTL:
+            self._names = (now, await self._cluster_names())
+        return self._names[1]
 
     async def clusters(self) -> list[ClusterStatus]:
         names = await self._cluster_names()
@@ -162,7 +187,7 @@ class RedisReader:
         name = relation.value
         keys = [_as_key(k) for k in keys]
         across = relation in ACROSS_CLUSTERS
-        names = await self._cluster_names() if across else []
+        names = await self._recent_names() if across else []
         as_set = name in SET_RELATIONS
         plan: list[list[str]] = []  # per key: the clusters asked, in order
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -201,6 +226,18 @@ class RedisReader:
                 pipe.hget(self.keys(key.cluster).idle, object_field(key))
             found = await self._call(pipe.execute())
         return [raw.decode() if raw is not None else None for raw in found]
+
+    async def select(
+        self, selections: Sequence[Selection], *, after: tuple[str, ...] | None, first: int
+    ) -> Page:
+        """From the writer's indexes: two round trips, the page and the counts
+        (service.stores.redis_select)."""
+        return await redis_select.select(self, selections, after=after, first=first)
+
+    async def namespaces(self, kind: str, cluster: str) -> builtins.list[str]:
+        """From the kind's index, one lexical jump per namespace (a cluster without the
+        writer's indexes: from the names of every record)."""
+        return await redis_select.namespaces(self, kind, cluster)
 
     async def device_status(self, keys: Sequence[DeviceKey]) -> builtins.list[str | None]:
         """free | held | shared | blocked per device (None: not in a valid pool)."""

@@ -26,7 +26,9 @@ Promises:
   relation whose field per from-key holds the from-key's full sorted list, as the delta gives
   it;
 * commands of several batches (those still pending after a failed write, then the new one)
-  are sent in batch order: a later batch's command for the same entry runs later.
+  are sent in batch order: a later batch's command for the same entry runs later;
+* the writer's indexes of layout 2 (lists, filters, counts: redis_index.py) are written from
+  each batch in its transaction, after its records and entries.
 
 `send_batch(client, token, ops)` sends it on one connection to where the cluster's keys live
 (`redis_connect.slot_connection`: the master of the `{cluster}` slot on a Redis Cluster).
@@ -43,7 +45,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.records import Record, key_of
 from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, Relation
-from dra_mirror.service.stores import bus
+from dra_mirror.service.stores import bus, redis_index
 from dra_mirror.service.stores.protocols import StoreError
 from dra_mirror.service.stores.redis_connect import Client, refresh, slot_connection
 from dra_mirror.service.stores.redis_keys import (
@@ -192,6 +194,22 @@ class Ops:
         yield from self._entries(keys.unpublished, delta.unpublished, device_field)
         yield from self._entries(keys.idle, delta.idle, lambda k: object_field(k).encode())
         yield from self._entries(keys.device_status, delta.statuses, device_field)
+        yield from self._indexes(changes)
+
+    def _indexes(self, changes: Changes) -> Iterator[Command]:
+        for name, key, args, per in redis_index.commands(self.keys, changes):
+            yield from _commands(name, key, args, per=per)
+
+    def rebuild(self, snapshot: Changes, drop: list[str]) -> None:
+        """Drop the index keys `drop`, then write the indexes of `snapshot` (a whole index:
+        redis_index.snapshot) — the records, links and entries it holds are left as they are."""
+
+        def source() -> Iterator[Command]:
+            for start in range(0, len(drop), COMMAND_ARGS):
+                yield [b"DEL", *(k.encode() for k in drop[start : start + COMMAND_ARGS])]
+            yield from self._indexes(snapshot)
+
+        self._sources.append(source)
 
     def _hash(self, key: str, sets: Iterable[tuple[bytes, bytes]], dels: Iterable[bytes]
     ) -> Iterator[Command]:  # fmt: skip

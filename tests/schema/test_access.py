@@ -80,6 +80,11 @@ class FailingStore(MemoryStore):
             raise StoreUnavailable("redis://127.0.0.1:6399: connection refused")
         return await super().list(kind, **kwargs)
 
+    async def select(self, selections, **kwargs):
+        if self.down:
+            raise StoreUnavailable("redis://127.0.0.1:6399: connection refused")
+        return await super().select(selections, **kwargs)
+
 
 async def test_store_outage_is_a_graphql_error_not_a_500():
     store = FailingStore()

@@ -226,7 +226,8 @@ class ProtocolOnly:
     process: the graph derives statuses from holders and counters."""
 
     def __init__(self, store) -> None:
-        for name in ("clusters", "get", "list", "devices", "list_devices", "lookup", "idle_since"):
+        for name in ("clusters", "get", "list", "devices", "list_devices", "lookup", "idle_since",
+                     "select", "namespaces"):  # fmt: skip
             setattr(self, name, getattr(store, name))
 
     async def device_status(self, keys) -> list:
