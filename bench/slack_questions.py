@@ -123,7 +123,7 @@ async def main(scenario: str, repeat: int) -> None:
                         times.append(took)
                         runs.append(executions)
                 reply = response.json()["text"][:60]
-                print(f"{text:32} {statistics.median(times) * 1000:9.1f} ms"
+                print(f"{text:32} {statistics.median(times) * 1000:9.2f} ms"
                       f"  {max(runs)} GraphQL execution(s)  | {reply}")  # fmt: skip
     from dra_mirror.service.questions.holders import holdings_of, resolve_devices
 
@@ -134,7 +134,7 @@ async def main(scenario: str, repeat: int) -> None:
         await holdings_of(store, keys)
         await store.lookup(Relation.DEVICE_ALLOCATIONS, keys)
         floor.append(time.perf_counter() - begin)
-    print(f"floor: who-holds store reads      {statistics.median(floor) * 1000:9.1f} ms")
+    print(f"floor: who-holds store reads      {statistics.median(floor) * 1000:9.3f} ms")
 
 
 if __name__ == "__main__":
