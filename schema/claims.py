@@ -29,6 +29,7 @@ from dra_mirror.service.model.records import (
     SubRequest,
     TemplateRecord,
 )
+from dra_mirror.service.model.records import DerivedAttribute as DerivedAttributeRecord
 from dra_mirror.service.model.records import Device as DeviceRecord
 from dra_mirror.service.stores.protocols import Relation
 
@@ -155,6 +156,14 @@ class Allocation:
     async def skip_node_operations(self, info: Info) -> list[str]:
         return list(r.skip_node_operations) if (r := await self._result(info)) else []
 
+    @strawberry.field(
+        description="The device's compatibility groups per counter set, as the scheduler "
+        "recorded them at allocation (KEP-5963, alpha): counter set -> group names."
+    )
+    async def compatibility_groups(self, info: Info) -> JSON:
+        found = await self._result(info)
+        return JSON({k: list(v) for k, v in found.compatibility_groups.items()} if found else {})
+
     @strawberry.field(description="The health the kubelets of the claim's consumer pods report "
                       "for this device (containerStatuses[].allocatedResourcesStatus).")  # fmt: skip
     async def health(self, info: Info) -> list[HealthT]:
@@ -178,6 +187,20 @@ class Allocation:
         return ResourceClaim(record=record) if isinstance(record, ClaimRecord) else None
 
 
+@strawberry.type(
+    description="A virtual attribute computed per candidate device by a CEL expression, for "
+    "the claim's matchAttribute/distinctAttribute constraints (KEP-6080, alpha). A run-time "
+    "CEL error aborts scheduling: the pod stays Pending."
+)
+class DerivedAttribute:
+    name: str
+    expression: str
+
+    @classmethod
+    def all_of(cls, found: tuple[DerivedAttributeRecord, ...]) -> list[DerivedAttribute]:
+        return [cls(name=d.name, expression=d.expression) for d in found]
+
+
 @strawberry.type
 class DeviceSubRequest:
     name: str
@@ -187,6 +210,7 @@ class DeviceSubRequest:
     selectors: list[str]
     capacity: JSON
     tolerations: JSON
+    derived_attributes: list[DerivedAttribute]
 
     @classmethod
     def of(cls, sub: SubRequest) -> DeviceSubRequest:
@@ -198,6 +222,7 @@ class DeviceSubRequest:
             selectors=list(sub.selectors),
             capacity=JSON(dict(sub.capacity)),
             tolerations=JSON(list(sub.tolerations)),
+            derived_attributes=DerivedAttribute.all_of(sub.derived_attributes),
         )
 
 
@@ -212,6 +237,9 @@ class DeviceRequest:
     capacity: JSON = strawberry.field(description="capacity.requests: name -> quantity")
     tolerations: JSON
     first_available: list[DeviceSubRequest]
+    derived_attributes: list[DerivedAttribute] = strawberry.field(
+        description="derivedAttributes of `exactly` (KEP-6080)."
+    )
 
     @classmethod
     def of(cls, request: Request) -> DeviceRequest:
@@ -225,6 +253,7 @@ class DeviceRequest:
             capacity=JSON(dict(request.capacity)),
             tolerations=JSON(list(request.tolerations)),
             first_available=[DeviceSubRequest.of(s) for s in request.first_available],
+            derived_attributes=DerivedAttribute.all_of(request.derived_attributes),
         )
 
 

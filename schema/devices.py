@@ -202,6 +202,11 @@ class Device:
         return JSON(
             [
                 {"counterSet": c.counter_set, "counters": c.counters}
+                | (
+                    {"compatibilityGroups": list(c.compatibility_groups)}
+                    if c.compatibility_groups
+                    else {}
+                )  # KEP-5963, as the driver wrote them
                 for c in self.entry.device.consumes_counters
             ]
         )

@@ -9,6 +9,9 @@ adds two opaque types on top of standard CEL:
 * **Semver** — `semver("1.2.3")` (`semver(s, true)` normalizes `v1.2` to `1.2.0`),
   `isSemver(s[, normalize])`, and members `compareTo`, `isGreaterThan`, `isLessThan`,
   `major`, `minor`, `patch`. Device attributes of type `version` are Semvers.
+* **includes** — `attr.includes(v)` on any attribute: an element of a list attribute (1.36
+  `ints`, `strings`, `bools`, `versions`) equals `v`, or a scalar attribute equals it
+  (`device.attributes["resource.kubernetes.io"].numaNode.includes(0)` reads `0` and `[0, 1]`).
 
 cel-expr-python (cel-cpp) has no Python-defined opaque types, so each value travels as a
 one-entry map whose key cannot be written as a CEL field name: `{"k8s.quantity": "<exact
@@ -167,6 +170,21 @@ def _overload(oid: str, ret: Any, params: list[Any], impl: Any, *, member: bool 
     return cel.Overload(oid, ret, params, is_member=member, impl=impl)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """CEL equality of two attribute values: of one type (a bool is no int) and equal."""
+    return type(a) is type(b) and a == b
+
+
+def _includes(value: Any, wanted: Any) -> bool:
+    """`attr.includes(v)` (KEP-5491's type-agnostic helper for list attributes): a list
+    attribute includes `v` when one of its elements equals it; a scalar attribute when it
+    equals `v` — so one selector reads both forms, as a driver moving from `int` to `ints`
+    (`resource.kubernetes.io/numaNode`, KEP-6072) publishes either."""
+    if isinstance(value, list):
+        return any(_same(element, wanted) for element in value)
+    return _same(value, wanted)
+
+
 def _function(name: str, *overloads: Any) -> Any:
     return cel.FunctionDecl(name, list(overloads))
 
@@ -262,4 +280,24 @@ FUNCTIONS = [
     _function("major", _overload("semver_major", _T.INT, [_OPAQUE], _semver_part(0), member=True)),
     _function("minor", _overload("semver_minor", _T.INT, [_OPAQUE], _semver_part(1), member=True)),
     _function("patch", _overload("semver_patch", _T.INT, [_OPAQUE], _semver_part(2), member=True)),
+    _function(
+        "includes",
+        # one overload per value type: the runtime dispatches on concrete types only
+        *(
+            _overload(
+                f"dra_includes_{name}{'_list' if listed else ''}",
+                _T.BOOL,
+                [_T.List(_T.DYN) if listed else kind, kind],
+                _includes,
+                member=True,
+            )
+            for name, kind in (
+                ("int", _T.INT),
+                ("bool", _T.BOOL),
+                ("string", _T.STRING),
+                ("semver", _OPAQUE),
+            )
+            for listed in (False, True)
+        ),
+    ),
 ]

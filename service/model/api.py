@@ -108,6 +108,9 @@ class CounterSet(_Wire):
 class DeviceCounterConsumption(_Wire):
     counter_set: str = ""
     counters: dict[str, Counter] | None = None
+    # KEP-5963 (alpha, DRADeviceCompatibilityGroups): devices drawing on the same counter set
+    # co-allocate only where these intersect; stripped by an API server with the gate off.
+    compatibility_groups: list[str] | None = None
 
 
 class DeviceFields(_Wire):
@@ -167,6 +170,14 @@ class CapacityRequirements(_Wire):
     requests: dict[str, Quantity] | None = None
 
 
+class DerivedAttribute(_Wire):
+    """KEP-6080 (alpha, DRADerivedAttributes): a virtual attribute computed per candidate
+    device by a CEL expression, for the claim's matchAttribute/distinctAttribute constraints."""
+
+    name: str = ""
+    expression: str = ""
+
+
 class ExactDeviceRequest(_Wire):
     """`exactly` (v1, v1beta2), and the flat request fields of v1beta1 share these names."""
 
@@ -177,6 +188,7 @@ class ExactDeviceRequest(_Wire):
     admin_access: bool | None = None
     tolerations: list[Raw] | None = None
     capacity: CapacityRequirements | None = None
+    derived_attributes: list[DerivedAttribute] | None = None
 
 
 class DeviceSubRequest(ExactDeviceRequest):
@@ -216,6 +228,8 @@ class DeviceRequestAllocationResult(_Wire):
     binding_conditions: list[str] | None = None
     binding_failure_conditions: list[str] | None = None
     skip_node_operations: list[str] | None = None  # 1.37
+    # KEP-5963: the allocated device's groups per counter set, as the scheduler recorded them
+    compatibility_groups: dict[str, list[str]] | None = None
 
 
 class DeviceAllocationResult(_Wire):

@@ -40,6 +40,7 @@ from dra_mirror.service.model.records import (
     ClaimRecord,
     Constraint,
     Consumer,
+    DerivedAttribute,
     Meta,
     OwnerRef,
     Request,
@@ -67,7 +68,12 @@ def _subrequest(sub: api.DeviceSubRequest, shared: SharedValues) -> SubRequest:
         count=_count(sub, mode),
         capacity=shared.quantities(sub.capacity.requests if sub.capacity else None),
         tolerations=tuple(sub.tolerations or ()),
+        derived_attributes=_derived(sub.derived_attributes),
     )
+
+
+def _derived(found: list[api.DerivedAttribute] | None) -> tuple[DerivedAttribute, ...]:
+    return tuple(DerivedAttribute(intern(d.name), d.expression) for d in found) if found else ()
 
 
 def _request(wire: api.DeviceRequest, shared: SharedValues) -> Request:
@@ -91,6 +97,7 @@ def _request(wire: api.DeviceRequest, shared: SharedValues) -> Request:
         capacity=shared.quantities(exact.capacity.requests if exact.capacity else None),
         tolerations=tuple(exact.tolerations) if exact.tolerations else (),
         first_available=first_available,
+        derived_attributes=_derived(exact.derived_attributes),
     )
 
 
@@ -150,6 +157,7 @@ def _result(r: api.DeviceRequestAllocationResult, shared: SharedValues) -> Alloc
         shared.tuple_of(r.binding_conditions),
         shared.tuple_of(r.binding_failure_conditions),
         shared.tuple_of(r.skip_node_operations),
+        {k: tuple(v) for k, v in r.compatibility_groups.items()} if r.compatibility_groups else {},
     )
 
 

@@ -45,6 +45,9 @@ from dra_mirror.service.model.kind_names import POD_GROUP as POD_GROUP
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM as RESOURCE_CLAIM
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
 from dra_mirror.service.model.kind_names import RESOURCE_SLICE as RESOURCE_SLICE
+from dra_mirror.service.model.rule_records import RuleTaint as RuleTaint
+from dra_mirror.service.model.rule_records import TaintRuleRecord as TaintRuleRecord
+from dra_mirror.service.model.rule_records import TaintSelector as TaintSelector
 
 # Derived claim states, as kubectl's STATE column reads them (`service.model.claims` decides).
 PENDING = "pending"
@@ -102,6 +105,7 @@ class CounterSet(Struct, frozen=True, gc=False):
 class CounterConsumption(Struct, frozen=True, gc=False):
     counter_set: str
     counters: dict[str, str]
+    compatibility_groups: tuple[str, ...] = ()  # KEP-5963: carried, as the driver wrote them
 
 
 class Device(Struct, frozen=True, gc=False):
@@ -155,6 +159,13 @@ class SliceRecord(Struct, frozen=True, gc=False, tag="ResourceSlice"):
 # --- ResourceClaim and templates --------------------------------------------------------------
 
 
+class DerivedAttribute(Struct, frozen=True, gc=False):
+    """KEP-6080: `name` (for constraints) computed per candidate device by `expression`."""
+
+    name: str
+    expression: str
+
+
 class SubRequest(Struct, frozen=True, gc=False):
     name: str
     device_class_name: str
@@ -163,6 +174,7 @@ class SubRequest(Struct, frozen=True, gc=False):
     count: int = 1
     capacity: dict[str, str] = field(default_factory=dict)  # capacity.requests
     tolerations: tuple[dict[str, Any], ...] = ()
+    derived_attributes: tuple[DerivedAttribute, ...] = ()
 
 
 class Request(Struct, frozen=True, gc=False):
@@ -177,6 +189,7 @@ class Request(Struct, frozen=True, gc=False):
     capacity: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[dict[str, Any], ...] = ()
     first_available: tuple[SubRequest, ...] = ()
+    derived_attributes: tuple[DerivedAttribute, ...] = ()  # of `exactly` (KEP-6080)
 
 
 class Constraint(Struct, frozen=True, gc=False):
@@ -196,6 +209,8 @@ class AllocationResult(Struct, frozen=True, gc=False):
     binding_conditions: tuple[str, ...] = ()  # copied from the slice at allocation
     binding_failure_conditions: tuple[str, ...] = ()
     skip_node_operations: tuple[str, ...] = ()  # 1.37, copied from the slice
+    # KEP-5963: counter set -> the device's compatibility groups, as recorded at allocation
+    compatibility_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class Allocation(Struct, frozen=True, gc=False):
@@ -312,31 +327,6 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
     ready: bool = False
     unschedulable: bool = False
     conditions: tuple[dict[str, Any], ...] = ()
-
-
-# --- DeviceTaintRule ------------------------------------------------------------------------
-
-
-# spec.deviceSelector: every criterion set must match (service.model.taint_rules);
-# `device_class_name` and `selectors` (CEL expressions) are served by 1.33/1.34 only.
-class TaintSelector(Struct, frozen=True, gc=False):
-    driver: str | None = None
-    pool: str | None = None
-    device: str | None = None
-    device_class_name: str | None = None
-    selectors: tuple[str, ...] = ()
-
-
-class TaintRuleRecord(Struct, frozen=True, gc=False, tag="DeviceTaintRule"):
-    meta: Meta
-    selector: TaintSelector | None  # None: the rule selects no device
-    taint: dict[str, Any]  # the raw DeviceTaint (key, value, effect, timeAdded)
-    conditions: tuple[dict[str, Any], ...] = ()  # raw status.conditions (EvictionInProgress)
-
-
-class RuleTaint(Struct, frozen=True, gc=False):  # the taint a rule puts on a device it selects
-    rule: str  # the rule's name (DeviceTaintRule is cluster-scoped)
-    taint: dict[str, Any]
 
 
 # --- Derived views shared by the index, the stores and the allocator ------------------------

@@ -76,7 +76,14 @@ def device_record(wire: api.Device, driver: str, shared: SharedValues) -> Device
         attributes,
         shared.capacity_map(layout.capacities, capacities.values()) if capacities else shared.empty,
         bool(fields.allow_multiple_allocations),
-        tuple(CounterConsumption(intern(c.counter_set), _counters(c.counters)) for c in consumes)
+        tuple(
+            CounterConsumption(
+                intern(c.counter_set),
+                _counters(c.counters),
+                shared.tuple_of(c.compatibility_groups),
+            )
+            for c in consumes
+        )
         if consumes
         else (),
         tuple(taints) if taints else (),

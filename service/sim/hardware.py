@@ -48,6 +48,7 @@ __all__ = [
     "MAX_DEVICES_WITH_COUNTERS",
     "NIC_DRIVER",
     "NIC_PROFILE",
+    "NUMA_NODE",
     "PCI_BUS_ID",
     "PROFILES",
     "DeviceGroup",
@@ -63,6 +64,10 @@ __all__ = [
 GPU_DRIVER = "gpu.nvidia.com"
 NIC_DRIVER = "cni.dra.networking.x-k8s.io"
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"  # vendor-neutral name (NVIDIA driver ≥ v25.8)
+# The standard NUMA attribute (KEP-6072, 1.37): an int, or a one-element `ints` list where list
+# attributes are on; NVIDIA's driver publishes it on GPUs and MIG devices in place of its own.
+NUMA_NODE = "resource.kubernetes.io/numaNode"
+GPUS_PER_NUMA_NODE = 4  # an eight-GPU HGX board: GPUs 0-3 on NUMA node 0, 4-7 on node 1
 
 MAX_DEVICES = 128  # devices per slice (validation: ResourceSliceMaxDevices)
 MAX_DEVICES_WITH_COUNTERS = 64  # 1.35: when any device consumes counters or has taints
@@ -123,6 +128,7 @@ def gpu_devices(
     if model.addressing_mode:
         common["addressingMode"] = {"string": model.addressing_mode}
     common[PCI_BUS_ID] = {"string": bus_id}
+    common[NUMA_NODE] = {"int": minor // GPUS_PER_NUMA_NODE}
     whole: dict = {
         "name": f"gpu-{minor}",
         "attributes": {"type": {"string": "gpu"}, "uuid": {"string": uuid}, **common},

@@ -275,3 +275,34 @@ def test_select_over_many_devices_equals_full_evaluation() -> None:
         ]
         assert [d.key.device for d, _ in failed] == ["untyped"]
         assert [d.key.device for d in passing] == ["d2", "d14", "d22"]
+
+
+NUMA = "resource.kubernetes.io/numaNode"
+NUMA_INT = entry("numa-int", attributes={NUMA: Attribute("int", 1)})  # DRAListTypeAttributes off
+NUMA_LIST = entry("numa-list", attributes={NUMA: Attribute("ints", [1])})  # on: one element
+NUMA_SPREAD = entry("numa-spread", attributes={NUMA: Attribute("ints", [6, 4, 5, 7])})
+
+
+@pytest.mark.parametrize(
+    ("expression", "devices"),
+    [
+        ("device.attributes['resource.kubernetes.io'].numaNode.includes(1)", {"numa-int", "numa-list"}),
+        ("device.attributes['resource.kubernetes.io'].numaNode.includes(4)", {"numa-spread"}),
+        ("device.attributes['resource.kubernetes.io'].numaNode.includes(0)", set()),
+    ],
+)  # fmt: skip
+def test_includes_reads_numa_node_as_an_int_or_a_list(expression: str, devices: set[str]) -> None:
+    """KEP-6072: resource.kubernetes.io/numaNode is an int, or an `ints` list where list
+    attributes are on (NVIDIA's driver: a one-element list); KEP-5491's `includes()` reads
+    either form, so one selector serves clusters with the gate on and off."""
+    found = {d.device.name for d in (NUMA_INT, NUMA_LIST, NUMA_SPREAD) if evaluate(expression, d)}
+    assert found == devices
+
+
+def test_includes_of_every_attribute_type_and_a_type_mismatch_is_an_error() -> None:
+    assert evaluate("device.attributes['gpu.nvidia.com'].productName.includes('NVIDIA H200')")
+    assert evaluate("device.attributes['gpu.nvidia.com'].versions.includes(semver('2.0.0'))", LISTS)
+    assert not evaluate("device.attributes['gpu.nvidia.com'].ints.includes(4)", LISTS)
+    assert evaluate("device.attributes['cni.dra.networking.x-k8s.io'].sriov.includes(true)", NIC)
+    with pytest.raises(SelectorEvalError, match="No matching overload"):
+        evaluate("device.attributes['resource.kubernetes.io'].numaNode.includes('1')", NUMA_INT)

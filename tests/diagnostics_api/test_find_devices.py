@@ -199,3 +199,25 @@ async def test_evaluation_errors_are_listed_not_hidden(mirrored: Mirrored) -> No
     assert len(shown) == min(20, len(lacking))
     assert {(e["cluster"], e["driver"], e["pool"], e["device"]) for e in shown} <= lacking
     assert all("productName" in e["message"] for e in shown)
+
+
+def numa_nodes(raw: dict[str, Any]) -> list[int] | None:
+    """resource.kubernetes.io/numaNode as published: an int, or an `ints` list (KEP-6072)."""
+    value = raw.get("attributes", {}).get("resource.kubernetes.io/numaNode")
+    if value is None:
+        return None
+    return [value["int"]] if "int" in value else list(value["ints"])
+
+
+async def test_gpus_of_one_numa_node_whatever_form_the_driver_publishes(mirrored: Mirrored) -> None:
+    selector = "device.attributes['resource.kubernetes.io'].numaNode.includes(1)"
+    guarded = f"'numaNode' in device.attributes['resource.kubernetes.io'] && {selector}"
+    found = (await mirrored.data(FIND, selector=guarded))["findDevices"]
+    expected = {
+        (cluster, d["driver"], d["pool"], d["raw"]["name"])
+        for cluster in CLUSTERS
+        for d in devices_of(mirrored, cluster)
+        if 1 in (numa_nodes(d["raw"]) or [])
+    }
+    assert refs(found) == expected and found["evaluationErrorCount"] == 0
+    assert {r[1] for r in expected} == {"gpu.nvidia.com"}  # GPUs 4-7 and their MIG devices

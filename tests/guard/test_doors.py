@@ -315,7 +315,9 @@ async def test_websocket_operations_take_the_rate_limit_and_end_with_the_token(s
     app = compose_app(Settings(), store=store, access=opened(access))
     async with served(app, lifespan="on") as port:
         url = f"ws://127.0.0.1:{port}/graphql"
-        expires = int(time.time()) + 2
+        # long enough for the twenty operations below on a busy machine; the stream must
+        # still end when the token does
+        expires = int(time.time()) + 8
         token = key.token(exp=expires)
         async with websockets.connect(url, subprotocols=["graphql-transport-ws"]) as ws:
             init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}

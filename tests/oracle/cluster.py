@@ -49,8 +49,8 @@ POOLS: dict[tuple[str, str], list[Raw]] = {
     (GPU, "n0"): [
         o.device("gpu-0", uuid="GPU-n0-0", capacity={"memory": "80Gi"}),
         o.device("gpu-1", uuid="GPU-n0-1", capacity={"memory": "80Gi"}, consumes={"gpu-1-cs": {"memory": "8", "sm": "4"}}),
-        o.device("gpu-1-mig-a", uuid="MIG-n0-1a", capacity={"memory": "40Gi"}, consumes={"gpu-1-cs": {"memory": "4", "sm": "2"}}),
-        o.device("gpu-1-mig-b", uuid="MIG-n0-1b", capacity={"memory": "40Gi"}, consumes={"gpu-1-cs": {"memory": "4", "sm": "2"}}),
+        o.device("gpu-1-mig-a", uuid="MIG-n0-1a", capacity={"memory": "40Gi"}, consumes={"gpu-1-cs": {"memory": "4", "sm": "2"}}, groups=["mig"]),
+        o.device("gpu-1-mig-b", uuid="MIG-n0-1b", capacity={"memory": "40Gi"}, consumes={"gpu-1-cs": {"memory": "4", "sm": "2"}}, groups=["mig"]),
     ],
     (GPU, "n1"): [o.device("gpu-0", uuid="GPU-n1-0"), o.device("gpu-1", uuid="GPU-n1-1")],
     (NIC, "n0"): [o.device("eth0", capacity={"bandwidth": "10G", "queues": "8"}, shareable=True)],
@@ -58,6 +58,12 @@ POOLS: dict[tuple[str, str], list[Raw]] = {
 COUNTERS = {(GPU, "n0"): {"gpu-1-cs": {"memory": "8", "sm": "4"}}}
 UNPUBLISHED = [(GPU, "n2", "gpu-0")]
 DEVICES = [(d, p, dev["name"]) for (d, p), devs in POOLS.items() for dev in devs] + UNPUBLISHED
+
+
+def derived_of(claim: str) -> dict[str, str] | None:
+    """Claim `c1` asks for a derived attribute (KEP-6080): its spec is immutable, so every
+    write of it carries the same one."""
+    return {"numa": 'device.attributes["gpu.nvidia.com"].type'} if claim == "c1" else None
 
 
 def pod_claim(pod: str) -> str:
@@ -186,7 +192,8 @@ class Cluster:
     def create_claim(self, ns: str, name: str, *, admin: bool) -> list[tuple[str, Raw]]:
         if self.get("ResourceClaim", ns, name) is not None:
             return []
-        return [self.write(o.claim(name, ns, uid=self.uid(f"claim-{name}"), admin=admin))]
+        return [self.write(o.claim(name, ns, uid=self.uid(f"claim-{name}"), admin=admin,
+                                   derived=derived_of(name)))]  # fmt: skip
 
     def allocate(
         self, ns: str, name: str, devices: list[tuple[str, str, str]], *, qualified: bool
@@ -207,7 +214,7 @@ class Cluster:
             results.append(
                 o.result("gpu", driver, pool, dev, share_id=share, consumed=consumed, admin=admin)
             )
-        new = o.claim(name, ns, uid=claim["metadata"]["uid"], results=results, node_name=devices[0][1], admin=admin)  # fmt: skip
+        new = o.claim(name, ns, uid=claim["metadata"]["uid"], results=results, node_name=devices[0][1], admin=admin, derived=derived_of(name))  # fmt: skip
         return [self.write(new)]
 
     def reserve(self, ns: str, name: str, consumer: str) -> list[tuple[str, Raw]]:

@@ -154,7 +154,32 @@ def mismatches(truth: Truth, answers: StoreAnswers, store: str) -> list[Mismatch
 
     _pools(diff, truth, docs[q.POOLS])
     _pod_groups(diff, truth, docs[q.POD_GROUPS], docs[q.CLAIM_GROUPS])
+    _carried(diff, truth, docs[q.CARRIED])
     return diff.found
+
+
+def _carried(diff: _Diff, truth: Truth, answer: Answer) -> None:
+    if answer.errors:
+        diff.found.append(Mismatch(diff.store, "carried", "*", "an answer", answer.errors))
+        return
+    data = answer.data or {}
+    for c in (data.get("resourceClaims") or {}).get("nodes") or []:
+        key = (c["namespace"], c["name"])
+        got = sorted(
+            [(r["name"], d["name"], d["expression"]) for r in c["requests"] for d in r["derivedAttributes"]]
+            + [(f"{r['name']}/{s['name']}", d["name"], d["expression"])
+               for r in c["requests"] for s in r["firstAvailable"] for d in s["derivedAttributes"]]
+        )  # fmt: skip
+        if key in truth.derived:
+            diff.check("claim.derivedAttributes", "/".join(key), truth.derived[key], tuple(got))
+    for d in (data.get("devices") or {}).get("nodes") or []:
+        key = (d["driver"], d["pool"], d["name"])
+        got = tuple(sorted((c["counterSet"], tuple(c.get("compatibilityGroups") or ()))
+                           for c in d["consumesCounters"] if c.get("compatibilityGroups")))  # fmt: skip
+        if key in truth.compatibility:
+            diff.check(
+                "device.compatibilityGroups", device_name(key), truth.compatibility[key], got
+            )
 
 
 def _pod_groups(diff: _Diff, truth: Truth, groups_answer: Answer, claims_answer: Answer) -> None:

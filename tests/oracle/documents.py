@@ -1,4 +1,4 @@
-"""The GraphQL documents the oracle tests ask the mirror (the contract in ../shared/API.md).
+"""The GraphQL documents the oracle tests ask the mirror (the graph's contract).
 
 Each root field is its own document, so that one failing link costs only its own answer. The
 last two ask for fields the contract names but the graph does not serve yet
@@ -53,9 +53,15 @@ POD_GROUPS = """query($cluster: String!) { podGroups(cluster: $cluster) {
 CLAIM_GROUPS = """query($cluster: String!) { resourceClaims(cluster: $cluster, first: 1000) {
   nodes { namespace name podGroups { name } } } }"""
 
+# Alpha fields carried as written: derivedAttributes (KEP-6080), compatibilityGroups (KEP-5963).
+CARRIED = """query($cluster: String!) {
+  resourceClaims(cluster: $cluster, first: 1000) { nodes { namespace name requests {
+    name derivedAttributes { name expression } firstAvailable { name derivedAttributes { name expression } } } } }
+  devices(cluster: $cluster, first: 1000) { nodes { driver pool name consumesCounters } } }"""
+
 WHOLE_CLUSTER = (
     DEVICES, SLICES, COUNTS, CLAIMS, CLAIM_SLICES, PODS, PUBLISHED, POOLS, POD_GROUPS,
-    CLAIM_GROUPS,
+    CLAIM_GROUPS, CARRIED,
 )  # fmt: skip
 
 # --- live events and history -----------------------------------------------------------------

@@ -54,7 +54,9 @@ def device(
     shareable: bool = False,
     consumes: dict[str, dict[str, str]] | None = None,
     taints: list[tuple[str, str, str]] | None = None,
+    groups: list[str] | None = None,
 ) -> Raw:
+    """`groups`: the compatibilityGroups of each counter consumption (KEP-5963)."""
     d: Raw = {"name": name, "attributes": {"type": {"string": "gpu"}}}
     if uuid:
         d["attributes"]["uuid"] = {"string": uuid}
@@ -65,6 +67,7 @@ def device(
     if consumes:
         d["consumesCounters"] = [
             {"counterSet": cs, "counters": {k: {"value": v} for k, v in counters.items()}}
+            | ({"compatibilityGroups": list(groups)} if groups else {})
             for cs, counters in consumes.items()
         ]
     if taints:
@@ -138,6 +141,7 @@ def claim(
     podgroup: str | None = None,
     deleting: bool = False,
     admin: bool = False,
+    derived: dict[str, str] | None = None,
 ) -> Raw:
     """A claim with one request `gpu`; `results` allocates it, `reserved` (pod name, uid)
     reserves it for pods, `podgroup` for a PodGroup, `deleting` sets deletionTimestamp."""
@@ -148,6 +152,8 @@ def claim(
     }
     if admin:
         exactly["adminAccess"] = True
+    if derived:  # KEP-6080: name -> CEL expression
+        exactly["derivedAttributes"] = [{"name": n, "expression": e} for n, e in derived.items()]
     obj: Raw = {
         "apiVersion": f"{DRA}/v1",
         "kind": "ResourceClaim",

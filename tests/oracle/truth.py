@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from tests.oracle import reading, selectors
+from tests.oracle.carried import Derived, claims_derived, compatibility_groups
 from tests.oracle.claims import ClaimTruth, claim_truth, pod_devices
 from tests.oracle.pod_groups import GroupTruth, claim_groups, group_truths
 from tests.oracle.pools import UNAVAILABLE_EFFECTS, PoolTruth, pool_counts
@@ -61,6 +62,11 @@ class Truth:
     slice_complete: dict[str, bool] = field(default_factory=dict)  # slices of highest generations
     counts: dict[str, int] = field(default_factory=dict)  # devices freeDevices claims pendingClaims
     pod_groups: dict[tuple[str, str], GroupTruth] = field(default_factory=dict)
+    derived: dict[tuple[str, str], Derived] = field(default_factory=dict)  # per claim (KEP-6080)
+    # per published device: (counter set, compatibility groups) it declares (KEP-5963)
+    compatibility: dict[DeviceId, tuple[tuple[str, tuple[str, ...]], ...]] = field(
+        default_factory=dict
+    )
     claim_groups: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -321,6 +327,8 @@ def answer(objects: Iterable[Raw]) -> Truth:
         "claims": len(truth.claims),
         "pendingClaims": sum(1 for c in truth.claims.values() if c.state == "pending"),
     }
+    truth.derived = claims_derived(claims)
+    truth.compatibility = {k: compatibility_groups(d) for k, (d, _) in published.items()}
     groups = kinds.get("PodGroup", [])
     truth.pod_groups = group_truths(groups, claims, pods)
     truth.claim_groups = claim_groups(groups, claims)

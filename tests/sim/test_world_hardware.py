@@ -83,6 +83,11 @@ def test_h200_attributes_match_nvidia_smi(h200_files: Path):
     assert whole["capacity"]["memory"] == {"value": "143771Mi"}
     bus = row["pci.bus_id"]  # 00000000:00:06.0 -> the 4-digit-domain form Kubernetes uses
     assert whole["attributes"][hardware.PCI_BUS_ID] == {"string": bus[4:].lower()}
+    # topo.txt: "GPU0 ... NUMA Affinity 0"; published as the standard attribute (KEP-6072)
+    numa = re.search(r"^GPU0\s+X\s+\S+\s+(\d+)", (h200_files / "topo.txt").read_text(), re.M)
+    assert numa is not None
+    assert whole["attributes"][hardware.NUMA_NODE] == {"int": int(numa[1])}
+    assert all(d["attributes"][hardware.NUMA_NODE] == {"int": 0} for d in devices)  # MIG too
 
 
 def test_mig_profiles_match_lgip_and_placements(h200_files: Path):
