@@ -7,7 +7,7 @@ A server process builds the scenario's objects (the simulator's generator), norm
 with the model and applies them to a MemoryStore (the state the mirror would hold after its
 initial sync), then serves `compose_app` with uvicorn on a free loopback port. This process is
 the load generator: 16 concurrent clients, each with its own connection (one shared client
-under 16-way concurrency measures the client, not the server — performance-notes.md).
+under 16-way concurrency measures the client, not the server).
 
 Measured, printed (clients use a minimal HTTP/1.1 reader so the load generator costs little CPU),
 each `--rounds` times, with the median of the rounds' p50s and its ratio to the floor:

@@ -6,8 +6,9 @@ Builds `--clusters` copies of the simulator's `scale-5000` scenario (5,000 nodes
 40,000 template claims and pods, 95% Running), each under its own cluster name, normalizes
 every object with the model and folds it into one MemoryStore as the reactor would (one
 cluster at a time, the simulator's world dropped after each), freezes the heap as the app
-does after the initial sync, builds the diagnostics' ledgers (`diagnosis.prepare`, as the app
-does once every cluster synced), then asks `plan_manifests` for a Deployment of 3 replicas,
+does after the initial sync, answers every class selector (`diagnosis.prepare`, as the app
+does once every cluster synced; the allocation ledger itself reads each cluster's index), then
+asks `plan_manifests` for a Deployment of 3 replicas,
 each with a template claim for one GPU and CPU/memory requests:
 
 * first — the first plan (selectors meet the devices of each cluster for the first time);
@@ -135,7 +136,7 @@ async def main(clusters: int, repeat: int) -> None:
     lookup = {e.key: e for e in devices}
     _, floor = clock(lambda: [lookup.get(e.key) for e in devices])
     print(
-        f"{clusters} clusters, {len(devices):,} devices; ledgers prepared in {prepared:.1f} s; "
+        f"{clusters} clusters, {len(devices):,} devices; prepared in {prepared:.1f} s; "
         f"floor (one lookup per device) {floor * 1000:.0f} ms"
     )
     answer, first = await aclock(plan_manifests(reader, DEPLOYMENT))

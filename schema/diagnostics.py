@@ -6,7 +6,7 @@
     findDevices(selector, status, cluster, first, after)   -> DeviceSearch!
 
 Each reads the state through `info.context.reader` (scoped, errors translated) via
-`service.questions.diagnosis`, which keeps one allocation ledger per cluster and store. Bad client input
+`service.questions.diagnosis`, whose allocation ledger reads what the model says is taken. Bad client input
 is a GraphQL error with a code: `BAD_YAML` (lintManifests), `BAD_SELECTOR` (findDevices, the
 CEL compiler's message). A selector that fails to *evaluate* on some devices is not an error of
 the query: those devices are counted and listed in `evaluationErrors`, never as "no match".
@@ -129,14 +129,8 @@ class Query:
         name: str,
         eligible_nodes: list[str] | None = None,
     ) -> ClaimDiagnosis | None:
-        reader = info.context.reader
         found = await diagnosis.diagnose_claim(
-            reader,
-            cluster,
-            namespace,
-            name,
-            ledgers=diagnosis.ledgers_for(reader.store),
-            eligible_nodes=eligible_nodes,
+            info.context.reader, cluster, namespace, name, eligible_nodes=eligible_nodes
         )
         return ClaimDiagnosis(d=found) if found is not None else None
 
@@ -161,10 +155,7 @@ class Query:
             raise GraphQLError(str(error), extensions={"code": "BAD_YAML"}) from error
         facts = None
         if cluster is not None:
-            reader = info.context.reader
-            facts = await diagnosis.cluster_facts(
-                reader, cluster, ledgers=diagnosis.ledgers_for(reader.store)
-            )
+            facts = await diagnosis.cluster_facts(info.context.reader, cluster)
         return _findings(lint_manifests(docs, facts))
 
     @strawberry.field(

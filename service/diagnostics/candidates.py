@@ -242,7 +242,7 @@ def fit(
         ):
             return CAPACITY, None
     else:
-        if entry.key in ledger.exclusive or entry.key in ledger.shares:
+        if ledger.taken(entry.key):
             return HELD, None
         for name, requested in requested_capacity(entry, alt).items():
             capacity = device.capacity.get(name)

@@ -1,39 +1,41 @@
-"""What is taken right now: the allocator's bookkeeping of holders, shares and counters.
+"""What is taken, as the allocator reads it: the model's holds, and those a placement imagines.
 
 kube-scheduler's structured allocator decides whether a device can still be given to a claim
-from three kinds of use, all kept here per cluster:
+from three kinds of use: exclusive holders (a device without `allowMultipleAllocations`
+belongs to at most one claim; admin-access results observe, they do not hold), shares (what a
+shareable device has left is its capacity minus every share's consumedCapacity) and counters (a
+partitionable device fits while its consumption fits what its taken siblings left of their
+pool's counter sets). Each of these is derived once, in the model: the holds by the cluster's
+index (`service.model.holdings.Taken`), what follows from them by `service.model.inventory`.
 
-* **exclusive holders** — a device without `allowMultipleAllocations` belongs to at most one
-  claim (admin-access results do not count: they observe, they do not hold);
-* **shares** — a shareable device carries one share per allocation result (`shareID`), each with
-  the capacity it consumed (consumedCapacity names, qualified with the driver's domain as the
-  device's capacities are); what is left is the capacity minus every share;
-* **counters** — a partitionable device (MIG) consumes counters of a counter set published in
-  `sharedCounters` of a slice of the same pool; a device fits while its consumption fits what its
-  siblings left. A device consumes its counters once, however many shares it has.
+`Ledger(base)` reads them from `base` — the cluster's index, which the reactor keeps current
+with every batch, or `Holdings` derived the same way from one read of a store kept elsewhere —
+and never writes it. What an allocation that is only imagined takes (the pods of a plan, the
+simulator's scheduler trying a node) is `commit`ted to the ledger and `release`d again: those
+holds live in the ledger alone, on top of the base, and are gone with it.
 
-Promises: `Ledger` is plain data, mutated only by `commit`/`release` (the allocator reads it
-and never writes); committing a claim twice replaces its earlier holds; every query answers
-from the current holds in O(holds of that device or counter set).
+Promises: the base is never written; committing a claim replaces its earlier holds (the base's
+too); releasing a claim drops them until it is committed again; a commit or release costs
+O(its results), a query O(holds of the device), counters O(devices of the pool) once per pool
+and ledger (the base does not change while a ledger is read).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable
 from fractions import Fraction
 from typing import NamedTuple
 
-from dra_mirror.service.model.metadata import qualify
-from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model import inventory
+from dra_mirror.service.model.holdings import Holdings, Taken
+from dra_mirror.service.model.holds import HoldId, allocation_holds
+from dra_mirror.service.model.pools import PoolKey
 from dra_mirror.service.model.records import (
     Allocation,
-    ClaimRecord,
+    AllocationRef,
     DeviceEntry,
     DeviceKey,
     ObjectKey,
-    SliceRecord,
-    key_of,
 )
 
 
@@ -44,192 +46,117 @@ class CounterSetKey(NamedTuple):
     counter_set: str
 
 
-class Hold(NamedTuple):
-    """One allocation result of a committed claim."""
-
-    device: DeviceKey
-    request: str
-    share_id: str | None
-    consumed: Mapping[str, Fraction]
-    admin: bool
-
-
-def _quantities(values: dict[str, str]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for name, text in values.items():
-        try:
-            out[name] = parse_quantity(text)
-        except ValueError:
-            continue  # an invalid quantity never passes the API server's validation
-    return out
-
-
-def counter_sets_of(slices: Iterable[SliceRecord]) -> dict[CounterSetKey, dict[str, Fraction]]:
-    """The counter sets of the valid (highest) generation of every pool."""
-    newest: dict[tuple[str, str, str], int] = {}
-    chosen: list[SliceRecord] = []
-    for sl in slices:
-        chosen.append(sl)
-        pool = (sl.meta.cluster, sl.driver, sl.pool.name)
-        newest[pool] = max(newest.get(pool, sl.pool.generation), sl.pool.generation)
-    sets: dict[CounterSetKey, dict[str, Fraction]] = {}
-    for sl in chosen:
-        if sl.pool.generation != newest[(sl.meta.cluster, sl.driver, sl.pool.name)]:
-            continue
-        for cs in sl.shared_counters:
-            key = CounterSetKey(sl.meta.cluster, sl.driver, sl.pool.name, cs.name)
-            sets[key] = _quantities(cs.counters)
-    return sets
-
-
 class Ledger:
-    """What is taken now: exclusive holders per device, shares and consumed capacity of
-    shareable devices, counters consumed per (cluster, driver, pool, counterSet)."""
+    """The allocator's view of what is taken in one cluster (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self.entries: dict[DeviceKey, DeviceEntry] = {}
-        self.counter_totals: dict[CounterSetKey, dict[str, Fraction]] = {}
-        self.exclusive: dict[DeviceKey, ObjectKey] = {}
-        self.shares: dict[DeviceKey, dict[tuple[ObjectKey, str | None], Mapping[str, Fraction]]] = (
-            defaultdict(dict)
-        )
-        self.counters_used: dict[CounterSetKey, dict[str, Fraction]] = defaultdict(dict)
-        self.holds: dict[ObjectKey, list[Hold]] = {}
-        # What every hold that consumes no capacity holds: one empty mapping, never written.
-        self._nothing_consumed: Mapping[str, Fraction] = {}
-        # Claims holding each device (exclusive or shared; not admin), for counter accounting:
-        # the one claim itself, or a set once several share the device.
-        self._device_holders: dict[DeviceKey, ObjectKey | set[ObjectKey]] = {}
-        # Held devices per pool, so sibling partitions are found without scanning every hold.
-        self._pool_held: dict[tuple[str, str, str], set[DeviceKey]] = defaultdict(set)
+    def __init__(self, base: Taken | None = None) -> None:
+        self.base: Taken = base if base is not None else Holdings()
+        self._added: dict[ObjectKey, list[tuple[DeviceKey, HoldId]]] = {}
+        self._added_on: dict[DeviceKey, dict[HoldId, AllocationRef]] = {}
+        self._added_taking: dict[DeviceKey, int] = {}  # imagined holds that take the device
+        self._hidden: set[ObjectKey] = set()  # claims whose base holds no longer count
+        self._hidden_on: dict[DeviceKey, int] = {}  # their devices (base holds of them)
+        # Counters: what the base leaves of each pool's sets (read once per pool: the base
+        # does not change while a ledger is read), and what imagined holds moved since.
+        self._base_free: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
+        self._moved: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
+        # Whether a hold takes the device: the base's answer as it is, until a commit or a
+        # release imagines otherwise.
+        self.taken: Callable[[DeviceKey], bool] = self.base.taken
 
-    @classmethod
-    def build(
-        cls,
-        devices: Iterable[DeviceEntry],
-        claims: Iterable[ClaimRecord],
-        *,
-        slices: Iterable[SliceRecord] = (),
-    ) -> Ledger:
-        """A ledger of the allocated claims. `slices` supply the `sharedCounters` totals that
-        partitionable devices consume; without them such devices cannot be placed."""
-        ledger = cls()
-        for entry in devices:
-            ledger.entries[entry.key] = entry
-        ledger.counter_totals = counter_sets_of(slices)
-        for claim in claims:
-            if claim.allocation is not None:
-                ledger.commit(key_of(claim), claim.allocation)
-        return ledger
-
-    # --- mutation ----------------------------------------------------------------------------
+    # --- imagined holds ----------------------------------------------------------------------
 
     def commit(self, claim: ObjectKey, allocation: Allocation) -> None:
-        """Record a claim's allocation (replacing any earlier one of the same claim)."""
-        if claim in self.holds:
-            self.release(claim)
-        holds: list[Hold] = []
-        cluster = claim.cluster
-        for result in allocation.results:
-            dk = DeviceKey(cluster, result.driver, result.pool, result.device)
-            entry = self.entries.get(dk)
-            if entry is not None:
-                dk = entry.key  # the device's own key object: one per device, not per hold
-            consumed = result.consumed_capacity
-            hold = Hold(
-                dk,
-                result.request,
-                result.share_id,
-                # keyed as the device's capacities are: qualified with the driver's domain
-                {qualify(k, dk.driver): v for k, v in _quantities(consumed).items()}
-                if consumed
-                else self._nothing_consumed,
-                result.admin_access,
-            )
-            holds.append(hold)
-            if hold.admin:
-                continue
-            shareable = result.share_id is not None or (
-                entry is not None and entry.device.shareable
-            )
-            if shareable:
-                self.shares[dk][(claim, result.share_id)] = hold.consumed
-            else:
-                self.exclusive[dk] = claim
-            holders = self._device_holders.get(dk)
-            if holders is None:
-                self._device_holders[dk] = claim
-                self._pool_held[(dk.cluster, dk.driver, dk.pool)].add(dk)
-                if entry is not None:
-                    self._add_counters(entry, +1)
-            elif isinstance(holders, set):
-                holders.add(claim)
-            elif holders != claim:
-                self._device_holders[dk] = {holders, claim}
-        self.holds[claim] = holds
+        """Count a claim's allocation (replacing any earlier one of the same claim)."""
+        self.release(claim)
+        found = allocation_holds(claim.cluster, claim, allocation)
+        was = {device: self.taken(device) for device, _ in found}
+        added = self._added[claim] = []
+        for (device, hold_id), (ref, _) in found.items():
+            self._added_on.setdefault(device, {})[hold_id] = ref
+            if not ref.admin_access:
+                _count(self._added_taking, device, +1)
+            added.append((device, hold_id))
+        self.taken = self._taken
+        self._shifted(was)
 
     def release(self, claim: ObjectKey) -> None:
-        """Forget a claim's holds (deallocated or deleted)."""
-        for hold in self.holds.pop(claim, ()):
-            if hold.admin:
-                continue
-            dk = hold.device
-            if self.exclusive.get(dk) == claim:
-                del self.exclusive[dk]
-            shares = self.shares.get(dk)
-            if shares is not None:
-                shares.pop((claim, hold.share_id), None)
-                if not shares:
-                    del self.shares[dk]
-            holders = self._device_holders.get(dk)
-            if isinstance(holders, set):
-                holders.discard(claim)
-                if len(holders) == 1:
-                    self._device_holders[dk] = next(iter(holders))
-            elif holders is not None and holders == claim:
-                del self._device_holders[dk]
-                pool = (dk.cluster, dk.driver, dk.pool)
-                self._pool_held[pool].discard(dk)
-                if not self._pool_held[pool]:
-                    del self._pool_held[pool]
-                entry = self.entries.get(dk)
-                if entry is not None:
-                    self._add_counters(entry, -1)
+        """Stop counting a claim's holds (deallocated, deleted, or imagined away)."""
+        added = self._added.pop(claim, [])
+        held = self.base.claim_holds(claim) if claim not in self._hidden else []
+        if not added and not held:
+            return
+        was = {device: self.taken(device) for device, _ in (*added, *held)}
+        for device, hold_id in added:
+            on = self._added_on[device]
+            if not on.pop(hold_id).admin_access:
+                _count(self._added_taking, device, -1)
+            if not on:
+                del self._added_on[device]
+        if held:
+            self._hidden.add(claim)
+            for device, _ in held:
+                _count(self._hidden_on, device, +1)
+        self.taken = self._taken
+        self._shifted(was)
 
-    def _add_counters(self, entry: DeviceEntry, sign: int) -> None:
-        for consumption in entry.device.consumes_counters:
-            key = CounterSetKey(
-                entry.key.cluster, entry.key.driver, entry.key.pool, consumption.counter_set
-            )
-            used = self.counters_used[key]
-            for name, amount in _quantities(consumption.counters).items():
-                used[name] = used.get(name, Fraction(0)) + sign * amount
+    def _shifted(self, was: dict[DeviceKey, bool]) -> None:
+        """Move the counters of the devices whose being taken changed."""
+        for device, before in was.items():
+            now = self._taken(device)
+            if now == before:
+                continue
+            entry = self.base.pool(device.driver, device.pool).devices.get(device)
+            if entry is None:
+                continue  # not in the pool's valid generation: consumes no counter
+            moved = self._moved.setdefault(PoolKey(device.driver, device.pool), {})
+            for consumption in entry.device.consumes_counters:
+                counters = moved.setdefault(consumption.counter_set, {})
+                for name, value in consumption.counters.items():
+                    amount = inventory.amount(value)
+                    counters[name] = counters.get(name, Fraction(0)) + (amount if now else -amount)
 
     # --- queries -----------------------------------------------------------------------------
 
+    def holds(self, key: DeviceKey) -> list[AllocationRef]:
+        """Every hold on a device that counts now (admin-access ones included)."""
+        holds = self.base.holds(key)
+        if key in self._hidden_on:
+            hidden = self._hidden
+            holds = [h for h in holds if h.claim not in hidden]
+        added = self._added_on.get(key)
+        return [*holds, *added.values()] if added else holds
+
+    def _taken(self, key: DeviceKey) -> bool:
+        if key in self._added_taking:
+            return True
+        if key in self._hidden_on:
+            hidden = self._hidden
+            return inventory.consumes(h for h in self.base.holds(key) if h.claim not in hidden)
+        return self.base.taken(key)
+
     def holders(self, device: DeviceKey) -> list[ObjectKey]:
         """Claims holding a device now (exclusively or by a share), sorted."""
-        holders = self._device_holders.get(device)
-        if holders is None:
-            return []
-        return sorted(holders) if isinstance(holders, set) else [holders]
+        return sorted({h.claim for h in inventory.consuming(self.holds(device))})
 
     def remaining_capacity(self, entry: DeviceEntry) -> dict[str, Fraction]:
         """Each capacity of a device minus what its shares consumed."""
-        remaining = _quantities({k: c.value for k, c in entry.device.capacity.items()})
-        for consumed in self.shares.get(entry.key, {}).values():
-            for name, amount in consumed.items():
-                if name in remaining:
-                    remaining[name] -= amount
-        return remaining
+        return inventory.remaining(entry, self.holds(entry.key))
 
     def counters_free(self, key: CounterSetKey) -> dict[str, Fraction] | None:
-        """What is left of a counter set; None when no slice publishes it."""
-        total = self.counter_totals.get(key)
-        if total is None:
-            return None
-        used = self.counters_used.get(key, {})
-        return {name: value - used.get(name, Fraction(0)) for name, value in total.items()}
+        """What is left of a counter set; None when no slice of the pool publishes it."""
+        pk = PoolKey(key.driver, key.pool)
+        base = self._base_free.get(pk)
+        if base is None:
+            valid, taken = self.base.pool(key.driver, key.pool), self.base.taken
+            base = self._base_free[pk] = inventory.counters_free(
+                valid.counter_sets, (e.device for k, e in valid.devices.items() if taken(k))
+            )
+        left = base.get(key.counter_set)
+        used = self._moved.get(pk, {}).get(key.counter_set)
+        if left is None or not used:
+            return None if left is None else dict(left)
+        return {name: amount - used.get(name, Fraction(0)) for name, amount in left.items()}
 
     def counter_blockers(self, entry: DeviceEntry) -> list[ObjectKey]:
         """Claims holding sibling devices that consume the same counter sets as `entry`."""
@@ -237,19 +164,15 @@ class Ledger:
         if not sets:
             return []
         found: set[ObjectKey] = set()
-        for dk, holders in self._device_holders.items():
-            if (dk.cluster, dk.driver, dk.pool) != (
-                entry.key.cluster,
-                entry.key.driver,
-                entry.key.pool,
-            ):
-                continue
-            sibling = self.entries.get(dk)
-            if sibling is not None and sets & {
-                c.counter_set for c in sibling.device.consumes_counters
-            }:
-                if isinstance(holders, set):
-                    found.update(holders)
-                else:
-                    found.add(holders)
+        for key, sibling in self.base.pool(entry.key.driver, entry.key.pool).devices.items():
+            if sets & {c.counter_set for c in sibling.device.consumes_counters}:
+                found.update(self.holders(key))
         return sorted(found)
+
+
+def _count(counts: dict[DeviceKey, int], device: DeviceKey, sign: int) -> None:
+    left = counts.get(device, 0) + sign
+    if left:
+        counts[device] = left
+    else:
+        del counts[device]

@@ -129,7 +129,7 @@ class _Search:
         budget: int = SEARCH_BUDGET,
     ) -> None:
         self.ledger = ledger
-        self.exclusive = ledger.exclusive
+        self.taken = ledger.taken
         self.constraints = claim.constraints
         self.options = [
             [
@@ -195,7 +195,7 @@ class _Search:
             raise _BudgetExhausted
         key = entry.key
         uses = self.uses.get(key, 0)
-        if not entry.device.shareable and (uses or (not alt.admin and key in self.exclusive)):
+        if not entry.device.shareable and (uses or (not alt.admin and self.taken(key))):
             return False  # the common case on a busy cluster, answered before `fit`
         reason, consumed = fit(
             entry,

@@ -193,10 +193,10 @@ class _Planner:
         key = None if len(nodes) == len(self.nodes) else tuple(nodes)
         found = self._free.get(key)
         if found is None:
-            exclusive = self.inputs.ledger.exclusive
+            taken = self.inputs.ledger.taken
             # One pass over every device of the cluster (40,000 on a 5,000-node one): the
             # common test first, the rare ones (shareable, another node) after.
-            found = [e for e in self.inputs.devices if e.key not in exclusive or e.device.shareable]
+            found = [e for e in self.inputs.devices if e.device.shareable or not taken(e.key)]
             if key is not None:
                 allowed = set(nodes)
                 found = [e for e in found if e.node is None or e.node in allowed]

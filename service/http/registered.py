@@ -197,16 +197,3 @@ def registered_documents(schema: GraphQLSchema, settings: GraphQLSettings) -> di
     paths = [settings.persisted_documents] if settings.persisted_documents else []
     documents = [*own_documents(), *check(schema, read_documents(paths), settings)]
     return {d.sha256: d.text for d in documents}
-
-
-def check_configured(
-    settings: GraphQLSettings, documents: Iterable[RegisteredDocument] | None = None
-) -> list[RegisteredDocument]:
-    """`documents` (default: the operator's, `persisted_documents`) checked against the schema
-    these settings build — what `dra-mirror serve` checks before it starts."""
-    from dra_mirror.schema import build_schema
-
-    if documents is None:
-        paths = [settings.persisted_documents] if settings.persisted_documents else []
-        documents = read_documents(paths)
-    return check(build_schema(settings)._schema, documents, settings)

@@ -45,7 +45,7 @@ from dra_mirror.service.model.device_links import (
     linked_by,
     unpublished_links,
 )
-from dra_mirror.service.model.inventory import consumes, counters_free, device_status
+from dra_mirror.service.model.inventory import TAKEN, consumes, counters_free, device_status
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
@@ -112,6 +112,14 @@ class DeviceTracker:
             if consumes(links.get(DEVICE_ALLOCATIONS, key).values())
         )
         return counters_free(valid.counter_sets, held)
+
+    def taken(self, key: DeviceKey) -> bool:
+        """Whether a hold takes the device: its settled status (a dictionary lookup), or its
+        holds for a device no valid pool publishes."""
+        status = self.statuses.get(key)
+        if status is not None:
+            return status in TAKEN
+        return consumes(self._index.links.get(DEVICE_ALLOCATIONS, key).values())
 
     def derive_status(self, key: DeviceKey) -> str | None:
         """free | held | shared | blocked, computed now (None: not in a valid pool)."""

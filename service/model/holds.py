@@ -4,6 +4,8 @@
   `(device key, hold id) -> (AllocationRef, AllocationResult)`; a hold id is
   `(claim key, request, shareID or "")`, the value of the `device_allocations` relation, so a
   device shared by several allocations of one claim (distinct shareIDs) is held once per share;
+  `allocation_holds(cluster, key, allocation)` the same for an allocation alone;
+  `device_holds(cluster, key, claim)` as (device key, AllocationRef) pairs;
 * `class_names(claim)` — every DeviceClass its requests (and subrequests) name, in order, once
   (the `class_claims` relation).
 
@@ -13,11 +15,13 @@ Pure functions over records.
 from __future__ import annotations
 
 from dra_mirror.service.model.records import (
+    Allocation,
     AllocationRef,
     AllocationResult,
     ClaimRecord,
     DeviceKey,
     ObjectKey,
+    Record,
 )
 
 HoldId = tuple[ObjectKey, str, str]  # (claim, request, shareID or "")
@@ -44,16 +48,29 @@ def holds_of(
     """(device key, hold id) -> (AllocationRef, AllocationResult) of a claim's allocation."""
     if claim is None or claim.allocation is None:
         return {}
+    return allocation_holds(cluster, key, claim.allocation)
+
+
+def device_holds(
+    cluster: str, key: ObjectKey, claim: Record | None
+) -> list[tuple[DeviceKey, AllocationRef]]:
+    """The devices a claim's allocation holds, with its hold on each (none for a record that
+    is not a claim)."""
+    if not isinstance(claim, ClaimRecord):
+        return []
+    return [(device, ref) for (device, _), (ref, _) in holds_of(cluster, key, claim).items()]
+
+
+def allocation_holds(
+    cluster: str, key: ObjectKey, allocation: Allocation
+) -> dict[tuple[DeviceKey, HoldId], Hold]:
+    """`holds_of` for an allocation of the claim `key` (one that is only imagined, too)."""
     holds = {}
-    for result in claim.allocation.results:
+    for result in allocation.results:
         device = DeviceKey(cluster, result.driver, result.pool, result.device)
         hold_id = (key, result.request, result.share_id or "")
-        ref = AllocationRef(
-            claim=key,
-            request=result.request,
-            share_id=result.share_id,
-            consumed_capacity=result.consumed_capacity,
-            admin_access=result.admin_access,
+        ref = AllocationRef(  # positional: a 40,000-claim LIST makes one per result
+            key, result.request, result.share_id, result.consumed_capacity, result.admin_access
         )
         holds[(device, hold_id)] = (ref, result)
     return holds

@@ -52,14 +52,14 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    was not re-announced: a holding the cluster kept through a handover is one interval.
 
 A `Changes` holds each key at most once, in `upserts` (the final view) or `deletes` (the last
-known record), so stores may apply them in any order.
+known record), so stores may apply them in any order. What the index answers its readers is
+`index_reads.IndexReads`, the half of `ClusterIndex` that reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping
-from fractions import Fraction
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.announcing import Announcements
@@ -68,26 +68,23 @@ from dra_mirror.service.model.claims_index import ClaimTracker
 from dra_mirror.service.model.class_members import ClassMembers
 from dra_mirror.service.model.devices_index import DeviceTracker
 from dra_mirror.service.model.hooks import hooks
+from dra_mirror.service.model.index_reads import IndexReads
 from dra_mirror.service.model.kinds import KINDS, REGISTRY
 from dra_mirror.service.model.links import Links
 from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
 from dra_mirror.service.model.ordering import IndexOrders
 from dra_mirror.service.model.pods import on_pod
-from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
-    AllocationRef,
     ClaimRecord,
-    DeviceEntry,
-    DeviceKey,
     ObjectKey,
     PodRecord,
     Record,
     SliceRecord,
     key_of,
 )
-from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELATIONS, Relation
+from dra_mirror.service.model.relations import FAN_OUT, RELATIONS
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 
 ADDED = "ADDED"
@@ -101,7 +98,7 @@ class Event(NamedTuple):
     record: Record
 
 
-class ClusterIndex:
+class ClusterIndex(IndexReads):
     """Everything the mirror knows of one cluster, kept consistent event by event."""
 
     def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True,
@@ -134,69 +131,6 @@ class ClusterIndex:
         self.order = IndexOrders(
             cluster, self._objects, self._devices.devices, self._devices.unpublished
         )
-
-    # --- reading --------------------------------------------------------------------------------
-
-    def get(self, key: ObjectKey) -> Record | None:
-        objects = self._objects.get(key[1])
-        return objects.get(key) if objects is not None else None
-
-    def records(self, kind: str) -> Iterable[Record]:
-        return self._objects[kind].values()
-
-    def count(self, kind: str) -> int:
-        return len(self._objects[kind])
-
-    def device(self, key: DeviceKey) -> DeviceEntry | None:
-        """The device's entry: published, or held and published by no slice."""
-        found = self._devices.devices.get(key)
-        return found if found is not None else self._devices.unpublished.get(key)
-
-    def devices(self) -> Iterable[DeviceEntry]:
-        """Every device of the valid generation of its pool."""
-        return self._devices.devices.values()
-
-    def unpublished_devices(self) -> Iterable[DeviceEntry]:
-        """Every device held by a claim and published by no slice (`DeviceEntry.published`)."""
-        return self._devices.unpublished.values()
-
-    def lookup(self, relation: Relation, key: Hashable) -> list[Any]:
-        """The values a relation maps `key` to, sorted (holds: see `holds`)."""
-        if relation == DEVICE_ALLOCATIONS:
-            return self.holds(key)
-        values: Iterable[Any] = self.links.get(relation, key)  # keys of one type: sortable
-        return sorted(values)
-
-    def holds(self, key: Hashable) -> list[AllocationRef]:
-        """Every claim's hold on a device (by DeviceKey), in (claim, request, shareID) order."""
-        holds: Mapping[Any, AllocationRef] = self.links.get(DEVICE_ALLOCATIONS, key)
-        return [holds[k] for k in sorted(holds)]
-
-    def held(self, key: DeviceKey) -> bool:
-        """Whether any claim holds the device."""
-        return bool(self.links.get(DEVICE_ALLOCATIONS, key))
-
-    def pool(self, driver: str, pool: str) -> ValidPool:
-        return self._devices.pool(driver, pool)
-
-    def counters_free(self, driver: str, pool: str) -> dict[str, dict[str, Fraction]]:
-        """What is left of a pool's shared counters after its allocated devices."""
-        return self._devices.counters_free(driver, pool)
-
-    def device_status(self, key: DeviceKey) -> str | None:
-        """free | held | shared | blocked, or None for a device not in a valid pool."""
-        return self._devices.statuses.get(key)
-
-    def idle_since(self, claim: ObjectKey) -> str | None:
-        """When the claim last became idle (allocated, no consumer pod Running), or None."""
-        return self._claims.idle_since.get(claim)
-
-    def idle_claims(self) -> Iterator[ObjectKey]:
-        return iter(self._claims.idle_since)
-
-    def consumers(self, claim: ClaimRecord) -> tuple[PodRecord, ...]:
-        """The pods consuming a claim now (service.model.consumers), by key."""
-        return self._claims.consumer_pods(claim, None)
 
     # --- writing --------------------------------------------------------------------------------
 

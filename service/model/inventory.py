@@ -21,7 +21,16 @@ Rules (a device is `(cluster, driver, pool, device)`; only the valid slices of a
   so both sides compare qualified. Results keep the format of the capacity value.
 
 All functions are pure and take records, so the index, the stores, the schema and the
-simulator compute the same answers.
+simulator compute the same answers. What they are computed over — the holds on each device and
+each pool's valid generation — is `holdings.Taken` (the cluster's index, or `Holdings` of one
+read); the allocator's ledger (`service.diagnostics.ledger`) reads both and adds only the
+holds a placement imagines.
+
+Physical capacity — a GPU and its partitions (the devices that consume one counter set, or a
+static MIG device's parent), each device's GPU-equivalent weight — is not derived yet. It
+belongs here, beside the counters, computed from a pool's valid generation (`pools.ValidPool`:
+its devices and counter sets) and read through `holdings.Taken`, so that the index, the
+allocator, metrics and audits get it from this one place.
 """
 
 from __future__ import annotations
@@ -43,9 +52,11 @@ from dra_mirror.service.model.records import (
 )
 
 CountersFree = Mapping[str, Mapping[str, Fraction]]  # counter set -> counter -> amount left
+TAKEN = frozenset({HELD, SHARED})  # the statuses of a device a hold takes
 
 
-def _amount(quantity: str) -> Fraction:
+def amount(quantity: str) -> Fraction:
+    """A counter's or a capacity's quantity (0 for one that does not parse)."""
     try:
         return parse_quantity(quantity)
     except ValueError:
@@ -57,8 +68,7 @@ def counters_free(
 ) -> dict[str, dict[str, Fraction]]:
     """What is left of a pool's shared counters once `allocated` devices took theirs."""
     left = {
-        cs.name: {name: _amount(value) for name, value in cs.counters.items()}
-        for cs in counter_sets
+        cs.name: {name: amount(value) for name, value in cs.counters.items()} for cs in counter_sets
     }
     for device in allocated:
         for consumption in device.consumes_counters:
@@ -67,7 +77,7 @@ def counters_free(
                 continue
             for name, value in consumption.counters.items():
                 if name in counters:
-                    counters[name] -= _amount(value)
+                    counters[name] -= amount(value)
     return left
 
 
@@ -80,7 +90,7 @@ def counters_fit(device: Device, free: CountersFree | None) -> bool:
         if counters is None:
             continue  # the counter set is not published (yet): nothing blocks
         for name, value in consumption.counters.items():
-            if name in counters and counters[name] < _amount(value):
+            if name in counters and counters[name] < amount(value):
                 return False
     return True
 
@@ -116,24 +126,31 @@ def consumed_by(holds: Iterable[AllocationRef], driver: str) -> dict[str, Fracti
     for hold in holds:
         if hold.admin_access:
             continue
-        for name, amount in hold.consumed_capacity.items():
+        for name, quantity in hold.consumed_capacity.items():
             key = qualify(name, driver)
-            used[key] = used.get(key, Fraction(0)) + _amount(amount)
+            used[key] = used.get(key, Fraction(0)) + amount(quantity)
     return used
 
 
-def remaining_capacity(entry: DeviceEntry, holds: Sequence[AllocationRef]) -> dict[str, str]:
-    """Per capacity (qualified name), what is left after every consuming hold (an exclusive
-    hold takes it all)."""
+def remaining(entry: DeviceEntry, holds: Sequence[AllocationRef]) -> dict[str, Fraction]:
+    """Per capacity (qualified name), what is left after every consuming hold: a shareable
+    device's capacity minus its shares' consumedCapacity (below zero when they overran it), an
+    exclusively held device's nothing."""
     device = entry.device
     taking = consuming(holds)
+    if taking and not device.shareable:
+        return {name: Fraction(0) for name in device.capacity}
     used = consumed_by(taking, entry.key.driver) if device.shareable else {}
-    remaining: dict[str, str] = {}
-    for name, capacity in device.capacity.items():
-        total = _amount(capacity.value)
-        if taking and not device.shareable:
-            left = Fraction(0)
-        else:
-            left = max(total - used.get(name, Fraction(0)), Fraction(0))
-        remaining[name] = format_quantity(left, like=capacity.value)
-    return remaining
+    return {
+        name: amount(capacity.value) - used.get(name, Fraction(0))
+        for name, capacity in device.capacity.items()
+    }
+
+
+def remaining_capacity(entry: DeviceEntry, holds: Sequence[AllocationRef]) -> dict[str, str]:
+    """`remaining`, in the format of each capacity's value (never below zero)."""
+    left = remaining(entry, holds)
+    return {
+        name: format_quantity(max(left[name], Fraction(0)), like=capacity.value)
+        for name, capacity in entry.device.capacity.items()
+    }

@@ -17,7 +17,7 @@ Rules (resource.k8s.io ResourceSlice: `spec.pool` with its `generation` and
   they may be published in their own slice of the pool, so they are collected from every
   valid slice.
 
-`valid_pool` is pure; the index calls it for the pool of each slice event (O(pool size)).
+`valid_pool` is pure (`valid_generation` picks the slices that count); the index calls it for the pool of each slice event (O(pool size)).
 `valid_devices` applies it to every pool of a set of slices at once, for a consumer that
 rebuilds its view whole (the simulator's scheduler), so both see the same devices.
 """
@@ -57,15 +57,23 @@ def device_node(slice_: SliceRecord, device_node_name: str | None) -> str | None
     return slice_.node_name
 
 
-def valid_pool(cluster: str, slices: Iterable[SliceRecord]) -> ValidPool:
-    """The devices and counters of a pool's valid generation, from all its slices."""
+def valid_generation(slices: Iterable[SliceRecord]) -> tuple[int, list[SliceRecord]]:
+    """A pool's highest generation and its slices of that generation, by name ((0, []) for
+    no slice)."""
     slices = list(slices)
     if not slices:
-        return EMPTY_POOL
+        return 0, []
     generation = max(s.pool.generation for s in slices)
-    valid = sorted(
+    return generation, sorted(
         (s for s in slices if s.pool.generation == generation), key=lambda s: s.meta.name
     )
+
+
+def valid_pool(cluster: str, slices: Iterable[SliceRecord]) -> ValidPool:
+    """The devices and counters of a pool's valid generation, from all its slices."""
+    generation, valid = valid_generation(slices)
+    if not valid:
+        return EMPTY_POOL
     # Complete when exactly `resourceSliceCount` slices of the valid generation are present
     # and they agree on that count (what kube-scheduler requires before it allocates from a
     # pool); a driver still publishing, or one whose slices disagree, leaves it incomplete.

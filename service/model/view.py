@@ -2,9 +2,10 @@
 
 The in-memory store serves the very `ClusterIndex` its cluster's reactor writes into; readers
 (the store's batched reads, the diagnostics, the metrics of a watching process) are handed it
-typed as this Protocol, which has no way to change it. Every answer is the state as of the
-last batch the index settled (a batch is folded without awaiting, so no reader sees half of
-one).
+typed as this Protocol, which has no way to change it. It is also what is taken in its
+cluster (`service.model.holdings.Taken`): the allocator's ledger reads it in place. Every
+answer is the state as of the last batch the index settled (a batch is folded without
+awaiting, so no reader sees half of one).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
+from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
     AllocationRef,
     DeviceEntry,
@@ -68,6 +70,18 @@ class IndexView(Protocol):
     def holds(self, key: Hashable) -> list[AllocationRef]: ...
 
     def held(self, key: DeviceKey) -> bool: ...
+
+    def taken(self, key: DeviceKey) -> bool:
+        """Whether a hold takes the device (held or shared; admin access observes only)."""
+        ...
+
+    def pool(self, driver: str, pool: str) -> ValidPool:
+        """The pool's valid generation: its devices and shared counter sets."""
+        ...
+
+    def claim_holds(self, claim: ObjectKey) -> list[tuple[DeviceKey, AllocationRef]]:
+        """The devices a claim's allocation holds, with its hold on each."""
+        ...
 
     def device_status(self, key: DeviceKey) -> str | None: ...
 

@@ -11,7 +11,7 @@ GraphQL (`schema.diagnostics`) and the CLI (`service.cli.diagnostics`) call only
 `reader` is a `ScopedState` (a request's `ScopedReader`: its scope holds for every name it
 shows). What a cluster holds is derived from the whole cluster (`cluster_state.read_whole_cluster`:
 a device held by a claim the asker may not see is held, never free), its ledger from
-`ledgers.ledgers_for(reader.store)` (one cache per store, shared by every reader of it); the
+`ledgers.ledger_of` (the model's holds: the cluster's index when it is in this process); the
 answer names only what the scope shows (explainClaim counts hidden holders, `holdersHidden`).
 `lint_mirrored` reports on the objects the scope shows.
 
@@ -63,7 +63,7 @@ from dra_mirror.service.questions.cluster_state import (  # noqa: F401  (re-expo
     read_cluster,
     read_whole_cluster,
 )
-from dra_mirror.service.questions.ledgers import LedgerCache, ledgers_for, prepare  # noqa: F401
+from dra_mirror.service.questions.ledgers import ledger_of, prepare  # noqa: F401
 
 
 class DiagnosisInputError(BadQuestion):
@@ -87,7 +87,6 @@ async def diagnose_claim(
     namespace: str,
     name: str,
     *,
-    ledgers: LedgerCache | None = None,
     eligible_nodes: Sequence[str] | None = None,
 ) -> Diagnosis | None:
     """The diagnosis of one claim (None: no such claim in the cluster).
@@ -103,7 +102,7 @@ async def diagnose_claim(
     if state is None:
         return None
     claim = state.claims.get(key_of(claim)) or claim
-    ledger = (ledgers or ledgers_for(reader.store)).ledger(state)
+    ledger = ledger_of(reader.whole, state)
     if eligible_nodes is None and claim.allocation is None:
         # No node at all (a selector naming a missing or cordoned node): every node is asked
         # instead, so the answer says devices are free but the pod's nodeSelector/affinity
@@ -175,9 +174,7 @@ def parse_manifests(text: str) -> list[Any]:
     return out
 
 
-async def cluster_facts(
-    reader: ScopedState, cluster: str, *, ledgers: LedgerCache | None = None
-) -> ClusterFacts:
+async def cluster_facts(reader: ScopedState, cluster: str) -> ClusterFacts:
     """What a mirrored cluster holds, for the manifest rules that need it: its classes, claims,
     templates' classes, free devices per class and node, and node labels. Free devices are the
     whole cluster's (held by a hidden claim is held); claims and templates are those the
@@ -186,7 +183,7 @@ async def cluster_facts(
     if state is None:  # a cluster the scope does not name: nothing of it exists for the asker
         return ClusterFacts(classes=set(), claims=set())
     templates = await reader.list(RESOURCE_CLAIM_TEMPLATE, cluster=cluster)
-    ledger = (ledgers or ledgers_for(reader.store)).ledger(state)
+    ledger = ledger_of(reader.whole, state)
     free: dict[str, dict[str, int]] = {}
     for name in state.classes:
         probe = Alternative(name, name, name, (), "ExactCount", 1, {}, ())

@@ -8,8 +8,8 @@ command line).
 For every cluster the reader's scope names (or the one asked), the manifests are expanded as
 kube-controller-manager would (`diagnostics.expansion`) and placed by the shared allocator over
 that cluster's mirrored state (`diagnostics.planning`), with `lint`'s common mistakes beside
-the answer. Nothing is written: the allocation ledger the diagnostics keep per cluster is
-borrowed for the length of one synchronous call and left as it was.
+the answer. Nothing is written: what the plan's pods take lives in the ledger of one
+synchronous call (`ledgers.ledger_of`), over what the model says is taken.
 
 Scope, as the graph applies it: a cluster the asker's scope does not name is not planned; what
 devices are free is the cluster's truth (a device held by a claim the asker may not see is
@@ -44,7 +44,7 @@ from .asker import Asker
 from .cluster_state import ClusterState, ScopedState, read_cluster
 from .diagnosis import parse_manifests
 from .facts import plan_facts
-from .ledgers import ledgers_for
+from .ledgers import ledger_of
 
 __all__ = ["ClusterAnswer", "PlanAnswer", "plan", "plan_manifests"]
 
@@ -103,7 +103,7 @@ def _answer(
 ) -> ClusterAnswer:
     cluster = state.cluster
     scope = reader.scope
-    ledger = ledgers_for(reader.store).ledger(state)
+    ledger = ledger_of(reader.store, state)
     index = reader.store.index(cluster)
     by_node: dict[str, list[PodRecord]] | None = None
 

@@ -10,7 +10,7 @@
   the state store, history, watchers, then the schema when it is built late; the reverse on
   shutdown;
 * `api` — the API surfaces (`ApiSurfaces`): the schema, `/graphql`'s view, Slack's commands,
-  the MCP endpoint; and, for the command line, the SDL and the registered documents' checks;
+  the MCP endpoint;
 * `stores` — the state store the settings ask for (in memory, or Redis with a URL), the
   history database with its outbox (in-process, or the Redis stream) and writer options,
   the lease settings;
@@ -18,7 +18,14 @@
   own indexes, or — for the Redis store, whose type says it is shared — under per-cluster
   leases with fencing tokens, each new holder's index seeded with what Redis holds;
   `explain --kubeconfig` watches in-process with `watch_clusters`;
-* `http_protocol` — the uvicorn HTTP protocol the app is served with (a response in one write).
+* `server`, `http_protocol`, `connection_limits` — uvicorn's server for the app (its stop
+  signals arm the shutdown deadline), the HTTP protocol it serves with (a response in one
+  write) and the bounds on the connections it holds;
+* `configuration` — what the surfaces read beside `Settings`: Slack's settings, the alerts'
+  file;
+* `demo` — the demo's mirror: the simulator as the lifespan's first resource, then the mirror;
+* `standalone` — what the command line serves or checks without an app: the MCP tools on
+  stdio, the SDL, the registered documents' checks.
 
 What is built where is decided by the type of what was built (a `MemoryStore` or a
 `RedisStore`), never by probing an object for methods: the one decision that matters —

@@ -56,10 +56,12 @@ def check_documents(settings: Settings) -> None:
     """The registered documents the settings name (DRA_MIRROR_GRAPHQL_PERSISTED_DOCUMENTS),
     read and checked against the schema and its limits as `build()` checks them; raises
     `DocumentsProblem`."""
-    from dra_mirror.service.http.registered import RegisteredDocumentsError, check_configured
+    from dra_mirror.service.http.registered import RegisteredDocumentsError, read_documents
 
+    graphql = settings.graphql
     try:
-        check_configured(settings.graphql)
+        paths = [graphql.persisted_documents] if graphql.persisted_documents else []
+        _checked(settings, read_documents(paths))
     except RegisteredDocumentsError as error:
         raise DocumentsProblem(str(error)) from None
 
@@ -72,13 +74,21 @@ def registered_documents(
     `DocumentsProblem`."""
     from dra_mirror.service.http.registered import (
         RegisteredDocumentsError,
-        check_configured,
         own_documents,
         read_documents,
     )
 
     try:
         found = read_documents(paths) + (own_documents() if own else [])
-        return check_configured(settings.graphql, found)
+        return _checked(settings, found)
     except RegisteredDocumentsError as error:
         raise DocumentsProblem(str(error)) from None
+
+
+def _checked(settings: Settings, documents: list[RegisteredDocument]) -> list[RegisteredDocument]:
+    """`documents` checked against the schema these settings build and its limits (raises
+    `RegisteredDocumentsError`): the schema is built here, as `ApiSurfaces.build` builds it."""
+    from dra_mirror.schema import build_schema
+    from dra_mirror.service.http.registered import check
+
+    return check(build_schema(settings.graphql)._schema, documents, settings.graphql)

@@ -31,6 +31,7 @@ import msgspec
 from dra_mirror.service.diagnostics import node_affinity
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.normalize import MalformedObject, normalize
 from dra_mirror.service.model.pools import valid_devices
 from dra_mirror.service.model.quantity import parse_quantity
@@ -186,7 +187,9 @@ class SchedulerState:
     def ledger(self) -> Ledger:
         if self._ledger is None:
             entries = [e for group in self.devices.values() for e in group]
-            self._ledger = Ledger.build(entries, self.claims.values(), slices=self.slices.values())
+            self._ledger = Ledger(
+                Holdings.build(entries, self.claims.values(), slices=self.slices.values())
+            )
         return self._ledger
 
     def claim_record(self, claim: dict) -> ClaimRecord:

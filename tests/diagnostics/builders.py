@@ -7,6 +7,7 @@ import itertools
 from typing import Any
 
 from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import (
     Allocation,
     AllocationResult,
@@ -209,7 +210,7 @@ def share_ids():
 
 
 def place(c: ClaimRecord, devices, ledger=None, **kw: Any) -> Allocation | Unsatisfiable:
-    ledger = ledger if ledger is not None else Ledger.build(devices, [])
+    ledger = ledger if ledger is not None else Ledger(Holdings.build(devices, []))
     return allocate(c, classes=CLASSES, devices=devices, ledger=ledger, **kw)
 
 

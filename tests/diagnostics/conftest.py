@@ -8,6 +8,7 @@ import pytest
 
 from dra_mirror.service.diagnostics.explain import explain_claim
 from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import (
@@ -80,7 +81,9 @@ def mirror(store: ClusterStore) -> Cluster:
         claims=claims,
         pods=list(index.records(POD)),
         nodes=list(index.records(NODE)),
-        ledger=Ledger.build(devices, claims.values(), slices=index.records(RESOURCE_SLICE)),
+        ledger=Ledger(
+            Holdings.build(devices, claims.values(), slices=index.records(RESOURCE_SLICE))
+        ),
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import Allocation, ClaimRecord, DeviceClassRecord, Meta
@@ -77,7 +78,7 @@ def test_an_unqualified_request_takes_a_share_written_as_the_slice_writes_it() -
         claim("train", "40Gi"),
         classes={"gpu": CLASS},
         devices=found,
-        ledger=Ledger.build(found, []),
+        ledger=Ledger(Holdings.build(found, [])),
         share_id=lambda: "s1",
     )
     assert isinstance(allocation, Allocation), allocation
@@ -89,7 +90,7 @@ def test_an_unqualified_request_takes_a_share_written_as_the_slice_writes_it() -
 def test_unqualified_consumed_capacity_is_taken_from_the_device() -> None:
     found = devices()
     [entry] = found
-    ledger = Ledger.build(found, [claim("a", "100Gi", consumed="100Gi")])
+    ledger = Ledger(Holdings.build(found, [claim("a", "100Gi", consumed="100Gi")]))
     assert {k: str(v) for k, v in ledger.remaining_capacity(entry).items()} == {
         f"{GPU}/memory": str((143771 - 102400) * 1024**2)
     }

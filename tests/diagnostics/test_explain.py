@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dra_mirror.service.diagnostics.explain import Diagnosis, explain_claim
 from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import (
     ClaimRecord,
     Consumer,
@@ -72,7 +73,7 @@ def explain(
 ) -> Diagnosis:
     devices = devices if devices is not None else [gpu(0), gpu(1)]
     everything = {key_of(c): c for c in (*claims, target)}
-    ledger = Ledger.build(devices, everything.values())
+    ledger = Ledger(Holdings.build(devices, everything.values()))
     return explain_claim(
         target,
         classes=classes,

@@ -5,6 +5,7 @@ verdict with its counts whenever a claim cannot be placed."""
 from __future__ import annotations
 
 from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import Allocation
 from tests.diagnostics.builders import (
     CLASSES,
@@ -28,7 +29,9 @@ from tests.diagnostics.builders import (
 
 def test_exclusive_device_goes_to_one_claim_and_pins_the_node() -> None:
     devices = [gpu(0), gpu(1)]
-    ledger = Ledger.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    ledger = Ledger(
+        Holdings.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    )
     allocation = place(claim("new", request()), devices, ledger)
     assert devices_of(allocation) == ["n1/gpu-1"]
     assert allocation.node_name == "n1"
@@ -43,7 +46,9 @@ def test_exclusive_device_goes_to_one_claim_and_pins_the_node() -> None:
 
 def test_exact_count_two_with_one_free_on_the_node() -> None:
     devices = [gpu(0), gpu(1), gpu(0, "n2")]
-    ledger = Ledger.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    ledger = Ledger(
+        Holdings.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    )
     verdict = place(claim("pair", request(count=2)), devices, ledger, node="n1")
     assert isinstance(verdict, Unsatisfiable)
     [v] = verdict.requests
@@ -82,7 +87,9 @@ def test_all_mode_takes_every_matching_device_or_nothing() -> None:
         "n1/gpu-1",
         "n1/gpu-2",
     ]
-    ledger = Ledger.build(devices, [claim("holder", request(), allocation=held(devices[1]))])
+    ledger = Ledger(
+        Holdings.build(devices, [claim("holder", request(), allocation=held(devices[1]))])
+    )
     verdict = place(claim("all", request(allocation_mode="All", count=0)), devices, ledger)
     assert isinstance(verdict, Unsatisfiable)
     v = verdict.requests[0]
@@ -96,12 +103,14 @@ def test_all_mode_takes_every_matching_device_or_nothing() -> None:
 
 def test_every_matching_device_held() -> None:
     devices = [gpu(0), gpu(1)]
-    ledger = Ledger.build(
-        devices,
-        [
-            claim("a", request(), allocation=held(devices[0])),
-            claim("b", request(), allocation=held(devices[1])),
-        ],
+    ledger = Ledger(
+        Holdings.build(
+            devices,
+            [
+                claim("a", request(), allocation=held(devices[0])),
+                claim("b", request(), allocation=held(devices[1])),
+            ],
+        )
     )
     verdict = place(claim("c", request()), devices, ledger)
     assert isinstance(verdict, Unsatisfiable)
@@ -178,7 +187,7 @@ def test_first_available_falls_back_in_order() -> None:
     assert isinstance(allocation, Allocation)
     assert [r.request for r in allocation.results] == ["gpu/older"]
     # Both fail: one verdict per subrequest.
-    ledger = Ledger.build(devices, [claim("h", request(), allocation=held(devices[0]))])
+    ledger = Ledger(Holdings.build(devices, [claim("h", request(), allocation=held(devices[0]))]))
     verdict = place(
         claim("c", request("gpu", None, first_available=(bleeding, older))), devices, ledger
     )
@@ -219,7 +228,9 @@ def test_tainted_devices_are_skipped_unless_tolerated() -> None:
 
 def test_admin_access_ignores_holders_and_holds_nothing() -> None:
     devices = [gpu(0)]
-    ledger = Ledger.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    ledger = Ledger(
+        Holdings.build(devices, [claim("holder", request(), allocation=held(devices[0]))])
+    )
     admin = place(claim("admin", request(admin_access=True)), devices, ledger)
     assert isinstance(admin, Allocation) and admin.results[0].admin_access
     ledger.commit(claim_key("admin"), admin)
@@ -253,12 +264,13 @@ def test_class_and_claim_configuration_are_merged() -> None:
 
 def test_ledger_commit_replaces_and_never_mutated_by_allocate() -> None:
     devices = [gpu(0), gpu(1)]
-    ledger = Ledger.build(devices, [])
+    ledger = Ledger(Holdings.build(devices, []))
     place(claim("c", request()), devices, ledger)
-    assert ledger.holds == {} and ledger.exclusive == {}
+    assert not any(ledger.taken(d.key) for d in devices)
     ledger.commit(claim_key("c"), held(devices[0]))
     ledger.commit(claim_key("c"), held(devices[1]))
-    assert ledger.exclusive == {devices[1].key: claim_key("c")}
+    assert [ledger.taken(d.key) for d in devices] == [False, True]
+    assert ledger.holders(devices[1].key) == [claim_key("c")]
     assert ledger.holders(devices[0].key) == []
 
 
@@ -279,7 +291,7 @@ def test_bad_input_from_a_cluster_is_refused_not_raised() -> None:
 
 def test_all_mode_verdict_looks_node_by_node() -> None:
     devices = [gpu(0, "n1"), gpu(1, "n1"), gpu(0, "n2")]
-    ledger = Ledger.build(devices, [claim("h", request(), allocation=held(devices[0]))])
+    ledger = Ledger(Holdings.build(devices, [claim("h", request(), allocation=held(devices[0]))]))
     # n2's only GPU is free: All can be satisfied there.
     assert devices_of(
         place(claim("all", request(allocation_mode="All", count=0)), devices, ledger)

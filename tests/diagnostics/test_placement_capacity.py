@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import Allocation, Capacity, Constraint, DeviceEntry
 from tests.diagnostics.builders import (
     NIC,
@@ -85,7 +86,7 @@ def test_request_policy_rounding(policy, requested, consumed) -> None:
 
 def test_shares_until_capacity_is_exhausted() -> None:
     devices = [nic(VALID_VALUES)]
-    ledger = Ledger.build(devices, [])
+    ledger = Ledger(Holdings.build(devices, []))
     ids = share_ids()
     first = place(claim("a", nic_request("2G")), devices, ledger, share_id=ids)
     assert isinstance(first, Allocation)
@@ -123,7 +124,7 @@ def mig_request(profile: str, name: str = "mig", count: int = 1) -> Any:
 
 def test_mig_partitions_block_each_other_and_the_full_gpu() -> None:
     devices, counters = h200_mig()
-    ledger = Ledger.build(devices, [], slices=[counters])
+    ledger = Ledger(Holdings.build(devices, [], slices=[counters]))
     first = place(claim("m1", mig_request("3g.71gb")), devices, ledger)
     assert devices_of(first) == ["n1/gpu-0-mig-3g71gb-0"]
     ledger.commit(claim_key("m1"), first)
@@ -151,7 +152,7 @@ def test_mig_partitions_block_each_other_and_the_full_gpu() -> None:
 
 def test_counters_within_one_claim_add_up() -> None:
     devices, counters = h200_mig()
-    ledger = Ledger.build(devices, [], slices=[counters])
+    ledger = Ledger(Holdings.build(devices, [], slices=[counters]))
     # Seven 1g.18gb fit (slices 0..6); an eighth does not.
     assert len(devices_of(place(claim("c", mig_request("1g.18gb", count=7)), devices, ledger))) == 7
     assert isinstance(
@@ -166,7 +167,9 @@ def test_counters_within_one_claim_add_up() -> None:
 
 def test_counter_set_not_published_means_not_allocatable() -> None:
     devices, _ = h200_mig()
-    verdict = place(claim("c", mig_request("1g.18gb")), devices, Ledger.build(devices, []))
+    verdict = place(
+        claim("c", mig_request("1g.18gb")), devices, Ledger(Holdings.build(devices, []))
+    )
     assert isinstance(verdict, Unsatisfiable) and verdict.requests[0].verdict == "no-capacity"
 
 
@@ -179,8 +182,10 @@ def test_match_attribute_parent_uuid_backtracks_to_another_gpu() -> None:
     devices = gpu0 + gpu1
     # gpu-0 keeps one free 1g.18gb (slice 6): 4g at 0-3 and 2g at 4-5 are held.
     taken = [d for d in gpu0 if d.key.device in ("gpu-0-mig-4g71gb-0", "gpu-0-mig-2g35gb-4")]
-    ledger = Ledger.build(
-        devices, [claim("h", request(), allocation=held(*taken))], slices=[set0, set1]
+    ledger = Ledger(
+        Holdings.build(
+            devices, [claim("h", request(), allocation=held(*taken))], slices=[set0, set1]
+        )
     )
     two = claim(
         "c",
@@ -205,7 +210,7 @@ def test_constraint_that_cannot_hold_is_named() -> None:
         mig_request("1g.18gb", "b"),
         constraints=(Constraint(requests=("a", "b"), distinct_attribute=f"{NVIDIA}/parentUUID"),),
     )
-    verdict = place(c, devices, Ledger.build(devices, [], slices=[counters]))
+    verdict = place(c, devices, Ledger(Holdings.build(devices, [], slices=[counters])))
     assert isinstance(verdict, Unsatisfiable)
     assert [v.verdict for v in verdict.requests] == ["constraints", "constraints"]
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra_mirror.service.diagnostics.placement import Ledger, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.records import Allocation, Capacity, ClaimRecord, DeviceEntry, key_of
 from tests.diagnostics.builders import (
     CLASSES,
@@ -76,9 +77,13 @@ def check_ledger(ledger: Ledger, devices: list[DeviceEntry]) -> None:
     for e in devices:
         if e.device.shareable:
             assert all(v >= 0 for v in ledger.remaining_capacity(e).values())
-    for key in ledger.counter_totals:
-        free = ledger.counters_free(key)
-        assert free is not None and all(v >= 0 for v in free.values()), (key, free)
+    from dra_mirror.service.diagnostics.ledger import CounterSetKey
+
+    for e in devices:
+        for consumption in e.device.consumes_counters:
+            key = CounterSetKey(e.key.cluster, e.key.driver, e.key.pool, consumption.counter_set)
+            free = ledger.counters_free(key)
+            assert free is not None and all(v >= 0 for v in free.values()), (key, free)
 
 
 def check_allocation(c: ClaimRecord, allocation: Allocation, ledger: Ledger, by_key) -> None:
@@ -89,7 +94,7 @@ def check_allocation(c: ClaimRecord, allocation: Allocation, ledger: Ledger, by_
     for r in allocation.results:
         e = by_key[(r.driver, r.pool, r.device)]
         if not e.device.shareable:
-            assert e.key not in ledger.exclusive and not ledger.holders(e.key)
+            assert not ledger.taken(e.key) and not ledger.holders(e.key)
     [req] = c.requests
     if req.device_class_name == "gpu.nvidia.com":
         assert len(allocation.results) == req.count
@@ -105,7 +110,7 @@ def check_allocation(c: ClaimRecord, allocation: Allocation, ledger: Ledger, by_
 def test_allocations_are_always_valid(nodes, gpus, mig_nodes, steps) -> None:
     devices, slices = world(nodes, gpus, min(mig_nodes, nodes))
     by_key = {(e.key.driver, e.key.pool, e.key.device): e for e in devices}
-    ledger = Ledger.build(devices, [], slices=slices)
+    ledger = Ledger(Holdings.build(devices, [], slices=slices))
     live: list[ClaimRecord] = []
     counter = itertools.count()
     for ask, release_one in steps:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from dra_mirror.service.diagnostics.placement import Ledger, Unsatisfiable, allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import (
@@ -60,7 +61,7 @@ def test_we_allocate_the_cni_claim_as_kube_scheduler_did(cni) -> None:
         pending,
         classes=classes,
         devices=devices,
-        ledger=Ledger.build(devices, []),
+        ledger=Ledger(Holdings.build(devices, [])),
         share_id=lambda: "8e7acdf9-0290-4ecd-a801-a654b021d2b7",
     )
     assert isinstance(ours, Allocation)
@@ -72,7 +73,7 @@ def test_we_allocate_the_cni_claim_as_kube_scheduler_did(cni) -> None:
 
 def test_the_shared_nic_takes_more_claims_until_its_capacity_is_gone(cni) -> None:
     classes, devices, real = cni
-    ledger = Ledger.build(devices, [real])
+    ledger = Ledger(Holdings.build(devices, [real]))
     pending = msgspec.structs.replace(real, allocation=None, reserved_for=(), state="pending")
     [eth0] = devices
     assert ledger.holders(eth0.key) == [key_of(real)]
@@ -112,7 +113,7 @@ def test_example_driver_gpus_and_the_prioritized_alternatives(shared_dir: Path) 
         if doc.get("kind") == "ResourceClaimTemplate"
     ]
     assert len(templates) == 2
-    ledger = Ledger.build(devices, [])
+    ledger = Ledger(Holdings.build(devices, []))
     chosen = []
     for template in templates:
         claim = ClaimRecord(

@@ -18,7 +18,7 @@ from dra_mirror import schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.questions.diagnosis import ledgers_for, prepare
+from dra_mirror.service.questions.diagnosis import ledger_of, prepare, read_cluster
 from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
@@ -228,10 +228,8 @@ async def test_deletion_pending(lab) -> None:
 
 async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     store, http = lab
-    ledgers = ledgers_for(store)
     first = await explain(http, "waiting")
     assert first["verdict"] == "ALLOCATABLE" and "on node n1" in first["message"]
-    builds = ledgers.builds
     # Someone takes the last free GPU: the next question sees every GPU held.
     [taker] = records(claim("taker", device=("n1", "gpu-1")))
     await feed(store, CLUSTER, upserts=[taker], at=AT)
@@ -252,27 +250,23 @@ async def test_the_ledger_follows_allocations_between_questions(lab) -> None:
     again = await explain(http, "trainer")
     assert (again["state"], again["verdict"]) == ("pending", "NODE_RESOURCES")
     assert again["message"].startswith("devices are free on node n1, but pod trainer does not fit")
-    assert ledgers.builds == builds  # all of it by commit/release, no rebuild
-    # A new generation of the slice (a third GPU) changes the inventory: rebuilt once.
+    # A new generation of the slice (a third GPU) changes the inventory.
     await feed(store, CLUSTER, upserts=records(gpu_slice("n1", 3, 2)), at=AT)
     await feed(store, CLUSTER, upserts=[taker], at=AT)
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
-    assert ledgers.builds == builds + 1
+    # Nothing was kept in step by the questions: the ledger reads the model's index in place.
+    state = await read_cluster(store, CLUSTER)
+    assert ledger_of(store, state).base is store.index(CLUSTER)
 
 
-async def test_prepare_builds_the_ledger_before_the_first_question(lab) -> None:
+async def test_prepare_answers_the_class_selectors_before_the_first_question(lab) -> None:
     store, http = lab
-    ledgers = ledgers_for(store)
-    assert ledgers.builds == 0
-    assert await prepare(store) == 1  # one cluster, one ledger, built ahead of any question
-    assert ledgers.builds == 1
+    assert await prepare(store) == 1  # one cluster
     assert (await explain(http, "waiting"))["verdict"] == "ALLOCATABLE"
-    # A claim allocated after the preparation is committed to that ledger, not rebuilt.
+    # A claim allocated after the preparation: the next question sees it held.
     [taker] = records(claim("taker", device=("n1", "gpu-1")))
     await feed(store, CLUSTER, upserts=[taker], at=AT)
     assert (await explain(http, "waiting"))["verdict"] == "ALL_HELD"
-    assert (ledgers.builds, ledgers.commits) == (1, 1)
-    assert await prepare(store) == 0  # already in step: nothing rebuilt
 
 
 class OnlyMl(Scope):
@@ -282,9 +276,9 @@ class OnlyMl(Scope):
         return namespace in ("", "ml")
 
 
-async def test_a_narrowed_scope_gets_the_clusters_verdict_from_the_cached_ledger(lab) -> None:
-    """What a hidden claim holds is held: the narrower scope gets the admin's verdict, from the
-    cluster's one ledger (nothing built for it), with the holder counted and not named."""
+async def test_a_narrowed_scope_gets_the_clusters_verdict(lab) -> None:
+    """What a hidden claim holds is held: the narrower scope gets the admin's verdict, with the
+    holder counted and not named."""
     store, _ = lab
     hidden = normalize(
         "ResourceClaim",
@@ -303,16 +297,13 @@ async def test_a_narrowed_scope_gets_the_clusters_verdict_from_the_cached_ledger
         assert result.errors is None, result.errors
         return result.data["explainClaim"]  # type: ignore[index]
 
-    ledgers = ledgers_for(store)
     admin = await diagnosis(Scope.everything())
     assert admin["verdict"] == "ALL_HELD"  # ops/taker holds the last GPU
     assert "ops/taker" in admin["message"]
-    builds = ledgers.builds
     narrow = await diagnosis(OnlyMl())
     assert narrow["verdict"] == "ALL_HELD" and narrow["holdersTotal"] == admin["holdersTotal"]
     assert narrow["requests"][0]["freeOrShareable"] == admin["requests"][0]["freeOrShareable"]
     assert "ops" not in str(narrow) and "1 claim(s) outside your scope" in narrow["message"]
-    assert ledgers.builds == builds  # the cluster's ledger, shared
     assert (await diagnosis(Scope.everything())) == admin
 
 
@@ -361,7 +352,6 @@ async def test_the_redis_store_gives_the_same_diagnoses(redis_url: str) -> None:
             "ALLOCATABLE",
         ]
         assert answers[1][4]["findDevices"]["totalCount"] == 1  # type: ignore[index]
-        assert ledgers_for(redis).builds == 1
     finally:
         await redis.close()
 

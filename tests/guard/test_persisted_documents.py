@@ -164,6 +164,21 @@ def test_a_bad_document_stops_the_start_naming_its_file(
     assert name in str(raised.value) and says in str(raised.value), raised.value
 
 
+def test_the_commands_check_refuses_a_bad_document_before_anything_starts(
+    tmp_path: Path, documents: Path
+) -> None:
+    """`serve`'s configuration check reads and checks the documents as the app would."""
+    from dra_mirror.service.cli.preflight import ConfigurationProblem, check_documents
+
+    check_documents(Settings(graphql=GraphQLSettings(persisted_documents=str(documents))))
+    (tmp_path / "unknown.graphql").write_text("{ clusters { nope } }")
+    bad = Settings(graphql=GraphQLSettings(persisted_documents=str(tmp_path / "unknown.graphql")))
+    with pytest.raises(ConfigurationProblem) as raised:
+        check_documents(bad)
+    assert "unknown.graphql" in str(raised.value), raised.value
+    assert "Cannot query field 'nope'" in str(raised.value), raised.value
+
+
 async def test_a_bad_document_stops_the_start_when_the_schema_is_built_in_the_lifespan(
     tmp_path: Path,
 ) -> None:

@@ -1,4 +1,4 @@
-"""The index's central property (STYLE.md point 2): folding ANY event sequence into a
+"""The index's central property (the model decides every write, purely): folding ANY event sequence into a
 ClusterIndex gives the same records, reverse maps, devices, device statuses and idle claims
 as a fresh index built from the final state; the Changes it emitted — records, derived delta
 and live events — folded into plain dicts rebuild that state (a store needs no index of its

@@ -1,4 +1,5 @@
-"""Derived device states: the table of DESIGN.md "Derived states"."""
+"""Derived device states, decided in the model: free, held exclusively, shared (N claims,
+capacity remaining) or blocked (counters consumed by sibling partitions)."""
 
 from __future__ import annotations
 

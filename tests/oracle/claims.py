@@ -101,7 +101,7 @@ def claim_truth(claim: Raw, pods: list[Raw]) -> ClaimTruth:
         state=state_word(kubectl),
         devices=tuple(sorted(_result(r) for r in reading.results(claim))),
         consumers=tuple(reading.meta(p)["name"] for p in consumers),
-        # DESIGN.md "Idle holder": allocated, and no consumer pod is Running. A consumer that
+        # An idle holder: allocated, and no consumer pod is Running. A consumer that
         # is neither a pod nor a PodGroup is something the mirror cannot see run: in use.
         idle=reading.allocation(claim) is not None
         and not any(reading.pod_phase(p) == "Running" for p in consumers)

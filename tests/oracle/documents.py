@@ -1,4 +1,4 @@
-"""The GraphQL documents the oracle tests ask the mirror (the contract in ../shared/API.md).
+"""The GraphQL documents the oracle tests ask the mirror (the graph's contract).
 
 Each root field is its own document, so that one failing link costs only its own answer. The
 last two ask for fields the contract names but the graph does not serve yet

@@ -1,4 +1,4 @@
-"""`Holding.claim` follows a reference that can dangle (API.md's nullability rule): a store is
+"""`Holding.claim` follows a reference that can dangle (a field that follows a reference is nullable): a store is
 read in several calls, so the claim of a hold just read may be gone by the next one. The
 holding is answered with a null claim, never an error that erases the other holdings; a
 claim outside the asker's scope is not a dangling link but a withheld holder (no row, counted

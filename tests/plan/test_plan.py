@@ -4,8 +4,6 @@ kept, nothing written (the cluster's ledger is left as it was)."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from dra_mirror import schema
@@ -13,8 +11,6 @@ from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope, ScopedReader
 from dra_mirror.service.access.scope import AccessScope
 from dra_mirror.service.cli.plan import render_plan
-from dra_mirror.service.questions.cluster_state import read_cluster
-from dra_mirror.service.questions.ledgers import ledgers_for
 from dra_mirror.service.questions.plan import plan_manifests
 from dra_mirror.service.questions.remote import PLAN as PLAN_DOCUMENT
 from tests.plan.conftest import World
@@ -45,11 +41,10 @@ def everything(world: World) -> ScopedReader:
 
 
 def _holds(world: World, cluster: str):
-    ledger = ledgers_for(world.store)._kept[cluster].ledger
-    counters = {k: {n: v for n, v in c.items() if v} for k, c in ledger.counters_used.items()}
-    # A counter set a plan touched may be left as an empty entry: the same as no entry.
-    used = {k: c for k, c in counters.items() if c}
-    return copy.deepcopy((ledger.exclusive, dict(ledger.shares), ledger.holds, used))
+    """What the model says is taken in the cluster: every device's holds and status."""
+    index = world.store.index(cluster)
+    assert index is not None
+    return [(e.key, index.holds(e.key), index.device_status(e.key)) for e in index.devices()]
 
 
 async def test_replicas_take_free_devices_then_wait_behind_the_holders(demo: World) -> None:
@@ -74,8 +69,6 @@ async def test_replicas_take_free_devices_then_wait_behind_the_holders(demo: Wor
 
 async def test_nothing_is_written(demo: World) -> None:
     reader = everything(demo)
-    state = await read_cluster(demo.store, "east")
-    ledgers_for(demo.store).ledger(state)
     before = _holds(demo, "east")
     await plan_manifests(reader, deployment("trainer-b", 6), cluster="east")
     assert _holds(demo, "east") == before

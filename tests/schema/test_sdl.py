@@ -1,4 +1,4 @@
-"""The committed SDL (`schema/schema.graphql`) is what the code prints, and keeps API.md's names."""
+"""The committed SDL (`schema/schema.graphql`) is what the code prints, and keeps the contract's names."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_committed_sdl_is_current():
     assert schema.SDL_PATH.read_text() == schema.print_sdl(), REGENERATE
 
 
-def test_contract_names_from_api_md_are_present():
+def test_the_contract_s_names_are_present():
     sdl = schema.print_sdl()
     for type_name, fields in {
         "Query": "clusters cluster deviceClasses resourceSlices devices resourceClaims resourceClaim "

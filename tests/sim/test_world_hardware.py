@@ -11,6 +11,7 @@ import pytest
 
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.records import Allocation, ClaimRecord, ObjectKey
 from dra_mirror.service.sim import hardware
@@ -185,7 +186,7 @@ def _h200_world() -> tuple[list, Ledger]:
         for i, s in enumerate(hardware.node_slices("n1", "u", H200_GROUP, seed="s"))
     ]
     entries = [e for group in device_entries(slices).values() for e in group]
-    return entries, Ledger.build(entries, [], slices=slices)
+    return entries, Ledger(Holdings.build(entries, [], slices=slices))
 
 
 def _claim(name: str, profile: str, count: int) -> ClaimRecord:
