@@ -28,6 +28,10 @@ A driver publishes devices; people buy, count and bill physical devices — GPUs
   share that consumes no capacity an equal part of what the capacity-consuming shares leave;
   any other hold the device's weight.
 
+**What a physical device is doing** (`physical_state`, from its devices' statuses):
+`shared` when a shareable device of it is shared, `whole` when its whole device (or a device
+taking all of it) is held, `partitioned` when some of its partitions are held, else `free`.
+
 Pure: `pool_units` is O(pool size); the index keeps its answer per pool beside the devices
 (`devices_index`), recomputed on every slice event of the pool, and readers of a store compute
 the same from the same devices.
@@ -42,7 +46,14 @@ from fractions import Fraction
 from msgspec import Struct
 
 from dra_mirror.service.model.inventory import amount, consumed_by
-from dra_mirror.service.model.records import AllocationRef, CounterSet, DeviceEntry, DeviceKey
+from dra_mirror.service.model.records import (
+    HELD,
+    SHARED,
+    AllocationRef,
+    CounterSet,
+    DeviceEntry,
+    DeviceKey,
+)
 
 __all__ = [
     "GPU",
@@ -53,6 +64,7 @@ __all__ = [
     "hold_weights",
     "lone_unit",
     "lone_unit_of_key",
+    "physical_state",
     "pool_units",
     "units_of",
 ]
@@ -261,3 +273,21 @@ def hold_weights(entry: DeviceEntry, unit: Unit, holds: Sequence[AllocationRef])
     for i in unmeasured:
         weights[i] = (_ONE - used) * unit.weight / len(unmeasured)
     return weights
+
+
+FREE_STATE, WHOLE_STATE, PARTITIONED_STATE, SHARED_STATE = "free", "whole", "partitioned", "shared"
+
+
+def physical_state(members: Iterable[tuple[Unit, str | None]]) -> str:
+    """free | whole | partitioned | shared: what a physical device is doing, from the status
+    (`inventory`: free, held, shared, blocked) of each of its devices with its unit."""
+    state = FREE_STATE
+    for unit, status in members:
+        if status == SHARED:
+            return SHARED_STATE
+        if status == HELD:
+            if unit.whole or unit.weight >= _ONE:
+                state = WHOLE_STATE
+            elif state == FREE_STATE:
+                state = PARTITIONED_STATE
+    return state
