@@ -156,11 +156,19 @@ class ContentionRow:
     device_hours_allocated: float
     device_hours_idle: float
     utilization: float | None = strawberry.field(description="allocated / available, in %")
-    claims_waited: int
+    claims_waited: int = strawberry.field(
+        description="Served waits (allocated) that started in the bucket and began while the "
+        "mirror observed the cluster; a claim waits while an unfinished pod references it and "
+        "it is unallocated. The wait percentiles are over these."
+    )
     wait_p50_seconds: float | None
     wait_p95_seconds: float | None
     wait_max_seconds: float | None
     peak_pending: int
+    claims_abandoned: int = strawberry.field(
+        description="Waits started in the bucket that ended abandoned: the claim deleted, or "
+        "no pod referencing it any more. Not in the wait percentiles."
+    )
 
     @classmethod
     def of(cls, r: q.ContentionRow) -> ContentionRow:
@@ -171,7 +179,7 @@ class ContentionRow:
             device_hours_idle=r.device_hours_idle, utilization=r.utilization,
             claims_waited=r.claims_waited, wait_p50_seconds=r.wait_p50,
             wait_p95_seconds=r.wait_p95, wait_max_seconds=r.wait_max,
-            peak_pending=r.peak_pending,
+            peak_pending=r.peak_pending, claims_abandoned=r.claims_abandoned,
         )  # fmt: skip
 
 

@@ -12,10 +12,14 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 * `device_hours_idle` — the allocated device-hours during which the claim was idle (no
   consumer pod Running).
 * `utilization` — allocated / available * 100.
-* `claims_waited`, `wait_p50/p95/max` (seconds) — waits that started in the bucket and lasted
-  longer than zero; a wait still open counts up to min(to, now). Percentiles are nearest-rank
-  (PostgreSQL's percentile_disc): the smallest duration with at least p of the waits at or
-  below it.
+* `claims_waited`, `wait_p50/p95/max` (seconds) — served waits (ended `allocated`) that
+  started in the bucket, lasted longer than zero and began while the mirror observed the
+  cluster (not `started_before_observation`: their beginning is unknown). A claim waits while
+  an unfinished pod references it and it is unallocated (service.model.waiting); waits still
+  open are not in the percentiles. Percentiles are nearest-rank (PostgreSQL's
+  percentile_disc): the smallest duration with at least p of the waits at or below it.
+* `claims_abandoned` — waits that started in the bucket and ended abandoned (the claim
+  deleted, or no pod referencing it any more), counted beside the served ones.
 * `peak_pending` — the most claims waiting at once at any instant of the bucket.
 
 Intervals still open count up to min(to, now). Everything is computed by the database with
@@ -50,6 +54,7 @@ from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-export
 )
 from dra_mirror.service.history.pending import pending_peaks, warm_peaks  # noqa: F401
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
+from dra_mirror.service.model.waiting import ABANDONED, SERVED
 
 _ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
                      "NODE": "COALESCE(a.node, '')", "CLUSTER": "a.cluster"}  # fmt: skip
@@ -70,6 +75,7 @@ class ContentionRow:
     wait_p95: float | None = None
     wait_max: float | None = None
     peak_pending: int = 0
+    claims_abandoned: int = 0
 
 
 def nearest_rank(sorted_values: list[int], fraction: float) -> int:
@@ -158,6 +164,7 @@ async def contention(
             WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
+    queries.append(_abandoned_query(group_by, cluster))
     queries.append(_waits_query(sql, group_by, cluster))
 
     results, peaks_found = await asyncio.gather(
@@ -174,6 +181,8 @@ async def contention(
         for c, grp, idx, us in results[2]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
     _waits(results[-1], postgres, row)
+    for c, grp, idx, abandoned in results[-2]:
+        row(c, grp, idx).claims_abandoned = int(abandoned)
     for (c, grp, idx), peak in peaks_found.items():
         row(c, grp, idx).peak_pending = peak
 
@@ -185,17 +194,31 @@ async def contention(
     return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
 
 
+def _abandoned_query(group_by: str, cluster: str | None) -> str:
+    """Per group and bucket: the waits started in it that ended abandoned."""
+    reasons = ", ".join(f"'{r}'" for r in sorted(ABANDONED))
+    return f"""
+        SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
+               (w.start_us - :f) / :b AS idx, COUNT(*) AS abandoned
+        FROM waits AS w
+        WHERE w.start_us >= :f AND w.start_us < :t
+          AND w.end_reason IN ({reasons}){where_cluster("w", cluster)}
+        GROUP BY 1, 2, 3
+    """
+
+
 def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
     window = f"""
         FROM waits AS w
         WHERE w.start_us >= :f AND w.start_us < :t
-          AND COALESCE(w.end_us, :h) > w.start_us{where_cluster("w", cluster)}
+          AND w.end_us > w.start_us AND w.end_reason = '{SERVED}'
+          AND NOT w.started_before_observation{where_cluster("w", cluster)}
     """
     if not sql.postgres:  # SQLite has no percentile_disc: finished in Python
         return f"""
             SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
                    (w.start_us - :f) / :b AS idx, w.claim_uid AS claim_uid,
-                   COALESCE(w.end_us, :h) - w.start_us AS dur
+                   w.end_us - w.start_us AS dur
             {window}
         """
     # Only integers go through the sorts: the group and the claim uid as 64-bit hashes
@@ -212,7 +235,7 @@ def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
             FROM (
                 SELECT w.id, hashtextextended(w.cluster || '/' || {WAIT_GROUP[group_by]}, 0) AS part,
                        (w.start_us - :f) / :b AS idx, hashtextextended(w.claim_uid, 0) AS claim,
-                       COALESCE(w.end_us, :h) - w.start_us AS dur
+                       w.end_us - w.start_us AS dur
                 {window}
             ) AS d
             GROUP BY d.part, d.idx

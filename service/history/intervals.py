@@ -11,6 +11,8 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   does nothing. claim_deleted closes everything still open for the claim. A hold or a
   reservation released because its claim was deleted ends `deleted` (the transition's reason),
   any other `released` / `removed`.
+* a wait or an idle spell closed at the instant it opened, in the same batch, is no interval:
+  its row is not written (zero-length spells are not intervals).
 * device_changed closes the device's interval and opens one with the new data (or rewrites
   the data of an interval that started at that same instant).
 * a device appearing (or changing) with a uuid names the device of the allocations that held
@@ -64,6 +66,7 @@ KEYS: dict[IntervalTable, tuple[str, ...]] = {
     DeviceInterval: ("cluster", "driver", "pool", "device"),
 }
 MULTI_TABLES = (AllocationInterval, ConsumerInterval)  # several open intervals per claim
+SPELLS = (WaitInterval, IdleInterval)  # a claim's states: one of zero length is none
 
 
 @dataclass(slots=True)
@@ -200,6 +203,13 @@ class Decider:
             return  # nothing open, or a later interval is open: a replay
         if table is WaitInterval:
             self.plan.wait_touched(at)
+        if current.new_row is not None and at == current.start_us and table in SPELLS:
+            # a spell that ended the instant it began (a wait served in the batch that
+            # started it, a claim idle between two events of one instant) is no interval
+            rows = self.plan.inserts[table]
+            rows.pop(next(i for i, r in enumerate(rows) if r is current.new_row))
+            self._forget(table, key)
+            return
         if current.new_row is not None:
             current.new_row["end_us"] = at
             current.new_row["end_reason"] = reason
@@ -265,7 +275,8 @@ def _claim_row(tr: Transition, **extra: Any) -> dict[str, Any]:
 
 def _wait_row(tr: Transition) -> dict[str, Any]:
     return _claim_row(tr, class_name=tr.class_names[0] if tr.class_names else "",
-                      class_names=",".join(tr.class_names))  # fmt: skip
+                      class_names=",".join(tr.class_names),
+                      started_before_observation=tr.before_observation)  # fmt: skip
 
 
 def _allocation_row(tr: Transition) -> dict[str, Any]:
@@ -280,6 +291,7 @@ def _allocation_row(tr: Transition) -> dict[str, Any]:
         share_id=tr.share_id or "",
         consumed_capacity=orjson.dumps(tr.consumed_capacity, option=orjson.OPT_SORT_KEYS).decode(),
         class_name=tr.class_names[0] if tr.class_names else "",
+        started_before_observation=tr.before_observation,
     )
 
 

@@ -34,7 +34,7 @@ comes from one sequence per table. Indexes only one dialect has carry `info={"di
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text
+from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -133,6 +133,8 @@ class AllocationInterval(Base):
     start_us: Mapped[int] = mapped_column(BigInteger)
     end_us: Mapped[int | None] = mapped_column(BigInteger)
     end_reason: Mapped[str | None] = mapped_column(String(32))  # released | deleted | unwatched
+    # held before the mirror observed the cluster: start_us is when it was first seen
+    started_before_observation: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class ConsumerInterval(Base):
@@ -177,7 +179,10 @@ class WaitInterval(Base):
     class_names: Mapped[str] = mapped_column(Text)  # every class requested, comma-separated
     start_us: Mapped[int] = mapped_column(BigInteger)
     end_us: Mapped[int | None] = mapped_column(BigInteger)
-    end_reason: Mapped[str | None] = mapped_column(String(32))  # allocated | deleted | unwatched
+    # allocated (served) | deleted, unreferenced (abandoned) | unwatched
+    end_reason: Mapped[str | None] = mapped_column(String(32))
+    # waiting before the mirror observed the cluster: start_us is when it was first seen
+    started_before_observation: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class IdleInterval(Base):

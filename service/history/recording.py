@@ -77,8 +77,8 @@ RECENT = 24 * 3600 * 1_000_000  # how far back a re-emitted view of a version is
 
 # the tables whose intervals each group of facts a new index announces (`Changes.announced`)
 GROUP_TABLES: dict[str, tuple[IntervalTable, ...]] = {
-    ch.CLAIM_FACTS: (AllocationInterval, ConsumerInterval, WaitInterval),
-    ch.IDLE_FACTS: (IdleInterval,),
+    ch.CLAIM_FACTS: (AllocationInterval, ConsumerInterval),
+    ch.IDLE_FACTS: (IdleInterval, WaitInterval),  # both need the pods
     ch.DEVICE_FACTS: (DeviceInterval,),
 }
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
 CONTENTION_COLUMNS = (
     "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",
     "device_hours_idle", "utilization_percent", "claims_waited", "wait_p50_seconds",
-    "wait_p95_seconds", "wait_max_seconds", "peak_pending",
+    "wait_p95_seconds", "wait_max_seconds", "peak_pending", "claims_abandoned",
 )  # fmt: skip
 IDLE_COLUMNS = ("cluster", "namespace", "claim", "claim_uid", "device_hours_idle",
                 "device_hours_held", "devices")  # fmt: skip
@@ -134,7 +134,7 @@ async def contention_csv(request: Request) -> Response:
                 (r.cluster, r.group, to_rfc3339(r.bucket_start_us), to_rfc3339(r.bucket_end_us),
                  r.device_hours_available, r.device_hours_allocated, r.device_hours_idle,
                  r.utilization, r.claims_waited, r.wait_p50, r.wait_p95, r.wait_max,
-                 r.peak_pending)
+                 r.peak_pending, r.claims_abandoned)
                 for r in rows
                 if (_allows(scope, r.cluster, r.group) if namespaced
                     else _sees_aggregate(scope, r.cluster))

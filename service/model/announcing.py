@@ -1,10 +1,11 @@
 """Rules 8 and 9 of `service.model.index`: which batch announces each group of facts complete.
 
 Every index, seeded or fresh, says once which batch carries a group of facts complete
-(`Changes.announced`): its first LIST of claims (`CLAIM_FACTS`: holds, reservations, waits),
+(`Changes.announced`): its first LIST of claims (`CLAIM_FACTS`: holds, reservations),
 its first LIST of slices (`DEVICE_FACTS`), and the first batch after which claims are
-announced and this index listed pods itself (`IDLE_FACTS`: a fresh index re-announces there
-every claim idle by then). After a seed, the first LIST of claims and the first of slices
+announced and this index listed pods itself (`IDLE_FACTS`: idleness and waits, which both
+need the pods; a fresh index re-announces there every claim idle or waiting by then). From
+that batch on the index has observed the cluster (`waiting.Waits.observe`). After a seed, the first LIST of claims and the first of slices
 re-announce the opening transitions of everything the index holds, but those the batch's own
 diff opened (history takes the re-announcement of an open interval as a no-op).
 
@@ -83,6 +84,7 @@ class Announcements:
                 batch.transitions.extend(t for t in scratch.transitions if identity(t) not in seen)
             self._announced.add(ch.IDLE_FACTS)
             found.append(ch.IDLE_FACTS)
+            self._claims.waits.observe()  # what starts from now on, the mirror saw begin
         return tuple(found)
 
     def _announce(self, kind: str, batch: Batch) -> None:

@@ -33,8 +33,9 @@ from dra_mirror.service.model.records import DeviceKey, ObjectKey, Record, key_o
 # Transition types. Times (`at`) are RFC 3339 UTC observation times given to the model.
 CLAIM_CREATED = "claim_created"
 CLAIM_DELETED = "claim_deleted"
-WAIT_STARTED = "wait_started"  # a claim is pending: created unallocated, or deallocated
-WAIT_ENDED = "wait_ended"  # allocated (reason "allocated") or deleted while waiting ("deleted")
+WAIT_STARTED = "wait_started"  # unallocated, and an unfinished pod references it (waiting.py)
+# served (reason "allocated") or abandoned ("deleted": the claim; "unreferenced": no pod needs it)
+WAIT_ENDED = "wait_ended"
 ALLOCATED = "allocated"  # one allocation result: a device (or a share of it) given to a claim
 RELEASED = "released"  # that result ended: deallocated, or the claim deleted (reason "deleted")
 CONSUMER_ADDED = "consumer_added"  # a pod appeared in status.reservedFor
@@ -47,8 +48,8 @@ DEVICE_DISAPPEARED = "device_disappeared"
 
 # Groups of facts a batch may announce complete (`Changes.announced`) and the transitions
 # that open them: a claim's holds, reservations and wait; its idleness; the devices published.
-CLAIM_FACTS = "claims"  # allocated, consumer_added, wait_started
-IDLE_FACTS = "idle"  # idle_started
+CLAIM_FACTS = "claims"  # allocated, consumer_added
+IDLE_FACTS = "idle"  # idle_started, wait_started (both need the pods)
 DEVICE_FACTS = "devices"  # device_appeared
 FACT_GROUPS = (CLAIM_FACTS, IDLE_FACTS, DEVICE_FACTS)
 
@@ -81,7 +82,7 @@ class Transition(Struct, frozen=True, gc=False):
       consumed_capacity, node
     * consumer_*: + pod, pod_uid
     * device_*: driver, pool, device, uuid, node, data (attributes/capacity as JSON)
-    * wait_ended: reason ("allocated" | "deleted")
+    * wait_ended: reason ("allocated" | "deleted" | "unreferenced")
     * released, consumer_removed: reason "deleted" when the claim itself was deleted
     """
 
@@ -104,6 +105,9 @@ class Transition(Struct, frozen=True, gc=False):
     pod_uid: str = ""
     reason: str = ""
     data: dict[str, Any] = field(default_factory=dict)
+    # wait_started, allocated: it began before the index observed the cluster (its claims and
+    # pods listed once): the start is when the mirror first saw it (service.model.waiting).
+    before_observation: bool = False
 
 
 class Changes(Struct):

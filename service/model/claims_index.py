@@ -29,6 +29,7 @@ from dra_mirror.service.model.consumers import (
     reservations,
 )
 from dra_mirror.service.model.holds import class_names, holds_of
+from dra_mirror.service.model.pods import pod_claim_keys
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM_TEMPLATE,
@@ -45,6 +46,7 @@ from dra_mirror.service.model.relations import (
     GROUP_PODS,
     TEMPLATE_CLAIMS,
 )
+from dra_mirror.service.model.waiting import Waits
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch
@@ -61,6 +63,7 @@ class ClaimTracker:
         self.views = ClaimViews(index.cluster)
         self._consumers: ClaimsBy[ObjectKey] = ClaimsBy()  # pod -> claims it consumes
         self._groups: ClaimsBy[GroupKey] = ClaimsBy()  # PodGroup -> claims reserved for it
+        self.waits = Waits(index)  # waiting claims (service.model.waiting)
 
     def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
         return self.views.view(key, claim)
@@ -102,13 +105,7 @@ class ClaimTracker:
 
         if old is None:
             batch.transition(ch.CLAIM_CREATED, **fields)
-        was_waiting = old is not None and old.allocation is None
-        now_waiting = new is not None and new.allocation is None
-        if now_waiting and not was_waiting:
-            batch.transition(ch.WAIT_STARTED, **fields)
-        elif was_waiting and not now_waiting:
-            reason = "deleted" if new is None else "allocated"
-            batch.transition(ch.WAIT_ENDED, reason=reason, **fields)
+        self.waits.refresh(key, new, batch, fields)
 
         old_allocation = old.allocation if old is not None else None
         new_allocation = new.allocation if new is not None else None
@@ -133,8 +130,7 @@ class ClaimTracker:
         if keep:
             batch.transition(ch.CLAIM_CREATED, **fields)
         if claim.allocation is None:
-            if keep:
-                batch.transition(ch.WAIT_STARTED, **fields)
+            self.waits.refresh(key, claim, batch, fields)
         else:
             held = self._index.touched.devices  # their statuses are re-derived at settle
             for (device, hold_id), hold in holds_of(self._cluster, key, claim).items():
@@ -239,6 +235,7 @@ class ClaimTracker:
             share_id=result.share_id,
             consumed_capacity=dict(result.consumed_capacity),
             reason=reason,
+            before_observation=type_ == ch.ALLOCATED and not self.waits.observed,
             **self._claim_fields(key, claim),
         )
 
@@ -303,8 +300,8 @@ class ClaimTracker:
         seed): what `on_claim` says of a claim it sees for the first time."""
         fields = self._claim_fields(key, claim)
         batch.transition(ch.CLAIM_CREATED, **fields)
-        if claim.allocation is None:
-            batch.transition(ch.WAIT_STARTED, **fields)
+        if key in self.waits.waiting:
+            batch.transition(ch.WAIT_STARTED, before_observation=True, **fields)
         for (device, _), hold in holds_of(self._cluster, key, claim).items():
             self._hold_transition(ch.ALLOCATED, device, hold, claim, key, batch)
         for consumer in reservations(claim).values():
@@ -313,11 +310,17 @@ class ClaimTracker:
             batch.transition(ch.IDLE_STARTED, **fields)
 
     def announce_idle(self, batch: Batch) -> None:
-        """`idle_started` for every claim idle now (the batch that completes idleness)."""
+        """`idle_started` for every claim idle now and `wait_started` for every claim waiting
+        (the batch that completes idleness and waits: claims and pods listed)."""
         for key in sorted(self.idle_since):
             claim = self._claim(key)
             if claim is not None:
                 batch.transition(ch.IDLE_STARTED, **self._claim_fields(key, claim))
+        for key in sorted(self.waits.waiting):
+            claim = self._claim(key)
+            if claim is not None:
+                fields = self._claim_fields(key, claim)
+                batch.transition(ch.WAIT_STARTED, before_observation=True, **fields)
 
     def seed_idle(self, marks: dict[ObjectKey, str]) -> None:
         """Idle claims keep the time a store says they became idle (an earlier writer's)."""
@@ -347,6 +350,20 @@ class ClaimTracker:
     ) -> None:
         for claim, (before, after) in self.views.on_pod(key, old, new).items():
             self._view_changed(claim, before, after, batch)
+        if (
+            old is None
+            or new is None
+            or old.phase != new.phase
+            or old.claims != new.claims
+            or (old.extended_claim_name != new.extended_claim_name)
+        ):  # the claims it references may start or stop waiting
+            for claim_key in sorted(pod_claim_keys(self._cluster, old)
+                                    | pod_claim_keys(self._cluster, new)):  # fmt: skip
+                record = self._claim(claim_key)
+                if record is not None:
+                    keep = batch.keep_transitions
+                    fields = self._claim_fields(claim_key, record) if keep else {}
+                    self.waits.refresh(claim_key, record, batch, fields)
         claims = set(self._consumers.get(key))
         if self._groups:  # claims reserved for the pod's PodGroup, before or after
             for group in {pod_group_key(old), pod_group_key(new)} - {None}:

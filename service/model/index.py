@@ -17,9 +17,9 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    (pools.py); devices appear, change (attributes, capacity, counters, taints, node) or go.
 4. Claims: per allocation result (request, driver, pool, device, shareID) `allocated` /
    `released`; per status.reservedFor uid `consumer_added` / `consumer_removed`; a claim
-   without allocation is waiting (`wait_started` when created unallocated or deallocated,
-   `wait_ended` "allocated" or "deleted"). A deleted claim releases everything it held and ends
-   its reservations, wait and idleness.
+   without allocation that an unfinished pod references is waiting (`wait_started`;
+   `wait_ended` "allocated", "deleted" or "unreferenced": service.model.waiting). A deleted
+   claim releases everything it held and ends its reservations, wait and idleness.
 5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
    Pending, Succeeded or Failed; the consumers of a PodGroup entry are the group's pods,
    service.model.consumers; a consumer of a kind the mirror does not watch counts as

@@ -46,7 +46,7 @@ CLAIM_LIFE_FIELDS = f"""cluster namespace name uid
 
 CONTENTION_FIELDS = """cluster group since until deviceHoursAvailable deviceHoursAllocated
     deviceHoursIdle utilization claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds
-    peakPending"""
+    peakPending claimsAbandoned"""
 
 
 def _time(us: int | None) -> str | None:
@@ -109,5 +109,5 @@ def contention_facts(r: Any) -> Facts:
         "deviceHoursIdle": r.device_hours_idle, "utilization": r.utilization,
         "claimsWaited": r.claims_waited, "waitP50Seconds": r.wait_p50,
         "waitP95Seconds": r.wait_p95, "waitMaxSeconds": r.wait_max,
-        "peakPending": r.peak_pending,
+        "peakPending": r.peak_pending, "claimsAbandoned": r.claims_abandoned,
     }  # fmt: skip

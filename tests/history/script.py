@@ -160,12 +160,13 @@ TRUTH_ALLOCATIONS = [
 # (claim, start, end)
 TRUTH_IDLE = [("A", 10, 12), ("A", 60, 90), ("D", 160, OPEN)]
 # (claim, namespace, start, end)
+# (claim, namespace, start, end, outcome): served (allocated) or abandoned (deleted)
 TRUTH_WAITS = [
-    ("A", "team-a", 0, 10),
-    ("B", "team-b", 5, 30),
-    ("C", "team-a", 20, 50),
-    ("D", "team-b", 95, 100),
-    ("E", "team-a", 35, 40),
+    ("A", "team-a", 0, 10, "served"),
+    ("B", "team-b", 5, 30, "served"),
+    ("C", "team-a", 20, 50, "abandoned"),
+    ("D", "team-b", 95, 100, "served"),
+    ("E", "team-a", 35, 40, "served"),
 ]
 # (claim, pod, start, end)
 TRUTH_CONSUMERS = [

@@ -26,6 +26,7 @@ def _as_dicts(rows) -> list[dict]:
             "p95": r.wait_p95,
             "max": r.wait_max,
             "peak": r.peak_pending,
+            "abandoned": r.claims_abandoned,
         }
         for r in rows
     ]
@@ -45,7 +46,9 @@ async def test_contention_spot_figures(loaded):
     team_a, team_b = rows
     assert (team_a.group, team_a.device_hours_allocated) == ("team-a", (80 + 100) / 60)
     assert team_a.device_hours_idle == 32 / 60  # A idle [10,12) and [60,90)
-    assert (team_a.claims_waited, team_a.wait_max, team_a.peak_pending) == (3, 1800.0, 2)
+    # A and E were served; C was deleted while it waited: abandoned, not in the percentiles
+    assert (team_a.claims_waited, team_a.wait_max, team_a.peak_pending) == (2, 600.0, 2)
+    assert team_a.claims_abandoned == 1
     assert team_a.device_hours_available is None and team_a.utilization is None
     assert (team_b.device_hours_allocated, team_b.device_hours_idle) == (170 / 60, 20 / 60)
     cluster = (await loaded.contention(FROM, TO, group_by="CLUSTER"))[0]

@@ -46,6 +46,7 @@ class StoreTruth:
         self.events = 0
         self.allocations: list[list] = []
         self.waits: list[list] = []
+        self.served: set[tuple[str, float]] = set()  # (claim uid, wait start) ended allocated
         self.consumers: list[list] = []
         self._held: dict[str, dict[tuple, list]] = {}
         self._waiting: dict[str, list] = {}
@@ -102,7 +103,10 @@ class StoreTruth:
             self._waiting[uid] = [uid, now, None]
             self.waits.append(self._waiting[uid])
         elif not pending and uid in self._waiting:
-            self._waiting.pop(uid)[2] = now
+            wait = self._waiting.pop(uid)
+            wait[2] = now
+            if kind != "DELETED":
+                self.served.add((uid, wait[1]))  # allocated: served (else abandoned)
         pods = {c["uid"]: c["name"] for c in status.get("reservedFor") or []}
         open_pods = self._reserved.setdefault(uid, {})
         for pod_uid in [p for p in open_pods if p not in pods]:
@@ -179,13 +183,16 @@ async def test_churn_history_matches_the_simulator(engine, queries, tmp_path):
     held = sum(((SECONDS + GRID) if end is None else end) - start
                for *_, start, end in truth.allocations)  # fmt: skip
     assert row.device_hours_allocated == round(held * US_PER_SECOND) / US_PER_HOUR
-    durations = sorted(
-        round((((SECONDS + GRID) if end is None else end) - start) * US_PER_SECOND)
-        for _uid, start, end in truth.waits
-        if end is None or end > start
+    # the wait figures are over served waits (allocated), none of them before observation
+    served = [(uid, start, end) for uid, start, end in truth.waits
+              if (uid, start) in truth.served and end > start]  # fmt: skip
+    durations = sorted(round((end - start) * US_PER_SECOND) for _uid, start, end in served)
+    assert row.claims_waited == len({uid for uid, _s, _e in served})
+    assert row.claims_abandoned == sum(
+        1
+        for uid, start, end in truth.waits
+        if end is not None and end > start and (uid, start) not in truth.served
     )
-    assert row.claims_waited == len({uid for uid, start, end in truth.waits
-                                     if end is None or end > start})  # fmt: skip
     assert row.wait_max == durations[-1] / US_PER_SECOND
     assert row.wait_p50 == durations[math.ceil(0.5 * len(durations)) - 1] / US_PER_SECOND
 

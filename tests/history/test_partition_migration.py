@@ -22,6 +22,7 @@ from tests.history.script import batches, moved
 
 # what revision 0002 had (every table but device_classes)
 OLD_TABLES = [name for name in Base.metadata.tables if name != "device_classes"]
+NEWER_COLUMNS = {"started_before_observation"}  # added by 0004 (every row false after it)
 HAS_ID = {name for name, table in Base.metadata.tables.items() if "id" in table.c}
 NOW = to_us("2026-04-15T00:00:00Z")
 DAY = 24 * US_PER_HOUR
@@ -69,7 +70,8 @@ async def _fill_old(url: str, reference: AsyncEngine) -> None:
         async with target.begin() as conn:
             for name in OLD_TABLES:
                 table = Base.metadata.tables[name]
-                rows = [dict(zip(table.c.keys(), row, strict=True))
+                rows = [{k: v for k, v in zip(table.c.keys(), row, strict=True)
+                         if k not in NEWER_COLUMNS}
                         for row in await _rows(reference, name)]  # fmt: skip
                 if rows:
                     await conn.execute(insert(table), rows)

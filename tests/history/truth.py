@@ -75,12 +75,14 @@ def expected_contention(group_by: str, bucket_minutes: int) -> list[dict]:
                 for w in TRUTH_WAITS
                 if wait_group(w) == group and lo <= w[2] < lo + bucket_minutes
             ]
-            durations = [(w[3] - w[2]) * 60 for w in waits if w[3] > w[2]]
+            served = [w for w in waits if w[4] == "served" and w[3] > w[2]]
+            durations = [(w[3] - w[2]) * 60 for w in served]
+            abandoned = sum(1 for w in waits if w[4] == "abandoned")
             peak = max(
                 sum(1 for w in TRUTH_WAITS if wait_group(w) == group and _covers(w[2], w[3], m))
                 for m in minutes
             )
-            if not (allocated or idle or available or durations or peak):
+            if not (allocated or idle or available or durations or peak or abandoned):
                 continue
             row = {
                 "cluster": CLUSTER,
@@ -90,11 +92,12 @@ def expected_contention(group_by: str, bucket_minutes: int) -> list[dict]:
                 "allocated": allocated / 60,
                 "idle": idle / 60,
                 "utilization": (allocated / 60) / (available / 60) * 100.0 if available else None,
-                "waited": len({w[0] for w in waits if w[3] > w[2]}),
+                "waited": len({w[0] for w in served}),
                 "p50": _rank(durations, 0.5) if durations else None,
                 "p95": _rank(durations, 0.95) if durations else None,
                 "max": max(durations) if durations else None,
                 "peak": peak,
+                "abandoned": abandoned,
             }
             rows.append(row)
     return rows

@@ -68,8 +68,12 @@ def test_claim_lifecycle_transitions() -> None:
     add(index, N1)
     pending = claim("c1")
     changes = add(index, pending)
-    assert types(changes) == [ch.CLAIM_CREATED, ch.WAIT_STARTED]
+    assert types(changes) == [ch.CLAIM_CREATED]  # no pod needs it: not waiting
     assert changes.upserts == [pending]
+    user = pod("p1", phase="Pending", claims=(("gpu", "c1", None),))
+    changes = add(index, user, at="t1")
+    assert types(changes) == [ch.WAIT_STARTED]  # a pod references it: waiting
+    assert not changes.transitions[0].before_observation
 
     allocated = replace(
         claim("c1", devices=(("n1", "gpu-0"),), node="n1"),
@@ -89,7 +93,8 @@ def test_claim_lifecycle_transitions() -> None:
     assert index.device_status(dk("n1", "gpu-0")) == HELD
     assert index.lookup("device_allocations", dk("n1", "gpu-0"))[0].claim == ck("c1")
 
-    changes = add(index, pod("p1", node="n1", phase="Pending"), at="t3")
+    changes = add(index, pod("p1", node="n1", phase="Pending", claims=(("gpu", "c1", None),)),
+                  at="t3")  # fmt: skip
     assert types(changes) == []
     reserved = claim(
         "c1", devices=(("n1", "gpu-0"),), node="n1", consumers=(("p1", "uid-p1"),), rv="3"
@@ -97,21 +102,32 @@ def test_claim_lifecycle_transitions() -> None:
     changes = index.apply([Event("MODIFIED", reserved)], at="t4")
     assert types(changes) == [ch.CONSUMER_ADDED]  # still idle: its pod is Pending
     assert index.idle_since(ck("c1")) == "t2"
-    changes = index.apply([Event("MODIFIED", pod("p1", node="n1", rv="2"))], at="t5")
+    uses = (("gpu", "c1", None),)
+    changes = index.apply([Event("MODIFIED", pod("p1", node="n1", rv="2", claims=uses))],
+                          at="t5")  # fmt: skip
     assert types(changes) == [ch.IDLE_ENDED]
     changes = index.apply(
-        [Event("MODIFIED", pod("p1", node="n1", phase="Succeeded", rv="3"))], at="t6"
+        [Event("MODIFIED", pod("p1", node="n1", phase="Succeeded", rv="3", claims=uses))],
+        at="t6",
     )
     assert types(changes) == [ch.IDLE_STARTED]
     assert index.idle_since(ck("c1")) == "t6"
 
-    # The delete-protection finalizer: the controller deallocates once no pod reserves it.
+    # The delete-protection finalizer: the controller deallocates once no pod reserves it;
+    # its pod has finished, so nothing waits for it.
     deallocated = claim("c1", rv="4")
     changes = index.apply([Event("MODIFIED", deallocated)], at="t7")
-    assert types(changes) == [ch.WAIT_STARTED, ch.RELEASED, ch.CONSUMER_REMOVED, ch.IDLE_ENDED]
+    assert types(changes) == [ch.RELEASED, ch.CONSUMER_REMOVED, ch.IDLE_ENDED]
     assert index.device_status(dk("n1", "gpu-0")) == FREE
     assert index.lookup("device_allocations", dk("n1", "gpu-0")) == []
 
+    # A new pod needs it: it waits; the pod goes before it is served: abandoned.
+    changes = add(index, pod("p2", phase="Pending", claims=uses), at="t8")
+    assert types(changes) == [ch.WAIT_STARTED]
+    changes = delete(index, pod("p2", phase="Pending", claims=uses))
+    assert types(changes) == [ch.WAIT_ENDED]
+    assert changes.transitions[0].reason == "unreferenced"
+    add(index, pod("p3", phase="Pending", claims=uses), at="t9")
     changes = delete(index, deallocated)
     assert types(changes) == [ch.WAIT_ENDED, ch.CLAIM_DELETED]
     assert changes.transitions[0].reason == "deleted"
@@ -182,7 +198,6 @@ def test_a_recreated_claim_is_a_delete_and_a_create() -> None:
         ch.IDLE_ENDED,
         ch.CLAIM_DELETED,
         ch.CLAIM_CREATED,
-        ch.WAIT_STARTED,
     ]
     assert changes.upserts == [claim("c1", uid="new-uid")] and changes.deletes == []
 

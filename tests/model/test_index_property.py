@@ -329,7 +329,7 @@ def test_a_fresh_index_announces_each_fact_group_once_in_any_listing_order() -> 
         assert ("idle", "uid-c0") in announced["idle"] and ("idle", "uid-c1") in announced["idle"]
 
 
-_GROUP_OF = {"held": ch.CLAIM_FACTS, "consumer": ch.CLAIM_FACTS, "wait": ch.CLAIM_FACTS,
+_GROUP_OF = {"held": ch.CLAIM_FACTS, "consumer": ch.CLAIM_FACTS, "wait": ch.IDLE_FACTS,
              "idle": ch.IDLE_FACTS, "device": ch.DEVICE_FACTS}  # fmt: skip
 
 
@@ -482,10 +482,18 @@ def _transitions_balance(index: ClusterIndex, transitions: list[ch.Transition]) 
     assert set(net(ch.IDLE_STARTED, ch.IDLE_ENDED, claim_of)) == {
         (k.namespace, k.name) for k in index.idle_claims()
     }
+    # waiting: unallocated, and an unfinished pod references it (service.model.waiting)
+    needed = {
+        (pod.meta.namespace, name)
+        for pod in index.records("Pod")
+        if pod.phase not in ("Succeeded", "Failed")
+        for name in [*(c.claim_name for c in pod.claims), pod.extended_claim_name]
+        if name
+    }
     waiting = {
         (key_of(r).namespace, key_of(r).name)
         for r in index.records("ResourceClaim")
-        if r.allocation is None
+        if r.allocation is None and (key_of(r).namespace, key_of(r).name) in needed
     }
     assert set(net(ch.WAIT_STARTED, ch.WAIT_ENDED, claim_of)) == waiting
     assert set(net(ch.CLAIM_CREATED, ch.CLAIM_DELETED, claim_of)) == {

@@ -8,7 +8,7 @@ import { ClaimLink, ErrorNote, Filters, Loading, Screen, html } from "../ui.js";
 const AUDIT = `query Contention($from: DateTime!, $to: DateTime!, $groupBy: ContentionGroup!, $bucket: String, $cluster: String) {
   contention(from: $from, to: $to, groupBy: $groupBy, bucket: $bucket, cluster: $cluster) {
     cluster group since until deviceHoursAvailable deviceHoursAllocated deviceHoursIdle utilization
-    claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds peakPending
+    claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds peakPending claimsAbandoned
   }
 }`;
 const CONTEXT = `query ContentionContext($from: DateTime!, $to: DateTime!, $cluster: String) {
@@ -77,11 +77,12 @@ function BucketCharts({ rows, many, bucket }) {
 
 function Table({ rows, many }) {
   return html`<table class="list" data-rows=${rows.length}>
-    <thead><tr><th>group</th><th class="num">claims waited</th><th class="num">wait p50</th><th class="num">wait p95</th><th class="num">longest</th>
+    <thead><tr><th>group</th><th class="num" title="served waits (allocated) that began while the mirror watched: the wait figures are over these">claims waited</th><th class="num" title="waits that ended with the claim deleted or no pod needing it">abandoned</th><th class="num">wait p50</th><th class="num">wait p95</th><th class="num">longest</th>
       <th class="num">peak pending</th><th class="num">device-hours available</th><th class="num">allocated</th><th class="num">held idle</th><th class="num">utilization</th></tr></thead>
     <tbody>${rows.map((r) => html`<tr key=${`${r.cluster}/${r.group}`} data-group=${`${r.cluster}/${r.group}`}>
       <td class="mono">${label(r, many)}</td>
       <td class="num" data-field="claimsWaited">${number(r.claimsWaited)}</td>
+      <td class="num" data-field="claimsAbandoned">${number(r.claimsAbandoned)}</td>
       <td class="num" data-field="waitP50Seconds">${duration(r.waitP50Seconds)}</td>
       <td class="num" data-field="waitP95Seconds">${duration(r.waitP95Seconds)}</td>
       <td class="num">${duration(r.waitMaxSeconds)}</td>
