@@ -195,9 +195,15 @@ class ClusterSettings:
     """A watch silent (no event, no bookmark) for this many bookmark intervals is stalled: it
     is ended, counted and watched again. 0: only the watch's own time limit ends it."""
 
+    idle_grace: float = 600.0
+    """Seconds a scheduled consumer pod may stay Pending (pulling its image, starting) before
+    the claim it reserves counts as idle-held: a starting pod is not idle. Idle-held time
+    begins when the grace runs out or when the pod ends (service.model.activity)."""
+
     def __post_init__(self) -> None:
         _positive("clusters bookmark_interval", self.bookmark_interval)
         _positive("clusters stall_intervals", self.stall_intervals, zero=True)
+        _positive("clusters idle_grace", self.idle_grace, zero=True)
 
 
 @dataclass(frozen=True)

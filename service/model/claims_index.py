@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.activity import RUNNING, activity, seconds
 from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch
     from dra_mirror.service.model.index import ClusterIndex
 
-RUNNING = "Running"
-
 
 class ClaimTracker:
     def __init__(self, index: ClusterIndex) -> None:
@@ -64,6 +63,8 @@ class ClaimTracker:
         self._consumers: ClaimsBy[ObjectKey] = ClaimsBy()  # pod -> claims it consumes
         self._groups: ClaimsBy[GroupKey] = ClaimsBy()  # PodGroup -> claims reserved for it
         self.waits = Waits(index)  # waiting claims (service.model.waiting)
+        # claims kept from idleness only by starting consumers -> when the first grace ends
+        self.grace_until: dict[ObjectKey, float] = {}
 
     def view(self, key: ObjectKey, claim: ClaimRecord) -> ClaimRecord:
         return self.views.view(key, claim)
@@ -241,34 +242,53 @@ class ClaimTracker:
 
     # --- idleness -------------------------------------------------------------------------------
 
-    def _consumer_running(self, claim: ClaimRecord, consumer: Consumer) -> bool:
+    def _consumer_active(
+        self, claim: ClaimRecord, consumer: Consumer, now: str
+    ) -> tuple[bool, float | None]:
+        """Whether the consumer keeps the claim from idleness (running, or starting within its
+        grace: service.model.activity), and when that ends without an event."""
         namespace = claim.meta.namespace
         if is_pod_group(consumer):
             members: Mapping[Any, None] = self._index.links.get(
                 GROUP_PODS, (self._cluster, namespace, consumer.name)
             )
             if not members:
-                return POD not in self._index.listed  # before the first Pod LIST: unknown
+                return POD not in self._index.listed, None  # before the first Pod LIST: unknown
             return any(
                 isinstance(pod := self._index.get(k), PodRecord) and pod.phase == RUNNING
                 for k in members
-            )
+            ), None
         if not is_pod(consumer):
-            return True  # a consumer of a kind the mirror does not watch: assume in use
+            return True, None  # a consumer of a kind the mirror does not watch: assume in use
         pod = self._index.get(ObjectKey(self._cluster, POD, namespace, consumer.name))
         if not isinstance(pod, PodRecord):
-            return POD not in self._index.listed  # before the first Pod LIST: unknown, in use
+            return POD not in self._index.listed, None  # before the first Pod LIST: in use
         if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
-            return False  # a new pod under the old name is not the consumer
-        return pod.phase == RUNNING
+            return False, None  # a new pod under the old name is not the consumer
+        return activity(pod, self._index.idle_grace, now)
 
-    def is_idle(self, claim: ClaimRecord | None) -> bool:
+    def idleness(self, claim: ClaimRecord | None, now: str) -> tuple[bool, float | None]:
+        """Whether the claim is idle-held at `now`, and (when it is not only because consumers
+        are starting) when the first of their graces ends."""
         if claim is None or claim.allocation is None:
-            return False
+            return False, None
+        deadline: float | None = None
         for consumer in claim.reserved_for:
-            if self._consumer_running(claim, consumer):
-                return False
-        return True
+            active, ends = self._consumer_active(claim, consumer, now)
+            if not active:
+                continue
+            if ends is None:
+                return False, None
+            deadline = ends if deadline is None else min(deadline, ends)
+        return deadline is None, deadline
+
+    def expire_grace(self, batch: Batch) -> None:
+        """Time passed: claims whose starting consumers' grace has run out become idle."""
+        now = seconds(batch.at)
+        if now is None:
+            return
+        for key in sorted(k for k, ends in self.grace_until.items() if ends <= now):
+            self._refresh_idle(key, self._claim(key), batch)
 
     def _refresh_idle(
         self,
@@ -277,7 +297,11 @@ class ClaimTracker:
         batch: Batch,
         fields: dict[str, Any] | None = None,
     ) -> None:
-        now = self.is_idle(claim)
+        now, deadline = self.idleness(claim, batch.at)
+        if deadline is None:
+            self.grace_until.pop(key, None)
+        else:
+            self.grace_until[key] = deadline
         was = key in self.idle_since
         if now == was:
             return
@@ -381,6 +405,8 @@ class ClaimTracker:
             old is None
             or new is None
             or old.phase != new.phase
+            or old.node_name != new.node_name  # scheduled: starting (service.model.activity)
+            or old.started_at != new.started_at
             or old.meta.uid != new.meta.uid
             or old.pod_group != new.pod_group  # immutable in Kubernetes; cheap to honour
         ):

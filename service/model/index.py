@@ -20,8 +20,9 @@ Rules, in the order they are applied to each event (see also claims.py, pools.py
    without allocation that an unfinished pod references is waiting (`wait_started`;
    `wait_ended` "allocated", "deleted" or "unreferenced": service.model.waiting). A deleted
    claim releases everything it held and ends its reservations, wait and idleness.
-5. Idle: allocated, and no consumer pod Running (no reservedFor, or every consumer pod gone,
-   Pending, Succeeded or Failed; the consumers of a PodGroup entry are the group's pods,
+5. Idle: allocated, and no consumer pod Running or starting (no reservedFor, or every consumer
+   pod gone, unscheduled, Succeeded, Failed, or scheduled and Pending for longer than the idle
+   grace: service.model.activity, noticed by `tick` when no event comes); the consumers of a PodGroup entry are the group's pods,
    service.model.consumers; a consumer of a kind the mirror does not watch counts as
    running). `idle_started`/`idle_ended`, `idle_since`. Pod changes re-evaluate the claims
    that list the pod, or its PodGroup, in reservedFor. Until Pods have been
@@ -62,6 +63,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from dra_mirror.service.model import changes as ch
+from dra_mirror.service.model.activity import DEFAULT_GRACE
 from dra_mirror.service.model.announcing import Announcements
 from dra_mirror.service.model.batch import Batch, Touched, claim_events, device_events
 from dra_mirror.service.model.claims_index import ClaimTracker
@@ -103,7 +105,8 @@ class ClusterIndex(IndexReads):
 
     def __init__(self, cluster: str, *, link_deltas: bool = True, transitions: bool = True,
                  selector_matcher: SelectorMatcher | None = None,
-                 class_members: bool = False) -> None:  # fmt: skip
+                 class_members: bool = False,
+                 idle_grace: float = DEFAULT_GRACE) -> None:  # fmt: skip
         """`link_deltas=False`: no reverse-map entries in `Changes.delta` (the index is the store);
         `transitions=False`: no `Changes.transitions` (no history reads them); the rest is the same.
         `selector_matcher`: the CEL of 1.33/1.34 DeviceTaintRules (taint_rules.SelectorMatcher).
@@ -111,6 +114,7 @@ class ClusterIndex(IndexReads):
         `Changes.delta.classes` (class_members.py; for a store outside the process), with
         `selector_matcher` evaluating them."""
         self.cluster = cluster
+        self.idle_grace = idle_grace  # seconds a starting consumer keeps its claim from idleness
         self._transitions = transitions
         self._objects: dict[str, dict[ObjectKey, Record]] = {kind: {} for kind in KINDS}
         self.links = Links(RELATIONS)
@@ -155,6 +159,18 @@ class ClusterIndex(IndexReads):
         changes = self._settle(batch, resource_version, listed)
         changes.announced = announced
         return changes
+
+    def tick(self, *, at: str) -> ch.Changes:
+        """Time passed without an event: claims whose starting consumers' grace has run out by
+        `at` become idle (service.model.activity)."""
+        batch = Batch(self.cluster, at, keep_transitions=self._transitions)
+        self.order.before_batch()
+        self._claims.expire_grace(batch)
+        return self._settle(batch, "", None)
+
+    def next_tick(self) -> float | None:
+        """When the first start grace ends, in seconds since the epoch (None: none runs)."""
+        return min(self._claims.grace_until.values(), default=None)
 
     def resync(
         self, kind: str, records: Iterable[Record], *, at: str, resource_version: str = ""

@@ -98,6 +98,7 @@ class Reactor(ClusterConnectionState):
         self.rng = rng or random.Random()
         self.kinds = tuple(kinds)
         self.index = index
+        index.idle_grace = self.settings.idle_grace  # service.model.activity
         self.delivery = Delivery(
             self.name, sinks, sleep=sleep, rng=self.rng, retry_cap=self.settings.sink_retry_cap
         )
@@ -201,11 +202,12 @@ class Reactor(ClusterConnectionState):
                     self._status_due = True
         try:
             while True:
-                message = await self.feed.take(self._status_wait())
+                message = await self.feed.take(self._wait())
                 if message is CLOSED:
                     break
                 if message is not None:
                     await self._handle(message)
+                await self._tick()
                 deadline = loop.time() + self.settings.batch_max_delay
                 while self._pending and len(self._pending) < self.settings.batch_max_events:
                     remaining = deadline - loop.time()
@@ -223,6 +225,26 @@ class Reactor(ClusterConnectionState):
         finally:
             self.feed.abandon()
         await self._flush()
+
+    def _wait(self) -> float | None:
+        """How long to wait for a message: until a held status is due, or until the first
+        starting pod's idle grace runs out (None: until a message comes)."""
+        waits = [w for w in (self._status_wait(), self._tick_wait()) if w is not None]
+        return min(waits, default=None)
+
+    def _tick_wait(self) -> float | None:
+        ends = self.index.next_tick()
+        if ends is None:
+            return None
+        return max(0.0, ends - self.clock().timestamp())
+
+    async def _tick(self) -> None:
+        """A starting pod's grace ran out with no event: its claim is idle from now."""
+        ends = self.index.next_tick()
+        if ends is None or ends > self.clock().timestamp():
+            return
+        await self._flush()
+        await self.delivery.changes(self.index.tick(at=self._at()))
 
     def _status_wait(self) -> float | None:
         # Wake up in time to push a status whose push was held back by the interval.

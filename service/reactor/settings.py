@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dra_mirror.service.clusters.watching import WatchSettings
+from dra_mirror.service.model.activity import DEFAULT_GRACE
 
 
 @dataclass(frozen=True)
@@ -27,5 +28,8 @@ class ReactorSettings:
     stop_grace: float = 10.0
     """How long `stop()` waits for the last batch to reach the sinks, seconds."""
     watched_interval: float = 15.0  # a quiet cluster's "watched until" at most this often
+    idle_grace: float = DEFAULT_GRACE
+    """Seconds a scheduled, Pending consumer pod keeps its claim from idleness (the index's
+    `idle_grace`; the reactor ticks the index when a grace runs out without an event)."""
     watch: WatchSettings = field(default_factory=WatchSettings)
     """The watchers' settings."""

@@ -127,9 +127,10 @@ async def watch_clusters(
 
 
 def reactor_settings(settings: Settings) -> ReactorSettings:
-    """The reactors' settings from the command's: the watch's bookmark interval and stall rule."""
+    """The reactors' settings from the command's: the watch's bookmark interval and stall rule,
+    and the idle grace of a starting consumer pod."""
     clusters = settings.clusters
     watch = WatchSettings(
         bookmark_interval=clusters.bookmark_interval, stall_intervals=clusters.stall_intervals
     )
-    return ReactorSettings(watch=watch)
+    return ReactorSettings(watch=watch, idle_grace=clusters.idle_grace)

@@ -100,12 +100,13 @@ def test_claim_lifecycle_transitions() -> None:
         "c1", devices=(("n1", "gpu-0"),), node="n1", consumers=(("p1", "uid-p1"),), rv="3"
     )
     changes = index.apply([Event("MODIFIED", reserved)], at="t4")
-    assert types(changes) == [ch.CONSUMER_ADDED]  # still idle: its pod is Pending
-    assert index.idle_since(ck("c1")) == "t2"
+    # its pod is scheduled and Pending: starting, not idle (service.model.activity)
+    assert types(changes) == [ch.CONSUMER_ADDED, ch.IDLE_ENDED]
+    assert index.idle_since(ck("c1")) is None
     uses = (("gpu", "c1", None),)
     changes = index.apply([Event("MODIFIED", pod("p1", node="n1", rv="2", claims=uses))],
                           at="t5")  # fmt: skip
-    assert types(changes) == [ch.IDLE_ENDED]
+    assert types(changes) == []  # running now
     changes = index.apply(
         [Event("MODIFIED", pod("p1", node="n1", phase="Succeeded", rv="3", claims=uses))],
         at="t6",

@@ -63,6 +63,8 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_CLUSTERS_CONTEXTS
   value: {{ join "," . | quote }}
 {{- end }}
+- name: DRA_MIRROR_CLUSTERS_IDLE_GRACE
+  value: {{ .Values.clusters.idleGraceSeconds | quote }}
 {{- if .Values.redis.urlSecret.name }}
 - name: DRA_MIRROR_STORE_REDIS_URL
   valueFrom:
