@@ -169,6 +169,20 @@ class ContentionRow:
         description="Waits started in the bucket that ended abandoned: the claim deleted, or "
         "no pod referencing it any more. Not in the wait percentiles."
     )
+    gpu_hours_available: float | None = strawberry.field(
+        description="GPU-equivalent-hours of GPUs published: a GPU counts once however many "
+        "partitions it publishes. Null under NAMESPACE."
+    )
+    gpu_hours_allocated: float = strawberry.field(
+        description="GPU-equivalent-hours allocated: a whole GPU 1 per hour, a MIG partition "
+        "its share of the GPU's memory slices, a share its consumed capacity over the GPU's."
+    )
+    gpu_hours_idle: float = strawberry.field(
+        description="GPU-equivalent-hours allocated while the claim was idle-held."
+    )
+    gpu_utilization: float | None = strawberry.field(
+        description="gpuHoursAllocated / gpuHoursAvailable, in %: the share of the GPUs held."
+    )
 
     @classmethod
     def of(cls, r: q.ContentionRow) -> ContentionRow:
@@ -180,6 +194,8 @@ class ContentionRow:
             claims_waited=r.claims_waited, wait_p50_seconds=r.wait_p50,
             wait_p95_seconds=r.wait_p95, wait_max_seconds=r.wait_max,
             peak_pending=r.peak_pending, claims_abandoned=r.claims_abandoned,
+            gpu_hours_available=r.gpu_hours_available, gpu_hours_allocated=r.gpu_hours_allocated,
+            gpu_hours_idle=r.gpu_hours_idle, gpu_utilization=r.gpu_utilization,
         )  # fmt: skip
 
 

@@ -33,11 +33,13 @@ class AuditSql:
         sort than the database's linguistic collation; SQLite compares bytes already."""
         return f'({expr}) COLLATE "C"' if self.postgres else expr
 
-    def split(self, spans: str, count: int) -> str:
-        """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it."""
+    def split(self, spans: str, count: int, *, weighted: bool = False) -> str:
+        """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it;
+        `weighted`: each span's microseconds times its `w` (GPU-equivalents)."""
+        w = "sp.w * " if weighted else ""
         if count == 1:
             return f"""
-            SELECT sp.cluster, sp.grp, 0 AS idx, SUM(sp.e - sp.s) AS us
+            SELECT sp.cluster, sp.grp, 0 AS idx, SUM({w}(sp.e - sp.s)) AS us
             FROM ({spans}) AS sp WHERE sp.e > sp.s GROUP BY sp.cluster, sp.grp
             """
         g, lst = self.greatest, self.least
@@ -45,7 +47,7 @@ class AuditSql:
             # one row per bucket a span touches (usually one), no join against every bucket
             return f"""
             SELECT sp.cluster, sp.grp, b.idx,
-                   SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
+                   SUM({w}({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b))) AS us
             FROM ({spans}) AS sp
             CROSS JOIN LATERAL generate_series((sp.s - :f) / :b, (sp.e - 1 - :f) / :b) AS b(idx)
             WHERE sp.e > sp.s
@@ -55,7 +57,7 @@ class AuditSql:
         WITH RECURSIVE
         buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)
         SELECT sp.cluster, sp.grp, b.idx,
-               SUM({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b)) AS us
+               SUM({w}({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b))) AS us
         FROM ({spans}) AS sp
         JOIN buckets AS b ON b.idx BETWEEN (sp.s - :f) / :b AND (sp.e - 1 - :f) / :b
         WHERE sp.e > sp.s

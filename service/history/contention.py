@@ -21,6 +21,13 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 * `claims_abandoned` — waits that started in the bucket and ended abandoned (the claim
   deleted, or no pod referencing it any more), counted beside the served ones.
 * `peak_pending` — the most claims waiting at once at any instant of the bucket.
+* `gpu_hours_available`, `gpu_hours_allocated`, `gpu_hours_idle`, `gpu_utilization` — the
+  same in GPU-equivalent-hours of GPUs (service.model.physical): a GPU counts once in
+  inventory however many partitions it publishes (its whole device counts 1, its partitions
+  0); an allocation counts what it takes of its GPU (a whole GPU 1, a MIG partition its share
+  of the memory slices, a share its consumed capacity over the GPU's). NICs and other types
+  never enter these figures. CLASS availability is the inventory of devices allocated for
+  the class, as for device-hours.
 
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
@@ -54,6 +61,7 @@ from dra_mirror.service.history.audit_windows import (  # noqa: F401  (re-export
 )
 from dra_mirror.service.history.pending import pending_peaks, warm_peaks  # noqa: F401
 from dra_mirror.service.history.times import US_PER_HOUR, US_PER_SECOND
+from dra_mirror.service.model.physical import GPU
 from dra_mirror.service.model.waiting import ABANDONED, SERVED
 
 _ALLOCATION_GROUP = {"CLASS": "a.class_name", "NAMESPACE": "a.namespace",
@@ -76,6 +84,10 @@ class ContentionRow:
     wait_max: float | None = None
     peak_pending: int = 0
     claims_abandoned: int = 0
+    gpu_hours_available: float | None = None
+    gpu_hours_allocated: float = 0.0
+    gpu_hours_idle: float = 0.0
+    gpu_utilization: float | None = None
 
 
 def nearest_rank(sorted_values: list[int], fraction: float) -> int:
@@ -133,21 +145,40 @@ async def contention(
                 + pruning.bounded(alias, table, params))  # fmt: skip
 
     alloc_group = sql.text_key(_ALLOCATION_GROUP[group_by])
-    allocated = f"""
+
+    def allocated_spans(gpus: bool) -> str:
+        # gpus: each allocation of a GPU weighed by what it takes of it (GPU-equivalents)
+        weight, only = (
+            (", a.equivalents AS w", f" AND a.device_type = '{GPU}'") if gpus else ("", "")
+        )
+        return f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
-               {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e
-        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}
-    """
-    idle = f"""
+               {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e{weight}
+        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}{only}
+        """
+
+    def idle_spans(gpus: bool) -> str:
+        weight, only = (
+            (", a.equivalents AS w", f" AND a.device_type = '{GPU}'") if gpus else ("", "")
+        )
+        return f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, i.start_us, :f) AS s,
-               {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e
+               {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e{weight}
         FROM allocations AS a
         JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
         WHERE {overlap("a", "allocations")} AND {overlap("i", "idle_holds")}
-              {where_cluster("a", cluster)}
-    """
-    queries = [sql.split(allocated, count), sql.split(idle, count)]
+              {where_cluster("a", cluster)}{only}
+        """
+
+    allocated, idle = allocated_spans(False), idle_spans(False)
+    gpu_allocated, gpu_idle = allocated_spans(True), idle_spans(True)
+    queries = [
+        sql.split(allocated, count),
+        sql.split(idle, count),
+        sql.split(gpu_allocated, count, weighted=True),
+        sql.split(gpu_idle, count, weighted=True),
+    ]
     if group_by != "NAMESPACE":
         if group_by == "CLASS":
             inventory_group = "k.class_name"
@@ -164,6 +195,15 @@ async def contention(
             WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count))
+        gpu_available = f"""
+            SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
+                   {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e,
+                   d.equivalents AS w
+            FROM device_inventory AS d {join}
+            WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
+                  AND d.device_type = '{GPU}' AND d.equivalents > 0
+        """
+        queries.append(sql.split(gpu_available, count, weighted=True))
     queries.append(_abandoned_query(group_by, cluster))
     queries.append(_waits_query(sql, group_by, cluster))
 
@@ -177,9 +217,17 @@ async def contention(
                              ("device_hours_idle", idle_rows)):  # fmt: skip
         for c, grp, idx, us in found:
             setattr(row(c, grp, idx), attribute, int(us) / US_PER_HOUR)
+    for attribute, found in (("gpu_hours_allocated", results[2]),
+                             ("gpu_hours_idle", results[3])):  # fmt: skip
+        for c, grp, idx, us in found:
+            if us:
+                setattr(row(c, grp, idx), attribute, float(us) / US_PER_HOUR)
     if group_by != "NAMESPACE":
-        for c, grp, idx, us in results[2]:
+        for c, grp, idx, us in results[4]:
             row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
+        for c, grp, idx, us in results[5]:
+            if us:
+                row(c, grp, idx).gpu_hours_available = float(us) / US_PER_HOUR
     _waits(results[-1], postgres, row)
     for c, grp, idx, abandoned in results[-2]:
         row(c, grp, idx).claims_abandoned = int(abandoned)
@@ -191,6 +239,10 @@ async def contention(
             r.device_hours_available = 0.0
         if r.device_hours_available:
             r.utilization = r.device_hours_allocated / r.device_hours_available * 100.0
+        if group_by != "NAMESPACE" and r.gpu_hours_available is None:
+            r.gpu_hours_available = 0.0
+        if r.gpu_hours_available:
+            r.gpu_utilization = r.gpu_hours_allocated / r.gpu_hours_available * 100.0
     return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
 
 

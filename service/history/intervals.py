@@ -292,6 +292,8 @@ def _allocation_row(tr: Transition) -> dict[str, Any]:
         consumed_capacity=orjson.dumps(tr.consumed_capacity, option=orjson.OPT_SORT_KEYS).decode(),
         class_name=tr.class_names[0] if tr.class_names else "",
         started_before_observation=tr.before_observation,
+        equivalents=tr.equivalents,
+        device_type=tr.device_type,
     )
 
 
@@ -308,4 +310,6 @@ def _device_row(tr: Transition) -> dict[str, Any]:
         "uuid": tr.uuid,
         "node": tr.node,
         "data": orjson.dumps(tr.data, option=orjson.OPT_SORT_KEYS).decode(),
+        "equivalents": tr.equivalents,
+        "device_type": tr.device_type,
     }

@@ -34,7 +34,18 @@ comes from one sequence per table. Indexes only one dialect has carry `info={"di
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, MetaData, String, Text, false
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    false,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -135,6 +146,10 @@ class AllocationInterval(Base):
     end_reason: Mapped[str | None] = mapped_column(String(32))  # released | deleted | unwatched
     # held before the mirror observed the cluster: start_us is when it was first seen
     started_before_observation: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # GPU-equivalents the hold takes (a partition its share, a share its consumed capacity),
+    # of `device_type` (gpu, nic, or the driver): service.model.physical. 0 before rev. 0005
+    equivalents: Mapped[float] = mapped_column(Float, server_default=text("0"))
+    device_type: Mapped[str] = mapped_column(String(NAME), server_default="")
 
 
 class ConsumerInterval(Base):
@@ -225,6 +240,10 @@ class DeviceInterval(Base):
     start_us: Mapped[int] = mapped_column(BigInteger)
     end_us: Mapped[int | None] = mapped_column(BigInteger)
     end_reason: Mapped[str | None] = mapped_column(String(32))  # changed | disappeared | unwatched
+    # the physical devices it counts in inventory: 1 for the device standing for its GPU (the
+    # whole device), 0 for its partitions; of `device_type`. 0 before revision 0005
+    equivalents: Mapped[float] = mapped_column(Float, server_default=text("0"))
+    device_type: Mapped[str] = mapped_column(String(NAME), server_default="")
 
 
 class Gap(Base):

@@ -30,6 +30,8 @@ CONTENTION_COLUMNS = (
     "cluster", "group", "from", "to", "device_hours_available", "device_hours_allocated",
     "device_hours_idle", "utilization_percent", "claims_waited", "wait_p50_seconds",
     "wait_p95_seconds", "wait_max_seconds", "peak_pending", "claims_abandoned",
+    "gpu_equivalent_hours_available", "gpu_equivalent_hours_allocated",
+    "gpu_equivalent_hours_idle", "gpu_utilization_percent",
 )  # fmt: skip
 IDLE_COLUMNS = ("cluster", "namespace", "claim", "claim_uid", "device_hours_idle",
                 "device_hours_held", "devices")  # fmt: skip
@@ -134,7 +136,8 @@ async def contention_csv(request: Request) -> Response:
                 (r.cluster, r.group, to_rfc3339(r.bucket_start_us), to_rfc3339(r.bucket_end_us),
                  r.device_hours_available, r.device_hours_allocated, r.device_hours_idle,
                  r.utilization, r.claims_waited, r.wait_p50, r.wait_p95, r.wait_max,
-                 r.peak_pending, r.claims_abandoned)
+                 r.peak_pending, r.claims_abandoned, r.gpu_hours_available,
+                 r.gpu_hours_allocated, r.gpu_hours_idle, r.gpu_utilization)
                 for r in rows
                 if (_allows(scope, r.cluster, r.group) if namespaced
                     else _sees_aggregate(scope, r.cluster))

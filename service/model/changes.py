@@ -108,6 +108,11 @@ class Transition(Struct, frozen=True, gc=False):
     # wait_started, allocated: it began before the index observed the cluster (its claims and
     # pods listed once): the start is when the mirror first saw it (service.model.waiting).
     before_observation: bool = False
+    # allocated: the GPU-equivalents the hold takes; device_*: those the device stands for in
+    # inventory (1 for the device counting its physical device, else 0); with the physical
+    # device's type (gpu, nic, or the driver): service.model.physical
+    equivalents: float = 0.0
+    device_type: str = ""
 
 
 class Changes(Struct):

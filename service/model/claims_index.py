@@ -30,6 +30,7 @@ from dra_mirror.service.model.consumers import (
     reservations,
 )
 from dra_mirror.service.model.holds import class_names, holds_of
+from dra_mirror.service.model.physical import hold_weights
 from dra_mirror.service.model.pods import pod_claim_keys
 from dra_mirror.service.model.records import (
     POD,
@@ -224,8 +225,14 @@ class ClaimTracker:
         if not batch.keep_transitions:
             return
         assert claim is not None
-        _, result = hold
+        ref, result = hold
         entry = self._index.device(device)
+        unit = self._index.unit(device)
+        if type_ == ch.ALLOCATED and entry is not None:
+            # what this hold takes, in GPU-equivalents of its type (service.model.physical)
+            equivalents = float(hold_weights(entry, unit, [ref])[0])
+        else:
+            equivalents = 0.0 if ref.admin_access else float(unit.weight)
         batch.transition(
             type_,
             driver=device.driver,
@@ -237,6 +244,8 @@ class ClaimTracker:
             consumed_capacity=dict(result.consumed_capacity),
             reason=reason,
             before_observation=type_ == ch.ALLOCATED and not self.waits.observed,
+            equivalents=equivalents,
+            device_type=unit.type,
             **self._claim_fields(key, claim),
         )
 

@@ -390,8 +390,11 @@ class DeviceTracker:
         if not batch.keep_transitions:
             return
         device = entry.device
+        unit = self.units.get(entry.key)
         batch.transition(
             type_,
+            equivalents=1.0 if unit is not None and unit.counted else 0.0,
+            device_type=unit.type if unit is not None else "",
             driver=entry.key.driver,
             pool=entry.key.pool,
             device=entry.key.device,

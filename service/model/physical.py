@@ -83,6 +83,9 @@ class Unit(Struct, frozen=True, gc=False):
     type: str  # gpu | nic | the driver's name
     weight: Fraction  # GPU-equivalents (of its type) the device takes when allocated
     whole: bool  # the device is the whole physical device (not one of its partitions)
+    # the device that counts its physical device once in inventory: the whole device, else
+    # the first of its partitions by name
+    counted: bool = False
 
 
 def _attribute(entry: DeviceEntry, name: str) -> object:
@@ -171,10 +174,12 @@ def pool_units(
             or _name(members[0][0], set_name)
         )
         kind = device_type(whole if whole is not None else members[0][0])
+        first = min(e.key for e, _ in members)
         for entry, consumed in members:
             is_whole = entry is whole
             weight = _ONE if is_whole else _share(consumed, total)
-            units[entry.key] = Unit(physical, kind, weight, is_whole)
+            counted = is_whole or (whole is None and entry.key == first)
+            units[entry.key] = Unit(physical, kind, weight, is_whole, counted)
     by_uuid = {e.device.uuid: e for e in entries if e.device.uuid}
     children: dict[str, list[DeviceEntry]] = {}
     for entry in entries:
@@ -186,27 +191,32 @@ def pool_units(
             continue
         units[entry.key] = lone_unit(entry)
     for parent_uuid, parts in children.items():
-        parent_memory = _parent_memory(by_uuid.get(parent_uuid), parts[0], entries)
+        parent_entry = by_uuid.get(parent_uuid)
+        parent_memory = _parent_memory(parent_entry, parts[0], entries)
+        first = min(e.key for e in parts)
         for entry in parts:
             memory = _capacity(entry, "memory")
             if parent_memory and memory is not None:
                 weight = min(memory / parent_memory, _ONE)
             else:
                 weight = Fraction(1, len(parts))
-            units[entry.key] = Unit(parent_uuid, GPU, weight, False)
+            counted = parent_entry is None and entry.key == first
+            units[entry.key] = Unit(parent_uuid, GPU, weight, False, counted)
     return units
 
 
 def lone_unit(entry: DeviceEntry) -> Unit:
     """The unit of a device that is its own physical device (and of a held device no slice
     publishes any more: what it was part of is no longer known)."""
-    return Unit(entry.device.uuid or _name(entry, entry.key.device), device_type(entry), _ONE, True)
+    return Unit(
+        entry.device.uuid or _name(entry, entry.key.device), device_type(entry), _ONE, True, True
+    )
 
 
 def lone_unit_of_key(key: DeviceKey) -> Unit:
     """The unit of a device known by its key alone (no entry: nothing publishes or holds it)."""
     kind = GPU if key.driver.startswith("gpu.") else key.driver
-    return Unit(f"{key.driver}/{key.pool}/{key.device}", kind, _ONE, True)
+    return Unit(f"{key.driver}/{key.pool}/{key.device}", kind, _ONE, True, True)
 
 
 def _parent_memory(

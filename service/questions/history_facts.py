@@ -46,7 +46,8 @@ CLAIM_LIFE_FIELDS = f"""cluster namespace name uid
 
 CONTENTION_FIELDS = """cluster group since until deviceHoursAvailable deviceHoursAllocated
     deviceHoursIdle utilization claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds
-    peakPending claimsAbandoned"""
+    peakPending claimsAbandoned gpuHoursAvailable gpuHoursAllocated gpuHoursIdle
+    gpuUtilization"""
 
 
 def _time(us: int | None) -> str | None:
@@ -110,4 +111,6 @@ def contention_facts(r: Any) -> Facts:
         "claimsWaited": r.claims_waited, "waitP50Seconds": r.wait_p50,
         "waitP95Seconds": r.wait_p95, "waitMaxSeconds": r.wait_max,
         "peakPending": r.peak_pending, "claimsAbandoned": r.claims_abandoned,
+        "gpuHoursAvailable": r.gpu_hours_available, "gpuHoursAllocated": r.gpu_hours_allocated,
+        "gpuHoursIdle": r.gpu_hours_idle, "gpuUtilization": r.gpu_utilization,
     }  # fmt: skip

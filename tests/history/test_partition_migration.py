@@ -22,7 +22,8 @@ from tests.history.script import batches, moved
 
 # what revision 0002 had (every table but device_classes)
 OLD_TABLES = [name for name in Base.metadata.tables if name != "device_classes"]
-NEWER_COLUMNS = {"started_before_observation"}  # added by 0004 (every row false after it)
+# added after 0002: by 0004 (false) and 0005 (0 and "")
+NEWER_COLUMNS = {"started_before_observation", "equivalents", "device_type"}
 HAS_ID = {name for name, table in Base.metadata.tables.items() if "id" in table.c}
 NOW = to_us("2026-04-15T00:00:00Z")
 DAY = 24 * US_PER_HOUR

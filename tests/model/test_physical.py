@@ -65,7 +65,7 @@ def test_partitions_are_one_gpu_weighed_by_memory_slices() -> None:
     devices = [entry(WHOLE), entry(partition("p1", range(1))), entry(partition("p3", range(4, 8)))]
     units = units_of(devices)
     assert {u.physical for u in units.values()} == {"GPU-0"}
-    assert units[devices[0].key] == Unit("GPU-0", GPU, Fraction(1), True)
+    assert units[devices[0].key] == Unit("GPU-0", GPU, Fraction(1), True, counted=True)
     # 1 of 8 memory slices, although it has 16/132 of the multiprocessors
     assert units[devices[1].key] == Unit("GPU-0", GPU, Fraction(1, 8), False)
     assert units[devices[2].key].weight == Fraction(1, 2)
@@ -77,6 +77,7 @@ def test_partitions_without_their_whole_device_use_the_published_counter_set() -
     assert [u.weight for u in units.values()] == [Fraction(2, 8), Fraction(1, 8)]
     assert {u.physical for u in units.values()} == {f"{DRIVER}/n0/gpu-0-cs"}
     assert not any(u.whole for u in units.values())
+    assert [u.counted for u in units.values()] == [True, False]  # the GPU counted once
 
 
 def test_a_counter_set_without_memory_slices_is_weighed_by_its_dominant_counter() -> None:
@@ -114,7 +115,13 @@ def test_static_mig_devices_group_under_their_parent_by_memory() -> None:
         uuid="GPU-T",
     )
     units = units_of([entry(other), entry(static_mig("m0", "10Gi"))])
-    assert units[entry(static_mig("m0", "10Gi")).key] == Unit("GPU-S", GPU, Fraction(1, 4), False)
+    assert units[entry(static_mig("m0", "10Gi")).key] == Unit(
+        "GPU-S",
+        GPU,
+        Fraction(1, 4),
+        False,
+        counted=True,  # it stands for its unseen parent
+    )
     # Nothing to weigh them against: an equal part each.
     lone = [entry(static_mig("m0", "10Gi", "GPU-X")), entry(static_mig("m1", "5Gi", "GPU-X"))]
     assert [u.weight for u in units_of(lone).values()] == [Fraction(1, 2)] * 2
@@ -166,4 +173,4 @@ def test_the_index_keeps_units_through_slice_changes() -> None:
     index.resync(RESOURCE_SLICE, [bigger], at="t1")
     assert index.unit(p1).weight == Fraction(1, 4)
     index.resync(RESOURCE_SLICE, [], at="t2")
-    assert index.unit(p1) == Unit(f"{DRIVER}/n0/p1", GPU, Fraction(1), True)  # known by key only
+    assert index.unit(p1) == Unit(f"{DRIVER}/n0/p1", GPU, Fraction(1), True, True)  # key only

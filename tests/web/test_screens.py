@@ -297,12 +297,11 @@ async def test_a_devices_page_shows_holders_now_and_their_timeline(page: Any, si
 
 async def test_contention_charts_the_history_audit(page: Any, site: Site) -> None:
     lately = """query($f: DateTime!, $t: DateTime!) { contention(from: $f, to: $t, cluster: "east") {
-      claimsWaited } }"""
+      peakPending } }"""
 
     async def waited() -> bool:  # the history writer has recorded the demo's first wait
-        return any(
-            r["claimsWaited"] for r in (await site.graphql(lately, **recent()))["contention"]
-        )
+        # (a wait still open is in peakPending; claimsWaited counts served waits only)
+        return any(r["peakPending"] for r in (await site.graphql(lately, **recent()))["contention"])
 
     await eventually(waited, "history recording a wait in east")
     await open_screen(page, site, "/ui/contention?cluster=east")
@@ -317,6 +316,8 @@ async def test_contention_charts_the_history_audit(page: Any, site: Site) -> Non
     )
     rows = truth["contention"]
     assert rows, "the demo has waited at least once in east"
+    shown = await page.inner_text("table.list thead")
+    assert "GPU utilization" in shown and "GPU-equivalent-hours" in shown  # states its unit
     assert await page.locator("tr[data-group]").count() == len(rows)
     for row in rows:
         cell = page.locator(

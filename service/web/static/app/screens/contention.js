@@ -9,6 +9,7 @@ const AUDIT = `query Contention($from: DateTime!, $to: DateTime!, $groupBy: Cont
   contention(from: $from, to: $to, groupBy: $groupBy, bucket: $bucket, cluster: $cluster) {
     cluster group since until deviceHoursAvailable deviceHoursAllocated deviceHoursIdle utilization
     claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds peakPending claimsAbandoned
+    gpuHoursAvailable gpuHoursAllocated gpuUtilization
   }
 }`;
 const CONTEXT = `query ContentionContext($from: DateTime!, $to: DateTime!, $cluster: String) {
@@ -78,7 +79,8 @@ function BucketCharts({ rows, many, bucket }) {
 function Table({ rows, many }) {
   return html`<table class="list" data-rows=${rows.length}>
     <thead><tr><th>group</th><th class="num" title="served waits (allocated) that began while the mirror watched: the wait figures are over these">claims waited</th><th class="num" title="waits that ended with the claim deleted or no pod needing it">abandoned</th><th class="num">wait p50</th><th class="num">wait p95</th><th class="num">longest</th>
-      <th class="num">peak pending</th><th class="num">device-hours available</th><th class="num">allocated</th><th class="num">held idle</th><th class="num">utilization</th></tr></thead>
+      <th class="num">peak pending</th><th class="num">device-hours available</th><th class="num">allocated</th><th class="num">held idle</th><th class="num" title="allocated / available device-hours: every device counts, a partition as much as a GPU">utilization (devices)</th>
+      <th class="num" title="GPU-equivalent-hours: a GPU counts once, a partition its share of the GPU's memory slices">GPU-equivalent-hours available</th><th class="num">GPU-equivalent-hours allocated</th><th class="num">GPU utilization</th></tr></thead>
     <tbody>${rows.map((r) => html`<tr key=${`${r.cluster}/${r.group}`} data-group=${`${r.cluster}/${r.group}`}>
       <td class="mono">${label(r, many)}</td>
       <td class="num" data-field="claimsWaited">${number(r.claimsWaited)}</td>
@@ -91,6 +93,9 @@ function Table({ rows, many }) {
       <td class="num">${number(r.deviceHoursAllocated, 1)}</td>
       <td class="num" data-field="deviceHoursIdle">${number(r.deviceHoursIdle, 2)}</td>
       <td class="num">${r.utilization === null ? "—" : `${number(r.utilization, 1)} %`}</td>
+      <td class="num">${r.gpuHoursAvailable === null ? "—" : number(r.gpuHoursAvailable, 2)}</td>
+      <td class="num">${number(r.gpuHoursAllocated, 2)}</td>
+      <td class="num" data-field="gpuUtilization">${r.gpuUtilization === null ? "—" : `${number(r.gpuUtilization, 1)} %`}</td>
     </tr>`)}</tbody></table>`;
 }
 

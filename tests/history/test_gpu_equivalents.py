@@ -1,0 +1,42 @@
+"""The contention audit in GPU-equivalent-hours, on the demo world folded through the model
+into a SQLite history, against a naive recount from the simulator's raw objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dra_mirror.service.history.times import US_PER_HOUR, to_us
+from tests.contract.test_contract import _gpu_recount
+from tests.contract.worlds import LOADED_AT, demo_with_history
+
+
+@pytest.fixture
+async def world(tmp_path: Path):
+    loaded = await demo_with_history(tmp_path)
+    yield loaded
+    await loaded.history.close()
+
+
+async def test_east_gpu_utilization_is_the_share_of_gpus_held(world) -> None:
+    start = to_us(LOADED_AT)
+    end = start + US_PER_HOUR  # one hour after everything was seen, nothing changed
+    rows = await world.history.contention(start, end, group_by="CLUSTER")
+    (east,) = [r for r in rows if r.cluster == "east"]
+    gpus, held = _gpu_recount(world.raw["east"])
+    assert (gpus, held) == (12, 5.875)  # the demo's east: 12 GPUs, 5.875 of them held
+    assert east.gpu_hours_available == pytest.approx(gpus)
+    assert east.gpu_hours_allocated == pytest.approx(held)
+    assert east.gpu_utilization == pytest.approx(held / gpus * 100)
+    # in devices every partition counts as much as a GPU: a far smaller figure
+    assert east.utilization < east.gpu_utilization / 4
+
+
+async def test_nics_never_enter_gpu_figures(world) -> None:
+    start = to_us(LOADED_AT)
+    end = start + US_PER_HOUR
+    rows = await world.history.contention(start, end, group_by="NODE")
+    by_node = {r.group: r for r in rows if r.cluster == "east"}
+    # east-a100-0: 4 A100s and a NIC; the NIC is shared, but never a GPU-equivalent
+    assert by_node["east-a100-0"].gpu_hours_available == pytest.approx(4)
