@@ -56,7 +56,7 @@ FLUSH = 100_000
 COLUMNS = {
     "allocations": ["cluster", "driver", "pool", "device", "uuid", "node", "namespace", "claim",
                     "claim_uid", "request", "share_id", "consumed_capacity", "class_name",
-                    "start_us", "end_us", "end_reason"],
+                    "start_us", "end_us", "end_reason", "equivalents", "device_type"],
     "waits": ["cluster", "namespace", "claim", "claim_uid", "class_name", "class_names",
               "start_us", "end_us", "end_reason"],
     "consumers": ["cluster", "namespace", "claim", "claim_uid", "pod", "pod_uid", "start_us",
@@ -64,7 +64,7 @@ COLUMNS = {
     "idle_holds": ["cluster", "namespace", "claim", "claim_uid", "start_us", "end_us",
                    "end_reason"],
     "device_inventory": ["cluster", "driver", "pool", "device", "uuid", "node", "data",
-                         "start_us", "end_us", "end_reason"],
+                         "start_us", "end_us", "end_reason", "equivalents", "device_type"],
     "object_versions": ["cluster", "kind", "namespace", "name", "uid", "resource_version",
                         "observed_us", "deleted", "body"],
 }  # fmt: skip
@@ -114,12 +114,12 @@ async def generate(loader: Loader, *, nodes: int, days: int, versions: int, seed
             if rng.random() < 0.1:  # a driver upgrade half-way: the device changes once
                 mid = T0 + (end - T0) // 2
                 await loader.add("device_inventory", (CLUSTER, DRIVER, node, f"gpu-{g}", uuid,
-                                 node, data, T0, mid, "changed"))  # fmt: skip
+                                 node, data, T0, mid, "changed", 1.0, "gpu"))  # fmt: skip
                 await loader.add("device_inventory", (CLUSTER, DRIVER, node, f"gpu-{g}", uuid,
-                                 node, data, mid, None, None))  # fmt: skip
+                                 node, data, mid, None, None, 1.0, "gpu"))  # fmt: skip
             else:
                 await loader.add("device_inventory", (CLUSTER, DRIVER, node, f"gpu-{g}", uuid,
-                                 node, data, T0, None, None))  # fmt: skip
+                                 node, data, T0, None, None, 1.0, "gpu"))  # fmt: skip
     serial = 0
     for node, device, uuid, klass in devices:
         t = T0 + int(rng.expovariate(1 / 20) * MINUTE)
@@ -140,7 +140,8 @@ async def generate(loader: Loader, *, nodes: int, days: int, versions: int, seed
                                        "allocated"))  # fmt: skip
             await loader.add("allocations", (
                 CLUSTER, DRIVER, node, device, uuid, node, ns, name, uid, "gpu", "", "{}", klass,
-                start, None if open_end else release, None if open_end else "released"))  # fmt: skip
+                start, None if open_end else release, None if open_end else "released",
+                1.0, "gpu"))  # fmt: skip
             await loader.add("consumers", (CLUSTER, ns, name, uid, f"job-{serial}",
                              f"p{serial:09d}", pod_start, min(pod_end, end) if pod_end < end
                              else None, "removed" if pod_end < end else None))  # fmt: skip

@@ -5,8 +5,10 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 
 * `device_hours_available` — device-hours of inventory published in the bucket. NODE and
   CLUSTER group the inventory directly; CLASS counts a device (its uuid, else its key) under
-  every class it has been allocated for in history (DeviceClass selectors are CEL, which the
-  database cannot evaluate); NAMESPACE has no available figure (None), nor a utilization.
+  every class that selected it — the model evaluates each class's CEL when the device or the
+  class appears or changes (`device_classified`; a GPU counts for the classes selecting its
+  partitions) — or that it has been allocated for; NAMESPACE has no available figure (None),
+  nor a utilization.
 * `device_hours_allocated` — device-hours of allocation results (a shared device counts once
   per share, so utilization of shared devices can exceed 100 %).
 * `device_hours_idle` — the allocated device-hours during which the claim was idle (no
@@ -26,8 +28,8 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
   inventory however many partitions it publishes (its whole device counts 1, its partitions
   0); an allocation counts what it takes of its GPU (a whole GPU 1, a MIG partition its share
   of the memory slices, a share its consumed capacity over the GPU's). NICs and other types
-  never enter these figures. CLASS availability is the inventory of devices allocated for
-  the class, as for device-hours.
+  never enter these figures. CLASS availability counts the GPUs the class selects (or selects
+  partitions of), allocated or not.
 
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no

@@ -15,6 +15,8 @@ Rules (each replay-safe, so at-least-once delivery writes every fact exactly onc
   its row is not written (zero-length spells are not intervals).
 * device_changed closes the device's interval and opens one with the new data (or rewrites
   the data of an interval that started at that same instant).
+* device_classified (a DeviceClass selects the device, as the model evaluated its CEL) records
+  the device under the class (`device_classes`), as an allocation for the class does.
 * a device appearing (or changing) with a uuid names the device of the allocations that held
   it without one (folded before any slice published it): rows of this batch get the uuid
   here, open rows already written are listed in `Plan.identified` for the recorder to fill.
@@ -150,6 +152,7 @@ class Decider:
             t.DEVICE_DISAPPEARED: lambda tr, at: self._close(
                 DeviceInterval, _key(DeviceInterval, tr), at, "disappeared"
             ),
+            t.DEVICE_CLASSIFIED: self._classified,
         }
 
     def apply(self, transitions: Iterable[Transition]) -> None:
@@ -165,6 +168,16 @@ class Decider:
             self._close(table, key, at, "deleted")
         for table in (WaitInterval, IdleInterval):
             self._close(table, claim, at, "deleted")
+
+    def _classified(self, tr: Transition, at: int) -> None:
+        """A class selects the device (its CEL, evaluated by the model): it counts under the
+        class in the audits' inventory, allocated or not."""
+        device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
+        physical = tr.data.get("physical")  # the GPU a partition is part of counts for it too
+        for name in tr.class_names:
+            self.plan.device_classes.add((tr.cluster, device, name))
+            if isinstance(physical, str) and physical != device:
+                self.plan.device_classes.add((tr.cluster, physical, name))
 
     def _allocated(self, tr: Transition, at: int) -> None:
         row = _allocation_row(tr)

@@ -45,6 +45,9 @@ IDLE_ENDED = "idle_ended"
 DEVICE_APPEARED = "device_appeared"  # in the valid (highest) generation of its pool
 DEVICE_CHANGED = "device_changed"  # attributes, capacity, counters or taints changed
 DEVICE_DISAPPEARED = "device_disappeared"
+# a DeviceClass selects the device (its CEL evaluated when the device or the class appeared or
+# changed: class_members.py): class_names holds the class. Kept by an index keeping members.
+DEVICE_CLASSIFIED = "device_classified"
 
 # Groups of facts a batch may announce complete (`Changes.announced`) and the transitions
 # that open them: a claim's holds, reservations and wait; its idleness; the devices published.
@@ -68,6 +71,7 @@ TRANSITION_TYPES = frozenset(
         DEVICE_APPEARED,
         DEVICE_CHANGED,
         DEVICE_DISAPPEARED,
+        DEVICE_CLASSIFIED,
     }
 )
 

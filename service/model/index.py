@@ -260,6 +260,16 @@ class ClusterIndex(IndexReads):
             delta.statuses[key] = self._devices.statuses.get(key)
         if self.members is not None:
             self.members.settle(self._devices.devices, touched.entries, delta.classes)
+            if batch.keep_transitions:  # history keeps which classes select each device
+                for (name, key), member in sorted(delta.classes.items()):
+                    entry = self._devices.devices.get(key)
+                    if member and entry is not None:
+                        physical = self.unit(key).physical  # its GPU counts for the class
+                        batch.transition(
+                            ch.DEVICE_CLASSIFIED, driver=key.driver, pool=key.pool,
+                            device=key.device, uuid=entry.device.uuid, class_names=(name,),
+                            data={"physical": physical},
+                        )  # fmt: skip
         if self._link_deltas:
             for relation, from_key in delta.touched():
                 if relation not in FAN_OUT:

@@ -70,6 +70,8 @@ class MemoryStore:
             link_deltas=False,
             transitions=transitions,
             selector_matcher=self._selector_matcher,
+            # history records which classes select each device (device_classified)
+            class_members=transitions,
         )
         self._indexes[cluster] = index
         return index

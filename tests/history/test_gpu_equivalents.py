@@ -40,3 +40,17 @@ async def test_nics_never_enter_gpu_figures(world) -> None:
     by_node = {r.group: r for r in rows if r.cluster == "east"}
     # east-a100-0: 4 A100s and a NIC; the NIC is shared, but never a GPU-equivalent
     assert by_node["east-a100-0"].gpu_hours_available == pytest.approx(4)
+
+
+async def test_a_class_counts_every_gpu_it_selects_allocated_or_not(world) -> None:
+    start = to_us(LOADED_AT)
+    end = start + US_PER_HOUR
+    rows = await world.history.contention(start, end, group_by="CLASS")
+    by_class = {r.group: r for r in rows if r.cluster == "east"}
+    gpus, _ = _gpu_recount(world.raw["east"])
+    # gpu.nvidia.com selects every whole GPU, allocated or not: never-used ones count
+    assert by_class["gpu.nvidia.com"].gpu_hours_available == pytest.approx(gpus)
+    # shared NICs no longer pass 100 %: each NIC is available to its class, used or not
+    assert by_class["network-interface"].utilization <= 100
+    # the MIG class counts the GPUs whose partitions it selects (the H200s)
+    assert by_class["mig.nvidia.com"].gpu_hours_available == pytest.approx(8)
