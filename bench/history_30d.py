@@ -185,9 +185,13 @@ async def timed(label: str, coro_factory, runs: int = 3) -> tuple[float, float]:
 
 
 async def load(conn, args, url: str) -> dict:
-    engine = open_engine(url)  # the months of the window, as the writer's batches would
+    # the months of the window (and the day before it: the first claims' waits begin before
+    # T0), as the writer's batches would
+    engine = open_engine(url)
     end = T0 + args.days * 24 * US_PER_HOUR
-    await partitions.create(engine, dict.fromkeys(PARTITIONED, partitions.months_between(T0, end)))
+    await partitions.create(
+        engine, dict.fromkeys(PARTITIONED, partitions.months_between(T0 - 24 * US_PER_HOUR, end))
+    )
     await engine.dispose()
     loader = Loader(conn)
     started = time.perf_counter()

@@ -28,7 +28,9 @@ from .context import Info
     description="One resource pool of a driver as KEP-5677 counts it (1.37 accounting): only "
     "slices of the highest generation; a shared device counts once; admin-access results "
     "consume nothing; a NoSchedule/NoExecute taint makes a device unavailable. When the pool "
-    "is incomplete every count is null and `validationError` says why."
+    "is incomplete every count is null and `validationError` says why. Counts are in devices, "
+    "as the KEP defines them: each partition counts as a device (physical devices and "
+    "GPU-equivalents: `capacity`)."
 )
 class ResourcePoolStatus:
     cluster: str

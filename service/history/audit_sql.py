@@ -35,19 +35,23 @@ class AuditSql:
 
     def split(self, spans: str, count: int, *, weighted: bool = False) -> str:
         """Per (cluster, grp, idx): the microseconds of `spans` (cluster, grp, s, e) in it;
-        `weighted`: each span's microseconds times its `w` (GPU-equivalents)."""
-        w = "sp.w * " if weighted else ""
+        `weighted`: also (`wus`) each span's microseconds times its `w` (GPU-equivalents), in
+        the same pass."""
+        g, lst = self.greatest, self.least
+        if count == 1:
+            part = "(sp.e - sp.s)"
+        else:
+            part = f"({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b))"
+        sums = f"SUM({part}) AS us" + (f", SUM(sp.w * {part}) AS wus" if weighted else "")
         if count == 1:
             return f"""
-            SELECT sp.cluster, sp.grp, 0 AS idx, SUM({w}(sp.e - sp.s)) AS us
+            SELECT sp.cluster, sp.grp, 0 AS idx, {sums}
             FROM ({spans}) AS sp WHERE sp.e > sp.s GROUP BY sp.cluster, sp.grp
             """
-        g, lst = self.greatest, self.least
         if self.postgres:
             # one row per bucket a span touches (usually one), no join against every bucket
             return f"""
-            SELECT sp.cluster, sp.grp, b.idx,
-                   SUM({w}({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b))) AS us
+            SELECT sp.cluster, sp.grp, b.idx, {sums}
             FROM ({spans}) AS sp
             CROSS JOIN LATERAL generate_series((sp.s - :f) / :b, (sp.e - 1 - :f) / :b) AS b(idx)
             WHERE sp.e > sp.s
@@ -56,8 +60,7 @@ class AuditSql:
         return f"""
         WITH RECURSIVE
         buckets(idx) AS (SELECT 0 UNION ALL SELECT idx + 1 FROM buckets WHERE idx < :n - 1)
-        SELECT sp.cluster, sp.grp, b.idx,
-               SUM({w}({lst}(sp.e, :f + (b.idx + 1) * :b, :t) - {g}(sp.s, :f + b.idx * :b))) AS us
+        SELECT sp.cluster, sp.grp, b.idx, {sums}
         FROM ({spans}) AS sp
         JOIN buckets AS b ON b.idx BETWEEN (sp.s - :f) / :b AND (sp.e - 1 - :f) / :b
         WHERE sp.e > sp.s

@@ -148,38 +148,26 @@ async def contention(
 
     alloc_group = sql.text_key(_ALLOCATION_GROUP[group_by])
 
-    def allocated_spans(gpus: bool) -> str:
-        # gpus: each allocation of a GPU weighed by what it takes of it (GPU-equivalents)
-        weight, only = (
-            (", a.equivalents AS w", f" AND a.device_type = '{GPU}'") if gpus else ("", "")
-        )
-        return f"""
+    # w: what each allocation takes of its GPU (GPU-equivalents), 0 for other device types:
+    # the GPU-equivalent-hours are summed in the same pass as the device-hours
+    weight = f"CASE WHEN a.device_type = '{GPU}' THEN a.equivalents ELSE 0 END AS w"
+    allocated = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
-               {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e{weight}
-        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}{only}
-        """
-
-    def idle_spans(gpus: bool) -> str:
-        weight, only = (
-            (", a.equivalents AS w", f" AND a.device_type = '{GPU}'") if gpus else ("", "")
-        )
-        return f"""
+               {g}(a.start_us, :f) AS s, {lst}(COALESCE(a.end_us, :h), :t) AS e, {weight}
+        FROM allocations AS a WHERE {overlap("a", "allocations")}{where_cluster("a", cluster)}
+    """
+    idle = f"""
         SELECT a.cluster AS cluster, {alloc_group} AS grp,
                {g}(a.start_us, i.start_us, :f) AS s,
-               {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e{weight}
+               {lst}(COALESCE(a.end_us, :h), COALESCE(i.end_us, :h), :t) AS e, {weight}
         FROM allocations AS a
         JOIN idle_holds AS i ON i.cluster = a.cluster AND i.claim_uid = a.claim_uid
         WHERE {overlap("a", "allocations")} AND {overlap("i", "idle_holds")}
-              {where_cluster("a", cluster)}{only}
-        """
-
-    allocated, idle = allocated_spans(False), idle_spans(False)
-    gpu_allocated, gpu_idle = allocated_spans(True), idle_spans(True)
+              {where_cluster("a", cluster)}
+    """
     queries = [
-        sql.split(allocated, count),
-        sql.split(idle, count),
-        sql.split(gpu_allocated, count, weighted=True),
-        sql.split(gpu_idle, count, weighted=True),
+        sql.split(allocated, count, weighted=True),
+        sql.split(idle, count, weighted=True),
     ]
     if group_by != "NAMESPACE":
         if group_by == "CLASS":
@@ -192,20 +180,12 @@ async def contention(
             join = ""
         available = f"""
             SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
-                   {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e
-            FROM device_inventory AS d {join}
-            WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
-        """
-        queries.append(sql.split(available, count))
-        gpu_available = f"""
-            SELECT d.cluster AS cluster, {sql.text_key(inventory_group)} AS grp,
                    {g}(d.start_us, :f) AS s, {lst}(COALESCE(d.end_us, :h), :t) AS e,
-                   d.equivalents AS w
+                   CASE WHEN d.device_type = '{GPU}' THEN d.equivalents ELSE 0 END AS w
             FROM device_inventory AS d {join}
             WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
-                  AND d.device_type = '{GPU}' AND d.equivalents > 0
         """
-        queries.append(sql.split(gpu_available, count, weighted=True))
+        queries.append(sql.split(available, count, weighted=True))
     queries.append(_abandoned_query(group_by, cluster))
     queries.append(_waits_query(sql, group_by, cluster))
 
@@ -214,22 +194,19 @@ async def contention(
         pending_peaks(engine, sql, params, group_by=group_by, cluster=cluster, size=size,
                       count=count, now_us=horizon_us, extent=extent),
     )  # fmt: skip
-    allocated_rows, idle_rows = results[0], results[1]
-    for attribute, found in (("device_hours_allocated", allocated_rows),
-                             ("device_hours_idle", idle_rows)):  # fmt: skip
-        for c, grp, idx, us in found:
-            setattr(row(c, grp, idx), attribute, int(us) / US_PER_HOUR)
-    for attribute, found in (("gpu_hours_allocated", results[2]),
-                             ("gpu_hours_idle", results[3])):  # fmt: skip
-        for c, grp, idx, us in found:
-            if us:
-                setattr(row(c, grp, idx), attribute, float(us) / US_PER_HOUR)
+    for (hours, gpu_hours), found in (
+        (("device_hours_allocated", "gpu_hours_allocated"), results[0]),
+        (("device_hours_idle", "gpu_hours_idle"), results[1]),
+    ):
+        for c, grp, idx, us, wus in found:
+            r = row(c, grp, idx)
+            setattr(r, hours, int(us) / US_PER_HOUR)
+            setattr(r, gpu_hours, float(wus or 0) / US_PER_HOUR)
     if group_by != "NAMESPACE":
-        for c, grp, idx, us in results[4]:
-            row(c, grp, idx).device_hours_available = int(us) / US_PER_HOUR
-        for c, grp, idx, us in results[5]:
-            if us:
-                row(c, grp, idx).gpu_hours_available = float(us) / US_PER_HOUR
+        for c, grp, idx, us, wus in results[2]:
+            r = row(c, grp, idx)
+            r.device_hours_available = int(us) / US_PER_HOUR
+            r.gpu_hours_available = float(wus or 0) / US_PER_HOUR
     _waits(results[-1], postgres, row)
     for c, grp, idx, abandoned in results[-2]:
         row(c, grp, idx).claims_abandoned = int(abandoned)

@@ -138,7 +138,7 @@ function PoolAvailability({ status }) {
   if (status === null) return null;
   if (status.validationError) return html`<span data-pool-status="not-counted"><${Badge} kind="warn" title=${status.validationError}>not counted: ${status.validationError}<//></span>`;
   return html`<span class="small" data-pool-status=${`${status.totalDevices}/${status.allocatedDevices}/${status.availableDevices}/${status.unavailableDevices}`}
-    title="KEP-5677 pool status: admin-access results consume nothing, a shared device counts once, a NoSchedule/NoExecute taint makes a device unavailable">
+    title="KEP-5677 pool status, in devices as the KEP counts them (each MIG partition is a device; the Overview counts physical GPUs): admin-access results consume nothing, a shared device counts once, a NoSchedule/NoExecute taint makes a device unavailable">
     ${status.totalDevices} devices · ${status.allocatedDevices} allocated · ${status.availableDevices} available${status.unavailableDevices ? html` · <span class="warn-text">${status.unavailableDevices} tainted</span>` : ""}</span>`;
 }
 
