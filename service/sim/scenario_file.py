@@ -75,6 +75,7 @@ class Workload:
     limits: dict[str, str] = field(default_factory=dict)
     image: str = DEFAULT_IMAGE
     labels: dict[str, str] = field(default_factory=dict)
+    gpu_busy: float | None = None  # percent its pods keep their GPUs busy (sim.dcgm)
 
 
 @dataclass(frozen=True)
@@ -244,4 +245,14 @@ def _workload(doc: dict) -> Workload:
         limits={str(k): str(v) for k, v in (doc.get("limits") or {}).items()},
         image=str(doc.get("image", DEFAULT_IMAGE)),
         labels={str(k): str(v) for k, v in (doc.get("labels") or {}).items()},
+        gpu_busy=_percent(doc, "gpuBusy"),
     )
+
+
+def _percent(doc: dict, name: str) -> float | None:
+    raw = doc.get(name)
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 100:
+        raise ScenarioError(f"workload {doc.get('name')}: {name} must be a percent (0-100)")
+    return float(raw)
