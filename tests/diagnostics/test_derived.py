@@ -11,8 +11,9 @@ import pytest
 
 from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, failures
 from dra_mirror.service.diagnostics.lint import lint_manifests
+from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.records import ClaimRecord
+from dra_mirror.service.model.records import ClaimRecord, key_of
 from tests.diagnostics.conftest import Cluster
 
 NUMA_OLD = "device.attributes['gpu.nvidia.com'].numa"  # the attribute the driver dropped
@@ -137,3 +138,23 @@ def test_lint_reads_subrequests_templates_and_v1beta1():
     }  # fmt: skip
     [finding] = lint_manifests([flat])
     assert finding.path == "spec.devices.requests[0].derivedAttributes"
+
+
+def test_lint_cluster_reads_the_mirrored_claims(east: Cluster):
+    body = alignment_claim(NUMA, name="unused-speed")
+    body["spec"]["devices"]["requests"][1]["exactly"]["derivedAttributes"].append(
+        {"name": "custom/speed", "expression": "1"}
+    )
+    extra = claim(body)
+    findings = lint_cluster(
+        classes=east.classes,
+        devices=east.devices,
+        claims={**east.claims, key_of(extra): extra},
+        pods=east.pods,
+        nodes=east.nodes,
+    )
+    [finding] = [f for f in findings if f.rule.startswith("derived")]
+    assert (finding.rule, finding.object, finding.path) == (
+        "derived-attribute-unused", "ResourceClaim training/unused-speed",
+        "spec.devices.requests[1]",
+    )  # fmt: skip
