@@ -37,6 +37,7 @@ from fractions import Fraction
 from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import Alternative, Match, alternatives, fit, match
+from dra_mirror.service.diagnostics.compatibility import snapshot
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.diagnostics.verdicts import (
     RequestVerdict,
@@ -204,6 +205,7 @@ class _Search:
             self.tentative,
             pending=self.pending.get(key),
             in_claim=uses > 0,
+            picked=[e for _, e, _ in self.picks] if entry.device.consumes_counters else (),
         )
         if reason is not None or not self._constraints_hold(alt, entry):
             return False
@@ -317,6 +319,7 @@ def _allocation(
                     else {}
                 ),
                 admin_access=alt.admin,
+                compatibility_groups=snapshot(entry),
             )
         )
     node_local = scope if any(e.node is not None for _, e, _ in picks) else None

@@ -366,6 +366,8 @@ class AllocationRef(Struct, frozen=True, gc=False):
     share_id: str | None = None
     consumed_capacity: dict[str, str] = field(default_factory=dict)
     admin_access: bool = False
+    # KEP-5963: the result's snapshot, counter set -> the device's compatibility groups
+    compatibility_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 Record = (
