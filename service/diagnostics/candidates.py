@@ -41,6 +41,7 @@ HELD = "held"
 CAPACITY = "capacity"  # not enough left now (others consume it)
 POLICY = "policy"  # never: outside the requestPolicy, or more than the device has
 COUNTERS = "counters"
+INCOMPATIBLE = "incompatible"  # KEP-5963: its compatibility groups clash on a counter set
 TAINTED = "tainted"
 
 
@@ -257,7 +258,7 @@ def fit(
         if not counters_fit(entry, ledger, tentative or {}):
             return COUNTERS, consumed
         if conflicts(entry, ledger, picked):
-            return COUNTERS, consumed  # KEP-5963: its compatibility groups clash on a set
+            return INCOMPATIBLE, consumed
     return None, consumed
 
 

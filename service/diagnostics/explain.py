@@ -350,6 +350,16 @@ def _held(
     return ALL_HELD, (
         f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
         + _short_note(v)
+        + _incompatible_note(v)
+    )
+
+
+def _incompatible_note(v: RequestVerdict) -> str:
+    if not v.incompatible:
+        return ""
+    return (
+        f"; {v.incompatible} matching device(s) refused by compatibility groups (KEP-5963): "
+        "their counter set already serves partitions of another group"
     )
 
 

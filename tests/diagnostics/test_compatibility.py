@@ -103,6 +103,10 @@ def test_a_vgpu_is_refused_beside_a_held_mig_partition():
     diagnosis = explain_claim(record, classes=classes, devices=devices, ledger=ledger,
                               claims=claims, pods=[], nodes=[])  # fmt: skip
     assert diagnosis.verdict == "all-held" and "default/pod-a-gpu" in diagnosis.message
+    assert diagnosis.message.endswith(
+        "; 2 matching device(s) refused by compatibility groups (KEP-5963): their counter set "
+        "already serves partitions of another group"
+    )
     mig, _ = place([*world(), pod_a], claim_for("pod-b-gpu", "mig-1g"))
     assert isinstance(mig, Allocation)
     [result] = mig.results
