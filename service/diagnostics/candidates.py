@@ -33,7 +33,13 @@ from dra_mirror.service.diagnostics.compatibility import conflicts
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import parse_quantity
-from dra_mirror.service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
+from dra_mirror.service.model.records import (
+    Capacity,
+    DerivedAttribute,
+    DeviceClassRecord,
+    DeviceEntry,
+    Request,
+)
 from dra_mirror.service.model.taint_rules import taints_of, untolerated
 
 # Why a matching device cannot be given now.
@@ -59,6 +65,7 @@ class Alternative:
     capacity: Mapping[str, str]
     tolerations: tuple[dict[str, Any], ...]
     admin: bool = False
+    derived: tuple[DerivedAttribute, ...] = ()  # KEP-6080: names constraints may match on
 
 
 def alternatives(request: Request) -> list[Alternative]:
@@ -74,6 +81,7 @@ def alternatives(request: Request) -> list[Alternative]:
                 sub.count,
                 sub.capacity,
                 sub.tolerations,
+                derived=sub.derived_attributes,
             )
             for sub in request.first_available
         ]
@@ -88,6 +96,7 @@ def alternatives(request: Request) -> list[Alternative]:
             request.capacity,
             request.tolerations,
             request.admin_access,
+            request.derived_attributes,
         )
     ]
 

@@ -15,6 +15,8 @@ published attribute of the same name). The KEP's rules kept here:
   error too;
 * a derived attribute only matters through a constraint naming it: one that no constraint
   applying to its request names is computed for nothing (`unused`);
+* the allocator reads a derived value where a constraint names it (`tagged_value`), before
+  the device's own attribute of that name, typed as a published attribute would be;
 * at most `MAX_PER_REQUEST` (32) derived attributes per request, the limit lint holds a
   request to (the KEP's draft API at kubernetes/enhancements 436e2198 wrote `maxItems=8`;
   kube-apiserver enforces whichever its release has).
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import alternatives, match
 from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_value
+from dra_mirror.service.diagnostics.cel_library import SEMVER_KEY
 from dra_mirror.service.model.records import (
     ClaimRecord,
     DerivedAttribute,
@@ -37,7 +41,14 @@ from dra_mirror.service.model.records import (
     Request,
 )
 
-__all__ = ["MAX_PER_REQUEST", "DerivedFailure", "derived_of", "failures", "unused"]
+__all__ = [
+    "MAX_PER_REQUEST",
+    "DerivedFailure",
+    "derived_of",
+    "failures",
+    "tagged_value",
+    "unused",
+]
 
 MAX_PER_REQUEST = 32  # derivedAttributes per request
 
@@ -118,3 +129,33 @@ def unused(request: str, derived: Iterable[str], constraints: Iterable[Constrain
         if not requests or any(r in (request, request.split("/")[0]) for r in requests):
             used.update(n for n in (match_attribute, distinct_attribute) if n)
     return [name for name in derived if name not in used]
+
+
+def _tag(value: Any) -> tuple[str, Any] | None:
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, dict) and SEMVER_KEY in value:
+        return ("version", str(value[SEMVER_KEY]))
+    return None
+
+
+def tagged_value(attribute: DerivedAttribute, entry: DeviceEntry) -> tuple[str, Any] | None:
+    """The derived value on one device as (type, value), typed as the allocator compares
+    published attributes ("int", 3), lists as ("ints", (3, 4)); None when it fails."""
+    try:
+        value = compile_value(attribute.expression).value(entry.device, entry.key.driver)
+    except SelectorError:
+        return None
+    if isinstance(value, SelectorEvalError):
+        return None
+    if isinstance(value, list):
+        tags = [_tag(v) for v in value]
+        if not tags or any(t is None for t in tags):
+            return None
+        kind = tags[0][0] if tags[0] is not None else ""
+        return (f"{kind}s", tuple(t[1] for t in tags if t is not None))
+    return _tag(value)

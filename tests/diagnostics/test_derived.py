@@ -12,8 +12,9 @@ import pytest
 from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, failures
 from dra_mirror.service.diagnostics.lint import lint_manifests
 from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
+from dra_mirror.service.diagnostics.placement import Unsatisfiable, allocate
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.records import ClaimRecord, key_of
+from dra_mirror.service.model.records import Allocation, ClaimRecord, key_of
 from tests.diagnostics.conftest import Cluster
 
 NUMA_OLD = "device.attributes['gpu.nvidia.com'].numa"  # the attribute the driver dropped
@@ -158,3 +159,17 @@ def test_lint_cluster_reads_the_mirrored_claims(east: Cluster):
         "derived-attribute-unused", "ResourceClaim training/unused-speed",
         "spec.devices.requests[1]",
     )  # fmt: skip
+
+
+def test_the_allocator_matches_constraints_on_derived_values(east: Cluster):
+    # The demo's H200 nodes have four GPUs each, all on NUMA node 0 (resource.kubernetes.io/
+    # numaNode); the NIC's derived value is a constant: 0 aligns, 1 cannot.
+    aligned = claim(alignment_claim(NUMA))
+    allocation = allocate(aligned, classes=east.classes, devices=east.devices, ledger=east.ledger)
+    assert isinstance(allocation, Allocation)
+    assert {r.request for r in allocation.results} == {"gpu", "nic"}
+    body = alignment_claim(NUMA, name="apart")
+    body["spec"]["devices"]["requests"][1]["exactly"]["derivedAttributes"][0]["expression"] = "1"
+    apart = allocate(claim(body), classes=east.classes, devices=east.devices, ledger=east.ledger)
+    assert isinstance(apart, Unsatisfiable)
+    assert {v.verdict for v in apart.requests} == {"constraints"}
