@@ -40,6 +40,7 @@ class DiagnosisVerdict(enum.Enum):
     NO_DEVICES = "no-devices"
     NO_MATCH = "no-match"
     SELECTOR_ERROR = "selector-error"
+    DERIVED_ATTRIBUTE_ERROR = "derived-attribute-error"
     ALL_HELD = "all-held"
     SHARING_OFF = "sharing-off"
     TAINTED = "tainted"

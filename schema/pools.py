@@ -73,6 +73,11 @@ class ResourcePoolStatus:
 async def resource_pools(
     info: Info, cluster: str | None, driver: str | None
 ) -> list[ResourcePoolStatus]:
+    return [ResourcePoolStatus.of(s) for s in await mirrored_pools(info, cluster, driver)]
+
+
+async def mirrored_pools(info: Info, cluster: str | None, driver: str | None) -> list[PoolStatus]:
+    """The mirror's own status of every pool the caller may see (of one driver, or all)."""
     reader = info.context.reader
     slices = [
         r
@@ -97,7 +102,6 @@ async def resource_pools(
         for r in (await reader.list(DEVICE_CLASS, cluster=cluster) if rules else ())
         if isinstance(r, DeviceClassRecord)
     ]
-    statuses = pool_statuses(
+    return pool_statuses(
         slices, claims, rules, classes=classes, selector_matcher=rule_selector_matches
     )
-    return [ResourcePoolStatus.of(s) for s in statuses]

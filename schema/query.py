@@ -37,6 +37,7 @@ from .nodes import Cluster, Node
 from .paging import Connection, connection, cursor_key, page_size
 from .pod_groups import PodGroup
 from .pods import Pod
+from .pool_requests import ResourcePoolStatusRequest, resource_pool_status_requests
 from .pools import ResourcePoolStatus, resource_pools
 from .scalars import ClaimState, DeviceStatus
 from .whoholds import Holding, devices_named, who_holds
@@ -117,6 +118,15 @@ class Query:
         self, info: Info, cluster: str | None = None, driver: str | None = None
     ) -> list[ResourcePoolStatus]:
         return await resource_pools(info, cluster, driver)
+
+    @strawberry.field(
+        description="ResourcePoolStatusRequests (KEP-5677) where the cluster serves them, each "
+        "reported pool beside the mirror's own status of it and where they differ."
+    )
+    async def resource_pool_status_requests(
+        self, info: Info, cluster: str | None = None
+    ) -> list[ResourcePoolStatusRequest]:
+        return await resource_pool_status_requests(info, cluster)
 
     @strawberry.field(
         description="Devices of valid pool generations, filtered, paged. `published: false` "

@@ -10,7 +10,9 @@ device, so both live here:
 * **can it be given now?** — `fit(...)` checks, against the ledger plus what this allocation
   already picked: exclusivity, a shareable device's remaining capacity after rounding the
   request by the capacity's `requestPolicy` (a request the policy or the device's total can
-  never grant is `policy`, not `capacity`), partition counters, and NoSchedule/NoExecute taints
+  never grant is `policy`, not `capacity`), partition counters and compatibility groups
+  (KEP-5963: partitions of one counter set co-allocate only where their groups intersect),
+  and NoSchedule/NoExecute taints
   (the slice's and the DeviceTaintRules') against the request's tolerations. Admin access skips
   holders, capacity and counters.
 
@@ -27,10 +29,17 @@ from math import ceil
 from typing import Any
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
+from dra_mirror.service.diagnostics.compatibility import conflicts
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.model.metadata import qualify
 from dra_mirror.service.model.quantity import parse_quantity
-from dra_mirror.service.model.records import Capacity, DeviceClassRecord, DeviceEntry, Request
+from dra_mirror.service.model.records import (
+    Capacity,
+    DerivedAttribute,
+    DeviceClassRecord,
+    DeviceEntry,
+    Request,
+)
 from dra_mirror.service.model.taint_rules import taints_of, untolerated
 
 # Why a matching device cannot be given now.
@@ -38,6 +47,7 @@ HELD = "held"
 CAPACITY = "capacity"  # not enough left now (others consume it)
 POLICY = "policy"  # never: outside the requestPolicy, or more than the device has
 COUNTERS = "counters"
+INCOMPATIBLE = "incompatible"  # KEP-5963: its compatibility groups clash on a counter set
 TAINTED = "tainted"
 
 
@@ -55,6 +65,7 @@ class Alternative:
     capacity: Mapping[str, str]
     tolerations: tuple[dict[str, Any], ...]
     admin: bool = False
+    derived: tuple[DerivedAttribute, ...] = ()  # KEP-6080: names constraints may match on
 
 
 def alternatives(request: Request) -> list[Alternative]:
@@ -70,6 +81,7 @@ def alternatives(request: Request) -> list[Alternative]:
                 sub.count,
                 sub.capacity,
                 sub.tolerations,
+                derived=sub.derived_attributes,
             )
             for sub in request.first_available
         ]
@@ -84,6 +96,7 @@ def alternatives(request: Request) -> list[Alternative]:
             request.capacity,
             request.tolerations,
             request.admin_access,
+            request.derived_attributes,
         )
     ]
 
@@ -214,13 +227,15 @@ def fit(
     *,
     pending: Mapping[str, Fraction] | None = None,
     in_claim: bool = False,
+    picked: Sequence[DeviceEntry] = (),
 ) -> tuple[str | None, dict[str, Fraction] | None]:
     """(reason it cannot be given or None, the capacity a share would consume).
 
     `tentative`: counters this allocation already took; `pending`: capacity of this device
     earlier requests of the same claim already took; `in_claim`: the claim already uses the
     device (a shareable device can serve several requests of one claim; it consumes its
-    counters once)."""
+    counters once); `picked`: devices this allocation already took (their compatibility groups
+    must agree with the device's on a shared counter set, KEP-5963)."""
     if blocking_taints(entry, alt):
         return TAINTED, None
     if alt.admin:
@@ -251,6 +266,8 @@ def fit(
     if device.consumes_counters and not in_claim and not ledger.holders(entry.key):
         if not counters_fit(entry, ledger, tentative or {}):
             return COUNTERS, consumed
+        if conflicts(entry, ledger, picked):
+            return INCOMPATIBLE, consumed
     return None, consumed
 
 

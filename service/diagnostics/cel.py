@@ -15,6 +15,9 @@ are available, as are `quantity`/`semver` (see `cel_library`).
 
 Errors (`SelectorError`, `SelectorEvalError`, `SelectorTooCostly`) are `cel_errors`'s.
 
+A derived attribute's expression (KEP-6080) is compiled by `compile_value` in the same
+environment; its value must be a scalar or a list of scalars.
+
 Promises: `compile_selector` compiles each expression text once per process (failures are
 cached too); `Selector.matches` is pure and re-entrant. The CEL engine is cel-expr-python
 (Google's cel-cpp); docs/cel.md records why, with figures.
@@ -45,7 +48,9 @@ __all__ = [
     "SelectorError",
     "SelectorEvalError",
     "SelectorTooCostly",
+    "ValueExpression",
     "compile_selector",
+    "compile_value",
     "device_data",
     "rule_selector_matches",
 ]
@@ -291,7 +296,6 @@ def compile_selector(expression: str) -> Selector:
 
 
 def _compile(expression: str) -> Selector | SelectorError:
-    global _domains_generation
     try:
         program = _ENV.compile(expression)
     except RuntimeError as e:
@@ -299,11 +303,17 @@ def _compile(expression: str) -> Selector | SelectorError:
     returns = program.return_type()
     if returns not in (cel.Type.BOOL, cel.Type.DYN):
         return SelectorError(expression, f"selector must evaluate to bool, not {returns.name()}")
+    _register_domains(expression)
+    return Selector(expression, program)
+
+
+def _register_domains(expression: str) -> None:
+    """Give every device an empty map for each domain `expression` indexes (see _DOMAIN_INDEX)."""
+    global _domains_generation
     domains = {m[2] for m in _DOMAIN_INDEX.finditer(expression)} - _referenced_domains
     if domains:
         _referenced_domains.update(domains)
         _domains_generation += 1
-    return Selector(expression, program)
 
 
 def rule_selector_matches(expression: str, device: Device, driver: str) -> bool:
@@ -370,3 +380,73 @@ def _version(text: str) -> Any:
         return cel_library.semver_value(text)
     except ValueError:
         return text  # invalid versions never pass API validation; keep the text visible
+
+
+# What a derived attribute may evaluate to (KEP-6080): a scalar, or a list of scalars.
+_SCALARS = ("INT", "UINT", "STRING", "BOOL")
+
+
+def _scalar(kind: str, value: Any) -> bool:
+    if kind in _SCALARS:
+        return True
+    # a semver is a map of one key (cel_library), the only map allowed
+    return (
+        kind.startswith("MAP")
+        and isinstance(value, dict)
+        and set(value) == {cel_library.SEMVER_KEY}
+    )
+
+
+class ValueExpression:
+    """A compiled expression whose value is read, not only whether it holds: a derived
+    attribute (KEP-6080) evaluates, in a selector's environment, to a scalar (string, int,
+    bool, semver) or a list of scalars; any other value is an evaluation error."""
+
+    __slots__ = ("_program", "expression")
+
+    def __init__(self, expression: str, program: Any) -> None:
+        self.expression = expression
+        self._program = program
+
+    def value(self, device: Device, driver: str) -> Any:
+        """The value on one device, or the SelectorEvalError evaluation gave (returned)."""
+        try:
+            result = self._program.eval(data={"device": device_data(device, driver)})
+        except RuntimeError as error:
+            return SelectorEvalError(self.expression, clean(str(error)))
+        kind, value = result.type().name(), result.value()
+        if result.type() == cel.Type.ERROR:
+            return SelectorEvalError(self.expression, clean(str(value)))
+        if _scalar(kind, value):
+            return value
+        if kind.startswith("LIST") and all(_scalar(v.type().name(), v.value()) for v in value):
+            return [v.value() for v in value]
+        return SelectorEvalError(
+            self.expression, f"must evaluate to a scalar or a list of scalars, got {kind}"
+        )
+
+
+_values: dict[str, ValueExpression | SelectorError] = {}
+
+
+def compile_value(expression: str) -> ValueExpression:
+    """The compiled expression (cached, as selectors are); raises SelectorError."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise SelectorError(
+            expression[:200],
+            f"expression is {len(expression)} characters long; the API allows at most "
+            f"{MAX_EXPRESSION_LENGTH}",
+        )
+    hit = _values.get(expression)
+    if hit is None:
+        try:
+            hit = ValueExpression(expression, _ENV.compile(expression))
+            _register_domains(expression)
+        except RuntimeError as e:
+            hit = SelectorError(expression, clean(str(e)))
+        if len(_values) >= _COMPILED_LIMIT:
+            _values.clear()
+        _values[expression] = hit
+    if isinstance(hit, SelectorError):
+        raise hit
+    return hit

@@ -22,6 +22,7 @@ NODE_RESOURCES = "node-resources"
 IDLE = "idle"
 POD_NOT_RUNNING = "pod-not-running"
 DELETING = "deleting"
+DERIVED_ERROR = "derived-attribute-error"  # KEP-6080: a derived attribute fails at run time
 
 MAX_HOLDERS = 50
 

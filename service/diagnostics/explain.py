@@ -9,6 +9,8 @@ pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's w
       no-devices       the class matches none of the driver's devices
       no-match         no device matches the conditions (which selector rejected how many)
       selector-error   a selector failed to compile or evaluate (the message says which)
+      derived-attribute-error   a derived attribute's CEL (KEP-6080) fails on a candidate
+                       device: kube-scheduler aborts the allocation, the pod stays Pending
       all-held         no devices left: every matching device is held — by which claims, which idle
       sharing-off      sharing is off and another pod took the device first
       no-capacity / tainted / not-enough / constraints / search-limit   (see `verdicts`)
@@ -46,9 +48,12 @@ from dra_mirror.service.diagnostics.cluster import (
     pod_requests,
     shortfall,
 )
+from dra_mirror.service.diagnostics.derived import DerivedFailure
+from dra_mirror.service.diagnostics.derived import failures as derived_failures
 from dra_mirror.service.diagnostics.diagnoses import (
     ALLOCATABLE,
     DELETING,
+    DERIVED_ERROR,
     DRIVER_MISSING,
     MAX_HOLDERS,
     NODE_RESOURCES,
@@ -120,6 +125,10 @@ def explain_claim(
     candidates = (
         devices if scope is None else [e for e in devices if e.node is None or e.node in scope]
     )
+    broken = derived_failures(claim, classes, candidates)
+    if broken:
+        base.verdict, base.message = DERIVED_ERROR, _derived_message(broken[0])
+        return base
     result = allocate(claim, classes=classes, devices=candidates, ledger=ledger, share_id=_no_share)
     stuck = [p for p in users if p.phase == "Pending"]
     if isinstance(result, Allocation) and result.node_name and stuck and nodes:
@@ -182,6 +191,17 @@ def explain_claim(
                 )
                 base.message += f" (GPU nodes where {driver} publishes no devices: {listed})"
     return base
+
+
+def _derived_message(failure: DerivedFailure) -> str:
+    where = f" on {failure.device}" if failure.device else ""
+    return (
+        f"request {failure.request}: derived attribute {failure.name!r} "
+        f"({failure.expression!r}) fails{where}: {failure.message}. kube-scheduler aborts the "
+        "allocation at a CEL error in derivedAttributes (KEP-6080), even where other devices "
+        "would fit: the pod stays Pending until the expression is fixed (test an attribute "
+        "with has() before reading it)"
+    )
 
 
 def _blocking(verdicts: Sequence[RequestVerdict]) -> RequestVerdict:
@@ -330,6 +350,16 @@ def _held(
     return ALL_HELD, (
         f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
         + _short_note(v)
+        + _incompatible_note(v)
+    )
+
+
+def _incompatible_note(v: RequestVerdict) -> str:
+    if not v.incompatible:
+        return ""
+    return (
+        f"; {v.incompatible} matching device(s) refused by compatibility groups (KEP-5963): "
+        "their counter set already serves partitions of another group"
     )
 
 

@@ -60,6 +60,7 @@ class Ledger:
         # does not change while a ledger is read), and what imagined holds moved since.
         self._base_free: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
         self._moved: dict[PoolKey, dict[str, dict[str, Fraction]]] = {}
+        self._grouped: dict[PoolKey, bool] = {}  # pools with a device declaring groups
         # Whether a hold takes the device: the base's answer as it is, until a commit or a
         # release imagines otherwise.
         self.taken: Callable[[DeviceKey], bool] = self.base.taken
@@ -157,6 +158,18 @@ class Ledger:
         if left is None or not used:
             return None if left is None else dict(left)
         return {name: amount - used.get(name, Fraction(0)) for name, amount in left.items()}
+
+    def declares_groups(self, driver: str, pool: str) -> bool:
+        """Whether a device of the pool declares compatibility groups (KEP-5963; read once per
+        pool and ledger)."""
+        pk = PoolKey(driver, pool)
+        found = self._grouped.get(pk)
+        if found is None:
+            devices = self.base.pool(driver, pool).devices.values()
+            found = self._grouped[pk] = any(
+                c.compatibility_groups for e in devices for c in e.device.consumes_counters
+            )
+        return found
 
     def counter_blockers(self, entry: DeviceEntry) -> list[ObjectKey]:
         """Claims holding sibling devices that consume the same counter sets as `entry`."""

@@ -17,6 +17,10 @@ in the operations manual's words:
     class-missing             error    a request names a deviceClassName no DeviceClass has
     claim-other-namespace     error    resourceClaimName names a claim that exists only in
                                        another namespace: claims are namespaced, the pod waits
+    derived-attributes-limit  error    more than 32 derivedAttributes in one request (KEP-6080):
+                                       the API server rejects the claim
+    derived-attribute-unused  warning  a derived attribute no constraint (matchAttribute,
+                                       distinctAttribute) applying to its request names
     template-per-replica      warning  N replicas with a resourceClaimTemplate get N devices; when
                                        the nodes they may use have fewer free devices than
                                        replicas, the second onward stays Pending (to share one
@@ -35,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, unused
 
 ERROR = "error"
 WARNING = "warning"
@@ -148,7 +154,7 @@ def _lint_doc(
         base = "spec"
         if kind == "ResourceClaimTemplate":
             spec, base = spec.get("spec") or {}, "spec.spec"
-        return _check_classes(spec, base, ref, facts)
+        return _check_classes(spec, base, ref, facts) + _check_derived(spec, base, ref)
     if kind == "Pod":
         return _check_pod(
             doc.get("spec") or {}, "spec", ref, namespace, 1, facts, local_claims, local_templates
@@ -187,6 +193,56 @@ def _check_classes(spec: dict[str, Any], base: str, ref: str, facts: ClusterFact
                         f"{base}.devices.requests[{i}]",
                         f"request {request.get('name')!r} names DeviceClass {name!r}, which does "
                         "not exist: the claim stays Pending",
+                    )
+                )
+    return out
+
+
+def _check_derived(spec: dict[str, Any], base: str, ref: str) -> list[Finding]:
+    """KEP-6080: at most MAX_PER_REQUEST derived attributes per request, each named by a
+    constraint that applies to the request (else it is computed for nothing)."""
+    constraints = [
+        (tuple(c.get("requests") or ()), c.get("matchAttribute"), c.get("distinctAttribute"))
+        for c in ((spec.get("devices") or {}).get("constraints") or [])
+    ]
+    out: list[Finding] = []
+    for i, request in enumerate(_requests(spec)):
+        name = str(request.get("name"))
+        path = f"{base}.devices.requests[{i}]"
+        places = [
+            (f"{path}.exactly", name, (request.get("exactly") or {}).get("derivedAttributes")),
+            (path, name, request.get("derivedAttributes")),  # v1beta1's flat request
+        ]
+        places += [
+            (f"{path}.firstAvailable[{j}]", f"{name}/{sub.get('name')}",
+             sub.get("derivedAttributes"))
+            for j, sub in enumerate(request.get("firstAvailable") or [])
+        ]  # fmt: skip
+        for where, request_name, derived in places:
+            if not derived:
+                continue
+            if len(derived) > MAX_PER_REQUEST:
+                out.append(
+                    Finding(
+                        "derived-attributes-limit",
+                        ERROR,
+                        ref,
+                        f"{where}.derivedAttributes",
+                        f"request {request_name!r} has {len(derived)} derived attributes; the API "
+                        f"allows at most {MAX_PER_REQUEST}: the claim is rejected",
+                    )
+                )
+            names = [str(d.get("name")) for d in derived if d.get("name")]
+            for unused_name in unused(request_name, names, constraints):
+                out.append(
+                    Finding(
+                        "derived-attribute-unused",
+                        WARNING,
+                        ref,
+                        f"{where}.derivedAttributes",
+                        f"derived attribute {unused_name!r} of request {request_name!r} is named "
+                        "by no constraint (matchAttribute or distinctAttribute) that applies to "
+                        "the request: it is computed for every candidate device for nothing",
                     )
                 )
     return out

@@ -11,6 +11,8 @@ the cluster-wide ones.
                                        and some node's device plugin advertises it (a DRA-only
                                        cluster advertises none: quiet there)
     claim-other-namespace     error    a pod's resourceClaimName exists only in other namespaces
+    derived-attributes-limit  error    a claim's request has more derivedAttributes than allowed
+    derived-attribute-unused  warning  a claim's derived attribute no applying constraint names
     template-per-replica      warning  replicas of one controller each got a template claim and
                                        some stay Pending for want of devices
 
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from dra_mirror.service.diagnostics.candidates import Alternative, match
 from dra_mirror.service.diagnostics.cluster import advertised, gpu_nodes
+from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, derived_of, unused
 from dra_mirror.service.diagnostics.lint import DEVICE_PLUGIN_RESOURCES, ERROR, WARNING, Finding
 from dra_mirror.service.model.records import (
     ClaimRecord,
@@ -49,6 +52,7 @@ def lint_cluster(
     findings += _nodes_without_driver(nodes, devices)
     findings += _classes(classes, devices)
     findings += _pods(list(pods), claims, advertised(nodes))
+    findings += _derived(claims)
     return sorted(findings, key=lambda f: (f.rule, f.object, f.path))
 
 
@@ -177,4 +181,35 @@ def _pods(
                     "may run. To share one device, reference one claim with resourceClaimName",
                 )
             )
+    return out
+
+
+def _derived(claims: Mapping[ObjectKey, ClaimRecord]) -> list[Finding]:
+    """KEP-6080 in the claims mirrored: the per-request limit, and derived attributes no
+    constraint applying to their request names."""
+    out: list[Finding] = []
+    for key, claim in sorted(claims.items()):
+        ref = f"ResourceClaim {key.namespace}/{key.name}"
+        constraints = [
+            (c.requests, c.match_attribute, c.distinct_attribute) for c in claim.constraints
+        ]
+        for i, request in enumerate(claim.requests):
+            for name, derived in derived_of(request):
+                path = f"spec.devices.requests[{i}]"
+                if len(derived) > MAX_PER_REQUEST:
+                    out.append(
+                        Finding(
+                            "derived-attributes-limit", ERROR, ref, path,
+                            f"request {name!r} has {len(derived)} derived attributes; at most "
+                            f"{MAX_PER_REQUEST} are allowed",
+                        )
+                    )  # fmt: skip
+                for unused_name in unused(name, [d.name for d in derived], constraints):
+                    out.append(
+                        Finding(
+                            "derived-attribute-unused", WARNING, ref, path,
+                            f"derived attribute {unused_name!r} of request {name!r} is named by "
+                            "no constraint that applies to the request: computed for nothing",
+                        )
+                    )  # fmt: skip
     return out

@@ -37,6 +37,8 @@ from fractions import Fraction
 from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import Alternative, Match, alternatives, fit, match
+from dra_mirror.service.diagnostics.compatibility import snapshot
+from dra_mirror.service.diagnostics.derived import tagged_value
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.diagnostics.verdicts import (
     RequestVerdict,
@@ -204,6 +206,7 @@ class _Search:
             self.tentative,
             pending=self.pending.get(key),
             in_claim=uses > 0,
+            picked=[e for _, e, _ in self.picks] if entry.device.consumes_counters else (),
         )
         if reason is not None or not self._constraints_hold(alt, entry):
             return False
@@ -251,10 +254,12 @@ class _Search:
             attribute = constraint.match_attribute or constraint.distinct_attribute
             if attribute is None:
                 continue
-            value = _attribute(entry, attribute)
+            value = _attribute(entry, attribute, alt)
             if value is None:
                 return False
-            others = [_attribute(e, attribute) for a, e, _ in self.picks if _applies(constraint, a)]
+            others = [
+                _attribute(e, attribute, a) for a, e, _ in self.picks if _applies(constraint, a)
+            ]
             if constraint.match_attribute and any(v != value for v in others):
                 return False
             if constraint.distinct_attribute and value in others:
@@ -280,7 +285,11 @@ def _applies(constraint: Constraint, alt: Alternative) -> bool:
     return not names or alt.request_name in names or alt.result_name in names
 
 
-def _attribute(entry: DeviceEntry, name: str) -> Any:
+def _attribute(entry: DeviceEntry, name: str, alt: Alternative | None = None) -> Any:
+    # KEP-6080: a derived attribute of the request shadows the device's own of that name.
+    for derived in alt.derived if alt is not None else ():
+        if derived.name == name:
+            return tagged_value(derived, entry)
     attribute = entry.device.attributes.get(name)
     if attribute is None:
         return None
@@ -317,6 +326,7 @@ def _allocation(
                     else {}
                 ),
                 admin_access=alt.admin,
+                compatibility_groups=snapshot(entry),
             )
         )
     node_local = scope if any(e.node is not None for _, e, _ in picks) else None

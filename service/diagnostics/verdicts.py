@@ -14,7 +14,8 @@ would take, and how many claims share the device:
     selector-error  a selector failed to compile or to evaluate (never "no match")
     no-devices      the class covers no published device (driver publishes none)
     no-match        devices exist, but the request's selectors reject them all
-    all-held        every matching device is held (or blocked by sibling partitions)
+    all-held        every matching device is held (or blocked by sibling partitions, by their
+                    counters or their compatibility groups: `incompatible` counts the latter)
     tainted         the free matching devices carry NoSchedule/NoExecute taints
     no-capacity     nobody holds them, yet none can give the capacity asked (outside the
                     capacity's requestPolicy, more than the device has, or no counter set)
@@ -37,6 +38,7 @@ from fractions import Fraction
 from dra_mirror.service.diagnostics.candidates import (
     CAPACITY,
     COUNTERS,
+    INCOMPATIBLE,
     POLICY,
     TAINTED,
     Alternative,
@@ -104,6 +106,7 @@ class RequestVerdict:
     verdict: str
     needed: int = 1  # devices the request needs (ExactCount count; All: every match)
     short: list[Short] = field(default_factory=list)  # shareable devices with too little left
+    incompatible: int = 0  # matching devices refused by compatibility groups (KEP-5963)
 
     def summary(self) -> str:
         """One line in the manual's words."""
@@ -160,7 +163,7 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         reasons[reason or "free"] += 1
         if reason is None:
             free_per_node[entry.node] += 1
-        elif reason == COUNTERS:
+        elif reason in (COUNTERS, INCOMPATIBLE):
             held_by.update(ledger.counter_blockers(entry))
         elif reason not in (TAINTED, POLICY):
             holders = ledger.holders(entry.key)
@@ -212,6 +215,7 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         verdict=verdict,
         needed=needed,
         short=short,
+        incompatible=reasons[INCOMPATIBLE],
     )
 
 

@@ -70,7 +70,8 @@ def allocation_holds(
         device = DeviceKey(cluster, result.driver, result.pool, result.device)
         hold_id = (key, result.request, result.share_id or "")
         ref = AllocationRef(  # positional: a 40,000-claim LIST makes one per result
-            key, result.request, result.share_id, result.consumed_capacity, result.admin_access
-        )
+            key, result.request, result.share_id, result.consumed_capacity, result.admin_access,
+            result.compatibility_groups,
+        )  # fmt: skip
         holds[(device, hold_id)] = (ref, result)
     return holds

@@ -25,6 +25,7 @@ NODE: Final = "Node"
 NAMESPACE: Final = "Namespace"
 DEVICE_TAINT_RULE: Final = "DeviceTaintRule"
 POD_GROUP: Final = "PodGroup"
+RESOURCE_POOL_STATUS_REQUEST: Final = "ResourcePoolStatusRequest"
 
 # PodGroup's group (KEP-5729: v1alpha2 in 1.36, v1beta1 and v1alpha3 in 1.37).
 SCHEDULING_GROUP: Final = "scheduling.k8s.io"

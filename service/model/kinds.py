@@ -10,7 +10,8 @@ A `Kind` entry says everything the package needs of a kind:
   serves each (`introduced`): resource.k8s.io v1 is GA in 1.34 (`DRA_VERSIONS`), the core
   kinds are `v1`;
 * whether it is `optional`: a kind of its own versions (DeviceTaintRule: v1alpha3 from 1.33,
-  alpha and off by default, v1beta2 from 1.36, v1 from 1.37) is discovered on its own, and
+  alpha and off by default, v1beta2 from 1.36, v1 from 1.37; ResourcePoolStatusRequest:
+  v1alpha3 from 1.36) is discovered on its own, and
   a cluster serving none of them is watched without it — never a reason to call DRA unserved
   or to hold back "synced"; its served version is kept per kind (`ClusterStatus.optional`);
 * how it is read: its wire Struct (`service.model.api`, only the fields the mirror needs), the
@@ -40,7 +41,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from dra_mirror.service.model import api, api_core, api_scheduling, taint_rules
+from dra_mirror.service.model import (
+    api,
+    api_core,
+    api_pool_requests,
+    api_scheduling,
+    pool_requests,
+    taint_rules,
+)
 from dra_mirror.service.model.claims import claim_record, template_record
 from dra_mirror.service.model.kind_names import (
     CORE_GROUP,
@@ -53,6 +61,7 @@ from dra_mirror.service.model.kind_names import (
     POD_GROUP,
     RESOURCE_CLAIM,
     RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_POOL_STATUS_REQUEST,
     RESOURCE_SLICE,
     SCHEDULING_GROUP,
 )
@@ -64,6 +73,7 @@ from dra_mirror.service.model.records import (
     NodeRecord,
     PodGroupRecord,
     PodRecord,
+    PoolStatusRequestRecord,
     Record,
     SliceRecord,
     TaintRuleRecord,
@@ -94,6 +104,7 @@ __all__ = [
     "REGISTRY",
     "RESOURCE_CLAIM",
     "RESOURCE_CLAIM_TEMPLATE",
+    "RESOURCE_POOL_STATUS_REQUEST",
     "RESOURCE_SLICE",
     "SCHEDULING_GROUP",
     "SERVED",
@@ -223,6 +234,14 @@ REGISTRY: tuple[Kind, ...] = (
                  (("v1beta1", 37), ("v1alpha3", 37), ("v1alpha2", 36)), optional=True,
                  removed=(("v1alpha2", 37),)),
         PodGroupRecord, api_scheduling.PodGroup, pod_group_record, "groups",
+    ),
+    # KEP-5677: v1alpha3 from 1.36 (DRAResourcePoolStatus, alpha, off by default); the
+    # controller answers each request once. Kept and served beside the mirror's own pool status.
+    Kind(
+        Resource("resourcepoolstatusrequests", RESOURCE_POOL_STATUS_REQUEST, DRA_GROUP, False,
+                 (), True, (("v1alpha3", 36),), optional=True),
+        PoolStatusRequestRecord, api_pool_requests.ResourcePoolStatusRequest,
+        pool_requests.pool_status_request_record, "none",
     ),
 )  # fmt: skip
 

@@ -44,7 +44,14 @@ from dra_mirror.service.model.kind_names import POD as POD
 from dra_mirror.service.model.kind_names import POD_GROUP as POD_GROUP
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM as RESOURCE_CLAIM
 from dra_mirror.service.model.kind_names import RESOURCE_CLAIM_TEMPLATE as RESOURCE_CLAIM_TEMPLATE
+from dra_mirror.service.model.kind_names import (
+    RESOURCE_POOL_STATUS_REQUEST as RESOURCE_POOL_STATUS_REQUEST,
+)
 from dra_mirror.service.model.kind_names import RESOURCE_SLICE as RESOURCE_SLICE
+from dra_mirror.service.model.request_records import (
+    PoolStatusRequestRecord as PoolStatusRequestRecord,
+)
+from dra_mirror.service.model.request_records import ReportedPool as ReportedPool
 from dra_mirror.service.model.rule_records import RuleTaint as RuleTaint
 from dra_mirror.service.model.rule_records import TaintRuleRecord as TaintRuleRecord
 from dra_mirror.service.model.rule_records import TaintSelector as TaintSelector
@@ -359,6 +366,8 @@ class AllocationRef(Struct, frozen=True, gc=False):
     share_id: str | None = None
     consumed_capacity: dict[str, str] = field(default_factory=dict)
     admin_access: bool = False
+    # KEP-5963: the result's snapshot, counter set -> the device's compatibility groups
+    compatibility_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 Record = (
@@ -370,6 +379,7 @@ Record = (
     | NodeRecord
     | TaintRuleRecord
     | PodGroupRecord
+    | PoolStatusRequestRecord
 )
 
 # Each record type is tagged with its kind (the tag also tells the types apart in a store).

@@ -58,6 +58,8 @@ def allocation_dict(allocation: Allocation) -> dict[str, Any]:
             result["shareID"] = r.share_id
         if r.consumed_capacity:
             result["consumedCapacity"] = dict(r.consumed_capacity)
+        if r.compatibility_groups:  # KEP-5963: the snapshot the scheduler writes
+            result["compatibilityGroups"] = {k: list(v) for k, v in r.compatibility_groups.items()}
         results.append(result)
     devices: dict[str, Any] = {"results": results}
     if allocation.config:

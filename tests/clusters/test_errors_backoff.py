@@ -141,7 +141,8 @@ def test_retry_after_is_obeyed_up_to_its_cap() -> None:
 
 def test_watched_resources() -> None:
     assert {plural for _, plural in WATCHED} == set(KIND_BY_PLURAL)
-    assert sum(group == DRA_GROUP for group, _ in WATCHED) == 5  # with DeviceTaintRule
+    # with DeviceTaintRule and ResourcePoolStatusRequest
+    assert sum(group == DRA_GROUP for group, _ in WATCHED) == 6
     assert collection_path("DeviceTaintRule", "v1alpha3") == (
         "/apis/resource.k8s.io/v1alpha3/devicetaintrules"
     )

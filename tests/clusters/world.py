@@ -30,6 +30,7 @@ PLURALS = {
     "Node": "nodes",
     "DeviceTaintRule": "devicetaintrules",
     "PodGroup": "podgroups",
+    "ResourcePoolStatusRequest": "resourcepoolstatusrequests",
 }
 
 

@@ -41,11 +41,15 @@ async def test_pod_groups_are_watched_where_served_and_each_optional_kind_keeps_
             await reactors.wait_synced()
             await eventually(lambda: all(s.synced for s in reactors.statuses()))
             found = {s.name: s.optional for s in reactors.statuses()}
+            requests = {"k35": None, "k36": "v1alpha3", "k37": "v1alpha3", "off37": "v1alpha3"}
             assert found == {
-                "k35": {"DeviceTaintRule": "v1alpha3", "PodGroup": None},
-                "k36": {"DeviceTaintRule": "v1beta2", "PodGroup": "v1alpha2"},
-                "k37": {"DeviceTaintRule": "v1", "PodGroup": "v1beta1"},
-                "off37": {"DeviceTaintRule": "v1", "PodGroup": None},
+                name: {**kinds, "ResourcePoolStatusRequest": requests[name]}
+                for name, kinds in {
+                    "k35": {"DeviceTaintRule": "v1alpha3", "PodGroup": None},
+                    "k36": {"DeviceTaintRule": "v1beta2", "PodGroup": "v1alpha2"},
+                    "k37": {"DeviceTaintRule": "v1", "PodGroup": "v1beta1"},
+                    "off37": {"DeviceTaintRule": "v1", "PodGroup": None},
+                }.items()
             }
             assert all(s.connected and s.dra_served for s in reactors.statuses())
             groups = {
