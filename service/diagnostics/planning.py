@@ -5,8 +5,9 @@ they would wait, and behind whom.
 create and places it the way kube-scheduler would, pod after pod in manifest order, over the
 cluster's mirrored state (`PlanInputs`):
 
-* the nodes a pod may use: its `nodeName`, or the schedulable nodes its nodeSelector and
-  required node affinity admit (`cluster.eligible_nodes`, the one node filter);
+* the nodes a pod may use: its `nodeName`, or the nodes its nodeSelector, required node
+  affinity and tolerations admit, cordons and node taints weighed (`node_filter`, the one
+  node filter, through `cluster.eligible_nodes`);
 * a claim already allocated pins the pod to its node; a claim shared by several pods
   (`resourceClaimName`) is allocated with the first of them and then followed by the others;
 * on the first node (by name) where every claim the pod still needs can be allocated
@@ -170,7 +171,9 @@ class _Planner:
 
     def _eligible(self, pod: PodRecord) -> list[str]:
         """The nodes the pod may use (the replicas of a workload share the answer)."""
-        key = msgspec.json.encode((pod.node_name, pod.node_selector, pod.required_node_affinity))
+        key = msgspec.json.encode(
+            (pod.node_name, pod.node_selector, pod.required_node_affinity, pod.tolerations)
+        )
         found = self._nodes_for.get(key)
         if found is None:
             found = self._nodes_for[key] = self._eligible_now(pod)
@@ -180,9 +183,12 @@ class _Planner:
         if pod.node_name:
             node = self.nodes.get(pod.node_name)
             return [pod.node_name] if node is not None else []
-        if not pod.node_selector and pod.required_node_affinity is None:
-            return sorted(n for n, r in self.nodes.items() if not r.unschedulable)
-        return eligible_nodes(pod.node_selector, self.nodes.values(), pod.required_node_affinity)
+        return eligible_nodes(
+            pod.node_selector,
+            self.nodes.values(),
+            pod.required_node_affinity,
+            tolerations=pod.tolerations,
+        )
 
     # --- placing one pod --------------------------------------------------------------------
 

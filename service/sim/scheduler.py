@@ -3,9 +3,9 @@
 `SchedulerState` is the scheduler's cache, kept current from store events: normalized device
 classes, slices and claims, the devices of each node, the allocation `Ledger`, and per node
 the bound pods and the device-plugin resources they use. `SchedulerState.place` filters nodes
-in name order by nodeName, nodeSelector and required node affinity (with
-`service.diagnostics.node_affinity`, the rules `explainClaim` reports eligible nodes by),
-schedulability, readiness, pod count and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
+in name order by nodeName, nodeSelector, required node affinity, cordons, readiness and node
+taints against the pod's tolerations (with `service.diagnostics.node_filter`, the rules
+`explainClaim` and `plan` read eligible nodes by), pod count and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
 extended-resource claim, see `service.sim.extended`) can be allocated by
 `service.diagnostics.placement.allocate` — the same pure code `explainClaim` uses — it returns
 the allocations; otherwise kube-scheduler's message ("0/3 nodes are available: 1 cannot
@@ -28,7 +28,8 @@ from typing import Any
 
 import msgspec
 
-from dra_mirror.service.diagnostics import node_affinity
+from dra_mirror.service.diagnostics import node_filter
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.model.holdings import Holdings
@@ -37,6 +38,7 @@ from dra_mirror.service.model.pools import valid_devices
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
+    DEVICE_TAINT_RULE,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     Allocation,
@@ -45,8 +47,10 @@ from dra_mirror.service.model.records import (
     DeviceEntry,
     ObjectKey,
     SliceRecord,
+    TaintRuleRecord,
 )
 from dra_mirror.service.model.records import key_of as record_key
+from dra_mirror.service.model.taint_rules import NO_CEL, RuleMatching, with_rules
 from dra_mirror.service.sim.extended import ExtendedClaim, extended_claim, extended_requests
 from dra_mirror.service.sim.shapes import node_ip, pod_ip
 from dra_mirror.service.sim.store import ClusterStore
@@ -65,6 +69,7 @@ class SchedulerState:
         self.cluster = cluster
         self.classes: dict[str, DeviceClassRecord] = {}
         self.slices: dict[str, SliceRecord] = {}
+        self.rules: dict[str, TaintRuleRecord] = {}  # DeviceTaintRules by name
         self.claims: dict[ObjectKey, ClaimRecord] = {}
         self.nodes: dict[str, dict] = {}
         self.node_index: dict[str, int] = {}
@@ -85,7 +90,14 @@ class SchedulerState:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            for plural in ("deviceclasses", "resourceslices", "resourceclaims", "nodes", "pods"):
+            for plural in (
+                "deviceclasses",
+                "devicetaintrules",
+                "resourceslices",
+                "resourceclaims",
+                "nodes",
+                "pods",
+            ):
                 for obj in store.iter_objects(plural):
                     state.observe("ADDED", plural, obj)
             state.ledger  # noqa: B018 (build the ledger now, under the same pause)
@@ -99,7 +111,7 @@ class SchedulerState:
     def observe(self, kind: str, plural: str, obj: dict) -> set[str] | None:
         """Fold one store event in; the nodes where devices were released, if any."""
         released = self._observe(kind, plural, obj)
-        if plural in ("deviceclasses", "resourceslices", "nodes"):
+        if plural in ("deviceclasses", "devicetaintrules", "resourceslices", "nodes"):
             self._misses.clear()  # new devices, selectors or node facts: every verdict is stale
         elif released:
             for node in released:
@@ -113,6 +125,16 @@ class SchedulerState:
             self._put(
                 self.classes, name, None if gone else _record(DEVICE_CLASS, obj, self.cluster)
             )
+            if self.rules:
+                self._devices = None  # a rule naming the class may select other devices now
+                self._ledger = None
+        elif plural == "devicetaintrules":
+            self._put(
+                self.rules, name, None if gone else _record(DEVICE_TAINT_RULE, obj, self.cluster)
+            )
+            self._devices = None
+            self._ledger = None
+            return set(self.nodes) if gone else None
         elif plural == "resourceslices":
             self._put(
                 self.slices, name, None if gone else _record(RESOURCE_SLICE, obj, self.cluster)
@@ -180,7 +202,8 @@ class SchedulerState:
     def devices(self) -> dict[str | None, list[DeviceEntry]]:
         """Devices of the valid generation of every pool, by node (None: not node-local)."""
         if self._devices is None:
-            self._devices = device_entries(self.slices.values())
+            matching = RuleMatching(self.classes.get, rule_selector_matches)
+            self._devices = device_entries(self.slices.values(), self.rules.values(), matching)
         return self._devices
 
     @property
@@ -293,26 +316,11 @@ class SchedulerState:
         return out
 
     def _node_misfit(self, pod: dict, node: dict, *, skip: Iterable[str] = ()) -> str | None:
-        spec = pod["spec"]
-        labels = node["metadata"].get("labels") or {}
-        if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
-            return "node(s) didn't match the requested node name"
-        if not node_affinity.admits(
-            name=node["metadata"]["name"],
-            labels=labels,
-            node_selector=spec.get("nodeSelector") or {},
-            required_affinity=node_affinity.required_affinity_of(spec),
-        ):
-            return "node(s) didn't match Pod's node affinity/selector"
-        if (node.get("spec") or {}).get("unschedulable"):
-            return "node(s) were unschedulable"
-        ready = [
-            c
-            for c in (node.get("status") or {}).get("conditions") or []
-            if c.get("type") == "Ready"
-        ]
-        if ready and ready[0].get("status") != "True":
-            return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+        why = node_filter.misfit(
+            node_filter.PodTerms.of_spec(pod["spec"]), node_filter.NodeFacts.of_raw(node)
+        )
+        if why is not None:
+            return why
         name = node["metadata"]["name"]
         here = list(self.on_node.get(name, {}).values())
         allocatable = (node.get("status") or {}).get("allocatable") or {}
@@ -343,13 +351,21 @@ def _slice_order(sl: SliceRecord) -> tuple:
     return (sl.driver, sl.pool.name, _natural(first), sl.meta.name)
 
 
-def device_entries(slices: Iterable[SliceRecord]) -> dict[str | None, list[DeviceEntry]]:
+def device_entries(
+    slices: Iterable[SliceRecord],
+    rules: Iterable[TaintRuleRecord] = (),
+    matching: RuleMatching = NO_CEL,
+) -> dict[str | None, list[DeviceEntry]]:
     """Devices of the valid generation of each pool (`service.model.pools`, the mirror's own
-    rules), grouped by the node they are on (None: not node-local)."""
+    rules) with the taints the DeviceTaintRules put on them (`service.model.taint_rules`, as
+    the mirror's index reads them), grouped by the node they are on (None: not node-local)."""
     slices = list(slices)
     if not slices:
         return {}
     entries = valid_devices(slices[0].meta.cluster, slices)
+    rules = list(rules)
+    if rules:
+        entries = [with_rules(e, rules, matching) for e in entries]
     # Within a node, devices in the drivers' order (gpu-0 … gpu-7), whatever the slice names;
     # the sort is stable, so a slice keeps its own device order.
     order = {record_key(sl): _slice_order(sl) for sl in slices}
