@@ -11,7 +11,10 @@ pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's w
       selector-error   a selector failed to compile or evaluate (the message says which)
       all-held         no devices left: every matching device is held — by which claims, which idle
       sharing-off      sharing is off and another pod took the device first
-      no-capacity / tainted / not-enough / constraints / search-limit   (see `verdicts`)
+      no-capacity / tainted / not-enough / never-fits / constraints / search-limit
+                       (see `verdicts`; `waiting` adds: never-fits when even with every holder
+                       gone it cannot be placed, the pods ahead of it in the queue, the nodes
+                       its pods may use and the matching devices free on the others)
       node-resources   devices are free only on nodes without CPU/memory for its pod
       allocatable      it could be allocated now: it waits for its pod to be scheduled
     allocated claims (the manual's checklist: allocated, node and device named, the pod among
@@ -60,9 +63,21 @@ from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.verdicts import (
     ALL_HELD,
+    CLASS_MISSING,
+    CONSTRAINTS,
     FITS,
+    NEVER_FITS,
+    NO_CAPACITY,
     NO_DEVICES,
+    NOT_ENOUGH,
+    SELECTOR_ERROR,
     RequestVerdict,
+)
+from dra_mirror.service.diagnostics.waiting import (
+    ahead_in_queue,
+    free_elsewhere,
+    never_fits,
+    node_constraints,
 )
 from dra_mirror.service.model.records import (
     Allocation,
@@ -160,6 +175,7 @@ def explain_claim(
     base.verdict, base.message = _pending_reason(
         blocking, base, claim, classes, devices, nodes, visible
     )
+    _wait_causes(base, blocking, claim, users, classes, candidates, ledger, claims, pods)
     if visible is not None:
         for v in base.requests:
             v.held_by = [k for k in v.held_by if visible(k.namespace)]
@@ -180,7 +196,71 @@ def explain_claim(
                     f" and {len(missing) - 10} more" if len(missing) > 10 else ""
                 )
                 base.message += f" (GPU nodes where {driver} publishes no devices: {listed})"
+    if scope is not None:
+        _state_node_constraints(base, claim, users, scope, classes, devices, nodes, ledger)
     return base
+
+
+def _state_node_constraints(
+    base: Diagnosis,
+    claim: ClaimRecord,
+    users: Sequence[PodRecord],
+    scope: Collection[str],
+    classes: Mapping[str, DeviceClassRecord],
+    devices: Sequence[DeviceEntry],
+    nodes: Sequence[NodeRecord],
+    ledger: Ledger,
+) -> None:
+    """The nodes its pods may use and why, and the matching devices free on the others."""
+    said = node_constraints(users, scope, len(nodes))
+    if said:
+        base.message += f"; {said}"
+    if base.verdict in (CLASS_MISSING, DRIVER_MISSING, SELECTOR_ERROR):
+        return
+    free = free_elsewhere(claim, classes=classes, devices=devices, scope=scope, ledger=ledger)
+    if free:
+        more = f" and {len(free) - 5} more" if len(free) > 5 else ""
+        base.message += (
+            f"; matching devices are free on nodes its pods may not use: {', '.join(free[:5])}"
+            + more
+        )
+
+
+def _wait_causes(
+    base: Diagnosis,
+    blocking: RequestVerdict,
+    claim: ClaimRecord,
+    users: Sequence[PodRecord],
+    classes: Mapping[str, DeviceClassRecord],
+    candidates: Sequence[DeviceEntry],
+    ledger: Ledger,
+    claims: Mapping[ObjectKey, ClaimRecord],
+    pods: Sequence[PodRecord],
+) -> None:
+    """A wait that can never end is `never-fits`; one that can names the earlier waiters."""
+    waits = base.verdict in (ALL_HELD, SHARING_OFF, NOT_ENOUGH, CONSTRAINTS) or (
+        base.verdict == NO_CAPACITY and blocking.shortfalls
+    )
+    if not waits:
+        return
+    if base.verdict == CONSTRAINTS or claim.constraints or len(claim.requests) > 1:
+        never = never_fits(
+            claim, classes=classes, devices=candidates, ledger=ledger, share_id=_no_share
+        )
+        if never is not None:
+            base.verdict = NEVER_FITS
+            reason = never.message.removeprefix("cannot allocate all claims: ")
+            base.message = (
+                "it can never be placed on the nodes its pods may use, even with every holder "
+                f"gone: {reason}"
+            )
+            return
+    base.ahead = ahead_in_queue(
+        claim, users, pods=pods, claims=claims, classes=classes, devices=candidates
+    )
+    if base.ahead:
+        names = ", ".join(_claim_ref(k) for k in base.ahead)
+        base.message += f"; pods ahead of it in the queue, served first: {names}"
 
 
 def _blocking(verdicts: Sequence[RequestVerdict]) -> RequestVerdict:
