@@ -95,9 +95,26 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
   value: "true"
 {{- end }}
-{{- with .Values.alerts.config }}
+{{- if .Values.alerts.configMap.name }}
 - name: DRA_MIRROR_ALERTS_CONFIG
-  value: {{ . | quote }}
+  value: /etc/dra-mirror/alerts/{{ .Values.alerts.configMap.key }}
+{{- else if .Values.alerts.config }}
+- name: DRA_MIRROR_ALERTS_CONFIG
+  value: {{ .Values.alerts.config | quote }}
+{{- end }}
+{{- if .Values.slack.botToken.secretName }}
+- name: DRA_MIRROR_SLACK_BOT_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.slack.botToken.secretName }}
+      key: {{ .Values.slack.botToken.key }}
+{{- end }}
+{{- if .Values.slack.signingSecret.secretName }}
+- name: DRA_MIRROR_SLACK_SIGNING_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.slack.signingSecret.secretName }}
+      key: {{ .Values.slack.signingSecret.key }}
 {{- end }}
 {{- end }}
 
@@ -110,6 +127,11 @@ URLs come only from Secrets. */}}
 {{- if .Values.clusters.kubeconfigSecret.name }}
 - name: kubeconfig
   mountPath: /etc/dra-mirror/kubeconfig
+  readOnly: true
+{{- end }}
+{{- if .Values.alerts.configMap.name }}
+- name: alerts
+  mountPath: /etc/dra-mirror/alerts
   readOnly: true
 {{- end }}
 {{- end }}
@@ -126,6 +148,14 @@ URLs come only from Secrets. */}}
     items:
       - key: {{ .Values.clusters.kubeconfigSecret.key }}
         path: {{ .Values.clusters.kubeconfigSecret.key }}
+{{- end }}
+{{- if .Values.alerts.configMap.name }}
+- name: alerts
+  configMap:
+    name: {{ .Values.alerts.configMap.name }}
+    items:
+      - key: {{ .Values.alerts.configMap.key }}
+        path: {{ .Values.alerts.configMap.key }}
 {{- end }}
 {{- end }}
 
