@@ -175,7 +175,7 @@ def explain_claim(
     base.verdict, base.message = _pending_reason(
         blocking, base, claim, classes, devices, nodes, visible
     )
-    _wait_causes(base, blocking, claim, users, classes, candidates, ledger, claims, pods)
+    _wait_causes(base, blocking, claim, users, classes, candidates, ledger, claims, pods, nodes)
     if visible is not None:
         for v in base.requests:
             v.held_by = [k for k in v.held_by if visible(k.namespace)]
@@ -236,10 +236,11 @@ def _wait_causes(
     ledger: Ledger,
     claims: Mapping[ObjectKey, ClaimRecord],
     pods: Sequence[PodRecord],
+    nodes: Sequence[NodeRecord],
 ) -> None:
     """A wait that can never end is `never-fits`; one that can names the earlier waiters."""
     waits = base.verdict in (ALL_HELD, SHARING_OFF, NOT_ENOUGH, CONSTRAINTS) or (
-        base.verdict == NO_CAPACITY and blocking.shortfalls
+        base.verdict == NO_CAPACITY and blocking.short
     )
     if not waits:
         return
@@ -256,7 +257,7 @@ def _wait_causes(
             )
             return
     base.ahead = ahead_in_queue(
-        claim, users, pods=pods, claims=claims, classes=classes, devices=candidates
+        claim, users, pods=pods, claims=claims, classes=classes, devices=candidates, nodes=nodes
     )
     if base.ahead:
         names = ", ".join(_claim_ref(k) for k in base.ahead)
@@ -406,7 +407,18 @@ def _held(
     idle_note = f"; {len(idle)} of them idle" if idle else ""
     if idle and len(v.held_by) > len(held) + len(out_of_scope):
         idle_note += f" (of the first {len(held) + len(out_of_scope)})"
-    return ALL_HELD, f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
+    return ALL_HELD, (
+        f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
+        + _short_note(v)
+    )
+
+
+def _short_note(v: RequestVerdict) -> str:
+    """What shared devices lack: "; shared devices too full: gpu.nvidia.com/n1/gpu-0 (35
+    claims) has memory 415Mi left, one share takes 4Gi"."""
+    if not v.short:
+        return ""
+    return "; shared devices too full: " + "; ".join(str(s) for s in v.short)
 
 
 def _any_shareable(

@@ -5,7 +5,10 @@ could not place, `claim_verdicts` reports how many devices the class covers, how
 request selector (cumulatively, in order: the count after that selector), the selector
 errors, how many of the matching devices could be given now (free, or shareable with enough
 capacity, counters fitting, taints tolerated), on which nodes, which claims hold the others —
-and one verdict, in the words of the operations manual:
+and one verdict, in the words of the operations manual. For shareable devices whose
+remaining capacity is too small (`allowMultipleAllocations`, e.g. a GPU shared through
+NVIDIA's ConsumableShares), `short` says, for the first few, what is left and what one share
+would take, and how many claims share the device:
 
     class-missing   the DeviceClass does not exist (the claim stays Pending)
     selector-error  a selector failed to compile or to evaluate (never "no match")
@@ -17,9 +20,9 @@ and one verdict, in the words of the operations manual:
                     request does not tolerate: which taint, from the slice or which
                     DeviceTaintRule (`taint`)
     no-capacity     no matching device has the capacity asked left (shareable devices whose
-                    shares took it: asked vs left per device, `shortfalls`), or none can ever
-                    give it (outside the capacity's requestPolicy, more than the device has,
-                    or no counter set)
+                    shares took it: what is left and what one share takes, `short`), or none
+                    can ever give it (outside the capacity's requestPolicy, more than the
+                    device has, or no counter set)
     not-enough      fewer free devices on any one node than the request needs
     never-fits      it asks for more matching devices than any one node (with the
                     network-attached ones) has at all: no release will ever let it in
@@ -45,6 +48,7 @@ from dra_mirror.service.diagnostics.candidates import (
     HELD,
     POLICY,
     TAINTED,
+    Alternative,
     Match,
     blocking_taints,
     fit,
@@ -67,7 +71,6 @@ SEARCH_LIMIT = "search-limit"
 FITS = "fits"
 UNSUPPORTED = "unsupported"
 NEVER_FITS = "never-fits"
-MAX_SHORTFALLS = 3
 
 _SUMMARY = {
     CLASS_MISSING: "DeviceClass {cls} does not exist",
@@ -86,6 +89,30 @@ _SUMMARY = {
 }
 
 
+SHORT_SHOWN = 3  # shareable devices `short` describes
+
+
+@dataclass(frozen=True)
+class Short:
+    """A shareable device without room for one more share: per capacity the share would
+    exceed, (left now, one share's consumption, the capacity's value as published); and how
+    many claims share it."""
+
+    device: str  # "driver/pool/device"
+    missing: dict[str, tuple[Fraction, Fraction, str]]
+    sharers: int
+
+    def __str__(self) -> str:
+        """ "gpu.nvidia.com/n1/gpu-0 (35 claims) has gpu.nvidia.com/memory 415Mi left, one
+        share takes 4Gi"."""
+        lacks = ", ".join(
+            f"{name} {format_quantity(left, like)} left, one share takes "
+            f"{format_quantity(asked, like)}"
+            for name, (left, asked, like) in self.missing.items()
+        )
+        return f"{self.device} ({self.sharers} claims) has {lacks}"
+
+
 @dataclass
 class RequestVerdict:
     request: str
@@ -99,10 +126,10 @@ class RequestVerdict:
     held_by: list[ObjectKey]
     verdict: str
     needed: int = 1  # devices the request needs (ExactCount count; All: every match)
+    short: list[Short] = field(default_factory=list)  # shareable devices with too little left
     # The first untolerated taint on a matching device nobody holds: the taint as written,
     # with "rule" naming the DeviceTaintRule that put it (absent: the driver's slice).
     taint: Mapping[str, Any] | None = None
-    shortfalls: list[Shortfall] = field(default_factory=list)  # the first few, per device
     most_on_one_node: int = 0  # matching devices on the best node, network-attached included
 
     def summary(self) -> str:
@@ -110,9 +137,9 @@ class RequestVerdict:
         text = _SUMMARY[self.verdict].format(cls=self.class_name)
         if self.verdict == ALL_TAINTED and self.taint is not None:
             text += f": {describe_taint(self.taint)}"
-        elif self.verdict == NO_CAPACITY and self.shortfalls:
+        elif self.verdict == NO_CAPACITY and self.short:
             text = "no matching device has the capacity asked left: " + "; ".join(
-                str(s) for s in self.shortfalls
+                str(s) for s in self.short
             )
         elif self.verdict == NEVER_FITS:
             text = (
@@ -120,19 +147,6 @@ class RequestVerdict:
                 f"{self.most_on_one_node}: no release will ever let it in"
             )
         return text
-
-
-@dataclass(frozen=True)
-class Shortfall:
-    """A shareable device that has less of a capacity left than one share would consume."""
-
-    device: str  # driver/pool/device
-    capacity: str
-    asked: str
-    left: str
-
-    def __str__(self) -> str:
-        return f"{self.device} {self.capacity}: {self.asked} asked, {self.left} left"
 
 
 def describe_taint(taint: Mapping[str, Any]) -> str:
@@ -187,8 +201,8 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     per_node: Counter[str | None] = Counter()
     usable_per_node: Counter[str | None] = Counter()  # not outside the policy: may free up
     held_by: set[ObjectKey] = set()
+    short: list[Short] = []
     taint: Mapping[str, Any] | None = None
-    shortfalls: list[Shortfall] = []
     for entry in m.devices:
         per_node[entry.node] += 1
         reason, _ = fit(entry, alt, ledger)
@@ -205,9 +219,10 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
                 if taint is None:
                     taint = _first_taint(entry, alt)
         elif reason != POLICY:
-            held_by.update(ledger.holders(entry.key))
-            if reason == CAPACITY and len(shortfalls) < MAX_SHORTFALLS:
-                shortfalls.extend(_shortfalls(entry, alt, ledger)[:1])
+            holders = ledger.holders(entry.key)
+            held_by.update(holders)
+            if reason == CAPACITY and len(short) < SHORT_SHOWN:
+                short.append(_short(entry, alt, ledger, len(set(holders))))
     free = reasons["free"]
     network_free = free_per_node.get(None, 0)
     best_node = max((n for k, n in free_per_node.items() if k is not None), default=0)
@@ -231,7 +246,7 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         if reasons["tainted-free"] or reasons[TAINTED] == len(m.devices):
             verdict = ALL_TAINTED
         elif reasons[CAPACITY] and not reasons[HELD] and not reasons[COUNTERS]:
-            verdict = NO_CAPACITY  # shares took the capacity: asked vs left, per device
+            verdict = NO_CAPACITY  # shares took the capacity: what is left, per device
         else:
             verdict = ALL_HELD if held_by else NO_CAPACITY
     elif alt.mode == "All":
@@ -259,13 +274,13 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         held_by=sorted(held_by),
         verdict=verdict,
         needed=needed,
+        short=short,
         taint=taint if verdict == ALL_TAINTED else None,
-        shortfalls=shortfalls if verdict == NO_CAPACITY else [],
         most_on_one_node=most,
     )
 
 
-def _first_taint(entry: DeviceEntry, alt: Any) -> Mapping[str, Any] | None:
+def _first_taint(entry: DeviceEntry, alt: Alternative) -> Mapping[str, Any] | None:
     """The first taint that keeps the request off the device, with the rule that put it."""
     blocking = blocking_taints(entry, alt)
     if not blocking:
@@ -277,21 +292,14 @@ def _first_taint(entry: DeviceEntry, alt: Any) -> Mapping[str, Any] | None:
     return first
 
 
-def _shortfalls(entry: DeviceEntry, alt: Any, ledger: Ledger) -> list[Shortfall]:
-    """The capacities of a shareable device with less left than one share consumes."""
-    consumed = share_consumption(entry, alt) or {}
-    remaining = ledger.remaining_capacity(entry)
+def _short(entry: DeviceEntry, alt: Alternative, ledger: Ledger, sharers: int) -> Short:
+    share = share_consumption(entry, alt) or {}
+    left = ledger.remaining_capacity(entry)
+    capacity = entry.device.capacity
+    missing = {
+        name: (left.get(name, Fraction(0)), amount, capacity[name].value)
+        for name, amount in sorted(share.items())
+        if amount > left.get(name, Fraction(0))
+    }
     key = entry.key
-    capacities = entry.device.capacity
-    return [
-        Shortfall(
-            f"{key.driver}/{key.pool}/{key.device}",
-            name.rsplit("/", 1)[-1],
-            format_quantity(amount, capacities[name].value),
-            format_quantity(
-                max(remaining.get(name, Fraction(0)), Fraction(0)), capacities[name].value
-            ),
-        )
-        for name, amount in consumed.items()
-        if amount > remaining.get(name, Fraction(0))
-    ]
+    return Short(f"{key.driver}/{key.pool}/{key.device}", missing, sharers)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from dra_mirror.service.diagnostics.candidates import alternatives, fit, match
 from dra_mirror.service.diagnostics.ledger import Ledger
-from dra_mirror.service.diagnostics.node_filter import PodTerms
+from dra_mirror.service.diagnostics.node_filter import NodeFacts, PodTerms, misfit
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.verdicts import SEARCH_LIMIT, Unsatisfiable
 from dra_mirror.service.model.records import (
@@ -33,6 +33,7 @@ from dra_mirror.service.model.records import (
     DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
+    NodeRecord,
     ObjectKey,
     PodRecord,
     key_of,
@@ -86,9 +87,11 @@ def ahead_in_queue(
     claims: Mapping[ObjectKey, ClaimRecord],
     classes: Mapping[str, DeviceClassRecord],
     devices: Sequence[DeviceEntry],
+    nodes: Sequence[NodeRecord] = (),
 ) -> list[ObjectKey]:
     """Pods Pending before the claim's own pods whose pending claims could use a device the
-    claim could use: they get a freed device first (queue order, at most MAX_AHEAD)."""
+    claim could use, on a node they may use (`node_filter`): they get a freed device first
+    (queue order, at most MAX_AHEAD)."""
     stuck = [p for p in users if p.phase == "Pending" and not p.node_name]
     if not stuck:
         return []
@@ -108,8 +111,17 @@ def ahead_in_queue(
         ),
         key=_queue_order,
     )
+    facts = {n.meta.name: NodeFacts.of_record(n) for n in nodes}
     found: list[ObjectKey] = []
     for pod in earlier:
+        terms = PodTerms.of_record(pod)
+        reachable = [
+            e
+            for e in wanted
+            if e.node is None or e.node not in facts or misfit(terms, facts[e.node]) is None
+        ]
+        if not reachable:
+            continue
         for pod_claim in pod.claims:
             if pod_claim.claim_name is None:
                 continue
@@ -120,7 +132,7 @@ def ahead_in_queue(
             )
             if other is None or other.allocation is not None or other is claim:
                 continue
-            if wanted_devices(other, classes, wanted):
+            if wanted_devices(other, classes, reachable):
                 found.append(key_of(pod))
                 break
         if len(found) >= MAX_AHEAD:

@@ -101,7 +101,9 @@ def test_shares_until_capacity_is_exhausted() -> None:
     v = third.requests[0]
     # The shares took the bandwidth: no capacity left (asked vs left), their claims named.
     assert (v.free_or_shareable, v.verdict) == (0, "no-capacity")
-    assert [str(s) for s in v.shortfalls] == [f"{NIC}/n1/eth1 bandwidth: 1G asked, 0 left"]
+    assert [str(s) for s in v.short] == [
+        f"{NIC}/n1/eth1 (2 claims) has {NIC}/bandwidth 0 left, one share takes 1G"
+    ]
     assert v.held_by == [claim_key("a"), claim_key("b")]
     ledger.release(claim_key("a"))
     assert isinstance(

@@ -84,7 +84,7 @@ def test_a_bandwidth_shortage_is_no_capacity_with_asked_and_left() -> None:
     assert d.verdict == "no-capacity"
     assert d.message == (
         "request nic: no matching device has the capacity asked left: "
-        f"{NIC}/n1/eth1 bandwidth: 5G asked, 2G left"
+        f"{NIC}/n1/eth1 (1 claims) has {NIC}/bandwidth 2G left, one share takes 5G"
     )
     assert d.requests[0].held_by  # the shares that took it are still named
 
