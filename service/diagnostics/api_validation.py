@@ -96,7 +96,9 @@ def _check(doc: Mapping[str, Any], found: list[Problem]) -> None:
         else:
             _label(found, f"{path}.name", request_name)
             if request_name in names:
-                found.append(Problem(API_INVALID, f"{path}.name", f"Duplicate value: {request_name!r}"))
+                found.append(
+                    Problem(API_INVALID, f"{path}.name", f"Duplicate value: {request_name!r}")
+                )
             names.add(request_name)
         _request(found, path, request, version)
     for i, constraint in enumerate(devices.get("constraints") or []):

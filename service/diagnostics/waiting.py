@@ -96,7 +96,8 @@ def ahead_in_queue(
     if not stuck:
         return []
     mine = min(_queue_order(p) for p in stuck)
-    wanted = [e for e in devices if e.key in wanted_devices(claim, classes, devices)]
+    keys = wanted_devices(claim, classes, devices)
+    wanted = [e for e in devices if e.key in keys]
     if not wanted:
         return []
     own = {key_of(p) for p in users}
@@ -112,14 +113,20 @@ def ahead_in_queue(
         key=_queue_order,
     )
     facts = {n.meta.name: NodeFacts.of_record(n) for n in nodes}
+    wanted_nodes = {e.node for e in wanted if e.node is not None}
+    # Replicas of one workload share their terms and their claims' requests: each pair is
+    # weighed once (a cluster may have thousands of pods waiting).
+    reachable_for: dict[str, list[DeviceEntry]] = {}
+    usable_for: dict[tuple[str, str], bool] = {}
     found: list[ObjectKey] = []
     for pod in earlier:
         terms = PodTerms.of_record(pod)
-        reachable = [
-            e
-            for e in wanted
-            if e.node is None or e.node not in facts or misfit(terms, facts[e.node]) is None
-        ]
+        terms_key = repr(terms)
+        reachable = reachable_for.get(terms_key)
+        if reachable is None:
+            allowed = {n for n in wanted_nodes if n not in facts or misfit(terms, facts[n]) is None}
+            reachable = [e for e in wanted if e.node is None or e.node in allowed]
+            reachable_for[terms_key] = reachable
         if not reachable:
             continue
         for pod_claim in pod.claims:
@@ -132,7 +139,11 @@ def ahead_in_queue(
             )
             if other is None or other.allocation is not None or other is claim:
                 continue
-            if wanted_devices(other, classes, reachable):
+            usable_key = (terms_key, repr(other.requests))
+            usable = usable_for.get(usable_key)
+            if usable is None:
+                usable = usable_for[usable_key] = bool(wanted_devices(other, classes, reachable))
+            if usable:
                 found.append(key_of(pod))
                 break
         if len(found) >= MAX_AHEAD:
