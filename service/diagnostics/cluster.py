@@ -141,6 +141,31 @@ def pod_requests(pod: PodRecord) -> dict[str, Fraction]:
     return total
 
 
+def spec_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """`pod_requests` for a raw pod spec (the simulator's scheduler reads raw pods)."""
+    total: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for init, field_name in ((False, "containers"), (True, "initContainers")):
+        for container in spec.get(field_name) or ():
+            resources = container.get("resources") or {}
+            requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+            for resource in NODE_RESOURCES:
+                text = requests.get(resource) or limits.get(resource)
+                if text is None:
+                    continue
+                try:
+                    amount = parse_quantity(str(text))
+                except ValueError:
+                    continue
+                if init:
+                    init_max[resource] = max(init_max.get(resource, Fraction(0)), amount)
+                else:
+                    total[resource] = total.get(resource, Fraction(0)) + amount
+    for resource, amount in init_max.items():
+        total[resource] = max(total.get(resource, Fraction(0)), amount)
+    return total
+
+
 def node_usage(
     pods: Iterable[PodRecord], *, excluding: PodRecord | None = None
 ) -> dict[str, dict[str, Fraction]]:

@@ -5,7 +5,8 @@ classes, slices and claims, the devices of each node, the allocation `Ledger`, a
 the bound pods and the device-plugin resources they use. `SchedulerState.place` filters nodes
 in name order by nodeName, nodeSelector, required node affinity, cordons, readiness and node
 taints against the pod's tolerations (with `service.diagnostics.node_filter`, the rules
-`explainClaim` and `plan` read eligible nodes by), pod count and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
+`explainClaim` and `plan` read eligible nodes by), pod count, CPU and memory requests against
+the node's allocatable (as `plan` counts them, `service.diagnostics.cluster.spec_requests`) and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
 extended-resource claim, see `service.sim.extended`) can be allocated by
 `service.diagnostics.placement.allocate` — the same pure code `explainClaim` uses — it returns
 the allocations; otherwise kube-scheduler's message ("0/3 nodes are available: 1 cannot
@@ -30,6 +31,7 @@ import msgspec
 
 from dra_mirror.service.diagnostics import node_filter
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
+from dra_mirror.service.diagnostics.cluster import NODE_RESOURCES, spec_requests
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.model.holdings import Holdings
@@ -72,6 +74,7 @@ class SchedulerState:
         self.rules: dict[str, TaintRuleRecord] = {}  # DeviceTaintRules by name
         self.claims: dict[ObjectKey, ClaimRecord] = {}
         self.nodes: dict[str, dict] = {}
+        self.node_facts: dict[str, node_filter.NodeFacts] = {}  # what the node filter reads
         self.node_index: dict[str, int] = {}
         self.bound: dict[tuple[str, str], str] = {}  # pod -> node
         self.on_node: dict[str, dict[tuple[str, str], dict[str, Fraction]]] = {}  # node -> pods
@@ -145,6 +148,7 @@ class SchedulerState:
         elif plural == "resourceclaims":
             return self._claim(obj, gone)
         elif plural == "nodes":
+            self.node_facts.pop(name, None)
             if gone:
                 self.nodes.pop(name, None)
             else:
@@ -193,7 +197,7 @@ class SchedulerState:
             usage = self.on_node.get(previous, {}).pop(key, None)
             return {previous} if usage else None
         self.bound[key] = node
-        self.on_node.setdefault(node, {})[key] = extended_requests(obj)
+        self.on_node.setdefault(node, {})[key] = _requests(obj)
         return None
 
     # ---- derived views -----------------------------------------------------------------------
@@ -252,12 +256,14 @@ class SchedulerState:
         ledger = self.ledger
         missing = [c for c in claims if c.allocation is None]
         wanted = extended_requests(pod)
+        requests = _requests(pod)  # NodeResourcesFit's, read once for every node
+        terms = node_filter.PodTerms.of_spec(pod["spec"])
         by_dra = self.extended_classes() if wanted else {}
         for name in candidates:
             allocatable = (self.nodes[name].get("status") or {}).get("allocatable") or {}
             dra = {r: by_dra[r] for r in wanted if r not in allocatable and r in by_dra}
             extended = extended_claim(pod, dra, self.cluster) if dra else None
-            why = self._node_misfit(pod, self.nodes[name], skip=dra.keys())
+            why = self._node_misfit(terms, self.nodes[name], requests, skip=dra.keys())
             if why is None and any(
                 c.allocation is not None and c.allocation.node_name not in (None, name)
                 for c in claims
@@ -315,24 +321,40 @@ class SchedulerState:
                 out.setdefault(explicit, name)
         return out
 
-    def _node_misfit(self, pod: dict, node: dict, *, skip: Iterable[str] = ()) -> str | None:
-        why = node_filter.misfit(
-            node_filter.PodTerms.of_spec(pod["spec"]), node_filter.NodeFacts.of_raw(node)
-        )
+    def _node_misfit(
+        self,
+        terms: node_filter.PodTerms,
+        node: dict,
+        requests: dict[str, Fraction],
+        *,
+        skip: Iterable[str] = (),
+    ) -> str | None:
+        name = node["metadata"]["name"]
+        facts = self.node_facts.get(name)
+        if facts is None:
+            facts = self.node_facts[name] = node_filter.NodeFacts.of_raw(node)
+        why = node_filter.misfit(terms, facts)
         if why is not None:
             return why
-        name = node["metadata"]["name"]
         here = list(self.on_node.get(name, {}).values())
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         if len(here) >= int(allocatable.get("pods", 110)):
             return "Too many pods"
-        for resource, amount in extended_requests(pod).items():
+        for resource, amount in requests.items():
             if resource in skip:
                 continue
+            if resource in NODE_RESOURCES and resource not in allocatable:
+                continue  # NodeResourcesFit weighs what the node states
             used = sum((u.get(resource, Fraction(0)) for u in here), Fraction(0))
             if used + amount > parse_quantity(allocatable.get(resource, "0")):
                 return f"Insufficient {resource}"
         return None
+
+
+def _requests(pod: dict) -> dict[str, Fraction]:
+    """What NodeResourcesFit counts of a pod: its CPU and memory requests (`spec_requests`,
+    as `plan` counts them) and the device-plugin resources in its limits."""
+    return {**spec_requests(pod["spec"]), **extended_requests(pod)}
 
 
 def _record(kind: str, obj: dict, cluster: str) -> Any:

@@ -1,6 +1,6 @@
 """`plan` and the simulator's scheduler decide alike: for random small clusters (nodes with
-labels, node taints and up to four H200s) and random pods (GPU counts, nodeSelectors,
-tolerations), each pod `plan` says is placeable lands on the node `plan` names when the
+labels, node taints, 64 CPUs and up to four H200s) and random pods (GPU counts, CPU
+requests, nodeSelectors, tolerations), each pod `plan` says is placeable lands on the node `plan` names when the
 scheduler places the same pods in the same order, and each pod `plan` says would wait stays
 Pending — one node filter, one allocator."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dra_mirror.schema.reader import Scope, ScopedReader
@@ -40,6 +40,7 @@ pods_strategy = st.lists(
             "count": st.integers(1, 3),
             "zone": st.sampled_from([None, "a", "b"]),
             "tolerates": st.booleans(),
+            "cpu": st.sampled_from([None, "8", "40"]),
         }
     ),
     min_size=1,
@@ -86,6 +87,8 @@ def _pod(i: int, spec: dict[str, Any]) -> dict[str, Any]:
     )
     if spec["tolerates"]:
         pod["spec"]["tolerations"] = [TOLERATION]
+    if spec["cpu"]:
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": spec["cpu"]}
     return pod
 
 
@@ -104,11 +107,19 @@ async def _planned(store: Any, pods: list[dict[str, Any]]) -> list[str | None]:
 
 
 @settings(
-    max_examples=30,
+    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(nodes=nodes_strategy, pods=pods_strategy)
+@example(  # the second pod's CPU does not fit beside the first's
+    nodes=[{"zone": "a", "gpus": 4, "tainted": False}],
+    pods=[{"count": 1, "zone": None, "tolerates": False, "cpu": "40"}] * 2,
+)
+@example(  # the only GPUs are on a node the pod does not tolerate
+    nodes=[{"zone": "a", "gpus": 0, "tainted": False}, {"zone": "a", "gpus": 2, "tainted": True}],
+    pods=[{"count": 1, "zone": None, "tolerates": False, "cpu": None}],
+)
 async def test_plan_places_where_the_scheduler_places(nodes: list[dict], pods: list[dict]) -> None:
     world = build_world(parse_scenario(_scenario(nodes)))
     store = world.stores[CLUSTER]
