@@ -173,7 +173,7 @@ def explain_claim(
     base.withheld = sorted(hidden[:MAX_HOLDERS], key=lambda h: h.claim)
     blocking = _blocking(result.requests)
     base.verdict, base.message = _pending_reason(
-        blocking, base, claim, classes, devices, nodes, visible
+        blocking, base, claim, classes, devices, nodes, visible, scoped=scope is not None
     )
     _wait_causes(base, blocking, claim, users, classes, candidates, ledger, claims, pods, nodes)
     if visible is not None:
@@ -340,6 +340,8 @@ def _pending_reason(
     devices: Sequence[DeviceEntry],
     nodes: Sequence[NodeRecord],
     visible: Callable[[str], bool] | None = None,
+    *,
+    scoped: bool = False,
 ) -> tuple[str, str]:
     prefix = f"request {v.request}: "
     if v.verdict == NO_DEVICES:
@@ -355,6 +357,11 @@ def _pending_reason(
             )
             return DRIVER_MISSING, (
                 f"{prefix}the driver {driver} publishes no devices (no ResourceSlice from it){where}"
+            )
+        if scoped:
+            return v.verdict, (
+                f"{prefix}DeviceClass {v.class_name} matches no device on the nodes its pods may "
+                "use"
             )
     if v.verdict == "no-match":
         rejected = []

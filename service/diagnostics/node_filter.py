@@ -41,6 +41,7 @@ __all__ = [
     "eligible",
     "misfit",
     "pods_eligible",
+    "rejections",
 ]
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -169,6 +170,21 @@ def misfit(pod: PodTerms, node: NodeFacts) -> str | None:
         if not tolerated(taint, pod.tolerations):
             return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
     return None
+
+
+def rejections(pod: PodTerms, nodes: Sequence[NodeFacts]) -> str:
+    """kube-scheduler's summary when the filters leave no node: "0/3 nodes are available: 1
+    node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint {k: v}"
+    (reasons counted per node, in the order it prints them)."""
+    if not nodes:
+        return "no nodes available to schedule pods"
+    reasons: dict[str, int] = {}
+    for node in nodes:
+        why = misfit(pod, node)
+        if why is not None:
+            reasons[why] = reasons.get(why, 0) + 1
+    detail = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+    return f"0/{len(nodes)} nodes are available: {detail}"
 
 
 def eligible(pod: PodTerms, nodes: Iterable[NodeFacts]) -> list[str]:

@@ -42,6 +42,7 @@ import msgspec
 from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
 from dra_mirror.service.diagnostics.explain import ALLOCATABLE, MAX_HOLDERS, Holder, explain_claim
+from dra_mirror.service.diagnostics.node_filter import NodeFacts, PodTerms, rejections
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.plan_claims import PlanObjects
 from dra_mirror.service.diagnostics.plan_results import (
@@ -156,8 +157,10 @@ class _Planner:
         nodes = self._eligible(record)
         if not nodes:
             item.verdict = NO_NODES
+            facts = [NodeFacts.of_record(n) for _, n in sorted(self.nodes.items())]
             item.message = (
-                "no schedulable node satisfies the pod's nodeName, nodeSelector and node affinity"
+                "no node admits the pod (its nodeName, nodeSelector, node affinity and "
+                f"tolerations against cordons and node taints): {rejections(PodTerms.of_record(record), facts)}"
             )
             return item
         placed = self._place(record, claims, nodes)
@@ -306,12 +309,26 @@ class _Planner:
         nodes: list[str],
         seen: dict[str, Any],
     ) -> None:
-        needed = [(p, c) for p, c in claims if c.allocation is None]
         allowed = set(nodes)
-        devices = [e for e in self.inputs.devices if e.node is None or e.node in allowed]
+        wanted = pod_requests(pod)
+        lacking = [(n, why) for n in nodes if wanted and (why := self._no_room(n, wanted))]
+        if lacking and len(lacking) == len(nodes):
+            # kube-scheduler's NodeResourcesFit filters before DynamicResources: when no node
+            # the pod may use has room for it, that is what it says, whatever the devices.
+            node, (resource, requested, allocatable) = lacking[0]
+            item.verdict = NODE_RESOURCES
+            item.message = (
+                f"the pod fits on none of the {len(nodes)} node(s) it may use: {node} lacks "
+                f"{resource} ({requested} requested with the pods already there, {allocatable} "
+                "allocatable)"
+            )
+            return
+        needed = [(p, c) for p, c in claims if c.allocation is None]
         for planned, claim in needed:
+            # Every device: explain_claim keeps to `nodes` itself, and says what is elsewhere.
             diagnosis = explain_claim(
-                claim, classes=self.inputs.classes, devices=devices, ledger=self.inputs.ledger,
+                claim, classes=self.inputs.classes, devices=self.inputs.devices,
+                ledger=self.inputs.ledger,
                 claims=self.inputs.claims, pods=self.inputs.pods, nodes=self.inputs.nodes,
                 eligible_nodes=nodes, visible=self.inputs.visible,
             )  # fmt: skip
@@ -336,15 +353,6 @@ class _Planner:
             if item.verdict in (ALL_HELD, NOT_ENOUGH, SHARING_OFF):
                 holders = sorted(visible + diagnosis.withheld, key=lambda h: (not h.idle, h.claim))
                 self._freed_by(item, pod, claims, nodes, holders[:MAX_HOLDERS])
-            return
-        if seen["room"] and not seen["tried"]:
-            node, (resource, requested, allocatable) = seen["room"][0]
-            item.verdict = NODE_RESOURCES
-            item.message = (
-                f"devices are free on {len(seen['room'])} node(s), but the pod does not fit on "
-                f"any of them: {node} lacks {resource} ({requested} requested with the pods "
-                f"already there, {allocatable} allocatable)"
-            )
             return
         item.verdict = CLAIMS_APART
         pinned = sorted(

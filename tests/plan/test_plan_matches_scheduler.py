@@ -2,7 +2,9 @@
 labels, node taints, 64 CPUs and up to four H200s) and random pods (GPU counts, CPU
 requests, nodeSelectors, tolerations), each pod `plan` says is placeable lands on the node `plan` names when the
 scheduler places the same pods in the same order, and each pod `plan` says would wait stays
-Pending — one node filter, one allocator."""
+Pending with the scheduler saying the same (`plan`'s device verdicts are its "cannot allocate
+all claims", node-resources its "Insufficient", no-nodes its per-node reasons counted alike)
+— one node filter, one allocator."""
 
 from __future__ import annotations
 
@@ -92,7 +94,7 @@ def _pod(i: int, spec: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-async def _planned(store: Any, pods: list[dict[str, Any]]) -> list[str | None]:
+async def _planned(store: Any, pods: list[dict[str, Any]]) -> list[tuple[str | None, str, str]]:
     mirror = MemoryStore()
     records = [
         normalize(kind, obj, cluster=CLUSTER) for plural, kind in PLURALS.items()
@@ -103,7 +105,26 @@ async def _planned(store: Any, pods: list[dict[str, Any]]) -> list[str | None]:
     text = yaml.safe_dump_all(pods)
     answer = await plan_manifests(ScopedReader(mirror, Scope.everything()), text, cluster=CLUSTER)
     [cluster] = answer.clusters
-    return [item.node if item.verdict == "placeable" else None for item in cluster.plan.items]
+    return [
+        (item.node if item.verdict == "placeable" else None, item.verdict, item.message)
+        for item in cluster.plan.items
+    ]
+
+
+# What the scheduler's "0/N nodes are available" says for each of plan's verdicts.
+DEVICE_VERDICTS = {"all-held", "sharing-off", "tainted", "no-capacity", "not-enough",
+                   "never-fits", "constraints", "no-devices", "no-match", "driver-missing",
+                   "class-missing"}  # fmt: skip
+
+
+def _agrees(verdict: str, message: str, logged: str) -> bool:
+    if verdict in DEVICE_VERDICTS:
+        return "cannot allocate all claims" in logged
+    if verdict == "node-resources":
+        return "Insufficient" in logged
+    if verdict == "no-nodes":  # the same per-node reasons, counted alike
+        return logged.split(". preemption")[0] in message
+    return False
 
 
 @settings(
@@ -120,6 +141,10 @@ async def _planned(store: Any, pods: list[dict[str, Any]]) -> list[str | None]:
     nodes=[{"zone": "a", "gpus": 0, "tainted": False}, {"zone": "a", "gpus": 2, "tainted": True}],
     pods=[{"count": 1, "zone": None, "tolerates": False, "cpu": None}],
 )
+@example(  # no node admits the pod: the same reasons, counted alike
+    nodes=[{"zone": "a", "gpus": 2, "tainted": True}, {"zone": "b", "gpus": 2, "tainted": False}],
+    pods=[{"count": 1, "zone": "a", "tolerates": False, "cpu": None}],
+)
 async def test_plan_places_where_the_scheduler_places(nodes: list[dict], pods: list[dict]) -> None:
     world = build_world(parse_scenario(_scenario(nodes)))
     store = world.stores[CLUSTER]
@@ -130,9 +155,15 @@ async def test_plan_places_where_the_scheduler_places(nodes: list[dict], pods: l
             store.update("nodes", node)
     manifests = [_pod(i, spec) for i, spec in enumerate(pods)]
     planned = await _planned(store, manifests)
-    scheduled = []
+    scheduled, logged = [], []
     for pod in manifests:
         store.create("pods", pod)
         placed = store.get("pods", "work", pod["metadata"]["name"])
         scheduled.append(placed["spec"].get("nodeName"))
-    assert planned == scheduled, (nodes, pods)
+        conditions = placed["status"].get("conditions") or []
+        logged.append(next((c.get("message", "") for c in conditions
+                            if c["type"] == "PodScheduled" and c["status"] == "False"), ""))  # fmt: skip
+    assert [node for node, _, _ in planned] == scheduled, (nodes, pods)
+    for (node, verdict, message), said in zip(planned, logged, strict=True):
+        if node is None:
+            assert _agrees(verdict, message, said), (verdict, message, said)
