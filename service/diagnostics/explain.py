@@ -175,7 +175,9 @@ def explain_claim(
     base.verdict, base.message = _pending_reason(
         blocking, base, claim, classes, devices, nodes, visible, scoped=scope is not None
     )
-    _wait_causes(base, blocking, claim, users, classes, candidates, ledger, claims, pods, nodes)
+    _wait_causes(
+        base, blocking, claim, users, classes, candidates, ledger, claims, pods, nodes, visible
+    )
     if visible is not None:
         for v in base.requests:
             v.held_by = [k for k in v.held_by if visible(k.namespace)]
@@ -237,6 +239,7 @@ def _wait_causes(
     claims: Mapping[ObjectKey, ClaimRecord],
     pods: Sequence[PodRecord],
     nodes: Sequence[NodeRecord],
+    visible: Callable[[str], bool] | None,
 ) -> None:
     """A wait that can never end is `never-fits`; one that can names the earlier waiters."""
     waits = base.verdict in (ALL_HELD, SHARING_OFF, NOT_ENOUGH, CONSTRAINTS) or (
@@ -256,12 +259,17 @@ def _wait_causes(
                 f"gone: {reason}"
             )
             return
-    base.ahead = ahead_in_queue(
+    ahead = ahead_in_queue(
         claim, users, pods=pods, claims=claims, classes=classes, devices=candidates, nodes=nodes
     )
-    if base.ahead:
-        names = ", ".join(_claim_ref(k) for k in base.ahead)
-        base.message += f"; pods ahead of it in the queue, served first: {names}"
+    # Pods the asker may not see are counted, never named (as holders are).
+    base.ahead = [k for k in ahead if visible is None or visible(k.namespace)]
+    hidden = len(ahead) - len(base.ahead)
+    if ahead:
+        said = [_claim_ref(k) for k in base.ahead]
+        if hidden:
+            said.append(f"{hidden} pod(s) outside your scope")
+        base.message += f"; pods ahead of it in the queue, served first: {', '.join(said)}"
 
 
 def _blocking(verdicts: Sequence[RequestVerdict]) -> RequestVerdict:

@@ -153,3 +153,24 @@ def test_a_wait_names_the_earlier_waiters_served_first() -> None:
     )  # fmt: skip
     assert d.ahead == [key("first", "Pod")]
     assert d.message.endswith("; pods ahead of it in the queue, served first: default/first")
+
+
+def test_earlier_waiters_outside_the_askers_scope_are_counted_not_named() -> None:
+    devices = [gpu(0)]
+    runner = pod("trainer", "busy")
+    busy = reserved(claim("busy", request(), allocation=held(*devices)), runner)
+    first = _created(
+        pod("first", "first-claim", phase="Pending", node=None, namespace="secret"),
+        "2026-01-01T10:00:00Z",
+    )
+    mine = _created(pod("second", "c", phase="Pending", node=None), "2026-01-01T10:05:00Z")
+    d = explain(
+        claim("c", request()),
+        devices=devices,
+        claims=[busy, claim("first-claim", request(), namespace="secret")],
+        pods=[runner, first, mine],
+        visible=lambda namespace: namespace != "secret",
+    )
+    assert d.ahead == []
+    assert "secret" not in d.message
+    assert d.message.endswith("served first: 1 pod(s) outside your scope")
