@@ -108,6 +108,9 @@ class SlackNotifier:
         self.target = target
         self.web_url = web_url
         self.client = AsyncWebClient(token=target.token, base_url=target.api_url)
+        # Channels an alert was posted to before a later post of it failed (by alert key):
+        # Slack answers with the channel's id, not the name asked for.
+        self._posted: dict[tuple[str, str, str, str], set[str]] = {}
 
     def channels(self, alert: Alert) -> list[str]:
         """The channels of every namespace the alert concerns (`details["namespaces"]`: the
@@ -122,17 +125,25 @@ class SlackNotifier:
         return found
 
     async def fire(self, alert: Alert) -> Any:
-        """Posts to each channel; the receipt is (channel, ts) pairs, flattened. A failure
-        after some posts re-raises: the next evaluation posts again (at least once)."""
+        """Posts to each channel; the receipt is (channel, ts) pairs, flattened. A post that
+        fails raises with the posts made so far kept on the alert (`receipt`): the next
+        evaluation posts only to the channels still missing, never twice to one."""
         c = alert.condition
-        receipt: list[str] = []
+        receipt: list[str] = list(alert.receipt or ())
+        posted = set(self._posted.get(c.key, ()))
         for channel in self.channels(alert):
+            if channel in posted:
+                continue
             reply = await self.client.chat_postMessage(
                 channel=channel,
                 text=f"[{alert.severity}] {c.summary}",
                 blocks=alert_blocks(alert, self.web_url),
             )
             receipt += [reply["channel"], reply["ts"]]
+            posted.add(channel)
+            self._posted[c.key] = posted
+            alert.receipt = tuple(receipt)
+        self._posted.pop(c.key, None)
         return tuple(receipt) if receipt else None
 
     async def resolve(self, alert: Alert) -> None:

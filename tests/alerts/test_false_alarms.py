@@ -177,3 +177,30 @@ async def test_the_three_real_alarms_fire_once_and_resolve_once(fake_slack: Fake
         assert sorted(u["ts"] for u in updates if u["text"].endswith(alert.condition.summary)) == (
             sorted(ts for _, ts in pairs)
         )
+
+
+async def test_a_post_that_fails_in_one_channel_is_not_repeated_in_the_others(
+    fake_slack: FakeSlack,
+) -> None:
+    world = await demo_world()
+    engine = engine_for(world, PENDING, Clock(datetime.now(UTC) + timedelta(minutes=1)), fake_slack)
+    notifier = engine.notifier
+    assert notifier is not None
+    post = notifier.client.chat_postMessage
+    failed: list[str] = []
+
+    async def flaky(**kwargs):  # the second channel refuses once
+        if kwargs["channel"] == "#training" and not failed:
+            failed.append(kwargs["channel"])
+            raise RuntimeError("ratelimited")
+        return await post(**kwargs)
+
+    notifier.client.chat_postMessage = flaky
+    await engine.tick()
+    await engine.tick()
+    posts = [b for m, b in fake_slack.calls if m == "chat.postMessage" and "/trainer-" in b["text"]]
+    assert sorted(p["channel"] for p in posts) == ["#gpu", "#training"]  # each once
+    [alert] = [
+        a for k, a in engine.firing.items() if k[0] == "pending-behind-idle" and k[1] == "east"
+    ]
+    assert alert.notified and len(alert.receipt) == 4
