@@ -70,6 +70,8 @@ GOOD_VARIANTS = [
     ("access.kubernetesReview", True, "access.config", "/etc/dra-mirror/access.yaml"),
     ("alerts.configMap", {"name": "dra-mirror-alerts", "key": "alerts.yaml"},
      "slack.botToken", {"secretName": "slack", "key": "bot-token"}),
+    ("access.secret", {"name": "dra-mirror-access", "key": "access.yaml"},
+     "access.insecureNoAuth", False),
     ("slack.signingSecret", {"secretName": "slack", "key": "signing-secret"},
      "alerts.prometheusRule.selfHealth",
      {"enabled": True, "watchLagSeconds": 120, "outboxBacklog": 5000, "for": "15m"}),
@@ -118,6 +120,7 @@ BAD_VALUES = [
     ("redis.deploy.appendonly", False),  # persistence is not optional
     ("access.kubernetesReview", "yes"),
     ("slack.botToken", {"secretName": "slack", "key": ""}),
+    ("access.secret", {"name": "dra-mirror-access", "key": ""}),
     ("slack.token", "xoxb-1"),  # a token only from a Secret, never in values
     ("alerts.configMap", {"name": "dra-mirror-alerts", "key": ""}),
     ("alerts.prometheusRule.selfHealth", {"enabled": True, "for": "soon"}),
@@ -139,6 +142,10 @@ def test_the_alerts_file_and_slack_secrets_reach_the_process() -> None:
     assert "mountPath: /etc/dra-mirror/alerts\n" in helpers
     assert "value: /etc/dra-mirror/alerts/{{ .Values.alerts.configMap.key }}" in helpers
     assert "configMap:\n    name: {{ .Values.alerts.configMap.name }}" in helpers
+    # The access file likewise, from a Secret.
+    assert "mountPath: /etc/dra-mirror/access\n" in helpers
+    assert "value: /etc/dra-mirror/access/{{ .Values.access.secret.key }}" in helpers
+    assert "secret:\n    secretName: {{ .Values.access.secret.name }}" in helpers
     for variable, value in (
         ("DRA_MIRROR_SLACK_BOT_TOKEN", "botToken"),
         ("DRA_MIRROR_SLACK_SIGNING_SECRET", "signingSecret"),

@@ -87,9 +87,12 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
   value: {{ .Values.database.peakWarmDays | quote }}
 {{- end }}
-{{- with .Values.access.config }}
+{{- if .Values.access.secret.name }}
 - name: DRA_MIRROR_ACCESS_CONFIG
-  value: {{ . | quote }}
+  value: /etc/dra-mirror/access/{{ .Values.access.secret.key }}
+{{- else if .Values.access.config }}
+- name: DRA_MIRROR_ACCESS_CONFIG
+  value: {{ .Values.access.config | quote }}
 {{- end }}
 {{- if .Values.access.insecureNoAuth }}
 - name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
@@ -134,6 +137,11 @@ URLs come only from Secrets. */}}
   mountPath: /etc/dra-mirror/alerts
   readOnly: true
 {{- end }}
+{{- if .Values.access.secret.name }}
+- name: access
+  mountPath: /etc/dra-mirror/access
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "dra-mirror.volumes" -}}
@@ -156,6 +164,14 @@ URLs come only from Secrets. */}}
     items:
       - key: {{ .Values.alerts.configMap.key }}
         path: {{ .Values.alerts.configMap.key }}
+{{- end }}
+{{- if .Values.access.secret.name }}
+- name: access
+  secret:
+    secretName: {{ .Values.access.secret.name }}
+    items:
+      - key: {{ .Values.access.secret.key }}
+        path: {{ .Values.access.secret.key }}
 {{- end }}
 {{- end }}
 
