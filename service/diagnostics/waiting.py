@@ -112,8 +112,8 @@ def ahead_in_queue(
         ),
         key=_queue_order,
     )
-    facts = {n.meta.name: NodeFacts.of_record(n) for n in nodes}
     wanted_nodes = {e.node for e in wanted if e.node is not None}
+    facts = {n.meta.name: NodeFacts.of_record(n) for n in nodes if n.meta.name in wanted_nodes}
     # Replicas of one workload share their terms and their claims' requests: each pair is
     # weighed once (a cluster may have thousands of pods waiting).
     reachable_for: dict[str, list[DeviceEntry]] = {}
@@ -184,7 +184,13 @@ def free_elsewhere(
     ledger: Ledger,
 ) -> list[str]:
     """The nodes outside `scope` with a matching device that could be given now, sorted."""
-    outside = [e for e in devices if e.node is not None and e.node not in scope]
+    # Devices held exclusively can be given to nobody: left out before any selector runs.
+    taken = ledger.taken
+    outside = [
+        e
+        for e in devices
+        if e.node is not None and e.node not in scope and (e.device.shareable or not taken(e.key))
+    ]
     found: set[str] = set()
     for request in claim.requests:
         for alt in alternatives(request):
