@@ -354,6 +354,17 @@ class _Planner:
                 holders = sorted(visible + diagnosis.withheld, key=lambda h: (not h.idle, h.claim))
                 self._freed_by(item, pod, claims, nodes, holders[:MAX_HOLDERS])
             return
+        if seen["room"]:
+            # Each claim fits alone, not on the nodes with room: only nodes without room for
+            # the pod have the devices it needs.
+            node, (resource, requested, allocatable) = seen["room"][0]
+            item.verdict = NODE_RESOURCES
+            item.message = (
+                f"the devices it needs are free only on node(s) without room for the pod: "
+                f"{node} lacks {resource} ({requested} requested with the pods "
+                f"already there, {allocatable} allocatable)"
+            )
+            return
         item.verdict = CLAIMS_APART
         pinned = sorted(
             {c.allocation.node_name for _, c in claims if c.allocation and c.allocation.node_name}
