@@ -10,6 +10,8 @@ indexes it with the model as the reactor would, then times, per Pending claim:
   kept outside the process derives from its read);
 * first  — the first `explain_claim` (selectors meet the 40,000 devices for the first time);
 * again  — the median of `--repeat` further calls (answers remembered per selector);
+* a claim waiting behind holders (its pod pinned to a full node, last in the queue): the
+  earlier waiters, the node constraints and the devices free elsewhere weighed too;
 
 next to a floor measured in the same run: one pass over the same devices and claims doing
 nothing but a dictionary lookup each, so the ratio survives a noisy machine.
@@ -50,6 +52,8 @@ from dra_mirror.service.model.records import (
     RESOURCE_SLICE,
     ClaimRecord,
     Meta,
+    PodClaim,
+    PodRecord,
     Request,
     key_of,
 )
@@ -134,6 +138,40 @@ def main(scenario: str, repeat: int) -> None:
             f"({again / floor_s:.1f}x floor)"
         )
         print(f"    {diagnosis.message[:150]}")
+    # A claim waiting behind holders: its pod pinned (nodeSelector) to a node whose GPUs are all
+    # held, enqueued after every pending pod — the earlier waiters, the node constraints and
+    # what is free elsewhere are all weighed.
+    full = next(
+        n.meta.name
+        for n in nodes
+        if any(e.node == n.meta.name for e in devices)
+        and all(ledger.taken(e.key) for e in devices if e.node == n.meta.name)
+    )
+    waiting = ClaimRecord(
+        meta=Meta(cluster=store.name, name="bench-wait", namespace="team-00",
+                  created_at="2099-01-01T00:00:00Z"),
+        requests=(Request(name="gpu", device_class_name="gpu.nvidia.com"),),
+    )  # fmt: skip
+    pinned = PodRecord(
+        meta=Meta(cluster=store.name, name="bench-wait-pod", namespace="team-00", uid="u-wait",
+                  created_at="2099-01-01T00:00:00Z"),
+        phase="Pending", claims=(PodClaim(name="gpu", claim_name="bench-wait"),),
+        node_selector={"kubernetes.io/hostname": full},
+    )  # fmt: skip
+    everything = {**claims, key_of(waiting): waiting}
+
+    def ask_waiting():
+        return explain_claim(
+            waiting, classes=classes, devices=devices, ledger=ledger, claims=everything,
+            pods=[*pods, pinned], nodes=nodes, eligible_nodes=[full],
+        )  # fmt: skip
+
+    diagnosis, first = clock(ask_waiting)
+    again = statistics.median(clock(ask_waiting)[1] for _ in range(repeat))
+    print(
+        f"  team-00/bench-wait (pinned to the full {full}): {diagnosis.verdict}: first "
+        f"{first * 1000:7.1f} ms, again {again * 1000:7.1f} ms ({again / floor_s:.1f}x floor)"
+    )
 
 
 # --- the ledger a question reads, kept per store (the glue every front end goes through) -----

@@ -46,6 +46,7 @@ class DiagnosisVerdict(enum.Enum):
     TAINTED = "tainted"
     NO_CAPACITY = "no-capacity"
     NOT_ENOUGH = "not-enough"
+    NEVER_FITS = "never-fits"
     CONSTRAINTS = "constraints"
     SEARCH_LIMIT = "search-limit"
     UNSUPPORTED = "unsupported"
@@ -248,6 +249,14 @@ class ClaimDiagnosis:
     @strawberry.field(description="Pods that reference the claim.")
     def pods(self) -> list[ObjectRef]:
         return [ObjectRef.of(k) for k in self.d.pods]
+
+    @strawberry.field(
+        description="Pending pods ahead of the claim's pods in the scheduling queue whose claims "
+        "could use the same devices: they get a freed device first (only those the asker may "
+        "see; the message counts the others)."
+    )
+    def ahead(self) -> list[ObjectRef]:
+        return [ObjectRef.of(k) for k in self.d.ahead]
 
     @strawberry.field(description="GPU nodes where the class's driver publishes no devices.")
     def nodes_without_driver(self) -> list[str]:

@@ -40,6 +40,7 @@ class PlanVerdict(enum.Enum):
     TAINTED = "tainted"
     NO_CAPACITY = "no-capacity"
     NOT_ENOUGH = "not-enough"
+    NEVER_FITS = "never-fits"
     CONSTRAINTS = "constraints"
     SEARCH_LIMIT = "search-limit"
     UNSUPPORTED = "unsupported"

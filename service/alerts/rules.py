@@ -4,9 +4,14 @@ Each rule turns an `IndexView` (the reactor's own index) into `Condition`s — o
 (a claim, a device, a node, a pool), identified by `(rule, cluster, namespace, name)` so the
 engine can tell a condition that goes on from a new one:
 
-    pending-behind-idle      a claim Pending while devices its requests match are held by idle
-                             claims (allocated, no consumer pod Running): the manual's cleanup
-                             candidates, with the waiting claim named; since its creation
+    pending-behind-idle      a claim a Pending pod references, Pending while devices that pod
+                             could use are held by idle claims (allocated, no consumer pod
+                             Running): the devices its requests match, on the nodes its pods
+                             may use (`node_filter`: nodeName, nodeSelector, affinity, cordons,
+                             node taints), whose taints its requests tolerate — the allocator's
+                             own rule; the manual's cleanup candidates, with the waiting claim
+                             named; since its creation. A claim no pod references waits for
+                             nothing: it never fires
     idle-holder              a claim holding devices with no consumer pod Running; since it
                              became idle (`idle_since`)
     gpu-node-without-slices  a node that looks like a GPU node (device-plugin capacity such as
@@ -16,11 +21,14 @@ engine can tell a condition that goes on from a new one:
                              resourceSliceCount (its devices cannot all be allocated); since
                              first seen so
     tainted-while-held       a held device carrying a NoSchedule/NoExecute taint, published by
-                             its driver (a failed health check) or put on it by a
-                             DeviceTaintRule (a drain); published or not; since the taint's
-                             timeAdded, else first seen so
+                             its driver in its ResourceSlice or put on it by a DeviceTaintRule
+                             (an admin's drain; the summary names which); published or not;
+                             since the taint's timeAdded, else first seen so
 
 `since` is None where only the engine can know (it then counts from its first sight).
+`details["namespaces"]` names every namespace an alert concerns — the waiting claim's and the
+holders' for a claim, the holders' for a device, the workloads' on a node or in a pool — so
+the notifier reaches each owning team's channel, not only the default one.
 
 Promises: pure (no I/O, no clock: `now` is not needed, times are data); one pass per kind.
 """
@@ -32,11 +40,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_mirror.service.diagnostics.candidates import alternatives, match
-from dra_mirror.service.diagnostics.cluster import gpu_nodes
+from dra_mirror.service.diagnostics.candidates import alternatives, blocking_taints, match
+from dra_mirror.service.diagnostics.cluster import gpu_nodes, pods_eligible_nodes
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     NODE,
+    POD,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     ClaimRecord,
@@ -45,7 +54,9 @@ from dra_mirror.service.model.records import (
     DeviceKey,
     NodeRecord,
     ObjectKey,
+    PodRecord,
     SliceRecord,
+    key_of,
 )
 from dra_mirror.service.model.taint_rules import UNAVAILABLE_EFFECTS, shown
 from dra_mirror.service.model.view import IndexView
@@ -137,12 +148,19 @@ def _claims(index: IndexView, wanted: set[str]) -> list[Condition]:
     classes = {
         c.meta.name: c for c in index.records(DEVICE_CLASS) if isinstance(c, DeviceClassRecord)
     }
+    waiting = _waiting_pods(index)
+    nodes = [n for n in index.records(NODE) if isinstance(n, NodeRecord)]
     for record in index.records(RESOURCE_CLAIM):
         if not isinstance(record, ClaimRecord) or record.allocation is not None:
             continue
         if record.meta.deleted_at is not None or not record.requests:
             continue
-        holders = _matching_holders(record, classes, entries, held)
+        pods = waiting.get((record.meta.namespace, record.meta.name))
+        if not pods:
+            continue  # no pod waits for it: nothing is blocked
+        allowed = pods_eligible_nodes(pods, nodes)
+        usable = entries if allowed is None else _on_nodes(entries, set(allowed))
+        holders = _matching_holders(record, classes, usable, held)
         if not holders:
             continue
         meta = record.meta
@@ -152,9 +170,31 @@ def _claims(index: IndexView, wanted: set[str]) -> list[Condition]:
             f"claim {meta.namespace}/{meta.name} is Pending while devices it could use are held "
             f"by idle claims: {names}" + (f" and {len(holders) - 5} more" if len(holders) > 5 else ""),
             since=meta.created_at,
-            details={"claim": f"{meta.namespace}/{meta.name}", "holders": [_ref(h) for h in holders]},
+            details={"claim": f"{meta.namespace}/{meta.name}", "holders": [_ref(h) for h in holders],
+                     "pods": sorted(_ref(key_of(p)) for p in pods),
+                     "namespaces": sorted({meta.namespace, *(h.namespace for h in holders)})},
         ))  # fmt: skip
     return out
+
+
+def _waiting_pods(index: IndexView) -> dict[tuple[str, str], list[PodRecord]]:
+    """Pending pods by the claims they reference: (namespace, claim name) -> pods."""
+    found: dict[tuple[str, str], list[PodRecord]] = defaultdict(list)
+    for pod in index.records(POD):
+        if not isinstance(pod, PodRecord) or pod.phase != "Pending":
+            continue
+        if pod.meta.deleted_at is not None:
+            continue
+        names = {c.claim_name for c in pod.claims if c.claim_name}
+        if pod.extended_claim_name:
+            names.add(pod.extended_claim_name)
+        for name in names:
+            found[(pod.meta.namespace, name)].append(pod)
+    return found
+
+
+def _on_nodes(entries: list[DeviceEntry], nodes: set[str]) -> list[DeviceEntry]:
+    return [e for e in entries if e.node is None or e.node in nodes]
 
 
 def _matching_holders(
@@ -163,11 +203,14 @@ def _matching_holders(
     entries: list[DeviceEntry],
     held: dict[DeviceKey, ObjectKey],
 ) -> list[ObjectKey]:
+    """The idle holders of devices the claim could be given once they are released: matched
+    by its class and selectors, their taints tolerated (the allocator's rule, `candidates`)."""
     found: set[ObjectKey] = set()
     for request in claim.requests:
         for alt in alternatives(request):
             for entry in match(alt, classes, entries).devices:
-                found.add(held[entry.key])
+                if not blocking_taints(entry, alt):
+                    found.add(held[entry.key])
     return sorted(found)
 
 
@@ -175,6 +218,10 @@ def _nodes_without_slices(index: IndexView) -> list[Condition]:
     nodes = [n for n in index.records(NODE) if isinstance(n, NodeRecord)]
     covered = {e.node for e in index.devices() if e.node is not None}
     out = []
+    users: dict[str, set[str]] = defaultdict(set)  # node -> namespaces of its pods with claims
+    for pod in index.records(POD):
+        if isinstance(pod, PodRecord) and pod.node_name and (pod.claims or pod.extended_claim_name):
+            users[pod.node_name].add(pod.meta.namespace)
     for node in gpu_nodes(nodes):
         name = node.meta.name
         if name in covered:
@@ -183,7 +230,7 @@ def _nodes_without_slices(index: IndexView) -> list[Condition]:
             GPU_NODE_WITHOUT_SLICES, index.cluster, "", name,
             f"node {name} looks like a GPU node, but no ResourceSlice publishes a device on it "
             "(the DRA driver is not installed there, or not running)",
-            details={"node": name},
+            details={"node": name, "namespaces": sorted(users.get(name, ()))},
         ))  # fmt: skip
     return out
 
@@ -204,9 +251,20 @@ def _incomplete_pools(index: IndexView) -> list[Condition]:
             POOL_INCOMPLETE, index.cluster, "", f"{driver}/{pool}",
             f"pool {driver}/{pool} is incomplete: {len(current)} of {expected} slices of "
             f"generation {newest} published",
-            details={"driver": driver, "pool": pool, "node": current[0].node_name},
+            details={"driver": driver, "pool": pool, "node": current[0].node_name,
+                     "namespaces": _pool_namespaces(index, current)},
         ))  # fmt: skip
     return out
+
+
+def _pool_namespaces(index: IndexView, slices: list[SliceRecord]) -> list[str]:
+    """The namespaces of the claims holding devices the slices publish."""
+    found: set[str] = set()
+    for s in slices:
+        for device in s.devices:
+            key = DeviceKey(index.cluster, s.driver, s.pool.name, device.name)
+            found.update(ref.claim.namespace for ref in index.holds(key))
+    return sorted(found)
 
 
 def _tainted_held(index: IndexView) -> list[Condition]:
@@ -216,9 +274,14 @@ def _tainted_held(index: IndexView) -> list[Condition]:
         if not taints or not index.held(entry.key):
             continue
         key = entry.key
-        holders = sorted({_ref(ref.claim) for ref in index.holds(key)})
+        refs = index.holds(key)
+        holders = sorted({_ref(ref.claim) for ref in refs})
         taint = taints[0]
-        source = f" by DeviceTaintRule {taint['rule']}" if "rule" in taint else ""
+        source = (
+            f" by DeviceTaintRule {taint['rule']}"
+            if "rule" in taint
+            else " by its driver, in its ResourceSlice"
+        )
         out.append(Condition(
             TAINTED_WHILE_HELD, index.cluster, "", f"{key.driver}/{key.pool}/{key.device}",
             f"device {key.driver}/{key.pool}/{key.device} is tainted "
@@ -227,6 +290,7 @@ def _tainted_held(index: IndexView) -> list[Condition]:
             since=taint.get("timeAdded"),
             details={"driver": key.driver, "pool": key.pool, "device": key.device,
                      "node": entry.node, "holders": holders, "uuid": entry.device.uuid,
-                     "rule": taint.get("rule")},
+                     "rule": taint.get("rule"),
+                     "namespaces": sorted({ref.claim.namespace for ref in refs})},
         ))  # fmt: skip
     return out

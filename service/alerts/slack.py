@@ -2,12 +2,14 @@
 
 `SlackNotifier(target, web_url=...)`:
 
-* `fire` posts `chat.postMessage` to the channel of the alert's cluster and namespace
+* `fire` posts `chat.postMessage` to the channel of every namespace the alert concerns
+  (`details["namespaces"]`: a waiting claim's and its holders', a device's holders', the
+  workloads on a node or in a pool; else the alert's own namespace), each channel once
   (`SlackTarget.channel_for`): a header with the rule, the summary, fields naming the cluster,
   the claim or device or node, the holders, since when, and a button linking to the Devices
   screen of the subject (`/ui/claim?…`, `/ui/device?…`, `/ui/slices?…`) when `webUrl` is set;
-  it returns `(channel, ts)`;
-* `resolve` updates that message (`chat.update`: the header says RESOLVED) and replies in its
+  it returns the `(channel, ts)` pairs, flattened;
+* `resolve` updates each message (`chat.update`: the header says RESOLVED) and replies in its
   thread that the condition ended.
 
 An alert whose cluster and namespace map to no channel is not posted (Prometheus still has it).
@@ -30,7 +32,7 @@ TITLES = {
     "idle-holder": "A claim holds devices with no pod running",
     "gpu-node-without-slices": "A GPU node publishes no DRA devices",
     "pool-incomplete": "A resource pool is incomplete",
-    "tainted-while-held": "A held device is tainted (health check)",
+    "tainted-while-held": "A held device is tainted",
 }
 
 
@@ -106,31 +108,57 @@ class SlackNotifier:
         self.target = target
         self.web_url = web_url
         self.client = AsyncWebClient(token=target.token, base_url=target.api_url)
+        # Channels an alert was posted to before a later post of it failed (by alert key):
+        # Slack answers with the channel's id, not the name asked for.
+        self._posted: dict[tuple[str, str, str, str], set[str]] = {}
+
+    def channels(self, alert: Alert) -> list[str]:
+        """The channels of every namespace the alert concerns (`details["namespaces"]`: the
+        waiter's and the holders'), each once; else its own namespace's."""
+        c = alert.condition
+        namespaces = c.details.get("namespaces") or [c.namespace]
+        found: list[str] = []
+        for namespace in namespaces:
+            channel = self.target.channel_for(c.cluster, namespace)
+            if channel is not None and channel not in found:
+                found.append(channel)
+        return found
 
     async def fire(self, alert: Alert) -> Any:
+        """Posts to each channel; the receipt is (channel, ts) pairs, flattened. A post that
+        fails raises with the posts made so far kept on the alert (`receipt`): the next
+        evaluation posts only to the channels still missing, never twice to one."""
         c = alert.condition
-        channel = self.target.channel_for(c.cluster, c.namespace)
-        if channel is None:
-            return None
-        reply = await self.client.chat_postMessage(
-            channel=channel,
-            text=f"[{alert.severity}] {c.summary}",
-            blocks=alert_blocks(alert, self.web_url),
-        )
-        return (reply["channel"], reply["ts"])
+        receipt: list[str] = list(alert.receipt or ())
+        posted = set(self._posted.get(c.key, ()))
+        for channel in self.channels(alert):
+            if channel in posted:
+                continue
+            reply = await self.client.chat_postMessage(
+                channel=channel,
+                text=f"[{alert.severity}] {c.summary}",
+                blocks=alert_blocks(alert, self.web_url),
+            )
+            receipt += [reply["channel"], reply["ts"]]
+            posted.add(channel)
+            self._posted[c.key] = posted
+            alert.receipt = tuple(receipt)
+        self._posted.pop(c.key, None)
+        return tuple(receipt) if receipt else None
 
     async def resolve(self, alert: Alert) -> None:
-        if alert.receipt is None:
+        if not alert.receipt:
             return
-        channel, ts = alert.receipt
         c = alert.condition
-        await self.client.chat_update(
-            channel=channel, ts=ts, text=f"[resolved] {c.summary}",
-            blocks=alert_blocks(alert, self.web_url, resolved=True),
-        )  # fmt: skip
-        await self.client.chat_postMessage(
-            channel=channel,
-            thread_ts=ts,
-            text=f"Resolved: {c.details.get('claim') or c.name} in {c.cluster} — "
-            f"{TITLES[c.rule].lower()}: no longer so.",
-        )
+        pairs = list(alert.receipt)
+        for channel, ts in zip(pairs[::2], pairs[1::2], strict=True):
+            await self.client.chat_update(
+                channel=channel, ts=ts, text=f"[resolved] {c.summary}",
+                blocks=alert_blocks(alert, self.web_url, resolved=True),
+            )  # fmt: skip
+            await self.client.chat_postMessage(
+                channel=channel,
+                thread_ts=ts,
+                text=f"Resolved: {c.details.get('claim') or c.name} in {c.cluster} — "
+                f"{TITLES[c.rule].lower()}: no longer so.",
+            )

@@ -1,6 +1,7 @@
 """`dra-mirror plan FILE|-`: where manifests would land if applied now, or why they would wait.
 
     dra-mirror plan FILE|- [--cluster C] [--server URL] [--token T] [--json]
+                           [--fail-on unplaceable]
     dra-mirror plan FILE|- --kubeconfig PATH [--context CTX]…        mirror, ask, stop
 
 It asks the plan question (`service.questions.plan`) of the mirror at `--server` (default
@@ -10,8 +11,9 @@ same question of that store (as `explain --kubeconfig` does). It prints, per clu
 would create and where it would run (node and devices), or why it would wait and behind whom;
 then lint's findings. `--json` prints the answer's facts (the graph's shape).
 
-Exit status: 0 with an answer (placeable or not); 1 when the server cannot be reached or
-refuses, or the file is not YAML; 2 for usage errors.
+Exit status: 0 with an answer (placeable or not; with `--fail-on unplaceable`, only when
+every pod would be placed); 1 when the server cannot be reached or refuses, the file is not
+YAML, or `--fail-on unplaceable` and a pod would wait; 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -92,6 +94,13 @@ def render_plan(plan: Mapping[str, Any]) -> str:
 @mirror_source_options
 @click.option("--timeout", type=float, default=TIMEOUT, show_default=True, help="Sync wait, s.")
 @click.option("--json", "as_json", is_flag=True, help="The plan as JSON.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["unplaceable"]),
+    default=None,
+    help="Exit 1 when a pod of the manifests would not be placed (for CI pipelines).",
+)
 def plan(
     manifests: TextIO,
     cluster: str | None,
@@ -101,6 +110,7 @@ def plan(
     contexts: tuple[str, ...],
     timeout: float,
     as_json: bool,
+    fail_on: str | None,
 ) -> None:
     """Where manifests would land if applied now (cluster, nodes, devices), or why they wait."""
     if kubeconfig and server:
@@ -118,3 +128,15 @@ def plan(
     else:
         found = run_question(server or DEFAULT_SERVER, token, question, timeout=TIMEOUT)
     _emit(found, as_json, render_plan)
+    if fail_on == "unplaceable" and unplaceable(found):
+        raise SystemExit(1)
+
+
+def unplaceable(plan: Mapping[str, Any]) -> list[str]:
+    """The pods (or workloads) of a plan's answer that would not be placed."""
+    return [
+        f"{item['namespace']}/{item['name']}"
+        for c in plan["clusters"]
+        for item in c["items"]
+        if not item["placeable"]
+    ]

@@ -4,7 +4,8 @@ the node filter, lint.
 * `cel`, `cel_library` — device selectors evaluated as kube-apiserver and kube-scheduler do;
 * `candidates`, `ledger`, `placement` — which devices a request could take, what is taken, and
   allocating a claim the way kube-scheduler's structured allocator would;
-* `node_affinity` — which nodes a pod may use (nodeSelector, required node affinity);
+* `node_filter` (with `node_affinity`) — which nodes a pod may use (nodeName, nodeSelector,
+  required node affinity, cordons, node taints against its tolerations);
 * `cluster`, `verdicts`, `explain` — why a claim is Pending, or whether an allocated one is
   healthy;
 * `lint`, `lint_cluster` — the common DRA mistakes in manifests and in a mirrored cluster.

@@ -11,9 +11,8 @@ nodes, and whether a node has room (CPU, memory) for one more pod.
   registered it: a DRA-only cluster (NVIDIA GPU Operator's GPUCluster mode, no device plugin)
   advertises none, and a pod's `limits: nvidia.com/gpu` there is served by DRA through a
   DeviceClass's `extendedResourceName` (`advertised`).
-* Which nodes a pod may use: the nodes not cordoned that its nodeSelector and required node
-  affinity admit (`service.diagnostics.node_affinity`, the same rules the simulator's
-  scheduler applies; taints are not weighed).
+* Which nodes a pod may use: `service.diagnostics.node_filter`, the rules the simulator's
+  scheduler applies (nodeName, nodeSelector, required affinity, cordons, node taints).
 * kube-scheduler's NodeResourcesFit: a pod fits when, for each resource it requests, the
   requests of the pods already bound to the node plus its own stay within the node's
   allocatable. A pod's request is the larger of the sum over its containers and the largest
@@ -29,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from dra_mirror.service.diagnostics.node_affinity import admits
+from dra_mirror.service.diagnostics.node_filter import NodeFacts, PodTerms, eligible, pods_eligible
 from dra_mirror.service.model.quantity import format_quantity, parse_quantity
 from dra_mirror.service.model.records import NodeRecord, PodRecord
 
@@ -94,42 +93,30 @@ def eligible_nodes(
     node_selector: Mapping[str, str],
     nodes: Iterable[NodeRecord],
     required_affinity: Mapping[str, Any] | None = None,
+    *,
+    tolerations: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:
-    """Names of the schedulable nodes a pod's nodeSelector and required node affinity admit
-    (for explain_claim's `eligible_nodes`), sorted."""
-    return sorted(
-        n.meta.name
-        for n in nodes
-        if not n.unschedulable and node_admits(n, node_selector, required_affinity)
-    )
-
-
-def node_admits(
-    node: NodeRecord,
-    node_selector: Mapping[str, str],
-    required_affinity: Mapping[str, Any] | None = None,
-) -> bool:
-    """Whether the node satisfies a nodeSelector and a required node affinity
-    (`service.diagnostics.node_affinity.admits`)."""
-    return admits(
-        name=node.meta.name,
-        labels=node.meta.labels,
+    """Names of the nodes a pod with this nodeSelector, required node affinity and these
+    tolerations may use (`node_filter.misfit`: cordons and node taints included), sorted."""
+    terms = PodTerms(
         node_selector=node_selector,
         required_affinity=required_affinity,
+        tolerations=tuple(tolerations),
     )
+    return eligible(terms, (NodeFacts.of_record(n) for n in nodes))
 
 
 def pods_eligible_nodes(pods: Iterable[PodRecord], nodes: Sequence[NodeRecord]) -> list[str] | None:
-    """The nodes on which every one of `pods` may run, by their nodeSelector and required node
-    affinity (a claim shared by several waiting pods is allocated on one node they all reach);
-    None when none of them says anything (then every node is a candidate)."""
-    found: set[str] | None = None
-    for pod in pods:
-        if not pod.node_selector and pod.required_node_affinity is None:
-            continue
-        names = set(eligible_nodes(pod.node_selector, nodes, pod.required_node_affinity))
-        found = names if found is None else found & names
-    return None if found is None else sorted(found)
+    """The nodes on which every one of `pods` may run (`node_filter`: nodeName, nodeSelector,
+    required node affinity, cordons, node taints against the pod's tolerations; a claim shared
+    by several waiting pods is allocated on one node they all reach); None when nothing rules
+    a node out (then every node is a candidate, nodes without a Node object included)."""
+    terms = [PodTerms.of_record(p) for p in pods]
+    facts = [NodeFacts.of_record(n) for n in nodes]
+    found = pods_eligible(terms, facts)
+    if len(found) == len(facts) and not any(t.constrained for t in terms):
+        return None
+    return found
 
 
 def pod_requests(pod: PodRecord) -> dict[str, Fraction]:
@@ -149,6 +136,31 @@ def pod_requests(pod: PodRecord) -> dict[str, Fraction]:
                 init_max[resource] = max(init_max.get(resource, Fraction(0)), amount)
             else:
                 total[resource] = total.get(resource, Fraction(0)) + amount
+    for resource, amount in init_max.items():
+        total[resource] = max(total.get(resource, Fraction(0)), amount)
+    return total
+
+
+def spec_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """`pod_requests` for a raw pod spec (the simulator's scheduler reads raw pods)."""
+    total: dict[str, Fraction] = {}
+    init_max: dict[str, Fraction] = {}
+    for init, field_name in ((False, "containers"), (True, "initContainers")):
+        for container in spec.get(field_name) or ():
+            resources = container.get("resources") or {}
+            requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+            for resource in NODE_RESOURCES:
+                text = requests.get(resource) or limits.get(resource)
+                if text is None:
+                    continue
+                try:
+                    amount = parse_quantity(str(text))
+                except ValueError:
+                    continue
+                if init:
+                    init_max[resource] = max(init_max.get(resource, Fraction(0)), amount)
+                else:
+                    total[resource] = total.get(resource, Fraction(0)) + amount
     for resource, amount in init_max.items():
         total[resource] = max(total.get(resource, Fraction(0)), amount)
     return total

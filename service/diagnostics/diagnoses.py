@@ -59,3 +59,5 @@ class Diagnosis:
     holders_total: int = 0  # holders may be cut to MAX_HOLDERS (idle ones kept first)
     holders_hidden: int = 0  # holders outside the asker's scope: counted, never named
     withheld: list[Holder] = field(default_factory=list)  # those holders: never shown
+    # Pending pods ahead of the claim's pods in the queue whose claims want the same devices.
+    ahead: list[ObjectKey] = field(default_factory=list)

@@ -13,7 +13,10 @@ pods, nodes), `explain_claim` returns a `Diagnosis` in the operations manual's w
                        device: kube-scheduler aborts the allocation, the pod stays Pending
       all-held         no devices left: every matching device is held — by which claims, which idle
       sharing-off      sharing is off and another pod took the device first
-      no-capacity / tainted / not-enough / constraints / search-limit   (see `verdicts`)
+      no-capacity / tainted / not-enough / never-fits / constraints / search-limit
+                       (see `verdicts`; `waiting` adds: never-fits when even with every holder
+                       gone it cannot be placed, the pods ahead of it in the queue, the nodes
+                       its pods may use and the matching devices free on the others)
       node-resources   devices are free only on nodes without CPU/memory for its pod
       allocatable      it could be allocated now: it waits for its pod to be scheduled
     allocated claims (the manual's checklist: allocated, node and device named, the pod among
@@ -65,11 +68,22 @@ from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.verdicts import (
     ALL_HELD,
+    CLASS_MISSING,
+    CONSTRAINTS,
     FITS,
+    NEVER_FITS,
+    NO_CAPACITY,
     NO_DEVICES,
+    NOT_ENOUGH,
+    SELECTOR_ERROR,
     RequestVerdict,
 )
-from dra_mirror.service.model.quantity import format_quantity
+from dra_mirror.service.diagnostics.waiting import (
+    ahead_in_queue,
+    free_elsewhere,
+    never_fits,
+    node_constraints,
+)
 from dra_mirror.service.model.records import (
     Allocation,
     ClaimRecord,
@@ -168,7 +182,10 @@ def explain_claim(
     base.withheld = sorted(hidden[:MAX_HOLDERS], key=lambda h: h.claim)
     blocking = _blocking(result.requests)
     base.verdict, base.message = _pending_reason(
-        blocking, base, claim, classes, devices, nodes, visible
+        blocking, base, claim, classes, devices, nodes, visible, scoped=scope is not None
+    )
+    _wait_causes(
+        base, blocking, claim, users, classes, candidates, ledger, claims, pods, nodes, visible
     )
     if visible is not None:
         for v in base.requests:
@@ -190,6 +207,8 @@ def explain_claim(
                     f" and {len(missing) - 10} more" if len(missing) > 10 else ""
                 )
                 base.message += f" (GPU nodes where {driver} publishes no devices: {listed})"
+    if scope is not None:
+        _state_node_constraints(base, claim, users, scope, classes, devices, nodes, ledger)
     return base
 
 
@@ -202,6 +221,75 @@ def _derived_message(failure: DerivedFailure) -> str:
         "would fit: the pod stays Pending until the expression is fixed (test an attribute "
         "with has() before reading it)"
     )
+
+
+def _state_node_constraints(
+    base: Diagnosis,
+    claim: ClaimRecord,
+    users: Sequence[PodRecord],
+    scope: Collection[str],
+    classes: Mapping[str, DeviceClassRecord],
+    devices: Sequence[DeviceEntry],
+    nodes: Sequence[NodeRecord],
+    ledger: Ledger,
+) -> None:
+    """The nodes its pods may use and why, and the matching devices free on the others."""
+    said = node_constraints(users, scope, len(nodes))
+    if said:
+        base.message += f"; {said}"
+    if base.verdict in (CLASS_MISSING, DRIVER_MISSING, SELECTOR_ERROR):
+        return
+    free = free_elsewhere(claim, classes=classes, devices=devices, scope=scope, ledger=ledger)
+    if free:
+        more = f" and {len(free) - 5} more" if len(free) > 5 else ""
+        base.message += (
+            f"; matching devices are free on nodes its pods may not use: {', '.join(free[:5])}"
+            + more
+        )
+
+
+def _wait_causes(
+    base: Diagnosis,
+    blocking: RequestVerdict,
+    claim: ClaimRecord,
+    users: Sequence[PodRecord],
+    classes: Mapping[str, DeviceClassRecord],
+    candidates: Sequence[DeviceEntry],
+    ledger: Ledger,
+    claims: Mapping[ObjectKey, ClaimRecord],
+    pods: Sequence[PodRecord],
+    nodes: Sequence[NodeRecord],
+    visible: Callable[[str], bool] | None,
+) -> None:
+    """A wait that can never end is `never-fits`; one that can names the earlier waiters."""
+    waits = base.verdict in (ALL_HELD, SHARING_OFF, NOT_ENOUGH, CONSTRAINTS) or (
+        base.verdict == NO_CAPACITY and blocking.short
+    )
+    if not waits:
+        return
+    if base.verdict == CONSTRAINTS or claim.constraints or len(claim.requests) > 1:
+        never = never_fits(
+            claim, classes=classes, devices=candidates, ledger=ledger, share_id=_no_share
+        )
+        if never is not None:
+            base.verdict = NEVER_FITS
+            reason = never.message.removeprefix("cannot allocate all claims: ")
+            base.message = (
+                "it can never be placed on the nodes its pods may use, even with every holder "
+                f"gone: {reason}"
+            )
+            return
+    ahead = ahead_in_queue(
+        claim, users, pods=pods, claims=claims, classes=classes, devices=candidates, nodes=nodes
+    )
+    # Pods the asker may not see are counted, never named (as holders are).
+    base.ahead = [k for k in ahead if visible is None or visible(k.namespace)]
+    hidden = len(ahead) - len(base.ahead)
+    if ahead:
+        said = [_claim_ref(k) for k in base.ahead]
+        if hidden:
+            said.append(f"{hidden} pod(s) outside your scope")
+        base.message += f"; pods ahead of it in the queue, served first: {', '.join(said)}"
 
 
 def _blocking(verdicts: Sequence[RequestVerdict]) -> RequestVerdict:
@@ -280,6 +368,8 @@ def _pending_reason(
     devices: Sequence[DeviceEntry],
     nodes: Sequence[NodeRecord],
     visible: Callable[[str], bool] | None = None,
+    *,
+    scoped: bool = False,
 ) -> tuple[str, str]:
     prefix = f"request {v.request}: "
     if v.verdict == NO_DEVICES:
@@ -295,6 +385,11 @@ def _pending_reason(
             )
             return DRIVER_MISSING, (
                 f"{prefix}the driver {driver} publishes no devices (no ResourceSlice from it){where}"
+            )
+        if scoped:
+            return v.verdict, (
+                f"{prefix}DeviceClass {v.class_name} matches no device on the nodes its pods may "
+                "use"
             )
     if v.verdict == "no-match":
         rejected = []
@@ -368,15 +463,7 @@ def _short_note(v: RequestVerdict) -> str:
     claims) has memory 415Mi left, one share takes 4Gi"."""
     if not v.short:
         return ""
-    parts = []
-    for s in v.short:
-        lacks = ", ".join(
-            f"{name} {format_quantity(left, like)} left, one share takes "
-            f"{format_quantity(asked, like)}"
-            for name, (left, asked, like) in s.missing.items()
-        )
-        parts.append(f"{s.device} ({s.sharers} claims) has {lacks}")
-    return "; shared devices too full: " + "; ".join(parts)
+    return "; shared devices too full: " + "; ".join(str(s) for s in v.short)
 
 
 def _any_shareable(

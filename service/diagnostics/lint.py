@@ -26,6 +26,12 @@ in the operations manual's words:
                                        replicas, the second onward stays Pending (to share one
                                        device, reference one claim with resourceClaimName)
 
+    api-invalid               error    what kube-apiserver would refuse in a claim or template: the
+                                       served version's shape (a v1beta1 request under
+                                       resource.k8s.io/v1), names, counts and list limits
+                                       (`api_validation`)
+    cel-invalid               error    a selector's CEL expression does not compile
+
 Rules that need cluster facts (existing classes, claims, templates, free devices per node) run
 only when `ClusterFacts` provide them. Cluster-wide checks over mirrored records live in
 `lint_cluster` (module `lint_cluster`).
@@ -40,6 +46,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_mirror.service.diagnostics.api_validation import problems
 from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, unused
 
 ERROR = "error"
@@ -150,11 +157,12 @@ def _lint_doc(
     ref = _ref(doc)
     namespace = _meta(doc).get("namespace") or "default"
     if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        refused = [Finding(p.rule, ERROR, ref, p.path, p.message) for p in problems(doc)]
         spec = doc.get("spec") or {}
         base = "spec"
         if kind == "ResourceClaimTemplate":
             spec, base = spec.get("spec") or {}, "spec.spec"
-        return _check_classes(spec, base, ref, facts) + _check_derived(spec, base, ref)
+        return refused + _check_classes(spec, base, ref, facts) + _check_derived(spec, base, ref)
     if kind == "Pod":
         return _check_pod(
             doc.get("spec") or {}, "spec", ref, namespace, 1, facts, local_claims, local_templates

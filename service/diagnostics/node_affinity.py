@@ -16,7 +16,8 @@ Rules (k8s.io/component-helpers/scheduling/corev1/nodeaffinity):
   operator, `Gt`/`Lt` without one integer — holds for no node, as the scheduler treats a
   selector it cannot parse.
 
-Preferred affinity, taints and cordons are not weighed here (callers check schedulability).
+Preferred affinity is not weighed; nodeName, cordons and taints are `node_filter`'s, which
+asks this module for the rest.
 
 Promises: pure functions over plain mappings (raw API JSON or record fields), no I/O.
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dra_mirror.service.diagnostics.api_validation import Problem, problems
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
 from dra_mirror.service.diagnostics.plan_results import (
     CLAIM_DELETING,
@@ -46,13 +47,17 @@ class PlanObjects:
         found: dict[tuple[str, str], ClaimRecord | str] = {}
         for (namespace, name), raw in expansion.claims.items():
             body = {k: v for k, v in raw.items() if k != "status"}  # apply never writes status
+            refused = problems({"kind": "ResourceClaim", **body})
+            if refused:
+                found[(namespace, name)] = refusal(refused)
+                continue
             meta = {**(body.get("metadata") or {}), "namespace": namespace}
             try:
                 found[(namespace, name)] = normalize(
                     RESOURCE_CLAIM, {**body, "metadata": meta}, cluster=self.inputs.cluster
                 )
             except MalformedObject as error:
-                found[(namespace, name)] = error.reason
+                found[(namespace, name)] = f"cannot be read: {error.reason}"
         return found
 
     def pod_record(self, pod: PlannedPod) -> PodRecord | str:
@@ -78,7 +83,7 @@ class PlanObjects:
                 return planned_claims[key]
             manifest = manifest_claims.get(key)
             if isinstance(manifest, str):
-                return INVALID, f"claim {planned.name} cannot be read: {manifest}"
+                return INVALID, f"claim {planned.name}: {manifest}"
             if manifest is not None:
                 return manifest
             existing = self.inputs.claims.get(
@@ -92,6 +97,12 @@ class PlanObjects:
             if existing.meta.deleted_at is not None:
                 return CLAIM_DELETING, f"resourceclaim {namespace}/{planned.name} is being deleted"
             return existing
+        raw = expansion.templates.get((namespace, planned.template))
+        refused = problems({"kind": "ResourceClaimTemplate", **raw}) if raw is not None else []
+        if refused:
+            return INVALID, f"resourceclaimtemplate {namespace}/{planned.template}: " + refusal(
+                refused
+            )
         template = self.template(namespace, planned.template, expansion)
         if isinstance(template, str):
             return TEMPLATE_MISSING, template
@@ -128,3 +139,10 @@ class PlanObjects:
                 "cluster: the pod would wait until it exists"
             )
         return found
+
+
+def refusal(found: list[Problem]) -> str:
+    """What the API server would say, in one line (the first three problems)."""
+    said = "; ".join(f"{p.path}: {p.message}" if p.path else p.message for p in found[:3])
+    more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+    return f"the API server would refuse it: {said}{more}"

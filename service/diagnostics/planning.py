@@ -5,8 +5,9 @@ they would wait, and behind whom.
 create and places it the way kube-scheduler would, pod after pod in manifest order, over the
 cluster's mirrored state (`PlanInputs`):
 
-* the nodes a pod may use: its `nodeName`, or the schedulable nodes its nodeSelector and
-  required node affinity admit (`cluster.eligible_nodes`, the one node filter);
+* the nodes a pod may use: its `nodeName`, or the nodes its nodeSelector, required node
+  affinity and tolerations admit, cordons and node taints weighed (`node_filter`, the one
+  node filter, through `cluster.eligible_nodes`);
 * a claim already allocated pins the pod to its node; a claim shared by several pods
   (`resourceClaimName`) is allocated with the first of them and then followed by the others;
 * on the first node (by name) where every claim the pod still needs can be allocated
@@ -41,6 +42,7 @@ import msgspec
 from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
 from dra_mirror.service.diagnostics.explain import ALLOCATABLE, MAX_HOLDERS, Holder, explain_claim
+from dra_mirror.service.diagnostics.node_filter import NodeFacts, PodTerms, rejections
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.plan_claims import PlanObjects
 from dra_mirror.service.diagnostics.plan_results import (
@@ -155,8 +157,10 @@ class _Planner:
         nodes = self._eligible(record)
         if not nodes:
             item.verdict = NO_NODES
+            facts = [NodeFacts.of_record(n) for _, n in sorted(self.nodes.items())]
             item.message = (
-                "no schedulable node satisfies the pod's nodeName, nodeSelector and node affinity"
+                "no node admits the pod (its nodeName, nodeSelector, node affinity and "
+                f"tolerations against cordons and node taints): {rejections(PodTerms.of_record(record), facts)}"
             )
             return item
         placed = self._place(record, claims, nodes)
@@ -170,7 +174,9 @@ class _Planner:
 
     def _eligible(self, pod: PodRecord) -> list[str]:
         """The nodes the pod may use (the replicas of a workload share the answer)."""
-        key = msgspec.json.encode((pod.node_name, pod.node_selector, pod.required_node_affinity))
+        key = msgspec.json.encode(
+            (pod.node_name, pod.node_selector, pod.required_node_affinity, pod.tolerations)
+        )
         found = self._nodes_for.get(key)
         if found is None:
             found = self._nodes_for[key] = self._eligible_now(pod)
@@ -180,9 +186,12 @@ class _Planner:
         if pod.node_name:
             node = self.nodes.get(pod.node_name)
             return [pod.node_name] if node is not None else []
-        if not pod.node_selector and pod.required_node_affinity is None:
-            return sorted(n for n, r in self.nodes.items() if not r.unschedulable)
-        return eligible_nodes(pod.node_selector, self.nodes.values(), pod.required_node_affinity)
+        return eligible_nodes(
+            pod.node_selector,
+            self.nodes.values(),
+            pod.required_node_affinity,
+            tolerations=pod.tolerations,
+        )
 
     # --- placing one pod --------------------------------------------------------------------
 
@@ -300,12 +309,26 @@ class _Planner:
         nodes: list[str],
         seen: dict[str, Any],
     ) -> None:
-        needed = [(p, c) for p, c in claims if c.allocation is None]
         allowed = set(nodes)
-        devices = [e for e in self.inputs.devices if e.node is None or e.node in allowed]
+        wanted = pod_requests(pod)
+        lacking = [(n, why) for n in nodes if wanted and (why := self._no_room(n, wanted))]
+        if lacking and len(lacking) == len(nodes):
+            # kube-scheduler's NodeResourcesFit filters before DynamicResources: when no node
+            # the pod may use has room for it, that is what it says, whatever the devices.
+            node, (resource, requested, allocatable) = lacking[0]
+            item.verdict = NODE_RESOURCES
+            item.message = (
+                f"the pod fits on none of the {len(nodes)} node(s) it may use: {node} lacks "
+                f"{resource} ({requested} requested with the pods already there, {allocatable} "
+                "allocatable)"
+            )
+            return
+        needed = [(p, c) for p, c in claims if c.allocation is None]
         for planned, claim in needed:
+            # Every device: explain_claim keeps to `nodes` itself, and says what is elsewhere.
             diagnosis = explain_claim(
-                claim, classes=self.inputs.classes, devices=devices, ledger=self.inputs.ledger,
+                claim, classes=self.inputs.classes, devices=self.inputs.devices,
+                ledger=self.inputs.ledger,
                 claims=self.inputs.claims, pods=self.inputs.pods, nodes=self.inputs.nodes,
                 eligible_nodes=nodes, visible=self.inputs.visible,
             )  # fmt: skip
@@ -331,12 +354,14 @@ class _Planner:
                 holders = sorted(visible + diagnosis.withheld, key=lambda h: (not h.idle, h.claim))
                 self._freed_by(item, pod, claims, nodes, holders[:MAX_HOLDERS])
             return
-        if seen["room"] and not seen["tried"]:
+        if seen["room"]:
+            # Each claim fits alone, not on the nodes with room: only nodes without room for
+            # the pod have the devices it needs.
             node, (resource, requested, allocatable) = seen["room"][0]
             item.verdict = NODE_RESOURCES
             item.message = (
-                f"devices are free on {len(seen['room'])} node(s), but the pod does not fit on "
-                f"any of them: {node} lacks {resource} ({requested} requested with the pods "
+                f"the devices it needs are free only on node(s) without room for the pod: "
+                f"{node} lacks {resource} ({requested} requested with the pods "
                 f"already there, {allocatable} allocatable)"
             )
             return

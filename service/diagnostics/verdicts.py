@@ -14,12 +14,19 @@ would take, and how many claims share the device:
     selector-error  a selector failed to compile or to evaluate (never "no match")
     no-devices      the class covers no published device (driver publishes none)
     no-match        devices exist, but the request's selectors reject them all
-    all-held        every matching device is held (or blocked by sibling partitions, by their
-                    counters or their compatibility groups: `incompatible` counts the latter)
-    tainted         the free matching devices carry NoSchedule/NoExecute taints
-    no-capacity     nobody holds them, yet none can give the capacity asked (outside the
-                    capacity's requestPolicy, more than the device has, or no counter set)
+    all-held        every matching device is held exclusively (or blocked by sibling
+                    partitions, by their counters or their compatibility groups:
+                    `incompatible` counts the latter): a wait behind the holders
+    tainted         a matching device nobody holds carries a NoSchedule/NoExecute taint the
+                    request does not tolerate: which taint, from the slice or which
+                    DeviceTaintRule (`taint`)
+    no-capacity     no matching device has the capacity asked left (shareable devices whose
+                    shares took it: what is left and what one share takes, `short`), or none
+                    can ever give it (outside the capacity's requestPolicy, more than the
+                    device has, or no counter set)
     not-enough      fewer free devices on any one node than the request needs
+    never-fits      it asks for more matching devices than any one node (with the
+                    network-attached ones) has at all: no release will ever let it in
     constraints     each request fits alone, not together (matchAttribute, distinct…)
     search-limit    the search budget ran out before an answer
     unsupported     an allocationMode this allocator does not know (Kubernetes refuses it too)
@@ -31,22 +38,26 @@ Promises: pure; reads the ledger, never writes it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import (
     CAPACITY,
     COUNTERS,
+    HELD,
     INCOMPATIBLE,
     POLICY,
     TAINTED,
     Alternative,
     Match,
+    blocking_taints,
     fit,
     share_consumption,
 )
 from dra_mirror.service.diagnostics.ledger import Ledger
+from dra_mirror.service.model.quantity import format_quantity
 from dra_mirror.service.model.records import ClaimRecord, DeviceEntry, ObjectKey
 
 CLASS_MISSING = "class-missing"
@@ -61,6 +72,7 @@ CONSTRAINTS = "constraints"
 SEARCH_LIMIT = "search-limit"
 FITS = "fits"
 UNSUPPORTED = "unsupported"
+NEVER_FITS = "never-fits"
 
 _SUMMARY = {
     CLASS_MISSING: "DeviceClass {cls} does not exist",
@@ -70,6 +82,7 @@ _SUMMARY = {
     ALL_HELD: "every matching device is held by other claims",
     ALL_TAINTED: "the free matching devices are tainted and not tolerated",
     NO_CAPACITY: "no matching device can give the capacity requested",
+    NEVER_FITS: "it asks for more matching devices than any node it may use has",
     NOT_ENOUGH: "not enough free matching devices on one node",
     CONSTRAINTS: "the requests fit alone but not together (constraints)",
     SEARCH_LIMIT: "the allocation search gave up (budget exhausted)",
@@ -91,6 +104,16 @@ class Short:
     missing: dict[str, tuple[Fraction, Fraction, str]]
     sharers: int
 
+    def __str__(self) -> str:
+        """ "gpu.nvidia.com/n1/gpu-0 (35 claims) has gpu.nvidia.com/memory 415Mi left, one
+        share takes 4Gi"."""
+        lacks = ", ".join(
+            f"{name} {format_quantity(left, like)} left, one share takes "
+            f"{format_quantity(asked, like)}"
+            for name, (left, asked, like) in self.missing.items()
+        )
+        return f"{self.device} ({self.sharers} claims) has {lacks}"
+
 
 @dataclass
 class RequestVerdict:
@@ -107,10 +130,34 @@ class RequestVerdict:
     needed: int = 1  # devices the request needs (ExactCount count; All: every match)
     short: list[Short] = field(default_factory=list)  # shareable devices with too little left
     incompatible: int = 0  # matching devices refused by compatibility groups (KEP-5963)
+    # The first untolerated taint on a matching device nobody holds: the taint as written,
+    # with "rule" naming the DeviceTaintRule that put it (absent: the driver's slice).
+    taint: Mapping[str, Any] | None = None
+    most_on_one_node: int = 0  # matching devices on the best node, network-attached included
 
     def summary(self) -> str:
-        """One line in the manual's words."""
-        return _SUMMARY[self.verdict].format(cls=self.class_name)
+        """One line in the manual's words, naming the cause."""
+        text = _SUMMARY[self.verdict].format(cls=self.class_name)
+        if self.verdict == ALL_TAINTED and self.taint is not None:
+            text += f": {describe_taint(self.taint)}"
+        elif self.verdict == NO_CAPACITY and self.short:
+            text = "no matching device has the capacity asked left: " + "; ".join(
+                str(s) for s in self.short
+            )
+        elif self.verdict == NEVER_FITS:
+            text = (
+                f"it asks for {self.needed} devices, and the most any node it may use has is "
+                f"{self.most_on_one_node}: no release will ever let it in"
+            )
+        return text
+
+
+def describe_taint(taint: Mapping[str, Any]) -> str:
+    """`key=value:Effect`, and who put it: the driver's slice or a DeviceTaintRule."""
+    value = taint.get("value")
+    text = f"{taint.get('key')}{'=' + str(value) if value else ''}:{taint.get('effect')}"
+    rule = taint.get("rule")
+    return text + (f" (DeviceTaintRule {rule})" if rule else " (from its driver's ResourceSlice)")
 
 
 @dataclass
@@ -155,17 +202,26 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     reasons: Counter[str] = Counter()
     free_per_node: Counter[str | None] = Counter()
     per_node: Counter[str | None] = Counter()
+    usable_per_node: Counter[str | None] = Counter()  # not outside the policy: may free up
     held_by: set[ObjectKey] = set()
     short: list[Short] = []
+    taint: Mapping[str, Any] | None = None
     for entry in m.devices:
         per_node[entry.node] += 1
         reason, _ = fit(entry, alt, ledger)
         reasons[reason or "free"] += 1
+        if reason != POLICY:
+            usable_per_node[entry.node] += 1
         if reason is None:
             free_per_node[entry.node] += 1
         elif reason in (COUNTERS, INCOMPATIBLE):
             held_by.update(ledger.counter_blockers(entry))
-        elif reason not in (TAINTED, POLICY):
+        elif reason == TAINTED:
+            if not ledger.holders(entry.key):
+                reasons["tainted-free"] += 1
+                if taint is None:
+                    taint = _first_taint(entry, alt)
+        elif reason != POLICY:
             holders = ledger.holders(entry.key)
             held_by.update(holders)
             if reason == CAPACITY and len(short) < SHORT_SHOWN:
@@ -173,6 +229,9 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     free = reasons["free"]
     network_free = free_per_node.get(None, 0)
     best_node = max((n for k, n in free_per_node.items() if k is not None), default=0)
+    most = usable_per_node.get(None, 0) + max(
+        (n for k, n in usable_per_node.items() if k is not None), default=0
+    )
     needed = len(m.devices) if alt.mode == "All" else alt.count
     if alt.mode not in ("ExactCount", "All"):
         verdict = UNSUPPORTED
@@ -184,9 +243,13 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         verdict = NO_DEVICES
     elif not m.devices:
         verdict = NO_MATCH
+    elif alt.mode == "ExactCount" and not alt.admin and needed > most and most > 0:
+        verdict = NEVER_FITS
     elif free == 0:
-        if reasons[TAINTED] == len(m.devices):
+        if reasons["tainted-free"] or reasons[TAINTED] == len(m.devices):
             verdict = ALL_TAINTED
+        elif reasons[CAPACITY] and not reasons[HELD] and not reasons[COUNTERS]:
+            verdict = NO_CAPACITY  # shares took the capacity: what is left, per device
         else:
             verdict = ALL_HELD if held_by else NO_CAPACITY
     elif alt.mode == "All":
@@ -216,7 +279,21 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         needed=needed,
         short=short,
         incompatible=reasons[INCOMPATIBLE],
+        taint=taint if verdict == ALL_TAINTED else None,
+        most_on_one_node=most,
     )
+
+
+def _first_taint(entry: DeviceEntry, alt: Alternative) -> Mapping[str, Any] | None:
+    """The first taint that keeps the request off the device, with the rule that put it."""
+    blocking = blocking_taints(entry, alt)
+    if not blocking:
+        return None
+    first = blocking[0]
+    for rule_taint in entry.rule_taints:
+        if rule_taint.taint is first:
+            return {**first, "rule": rule_taint.rule}
+    return first
 
 
 def _short(entry: DeviceEntry, alt: Alternative, ledger: Ledger, sharers: int) -> Short:

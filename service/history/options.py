@@ -46,5 +46,6 @@ class WriterStats:
     rejected: int = 0
     replayed: int = 0
     pruned: int = 0
+    gaps: int = 0  # spans recorded when a cluster was not watched (dra_mirror_history_gaps_total)
     last_error: str | None = None
     position: str | None = None

@@ -94,6 +94,7 @@ class BatchRecorder:
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
         self.rows = 0  # rows inserted or updated, for the writer's metrics
+        self.gaps = 0  # gaps recorded (a cluster not watched for a while), for the metrics
 
     async def record_prepared(self, prepared: Prepared) -> None:
         await partitions.cover(self.conn.engine, self.conn, months_needed(prepared))
@@ -290,8 +291,9 @@ class BatchRecorder:
         if end <= start:
             return
         stmt = _insert(self.conn, Gap).values(cluster=cluster, start_us=start, end_us=end)
-        await self.conn.execute(stmt.on_conflict_do_nothing())
+        result = await self.conn.execute(stmt.on_conflict_do_nothing())
         self.rows += 1
+        self.gaps += 1 if result.rowcount != 0 else 0  # a replayed entry adds no gap
 
     async def _watched(self, cluster: str, until: int) -> None:
         await self._write(Plan(marks={cluster: until}))

@@ -260,6 +260,7 @@ class HistoryWriter:
         self.stats.batches += 1
         self.stats.entries += len(batch.fresh)
         self.stats.rows += recorder.rows
+        self.stats.gaps += recorder.gaps
 
     # --- position and retention ----------------------------------------------------------
 

@@ -18,7 +18,8 @@ routes (`service.http.state.AppState`): `store`, `reactors` (set once the lifesp
 * stores: `dra_mirror_store_apply_seconds{store="state"|"history"}` (one batch handed to the
   state store, or to the history outbox; `timed_store`/`timed_sink` wrap them),
   `dra_mirror_history_outbox_backlog`, `dra_mirror_history_rows_written_total`,
-  `dra_mirror_history_write_retries_total`;
+  `dra_mirror_history_write_retries_total`, `dra_mirror_history_gaps_total` (spans recorded
+  when a cluster was not watched);
 * API: `dra_mirror_graphql_request_seconds{operation}` and
   `dra_mirror_graphql_errors_total{operation}` (`timed_operation`); operation names are the
   client's, capped at `MAX_OPERATIONS` distinct values (later ones read `other`, unnamed

@@ -158,4 +158,9 @@ class HistoryCollector:
             "dra_mirror_history_write_retries", "History writes retried (database unreachable)."
         )
         retries.add_metric([], stats.retries)
-        yield from (rows, retries)
+        gaps = CounterMetricFamily(
+            "dra_mirror_history_gaps",
+            "Gaps recorded in the history: spans when a cluster was not watched.",
+        )
+        gaps.add_metric([], stats.gaps)
+        yield from (rows, retries, gaps)

@@ -62,6 +62,7 @@ class PodSpec(_Wire):
     containers: list[Container] | None = None
     init_containers: list[Container] | None = None
     scheduling_group: PodSchedulingGroup | None = None
+    tolerations: list[Raw] | None = None  # kept raw: the node filter reads them
 
 
 class PodResourceClaimStatus(_Wire):
@@ -135,6 +136,7 @@ class Pod(_Wire):
 
 class NodeSpec(_Wire):
     unschedulable: bool | None = None
+    taints: list[Raw] | None = None  # kept raw: the node filter reads them
 
 
 class NodeStatus(_Wire):

@@ -325,6 +325,7 @@ class PodRecord(Struct, frozen=True, gc=False, tag="Pod"):
     pod_group: str | None = None  # spec.schedulingGroup.podGroupName [1.36+]
     extended_requests: tuple[ExtendedRequest, ...] = ()  # extendedResourceClaimStatus mappings
     device_health: tuple[DeviceHealth, ...] = ()  # per device, as the kubelet reports it
+    tolerations: tuple[dict[str, Any], ...] = ()  # spec.tolerations, raw
 
 
 class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
@@ -334,6 +335,7 @@ class NodeRecord(Struct, frozen=True, gc=False, tag="Node"):
     ready: bool = False
     unschedulable: bool = False
     conditions: tuple[dict[str, Any], ...] = ()
+    taints: tuple[dict[str, Any], ...] = ()  # spec.taints, raw
 
 
 # --- Derived views shared by the index, the stores and the allocator ------------------------

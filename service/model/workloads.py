@@ -194,6 +194,7 @@ def pod_record(wire: api.Pod, meta: Meta, shared: SharedValues) -> PodRecord:
         if extended
         else (),
         device_health=_device_health(status, claims, extended_name),
+        tolerations=tuple(t for t in spec.tolerations or () if isinstance(t, dict)),
     )
 
 
@@ -219,4 +220,7 @@ def node_record(wire: api.Node, meta: Meta, shared: SharedValues) -> NodeRecord:
         ready=ready,
         unschedulable=bool(wire.spec.unschedulable) if wire.spec else False,
         conditions=tuple(conditions),
+        taints=tuple(t for t in (wire.spec.taints or ()) if isinstance(t, dict))
+        if wire.spec
+        else (),
     )

@@ -40,6 +40,7 @@ FINDING_FIELDS = "rule severity object path message"
 DIAGNOSIS_FIELDS = """cluster namespace name state verdict message holdersTotal holdersHidden
   nodesWithoutDriver
   pods { namespace name }
+  ahead { namespace name }
   requests { request deviceClassName classExists classDevices freeOrShareable nodes needed
              verdict summary selectors { expression passing rejected }
              selectorErrors { expression message } heldBy { namespace name } }
@@ -105,6 +106,7 @@ def diagnosis_facts(d: Diagnosis) -> Facts:
         "holdersTotal": d.holders_total, "holdersHidden": d.holders_hidden,
         "nodesWithoutDriver": list(d.nodes_without_driver),
         "pods": [_ref(k) for k in d.pods],
+        "ahead": [_ref(k) for k in d.ahead],
         "requests": [request_facts(v) for v in d.requests],
         "holders": [holder_facts(h) for h in d.holders],
         "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in d.checks],

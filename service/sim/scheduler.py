@@ -3,9 +3,10 @@
 `SchedulerState` is the scheduler's cache, kept current from store events: normalized device
 classes, slices and claims, the devices of each node, the allocation `Ledger`, and per node
 the bound pods and the device-plugin resources they use. `SchedulerState.place` filters nodes
-in name order by nodeName, nodeSelector and required node affinity (with
-`service.diagnostics.node_affinity`, the rules `explainClaim` reports eligible nodes by),
-schedulability, readiness, pod count and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
+in name order by nodeName, nodeSelector, required node affinity, cordons, readiness and node
+taints against the pod's tolerations (with `service.diagnostics.node_filter`, the rules
+`explainClaim` and `plan` read eligible nodes by), pod count, CPU and memory requests against
+the node's allocatable (as `plan` counts them, `service.diagnostics.cluster.spec_requests`) and device-plugin extended resources; on the first node where every unallocated claim of the pod (and the
 extended-resource claim, see `service.sim.extended`) can be allocated by
 `service.diagnostics.placement.allocate` — the same pure code `explainClaim` uses — it returns
 the allocations; otherwise kube-scheduler's message ("0/3 nodes are available: 1 cannot
@@ -28,7 +29,9 @@ from typing import Any
 
 import msgspec
 
-from dra_mirror.service.diagnostics import node_affinity
+from dra_mirror.service.diagnostics import node_filter
+from dra_mirror.service.diagnostics.cel import rule_selector_matches
+from dra_mirror.service.diagnostics.cluster import NODE_RESOURCES, spec_requests
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.model.holdings import Holdings
@@ -37,6 +40,7 @@ from dra_mirror.service.model.pools import valid_devices
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
+    DEVICE_TAINT_RULE,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     Allocation,
@@ -45,8 +49,10 @@ from dra_mirror.service.model.records import (
     DeviceEntry,
     ObjectKey,
     SliceRecord,
+    TaintRuleRecord,
 )
 from dra_mirror.service.model.records import key_of as record_key
+from dra_mirror.service.model.taint_rules import NO_CEL, RuleMatching, with_rules
 from dra_mirror.service.sim.extended import ExtendedClaim, extended_claim, extended_requests
 from dra_mirror.service.sim.shapes import node_ip, pod_ip
 from dra_mirror.service.sim.store import ClusterStore
@@ -65,8 +71,10 @@ class SchedulerState:
         self.cluster = cluster
         self.classes: dict[str, DeviceClassRecord] = {}
         self.slices: dict[str, SliceRecord] = {}
+        self.rules: dict[str, TaintRuleRecord] = {}  # DeviceTaintRules by name
         self.claims: dict[ObjectKey, ClaimRecord] = {}
         self.nodes: dict[str, dict] = {}
+        self.node_facts: dict[str, node_filter.NodeFacts] = {}  # what the node filter reads
         self.node_index: dict[str, int] = {}
         self.bound: dict[tuple[str, str], str] = {}  # pod -> node
         self.on_node: dict[str, dict[tuple[str, str], dict[str, Fraction]]] = {}  # node -> pods
@@ -85,7 +93,14 @@ class SchedulerState:
         enabled = gc.isenabled()
         gc.disable()
         try:
-            for plural in ("deviceclasses", "resourceslices", "resourceclaims", "nodes", "pods"):
+            for plural in (
+                "deviceclasses",
+                "devicetaintrules",
+                "resourceslices",
+                "resourceclaims",
+                "nodes",
+                "pods",
+            ):
                 for obj in store.iter_objects(plural):
                     state.observe("ADDED", plural, obj)
             state.ledger  # noqa: B018 (build the ledger now, under the same pause)
@@ -99,7 +114,7 @@ class SchedulerState:
     def observe(self, kind: str, plural: str, obj: dict) -> set[str] | None:
         """Fold one store event in; the nodes where devices were released, if any."""
         released = self._observe(kind, plural, obj)
-        if plural in ("deviceclasses", "resourceslices", "nodes"):
+        if plural in ("deviceclasses", "devicetaintrules", "resourceslices", "nodes"):
             self._misses.clear()  # new devices, selectors or node facts: every verdict is stale
         elif released:
             for node in released:
@@ -113,6 +128,16 @@ class SchedulerState:
             self._put(
                 self.classes, name, None if gone else _record(DEVICE_CLASS, obj, self.cluster)
             )
+            if self.rules:
+                self._devices = None  # a rule naming the class may select other devices now
+                self._ledger = None
+        elif plural == "devicetaintrules":
+            self._put(
+                self.rules, name, None if gone else _record(DEVICE_TAINT_RULE, obj, self.cluster)
+            )
+            self._devices = None
+            self._ledger = None
+            return set(self.nodes) if gone else None
         elif plural == "resourceslices":
             self._put(
                 self.slices, name, None if gone else _record(RESOURCE_SLICE, obj, self.cluster)
@@ -123,6 +148,7 @@ class SchedulerState:
         elif plural == "resourceclaims":
             return self._claim(obj, gone)
         elif plural == "nodes":
+            self.node_facts.pop(name, None)
             if gone:
                 self.nodes.pop(name, None)
             else:
@@ -171,7 +197,7 @@ class SchedulerState:
             usage = self.on_node.get(previous, {}).pop(key, None)
             return {previous} if usage else None
         self.bound[key] = node
-        self.on_node.setdefault(node, {})[key] = extended_requests(obj)
+        self.on_node.setdefault(node, {})[key] = _requests(obj)
         return None
 
     # ---- derived views -----------------------------------------------------------------------
@@ -180,7 +206,8 @@ class SchedulerState:
     def devices(self) -> dict[str | None, list[DeviceEntry]]:
         """Devices of the valid generation of every pool, by node (None: not node-local)."""
         if self._devices is None:
-            self._devices = device_entries(self.slices.values())
+            matching = RuleMatching(self.classes.get, rule_selector_matches)
+            self._devices = device_entries(self.slices.values(), self.rules.values(), matching)
         return self._devices
 
     @property
@@ -229,12 +256,14 @@ class SchedulerState:
         ledger = self.ledger
         missing = [c for c in claims if c.allocation is None]
         wanted = extended_requests(pod)
+        requests = _requests(pod)  # NodeResourcesFit's, read once for every node
+        terms = node_filter.PodTerms.of_spec(pod["spec"])
         by_dra = self.extended_classes() if wanted else {}
         for name in candidates:
             allocatable = (self.nodes[name].get("status") or {}).get("allocatable") or {}
             dra = {r: by_dra[r] for r in wanted if r not in allocatable and r in by_dra}
             extended = extended_claim(pod, dra, self.cluster) if dra else None
-            why = self._node_misfit(pod, self.nodes[name], skip=dra.keys())
+            why = self._node_misfit(terms, self.nodes[name], requests, skip=dra.keys())
             if why is None and any(
                 c.allocation is not None and c.allocation.node_name not in (None, name)
                 for c in claims
@@ -292,39 +321,40 @@ class SchedulerState:
                 out.setdefault(explicit, name)
         return out
 
-    def _node_misfit(self, pod: dict, node: dict, *, skip: Iterable[str] = ()) -> str | None:
-        spec = pod["spec"]
-        labels = node["metadata"].get("labels") or {}
-        if spec.get("nodeName") and spec["nodeName"] != node["metadata"]["name"]:
-            return "node(s) didn't match the requested node name"
-        if not node_affinity.admits(
-            name=node["metadata"]["name"],
-            labels=labels,
-            node_selector=spec.get("nodeSelector") or {},
-            required_affinity=node_affinity.required_affinity_of(spec),
-        ):
-            return "node(s) didn't match Pod's node affinity/selector"
-        if (node.get("spec") or {}).get("unschedulable"):
-            return "node(s) were unschedulable"
-        ready = [
-            c
-            for c in (node.get("status") or {}).get("conditions") or []
-            if c.get("type") == "Ready"
-        ]
-        if ready and ready[0].get("status") != "True":
-            return "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+    def _node_misfit(
+        self,
+        terms: node_filter.PodTerms,
+        node: dict,
+        requests: dict[str, Fraction],
+        *,
+        skip: Iterable[str] = (),
+    ) -> str | None:
         name = node["metadata"]["name"]
+        facts = self.node_facts.get(name)
+        if facts is None:
+            facts = self.node_facts[name] = node_filter.NodeFacts.of_raw(node)
+        why = node_filter.misfit(terms, facts)
+        if why is not None:
+            return why
         here = list(self.on_node.get(name, {}).values())
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         if len(here) >= int(allocatable.get("pods", 110)):
             return "Too many pods"
-        for resource, amount in extended_requests(pod).items():
+        for resource, amount in requests.items():
             if resource in skip:
                 continue
+            if resource in NODE_RESOURCES and resource not in allocatable:
+                continue  # NodeResourcesFit weighs what the node states
             used = sum((u.get(resource, Fraction(0)) for u in here), Fraction(0))
             if used + amount > parse_quantity(allocatable.get(resource, "0")):
                 return f"Insufficient {resource}"
         return None
+
+
+def _requests(pod: dict) -> dict[str, Fraction]:
+    """What NodeResourcesFit counts of a pod: its CPU and memory requests (`spec_requests`,
+    as `plan` counts them) and the device-plugin resources in its limits."""
+    return {**spec_requests(pod["spec"]), **extended_requests(pod)}
 
 
 def _record(kind: str, obj: dict, cluster: str) -> Any:
@@ -343,13 +373,21 @@ def _slice_order(sl: SliceRecord) -> tuple:
     return (sl.driver, sl.pool.name, _natural(first), sl.meta.name)
 
 
-def device_entries(slices: Iterable[SliceRecord]) -> dict[str | None, list[DeviceEntry]]:
+def device_entries(
+    slices: Iterable[SliceRecord],
+    rules: Iterable[TaintRuleRecord] = (),
+    matching: RuleMatching = NO_CEL,
+) -> dict[str | None, list[DeviceEntry]]:
     """Devices of the valid generation of each pool (`service.model.pools`, the mirror's own
-    rules), grouped by the node they are on (None: not node-local)."""
+    rules) with the taints the DeviceTaintRules put on them (`service.model.taint_rules`, as
+    the mirror's index reads them), grouped by the node they are on (None: not node-local)."""
     slices = list(slices)
     if not slices:
         return {}
     entries = valid_devices(slices[0].meta.cluster, slices)
+    rules = list(rules)
+    if rules:
+        entries = [with_rules(e, rules, matching) for e in entries]
     # Within a node, devices in the drivers' order (gpu-0 … gpu-7), whatever the slice names;
     # the sort is stable, so a slice keeps its own device order.
     order = {record_key(sl): _slice_order(sl) for sl in slices}

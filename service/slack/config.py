@@ -34,6 +34,21 @@ from dra_mirror.service.settings import SettingsError
 from .plan import SLACK_FILES, BotToken, SlackBot
 
 ENV_PREFIX = "DRA_MIRROR_SLACK_"
+# Every variable read here (the deploy files may set only these and service.settings' own).
+VARIABLES = tuple(
+    ENV_PREFIX + name
+    for name in (
+        "SIGNING_SECRET",
+        "SIGNING_SECRET_FILE",
+        "ANSWER_WITHIN",
+        "RESPONSE_URLS",
+        "BOT_TOKEN",
+        "BOT_TOKEN_FILE",
+        "API_URL",
+        "DIRECTORY_TTL",
+        "FILE_URLS",
+    )
+)
 
 # Slack posts slash-command follow-ups only to its own hooks host. Anything else in a signed
 # request's response_url is refused, so the mirror never becomes a request forwarder.

@@ -36,7 +36,7 @@ async def test_a_cluster_still_listing_is_not_evaluated() -> None:
     index = index_of(store, "east")
     reactor = SimpleNamespace(index=index, synced=asyncio.Event())
     watching = [SimpleNamespace(by_name={"east": reactor})]
-    config = parse({"rules": {"pending-behind-idle": {"minutes": 10}}})
+    config = parse({"rules": {"idle-holder": {"minutes": 10}}})
     later = datetime.now(UTC) + timedelta(hours=1)
     # Over the half-listed index the rule would fire (claims in use look idle before their
     # pods are listed) ...

@@ -97,7 +97,12 @@ def test_unqualified_consumed_capacity_is_taken_from_the_device() -> None:
     # 40Gi no longer fits beside 100Gi of 143771Mi; 20Gi does.
     verdict = allocate(claim("b", "41Gi"), classes={"gpu": CLASS}, devices=found, ledger=ledger)
     assert isinstance(verdict, Unsatisfiable)
-    assert verdict.requests[0].verdict != "no-capacity"  # it could fit, were it free
+    # What the shares left is named, asked vs left; the shares' claims are named as holders.
+    [why] = verdict.requests
+    assert why.verdict == "no-capacity" and why.held_by
+    assert [str(s) for s in why.short] == [
+        f"{GPU}/n1/gpu-0 (1 claims) has {GPU}/memory 41371Mi left, one share takes 41Gi"
+    ]
     fits = allocate(claim("c", "20Gi"), classes={"gpu": CLASS}, devices=found, ledger=ledger)
     assert isinstance(fits, Allocation)
     assert msgspec.structs.asdict(fits.results[0])["consumed_capacity"] == {"memory": "20Gi"}

@@ -30,7 +30,13 @@ def test_the_pending_trainer_replica(east: Cluster) -> None:
     ]
     assert [h.claim.name for h in d.holders if h.idle] == ["notebook-gpu"]
     others = ", ".join(f"{h.claim.namespace}/{h.claim.name}" for h in d.holders if not h.idle)
-    assert d.message.endswith(f"held by research/notebook-gpu (idle), {others}; 1 of them idle")
+    # The pin is stated, and the H200s free on the node the pod may not use are named.
+    assert d.message.endswith(
+        f"held by research/notebook-gpu (idle), {others}; 1 of them idle; its pods may use "
+        f"1 of {len(east.nodes)} nodes (east-h200-1) by pod {waiting.meta.name}: nodeSelector "
+        "kubernetes.io/hostname=east-h200-1; matching devices are free on nodes its pods may "
+        "not use: east-h200-0"
+    )
     # Not told the pin, the pure diagnosis names the devices free on east-h200-0 are named, and the pod's state.
     loose = east.explain(claim)
     assert loose.verdict == "allocatable"

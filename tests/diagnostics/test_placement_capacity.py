@@ -99,7 +99,11 @@ def test_shares_until_capacity_is_exhausted() -> None:
     third = place(claim("c", nic_request("1G")), devices, ledger, share_id=ids)
     assert isinstance(third, Unsatisfiable)
     v = third.requests[0]
-    assert (v.free_or_shareable, v.verdict) == (0, "all-held")
+    # The shares took the bandwidth: no capacity left (asked vs left), their claims named.
+    assert (v.free_or_shareable, v.verdict) == (0, "no-capacity")
+    assert [str(s) for s in v.short] == [
+        f"{NIC}/n1/eth1 (2 claims) has {NIC}/bandwidth 0 left, one share takes 1G"
+    ]
     assert v.held_by == [claim_key("a"), claim_key("b")]
     ledger.release(claim_key("a"))
     assert isinstance(

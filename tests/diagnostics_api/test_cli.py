@@ -175,3 +175,41 @@ async def test_explain_with_the_nodes_the_pods_may_use(mirrored: Mirrored) -> No
     assert code == 0, err
     assert out.splitlines()[0] == f"training/{name} in east (pending): ALLOCATABLE"
     assert "on node east-h200-0" in out
+
+
+UNPLACEABLE = """apiVersion: v1
+kind: Pod
+metadata: {name: lost, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimName: no-such-claim}]
+"""
+PLACEABLE = """apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: default}
+spec:
+  containers: [{name: c, image: x}]
+"""
+
+
+async def test_plan_fail_on_unplaceable_for_ci(mirrored: Mirrored, tmp_path: Path) -> None:
+    for text, code_wanted in ((UNPLACEABLE, 1), (PLACEABLE, 0)):
+        path = tmp_path / "manifests.yaml"
+        path.write_text(text)
+        args = ("plan", str(path), "--server", mirrored.url, "--cluster", "east")
+        code, out, err = await run(*args)
+        assert code == 0, err  # an answer, placeable or not
+        code, out, err = await run(*args, "--fail-on", "unplaceable")
+        assert code == code_wanted, out + err
+
+
+def test_lint_offline_compiles_cel() -> None:
+    broken = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, selectors: [{cel: {expression: "device.driver =="}}]}}]
+"""
+    result = CliRunner().invoke(main, ["lint", "-"], input=broken)
+    assert result.exit_code == 1 and "cel-invalid" in result.output

@@ -135,8 +135,13 @@ async def test_the_demo_trainer_replica_waits_for_held_gpus(mirrored: Mirrored) 
     assert (r["classDevices"], r["freeOrShareable"]) == (len(h200_1), 0) == (4, 0)
     idle = [h["claim"]["name"] for h in d["holders"] if h["idle"]]
     assert idle == ["notebook-gpu"]
-    assert d["message"].endswith("; 1 of them idle")
+    assert "; 1 of them idle; its pods may use 1 of " in d["message"]
     assert "held by research/notebook-gpu (idle), " in d["message"]
+    # The pod's own pin keeps it off the H200s free on east-h200-0: said, never "all held" alone.
+    assert d["message"].endswith(
+        "nodeSelector kubernetes.io/hostname=east-h200-1; matching devices are free on nodes its "
+        "pods may not use: east-h200-0"
+    )
     # The same as naming the pinned node; naming other nodes overrides what the pod says.
     pinned = await explain(mirrored, "east", prefix, "training", eligible=["east-h200-1"])
     assert (pinned["verdict"], pinned["message"]) == (d["verdict"], d["message"])

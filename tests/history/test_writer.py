@@ -149,10 +149,12 @@ async def test_a_watch_started_with_an_empty_index_records_the_gap(engine, pipel
     gaps = await queries.gaps(FROM, to_us(at(300)))
     assert [(g.cluster, g.start_us, g.end_us) for g in gaps] == [
         ("east", last_seen, to_us(at(200))), ("west", to_us(at(10)), to_us(at(20)))]  # fmt: skip
+    assert pipeline.writer.stats.gaps == 2  # dra_mirror_history_gaps_total
     # starting again later with nothing new is idempotent: no second gap from the same mark
     await pipeline.sink.cluster_started(CLUSTER, at(200))
     await pipeline.drained()
     assert len(await queries.gaps(FROM, to_us(at(300)), cluster=CLUSTER)) == 1
+    assert pipeline.writer.stats.gaps == 2
 
 
 async def test_a_takeover_of_a_quiet_cluster_keeps_what_it_kept_and_ends_what_it_lost(

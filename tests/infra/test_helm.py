@@ -68,6 +68,13 @@ GOOD_VARIANTS = [
     ("redis.deploy.enabled", True, "redis.deploy.persistence",
      {"size": "20Gi", "storageClassName": "fast-ssd"}),
     ("access.kubernetesReview", True, "access.config", "/etc/dra-mirror/access.yaml"),
+    ("alerts.configMap", {"name": "dra-mirror-alerts", "key": "alerts.yaml"},
+     "slack.botToken", {"secretName": "slack", "key": "bot-token"}),
+    ("access.secret", {"name": "dra-mirror-access", "key": "access.yaml"},
+     "access.insecureNoAuth", False),
+    ("slack.signingSecret", {"secretName": "slack", "key": "signing-secret"},
+     "alerts.prometheusRule.selfHealth",
+     {"enabled": True, "watchLagSeconds": 120, "outboxBacklog": 5000, "for": "15m"}),
 ]  # fmt: skip
 
 
@@ -112,6 +119,12 @@ BAD_VALUES = [
     ("redis.deploy.image", {"repository": "redis", "tag": "", "pullPolicy": "Always"}),
     ("redis.deploy.appendonly", False),  # persistence is not optional
     ("access.kubernetesReview", "yes"),
+    ("slack.botToken", {"secretName": "slack", "key": ""}),
+    ("access.secret", {"name": "dra-mirror-access", "key": ""}),
+    ("slack.token", "xoxb-1"),  # a token only from a Secret, never in values
+    ("alerts.configMap", {"name": "dra-mirror-alerts", "key": ""}),
+    ("alerts.prometheusRule.selfHealth", {"enabled": True, "for": "soon"}),
+    ("alerts.prometheusRule.selfHealth", {"outboxBacklog": 0}),
 ]
 
 
@@ -120,6 +133,30 @@ def test_bad_values_are_rejected(
     values: dict[str, Any], validator: jsonschema.Draft7Validator, path: str, value: Any
 ) -> None:
     assert list(validator.iter_errors(_with(values, path, value))), f"{path}={value!r} accepted"
+
+
+def test_the_alerts_file_and_slack_secrets_reach_the_process() -> None:
+    """The ConfigMap is mounted where DRA_MIRROR_ALERTS_CONFIG points; the Slack token and
+    signing secret come from Secrets as the variables the alerts and Slack read."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    assert "mountPath: /etc/dra-mirror/alerts\n" in helpers
+    assert "value: /etc/dra-mirror/alerts/{{ .Values.alerts.configMap.key }}" in helpers
+    assert "configMap:\n    name: {{ .Values.alerts.configMap.name }}" in helpers
+    # The access file likewise, from a Secret.
+    assert "mountPath: /etc/dra-mirror/access\n" in helpers
+    assert "value: /etc/dra-mirror/access/{{ .Values.access.secret.key }}" in helpers
+    assert "secret:\n    secretName: {{ .Values.access.secret.name }}" in helpers
+    for variable, value in (
+        ("DRA_MIRROR_SLACK_BOT_TOKEN", "botToken"),
+        ("DRA_MIRROR_SLACK_SIGNING_SECRET", "signingSecret"),
+    ):
+        block = helpers[helpers.index(f"- name: {variable}\n") :]
+        assert block.split("\n", 5)[1:5] == [
+            "  valueFrom:",
+            "    secretKeyRef:",
+            f"      name: {{{{ .Values.slack.{value}.secretName }}}}",
+            f"      key: {{{{ .Values.slack.{value}.key }}}}",
+        ]
 
 
 def _referenced_value_paths() -> set[str]:

@@ -25,12 +25,14 @@ def _settings_variables() -> set[str]:
         from dra_mirror.service.settings import ENV_PREFIX, Settings
     except ImportError as error:
         pytest.fail(f"service.settings.Settings is missing ({error})", pytrace=False)
+    from dra_mirror.service.slack.config import VARIABLES as SLACK_VARIABLES
+
     settings = Settings()
     return {
         f"{ENV_PREFIX}{group.name}_{item.name}".upper()
         for group in dataclasses.fields(settings)
         for item in dataclasses.fields(getattr(settings, group.name))
-    }
+    } | set(SLACK_VARIABLES)  # Slack's own group, read by service.slack.config
 
 
 def test_deploy_files_set_settings() -> None:

@@ -72,6 +72,8 @@ async def test_stores_watch_and_cache_follow_the_cluster(tmp_path: Path) -> None
         assert metrics.value("dra_mirror_history_outbox_backlog") == 0
         rows = metrics.value("dra_mirror_history_rows_written_total")
         assert rows == state.history.writer.stats.rows > 0
+        # A first watch of a cluster leaves no gap behind it.
+        assert metrics.value("dra_mirror_history_gaps_total") == 0
         assert (
             metrics.value("dra_mirror_watch_events_total", cluster="east") == reactor.status.events
         )

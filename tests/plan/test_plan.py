@@ -199,3 +199,40 @@ async def test_the_command_lines_text_says_which_holders_are_this_plans(demo: Wo
         line.endswith("this plan  (an earlier pod of these manifests)") for line in ours
     )
     assert "held by research/notebook-gpu  idle  (no pod)" in held
+
+
+async def test_what_the_api_server_would_refuse_is_never_placeable(demo: World) -> None:
+    text = """apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: flat, namespace: training}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, deviceClassName: gpu.nvidia.com}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: broken-cel, namespace: training}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, selectors: [{cel: {expression: "device.driver =="}}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: uses-broken, namespace: training}
+spec:
+  containers: [{name: c, image: x, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimName: broken-cel}]
+---
+""" + deployment("flat-users", 1, template="flat")
+    [east] = (await plan_manifests(everything(demo), text, cluster="east")).clusters
+    verdicts = {
+        i.name if i.kind == "Pod" else i.workload: (i.verdict, i.message) for i in east.plan.items
+    }
+    verdict, message = verdicts["uses-broken"]
+    assert verdict == "invalid" and "the API server would refuse it" in message
+    assert "compilation failed" in message
+    [(verdict, message)] = [v for k, v in verdicts.items() if k.startswith("flat-users")]
+    assert verdict == "invalid"
+    assert message.startswith("resourceclaimtemplate training/flat: the API server would refuse it")
+    assert {f.rule for f in east.findings} >= {"api-invalid", "cel-invalid"}

@@ -88,3 +88,64 @@ def test_a_pod_lands_only_where_explain_says_it_may(demo: World, name: str) -> N
         assert node is None and placed["status"]["phase"] == "Pending"
         (condition,) = [c for c in placed["status"]["conditions"] if c["type"] == "PodScheduled"]
         assert "didn't match Pod's node affinity/selector" in condition["message"]
+
+
+def _drain_rule(device: str | None) -> dict:
+    selector: dict[str, str] = {"driver": "gpu.nvidia.com", "pool": "east-a100-0"}
+    if device:
+        selector["device"] = device
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "drain-a100"},
+        "spec": {
+            "deviceSelector": selector,
+            "taint": {"key": "example.com/drain", "value": "now", "effect": "NoSchedule"},
+        },
+    }
+
+
+def test_the_scheduler_never_gives_a_gpu_a_device_taint_rule_taints(demo: World) -> None:
+    east = demo.stores["east"]
+    east.create("devicetaintrules", _drain_rule("gpu-1"))
+    pod = pod_object(
+        "notebook-2", "research", claims=[{"name": "gpu", "resourceClaimTemplateName": "a100"}]
+    )
+    east.create("pods", pod)
+    placed = east.get("pods", "research", "notebook-2")
+    assert placed is not None
+    for status in placed["status"].get("resourceClaimStatuses") or []:
+        claim = east.get("resourceclaims", "research", status["resourceClaimName"])
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert ("east-a100-0", "gpu-1") not in {(r["pool"], r["device"]) for r in results}
+
+
+def test_a_pool_drained_by_a_rule_leaves_an_intolerant_pod_pending(demo: World) -> None:
+    east = demo.stores["east"]
+    east.create("devicetaintrules", _drain_rule(None))
+    pod = pod_object(
+        "notebook-2", "research", claims=[{"name": "gpu", "resourceClaimTemplateName": "a100"}]
+    )
+    east.create("pods", pod)
+    placed = east.get("pods", "research", "notebook-2")
+    assert placed is not None and placed["spec"].get("nodeName") is None
+    east.delete("devicetaintrules", "", "drain-a100")
+    placed = east.get("pods", "research", "notebook-2")
+    assert placed is not None and placed["spec"].get("nodeName") == "east-a100-0"
+
+
+def test_a_node_taint_keeps_an_intolerant_pod_off_the_node(demo: World) -> None:
+    east = demo.stores["east"]
+    node = east.get("nodes", "", "east-a100-0")
+    node["spec"]["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    east.update("nodes", node)
+    pod = pod_object(
+        "notebook-2", "research", claims=[{"name": "gpu", "resourceClaimTemplateName": "a100"}]
+    )
+    east.create("pods", pod)
+    placed = east.get("pods", "research", "notebook-2")
+    assert placed is not None and placed["spec"].get("nodeName") != "east-a100-0"
+    record, nodes = _records(demo, placed)
+    assert "east-a100-0" not in eligible_nodes(
+        record.node_selector, nodes, record.required_node_affinity, tolerations=record.tolerations
+    )

@@ -89,17 +89,37 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
   value: {{ .Values.database.peakWarmDays | quote }}
 {{- end }}
-{{- with .Values.access.config }}
+{{- if .Values.access.secret.name }}
 - name: DRA_MIRROR_ACCESS_CONFIG
-  value: {{ . | quote }}
+  value: /etc/dra-mirror/access/{{ .Values.access.secret.key }}
+{{- else if .Values.access.config }}
+- name: DRA_MIRROR_ACCESS_CONFIG
+  value: {{ .Values.access.config | quote }}
 {{- end }}
 {{- if .Values.access.insecureNoAuth }}
 - name: DRA_MIRROR_ACCESS_INSECURE_NO_AUTH
   value: "true"
 {{- end }}
-{{- with .Values.alerts.config }}
+{{- if .Values.alerts.configMap.name }}
 - name: DRA_MIRROR_ALERTS_CONFIG
-  value: {{ . | quote }}
+  value: /etc/dra-mirror/alerts/{{ .Values.alerts.configMap.key }}
+{{- else if .Values.alerts.config }}
+- name: DRA_MIRROR_ALERTS_CONFIG
+  value: {{ .Values.alerts.config | quote }}
+{{- end }}
+{{- if .Values.slack.botToken.secretName }}
+- name: DRA_MIRROR_SLACK_BOT_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.slack.botToken.secretName }}
+      key: {{ .Values.slack.botToken.key }}
+{{- end }}
+{{- if .Values.slack.signingSecret.secretName }}
+- name: DRA_MIRROR_SLACK_SIGNING_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.slack.signingSecret.secretName }}
+      key: {{ .Values.slack.signingSecret.key }}
 {{- end }}
 {{- end }}
 
@@ -112,6 +132,16 @@ URLs come only from Secrets. */}}
 {{- if .Values.clusters.kubeconfigSecret.name }}
 - name: kubeconfig
   mountPath: /etc/dra-mirror/kubeconfig
+  readOnly: true
+{{- end }}
+{{- if .Values.alerts.configMap.name }}
+- name: alerts
+  mountPath: /etc/dra-mirror/alerts
+  readOnly: true
+{{- end }}
+{{- if .Values.access.secret.name }}
+- name: access
+  mountPath: /etc/dra-mirror/access
   readOnly: true
 {{- end }}
 {{- end }}
@@ -128,6 +158,22 @@ URLs come only from Secrets. */}}
     items:
       - key: {{ .Values.clusters.kubeconfigSecret.key }}
         path: {{ .Values.clusters.kubeconfigSecret.key }}
+{{- end }}
+{{- if .Values.alerts.configMap.name }}
+- name: alerts
+  configMap:
+    name: {{ .Values.alerts.configMap.name }}
+    items:
+      - key: {{ .Values.alerts.configMap.key }}
+        path: {{ .Values.alerts.configMap.key }}
+{{- end }}
+{{- if .Values.access.secret.name }}
+- name: access
+  secret:
+    secretName: {{ .Values.access.secret.name }}
+    items:
+      - key: {{ .Values.access.secret.key }}
+        path: {{ .Values.access.secret.key }}
 {{- end }}
 {{- end }}
 
