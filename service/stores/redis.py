@@ -40,18 +40,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes, Seed
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.kinds import KINDS
-from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     ObjectKey,
@@ -263,18 +263,27 @@ class RedisStore(RedisReader):
         """None: the state lives in Redis, not in this process."""
         return None
 
-    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
+    async def subscribe(
+        self, cluster: str, *, after: str | None = None
+    ) -> AsyncIterator[bus.Delivery]:
         """The cluster's live events from now on (Redis pub/sub, sharded on a cluster; see
-        service.stores.bus)."""
+        service.stores.bus). Pub/sub keeps nothing to replay: `after` is answered with a
+        `Resync` (re-read with a query), then the live events."""
         subscription = Subscription(self.redis, self.keys(cluster).events)
+        epoch = f"redis{secrets.token_hex(4)}"
+        count = 0
         try:
             await self._call(subscription.start())
+            if after is not None:
+                reason = "this state store keeps no events to replay"
+                yield bus.Delivery(f"{epoch}-0", bus.Resync(cluster, reason))
             while True:
                 data = await self._call(subscription.message(wait=30.0))
                 if data is None:
                     continue
                 for event in bus.events_decoder.decode(data):
-                    yield event
+                    count += 1
+                    yield bus.Delivery(f"{epoch}-{count}", event)
         finally:
             await subscription.close()
 

@@ -200,9 +200,9 @@ async def test_live_events_are_published_with_the_batch(redis_store: RedisStore)
         "share1", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}}
     )
     await redis_store.apply(index.apply([Event("ADDED", share)], at="t2"))
-    seen = [await asyncio.wait_for(first, 5)]
+    seen = [(await asyncio.wait_for(first, 5)).event]
     while len(seen) < 3:
-        seen.append(await asyncio.wait_for(anext(events), 5))
+        seen.append((await asyncio.wait_for(anext(events), 5)).event)
     await events.aclose()
     added, claimed, held = seen
     assert isinstance(added, bus.DeviceEvent) and added.type == "ADDED"
@@ -210,6 +210,20 @@ async def test_live_events_are_published_with_the_batch(redis_store: RedisStore)
     assert isinstance(claimed, bus.ClaimEvent) and claimed.type == "ADDED" and claimed.new == share
     assert isinstance(held, bus.DeviceEvent) and held.type == "MODIFIED"
     assert (held.old.status, held.new.status, held.node) == (FREE, SHARED, "n2")
+
+
+async def test_a_subscriber_resuming_on_redis_is_told_to_re_read(redis_store: RedisStore) -> None:
+    # Pub/sub keeps nothing to replay: the resume token is answered with a Resync, then live.
+    index = ClusterIndex(EAST)
+    events = redis_store.subscribe(EAST, after="an-id-seen-before")
+    resync = await asyncio.wait_for(anext(events), 5)
+    assert isinstance(resync.event, bus.Resync) and resync.event.cluster == EAST
+    following = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0.2)
+    await redis_store.apply(index.apply([Event("ADDED", SLICE_N2)], at="t1"))
+    delivery = await asyncio.wait_for(following, 5)
+    assert isinstance(delivery.event, bus.DeviceEvent) and delivery.id != resync.id
+    await events.aclose()
 
 
 async def test_outage_raises_unavailable_and_keeps_the_batch(
