@@ -86,3 +86,21 @@ export function useLiveState() {
   useEffect(() => onLiveState((next) => setState(next)), []);
   return state;
 }
+
+// The time now, renewed every `ms`: durations on a screen ("idle 4m 10s", "3m ago") keep
+// counting while the screen stays open.
+let ticking = null;
+const tickers = new Set();
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = () => setNow(Date.now());
+    tickers.add(tick);
+    if (!ticking) ticking = setInterval(() => tickers.forEach((t) => t()), ms);
+    return () => {
+      tickers.delete(tick);
+      if (!tickers.size) { clearInterval(ticking); ticking = null; }
+    };
+  }, [ms]);
+  return now;
+}
