@@ -6,7 +6,7 @@
 
 Each event carries its id, the change type (ADDED, MODIFIED, DELETED) and the old and new
 state, typed as the queries type them (`ResourceClaim`, `Device` with its status). Events come
-from the state store's `subscribe(cluster)` (Redis pub/sub, or the in-process bus of the
+from the state store's `subscribe(cluster)` (a Redis stream, or the in-process bus of the
 embedded store), published only once the batch is visible to queries. Promises:
 
 * each event is answered from its own moment: a claim's idle mark and consumers, a device's
@@ -19,7 +19,7 @@ embedded store), published only once the batch is visible to queries. Promises:
   run sends its claims' MODIFIED with equal records and the new idle mark and consumers;
 * resuming: a client that reconnects passes the `id` of the last event it saw as `after` and
   receives every later event once, in order; when that cannot be done (the id is no longer
-  kept, the mirror started again, the store keeps no events, the client fell behind, or a
+  kept, the embedded mirror started again, the client fell behind, or a
   batch was too large to carry per-object events) it receives one `RESYNC` event instead
   (`old` and `new` null): re-read with a query, then go on from the RESYNC's id;
 * only what the request's scope may see is sent (claims by namespace, devices by cluster); a

@@ -1,7 +1,7 @@
 """Live events: what changed in one claim or one device, with its old and new state.
 
 The index derives them once per batch from what the batch changed (`Changes.events`); the
-stores only publish them (the in-process bus, Redis pub/sub) and the GraphQL subscriptions
+stores only publish them (the in-process bus, a Redis stream per cluster) and the GraphQL subscriptions
 carry them. Because they come from the derived state, a change of a DERIVED field is an event
 even when the object itself did not change:
 

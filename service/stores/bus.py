@@ -5,9 +5,9 @@ order, only AFTER the batch is visible to readers. Two buses carry them:
 
 * `InProcessBus` — embedded default: a fan-out to the subscribers of this process, fed by the
   in-memory store's `apply`;
-* the Redis store's pub/sub (`RedisStore.subscribe`), one channel per cluster, so every API
-  replica sees what the watching replica wrote; the store publishes inside the same
-  MULTI/EXEC as the writes, encoded with `events_encoder` (msgpack).
+* the Redis store's stream of each cluster (`RedisStore.subscribe`, service.stores.redis_live),
+  so every API replica sees what the watching replica wrote; the store appends each batch's
+  events inside the same MULTI/EXEC as the writes, encoded with `events_encoder` (msgpack).
 
 A subscriber receives `Delivery` values: an event and its id, the resume token. Promises of
 the in-process bus:
@@ -21,8 +21,7 @@ the in-process bus:
 * the model's own `Resync` (a batch too large to carry per-object events) is delivered like
   any event.
 
-The Redis store keeps no events to replay: a subscriber there that passes `after` is told to
-re-read (a `Resync`) and then receives the live events.
+The Redis store keeps the same promises from its streams (service.stores.redis_live).
 """
 
 from __future__ import annotations
