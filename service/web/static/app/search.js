@@ -6,8 +6,8 @@ import { query } from "./graphql.js";
 import { navigate } from "./router.js";
 import { html, href, useState } from "./ui.js";
 
-const FIND_DEVICES = `query SearchDevices($device: String!, $cluster: String) {
-  devicesNamed(device: $device, cluster: $cluster) { cluster driver pool name nodeName uuid }
+const FIND_DEVICES = `query SearchDevices($spec: String!, $cluster: String) {
+  devicesNamed(device: $spec, cluster: $cluster) { cluster driver pool name nodeName uuid }
 }`;
 const FIND_CLAIM = `query SearchClaim($cluster: String!, $namespace: String!, $name: String!) {
   resourceClaim(cluster: $cluster, namespace: $namespace, name: $name) { cluster namespace name }
@@ -24,7 +24,7 @@ function claimPage(c) {
 
 // Every page the text may mean, devices first.
 export async function findPages(text, cluster, clusters) {
-  const found = await query(FIND_DEVICES, { device: text, cluster: cluster || null });
+  const found = await query(FIND_DEVICES, { spec: text, cluster: cluster || null });
   const pages = found.devicesNamed.map(devicePage);
   const parts = text.split("/");
   if (parts.length === 2 && parts[0] && parts[1]) {
