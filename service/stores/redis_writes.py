@@ -107,8 +107,10 @@ def _pairs(items: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
         yield value
 
 
-LIVE_STREAM_ENTRIES = 10_000
-"""Batches of live events each cluster's stream keeps (about: trimmed by whole nodes)."""
+LIVE_STREAM_ENTRIES = 1_000
+"""Batches of live events each cluster's stream keeps (about: Redis trims by whole nodes). A
+batch of churn is tens of events of about a kilobyte each; one of LIVE_BATCH_LIMIT objects is
+the most, some megabytes."""
 LIVE_STREAM_MAXLEN = str(LIVE_STREAM_ENTRIES).encode()
 
 
