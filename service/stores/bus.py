@@ -87,6 +87,11 @@ class InProcessBus:
         """Whether every subscriber has taken every batch published to it."""
         return all(s.queue.empty() for s in self._subscribers)
 
+    def newest_id(self, cluster: str) -> str:
+        """The id of the cluster's newest event (what a Resync tells a subscriber to go on
+        from)."""
+        return self._id(self._counts.get(cluster, 0))
+
     def _id(self, n: int) -> str:
         return f"{self.epoch}-{n}"
 
@@ -120,7 +125,7 @@ class InProcessBus:
             reason = "the events after that id are not kept" if epoch == self.epoch else (
                 "the mirror started again since that id"
             )  # fmt: skip
-            return [Delivery(self._id(last), Resync(cluster, reason))]
+            return [Delivery(self.newest_id(cluster), Resync(cluster, reason))]
         return list(kept)[len(kept) - (last - seen) :] if last > seen else []
 
     async def subscribe(self, cluster: str, *, after: str | None = None) -> AsyncIterator[Delivery]:
@@ -135,8 +140,8 @@ class InProcessBus:
             while True:
                 if subscriber.behind and subscriber.queue.empty():
                     subscriber.behind = False
-                    last = self._id(self._counts.get(cluster, 0))
-                    yield Delivery(last, Resync(cluster, "the subscriber fell behind"))
+                    newest = self.newest_id(cluster)
+                    yield Delivery(newest, Resync(cluster, "the subscriber fell behind"))
                     continue
                 for delivery in await subscriber.queue.get():
                     yield delivery
