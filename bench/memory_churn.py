@@ -133,7 +133,8 @@ async def _churn(
     expected = int(rate * seconds)
 
     async def read() -> None:
-        async for event in store.subscribe(reactor.name):
+        async for delivery in store.subscribe(reactor.name):
+            event = delivery.event
             if isinstance(event, ClaimEvent) and event.new is not None:
                 arrivals.append((int(event.new.meta.resource_version), time.time()))
                 if len(arrivals) >= expected:

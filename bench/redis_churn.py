@@ -95,7 +95,8 @@ async def churn(url: str, cluster: str, records: dict, stream: list, rate: float
     expected = len(stream)
 
     async def read() -> None:
-        async for event in store.subscribe(cluster):
+        async for delivery in store.subscribe(cluster):
+            event = delivery.event
             if isinstance(event, ClaimEvent) and event.new is not None:
                 at = scheduled.pop((event.name, event.new.meta.resource_version), None)
                 if at is not None:

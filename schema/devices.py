@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from dra_mirror.service.model import taint_rules
-from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.live import DeviceState
 from dra_mirror.service.model.records import (
     AllocationRef,
     DeviceClassRecord,
@@ -25,11 +25,10 @@ from dra_mirror.service.model.records import (
     ObjectKey,
     SliceRecord,
 )
-from dra_mirror.service.model.records import Capacity as CapacityRecord
-from dra_mirror.service.model.records import Device as DeviceRecord
 from dra_mirror.service.stores.protocols import Relation
 
 from . import classes, device_state
+from .capacities import Capacity, capacity_list
 from .context import Info
 from .identity import ClusterScopedFields
 from .scalars import JSON, DeviceStatus
@@ -43,15 +42,6 @@ ClaimT = Annotated["ResourceClaim", strawberry.lazy("dra_mirror.schema.claims")]
 AllocationT = Annotated["Allocation", strawberry.lazy("dra_mirror.schema.claims")]
 NodeT = Annotated["Node", strawberry.lazy("dra_mirror.schema.nodes")]
 PodT = Annotated["Pod", strawberry.lazy("dra_mirror.schema.pods")]
-
-
-def _number(quantity: str | None) -> float | None:
-    if quantity is None:
-        return None
-    try:
-        return float(parse_quantity(quantity))
-    except ValueError:
-        return None
 
 
 @strawberry.type(description="One taint of a device (DeviceTaint) and where it comes from.")
@@ -85,73 +75,10 @@ class DeviceTaint:
 
 
 @strawberry.type
-class CapacityRange:
-    min: str | None
-    max: str | None
-    step: str | None
-
-
-@strawberry.type(description="How a shared device rounds the capacity a request asks for.")
-class CapacityRequestPolicy:
-    default: str | None
-    valid_values: list[str] | None
-    valid_range: CapacityRange | None
-
-
-@strawberry.type(description="A capacity of a device, as the Kubernetes quantity string.")
-class Capacity:
-    name: str = strawberry.field(
-        description="As the slice writes it (`memory`, or `example.com/bandwidth`)."
-    )
-    qualified_name: str = strawberry.field(
-        description="With its domain: a name written without one is in the driver's domain."
-    )
-    value: str
-    number: float | None = strawberry.field(description="The quantity parsed (bytes, units).")
-    request_policy: CapacityRequestPolicy | None = None
-
-
-def _policy(raw: dict | None) -> CapacityRequestPolicy | None:
-    if not raw:
-        return None
-    valid_range = raw.get("validRange")
-    return CapacityRequestPolicy(
-        default=raw.get("default"),
-        valid_values=list(raw["validValues"]) if raw.get("validValues") else None,
-        valid_range=CapacityRange(
-            min=valid_range.get("min"), max=valid_range.get("max"), step=valid_range.get("step")
-        )
-        if valid_range
-        else None,
-    )
-
-
-def capacity_list(
-    capacity: Mapping[str, CapacityRecord | str], device: DeviceRecord | None = None
-) -> list[Capacity]:
-    """Capacities (keyed by qualified name) sorted by name as written; accepts records (with
-    policy) or plain quantity strings. `device` says how its slice spells each name."""
-    items: list[Capacity] = []
-    for qualified in capacity:
-        value = capacity[qualified]
-        name = device.written(qualified) if device is not None else qualified
-        text = value if isinstance(value, str) else value.value
-        policy = None if isinstance(value, str) else _policy(value.request_policy)
-        items.append(
-            Capacity(
-                name=name,
-                qualified_name=qualified,
-                value=text,
-                number=_number(text),
-                request_policy=policy,
-            )
-        )
-    return sorted(items, key=lambda c: c.name)
-
-
-@strawberry.type
 class Device:
     entry: strawberry.Private[DeviceEntry]
+    # A live event's side: status and holders are the ones of that moment, not the store's now.
+    moment: strawberry.Private[DeviceState | None] = None
 
     @strawberry.field
     def cluster(self) -> str:
@@ -232,15 +159,15 @@ class Device:
 
     @strawberry.field
     async def status(self, info: Info) -> DeviceStatus:
+        if self.moment is not None and self.moment.status:
+            return DeviceStatus(self.moment.status)
         return DeviceStatus(await device_state.status(info.context.loaders, self.entry))
 
     @strawberry.field(description="Every claim holding it, one per allocation result.")
     async def allocations(self, info: Info) -> list[AllocationT]:
         from .claims import Allocation
 
-        holds: list[AllocationRef] = await device_state.holders(
-            info.context.loaders, self.entry.key
-        )
+        holds: list[AllocationRef] = await _holders(info, self)
         return [Allocation.from_ref(self.entry.key, ref) for ref in holds]
 
     @strawberry.field(
@@ -250,7 +177,7 @@ class Device:
     async def withheld_allocations(self, info: Info) -> int:
         from .withheld import withheld
 
-        return await withheld(info, self.entry.key)
+        return await withheld(info, self.entry.key, self.moment)
 
     @strawberry.field(description="Capacity left after every share's consumedCapacity.")
     async def remaining_capacity(self, info: Info) -> list[Capacity]:
@@ -290,10 +217,17 @@ class Device:
     async def pods(self, info: Info) -> list[PodT]:
         from .claims import consumer_pods
 
-        loaders = info.context.loaders
-        holds = await device_state.holders(loaders, self.entry.key)
+        holds = await _holders(info, self)
         claim_keys = list(dict.fromkeys(ref.claim for ref in holds))
         return await consumer_pods(info, claim_keys)
+
+
+async def _holders(info: Info, device: Device) -> list[AllocationRef]:
+    """The device's holders the asker may see: at the event's moment, or now."""
+    if device.moment is None:
+        return await device_state.holders(info.context.loaders, device.entry.key)
+    scope = info.context.reader.scope
+    return [h for h in device.moment.holders if scope.allows(h.claim.cluster, h.claim.namespace)]
 
 
 async def load_devices(info: Info, keys: list[DeviceKey]) -> list[Device]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
+from dra_mirror.service.model.live import DeviceState
 from dra_mirror.service.model.records import AllocationRef, DeviceKey
 
 from .context import Info
@@ -43,8 +44,9 @@ async def all_holders(loaders: Loaders, key: DeviceKey) -> list[AllocationRef]:
     return await every_holder(loaders).load(key)
 
 
-async def withheld(info: Info, key: DeviceKey) -> int:
+async def withheld(info: Info, key: DeviceKey, moment: DeviceState | None = None) -> int:
+    """`moment`: a live event's side, whose holders are counted instead of the store's now."""
     loaders: Loaders = info.context.loaders
     scope = info.context.reader.scope
-    holders = await all_holders(loaders, key)
+    holders = list(moment.holders) if moment is not None else await all_holders(loaders, key)
     return sum(1 for ref in holders if not scope.allows(ref.claim.cluster, ref.claim.namespace))

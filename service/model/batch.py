@@ -5,7 +5,7 @@
 * `Touched` — what the batches since the index last settled changed in the derived state,
   with the state BEFORE the first change (first touch wins): the claims (record and idle
   mark), the consumer pods (record) whose change a claim's live event must show, the devices
-  (entry) whose status must be re-derived, the pools whose every device's
+  (entry) whose status must be re-derived, the holders of the devices whose holds moved, the pools whose every device's
   status must be (their shared counters moved), and the `IndexDelta` being filled. It lives
   on the index, not on the batch, so a batch that a model bug cut short still hands what it
   changed to the next one;
@@ -23,6 +23,7 @@ from dra_mirror.service.model.delta import IndexDelta
 from dra_mirror.service.model.live import ClaimEvent, DeviceEvent, DeviceState, change_type
 from dra_mirror.service.model.pools import PoolKey
 from dra_mirror.service.model.records import (
+    AllocationRef,
     ClaimRecord,
     DeviceEntry,
     DeviceKey,
@@ -78,6 +79,7 @@ class Touched:
         self.pods: dict[ObjectKey, PodRecord | None] = {}
         self.entries: dict[DeviceKey, DeviceEntry | None] = {}
         self.devices: set[DeviceKey] = set()
+        self.holders: dict[DeviceKey, tuple[AllocationRef, ...]] = {}
         self.pools: set[PoolKey] = set()
 
     def claim(self, key: ObjectKey, record: ClaimRecord | None, idle_since: str | None) -> None:
@@ -88,11 +90,27 @@ class Touched:
         if key not in self.pods:
             self.pods[key] = record
 
+    def holds(self, key: DeviceKey, before: Mapping[Any, AllocationRef]) -> None:
+        """The device's holders before the batch moved one (call before the move)."""
+        if key not in self.holders:
+            self.holders[key] = held_by(before)
+
     def device(self, key: DeviceKey, before: DeviceEntry | None, after: DeviceEntry | None) -> None:
         if key not in self.entries:
             self.entries[key] = before
         self.delta.devices[key] = after
         self.devices.add(key)
+
+
+def held_by(holds: Mapping[Any, AllocationRef] | None) -> tuple[AllocationRef, ...]:
+    """A device's holders in a stable order (by claim, request, share), for live events."""
+    if not holds:
+        return ()
+    return tuple(sorted(holds.values(), key=_hold_order))
+
+
+def _hold_order(ref: AllocationRef) -> tuple[str, str, str, str]:
+    return (ref.claim.namespace, ref.claim.name, ref.request, ref.share_id or "")
 
 
 def identity(t: ch.Transition) -> tuple[object, ...]:
@@ -131,8 +149,10 @@ def device_events(
     keys: Iterable[DeviceKey],
     entries_before: Mapping[DeviceKey, DeviceEntry | None],
     statuses_before: Mapping[DeviceKey, str | None],
+    holders_before: Mapping[DeviceKey, tuple[AllocationRef, ...]],
     entries: Mapping[DeviceKey, DeviceEntry],
     statuses: Mapping[DeviceKey, str],
+    holds_of: Callable[[DeviceKey], Mapping[Any, AllocationRef] | None],
 ) -> list[DeviceEvent]:
     events = []
     for key in sorted(keys):
@@ -140,8 +160,10 @@ def device_events(
         old_entry = entries_before[key] if key in entries_before else entry
         status = statuses.get(key)
         old_status = statuses_before[key] if key in statuses_before else status
-        old = DeviceState(old_entry, old_status) if old_entry is not None else None
-        new = DeviceState(entry, status) if entry is not None else None
+        holders = held_by(holds_of(key))
+        old_holders = holders_before[key] if key in holders_before else holders
+        old = DeviceState(old_entry, old_status, old_holders) if old_entry is not None else None
+        new = DeviceState(entry, status, holders) if entry is not None else None
         if old == new:
             continue
         state = new if new is not None else old

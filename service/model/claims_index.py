@@ -134,8 +134,10 @@ class ClaimTracker:
         if claim.allocation is None:
             self.waits.refresh(key, claim, batch, fields)
         else:
-            held = self._index.touched.devices  # their statuses are re-derived at settle
+            touched = self._index.touched
+            held = touched.devices  # their statuses are re-derived at settle
             for (device, hold_id), hold in holds_of(self._cluster, key, claim).items():
+                touched.holds(device, links.get(DEVICE_ALLOCATIONS, device))
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, hold[0])
                 held.add(device)
                 if keep:
@@ -162,9 +164,11 @@ class ClaimTracker:
     ) -> None:
         links = self._index.links
         old_holds, new_holds = holds_of(self._cluster, key, old), holds_of(self._cluster, key, new)
-        held = self._index.touched.devices  # their statuses are re-derived at settle
+        touched = self._index.touched
+        held = touched.devices  # their statuses are re-derived at settle
         for hold in old_holds.keys() - new_holds.keys():
             device, hold_id = hold
+            touched.holds(device, links.get(DEVICE_ALLOCATIONS, device))
             links.remove(DEVICE_ALLOCATIONS, device, hold_id)
             held.add(device)
             # a claim deleted ends its holds as `deleted`, not as a deallocation
@@ -173,12 +177,14 @@ class ClaimTracker:
         for hold, (ref, _) in new_holds.items():
             device, hold_id = hold
             if hold not in old_holds:
+                touched.holds(device, links.get(DEVICE_ALLOCATIONS, device))
                 links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
                 held.add(device)
                 self._hold_transition(ch.ALLOCATED, device, new_holds[hold], new, key, batch)
             else:
                 held.add(device)  # the allocation's node may have moved (unpublished devices)
                 if old_holds[hold][0] != ref:
+                    touched.holds(device, links.get(DEVICE_ALLOCATIONS, device))
                     links.add(DEVICE_ALLOCATIONS, device, hold_id, ref)
 
     def _diff_consumers(

@@ -73,7 +73,7 @@ from dra_mirror.service.model.hooks import hooks
 from dra_mirror.service.model.index_reads import IndexReads
 from dra_mirror.service.model.kinds import KINDS, REGISTRY
 from dra_mirror.service.model.links import Links
-from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent
+from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, LiveEvent, Resync
 from dra_mirror.service.model.ordering import IndexOrders
 from dra_mirror.service.model.pods import on_pod
 from dra_mirror.service.model.records import (
@@ -86,7 +86,7 @@ from dra_mirror.service.model.records import (
     SliceRecord,
     key_of,
 )
-from dra_mirror.service.model.relations import FAN_OUT, RELATIONS
+from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, FAN_OUT, RELATIONS
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 
 ADDED = "ADDED"
@@ -275,7 +275,9 @@ class ClusterIndex(IndexReads):
                 if relation not in FAN_OUT:
                     delta.lists[(relation, from_key)] = self.lookup(relation, from_key)
         events: list[LiveEvent] = []
-        if live and batch.size <= LIVE_BATCH_LIMIT:
+        if live and batch.size > LIVE_BATCH_LIMIT:
+            events.append(Resync(self.cluster, f"a batch of {batch.size} objects"))
+        elif live:
             claims = self._objects[RESOURCE_CLAIM]
             events.extend(
                 claim_events(
@@ -285,11 +287,13 @@ class ClusterIndex(IndexReads):
             )  # fmt: skip
             events.extend(
                 device_events(
-                    touched.entries.keys() | statuses_before.keys(),
+                    touched.entries.keys() | statuses_before.keys() | touched.holders.keys(),
                     touched.entries,
                     statuses_before,
+                    touched.holders,
                     self._devices.devices,
                     self._devices.statuses,
+                    self.links.reader(DEVICE_ALLOCATIONS),
                 )
             )
         return ch.Changes(

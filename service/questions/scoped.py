@@ -30,7 +30,6 @@ from typing import Any, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from msgspec.structs import replace
 
-from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
@@ -50,6 +49,7 @@ from dra_mirror.service.model.records import (
     TemplateRecord,
 )
 from dra_mirror.service.model.view import IndexView
+from dra_mirror.service.stores.bus import Delivery
 from dra_mirror.service.stores.protocols import (
     ClusterStatus,
     Page,
@@ -343,12 +343,12 @@ class ScopedReader:
             narrowed.append(replace(selection, namespaces=namespaces))
         return await self._call(self.store.select, narrowed, after=after, first=first)
 
-    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        """The cluster's live events (callers filter them by the scope), with a store that
-        cannot be reached raised as `unavailable(error)`."""
+    async def subscribe(self, cluster: str, *, after: str | None = None) -> AsyncIterator[Delivery]:
+        """The cluster's live events with their ids (callers filter them by the scope), with a
+        store that cannot be reached raised as `unavailable(error)`."""
         try:
-            async for event in self.store.subscribe(cluster):
-                yield event
+            async for delivery in self.store.subscribe(cluster, after=after):
+                yield delivery
         except StoreUnavailable as error:
             raise self.unavailable(error) from error
 

@@ -16,7 +16,8 @@ It implements `service.stores.protocols.StateStore` and promises:
 * keys may arrive as plain tuples or lists (e.g. decoded from a GraphQL cursor);
 * relations keyed by uuid or device name answer across clusters, the others within the
   cluster named by the key's first element;
-* `subscribe(cluster)` yields the cluster's live events from now on (service.stores.bus).
+* `subscribe(cluster, after=)` yields the cluster's live events from now on, or from just after
+  the id a subscriber last saw (service.stores.bus).
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ from msgspec.structs import replace
 from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
-from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.ordering import Chained, bisect_left
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
-from dra_mirror.service.stores.bus import InProcessBus
+from dra_mirror.service.stores.bus import Delivery, InProcessBus
 from dra_mirror.service.stores.protocols import DEVICES, ClusterStatus, Page, Selection
 from dra_mirror.service.stores.selecting import entry_key, page_of, record_key, selected
 
@@ -224,8 +224,8 @@ class MemoryStore:
             out.append(index.device_status(key) if index is not None else None)
         return out
 
-    def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        return self.live.subscribe(cluster)
+    def subscribe(self, cluster: str, *, after: str | None = None) -> AsyncIterator[Delivery]:
+        return self.live.subscribe(cluster, after=after)
 
     async def close(self) -> None:
         self._indexes.clear()

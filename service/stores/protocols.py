@@ -35,7 +35,6 @@ from msgspec import Struct, field
 
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
-from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for readers)
     AllocationRef,
     DeviceEntry,
@@ -45,6 +44,7 @@ from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for r
 )
 from dra_mirror.service.model.relations import Relation
 from dra_mirror.service.model.view import IndexView
+from dra_mirror.service.stores.bus import Delivery
 
 
 class StoreError(Exception):
@@ -198,8 +198,10 @@ class StateReader(Protocol):
         scope is asked about before a `select`): O(namespaces), not O(objects)."""
         ...
 
-    def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        """The cluster's live events from now on (service.model.live)."""
+    def subscribe(self, cluster: str, *, after: str | None = None) -> AsyncIterator[Delivery]:
+        """The cluster's live events (service.model.live) with their ids, from now on — or
+        from just after `after`, the id a subscriber last saw, or a `Resync` saying that cannot
+        be done (service.stores.bus)."""
         ...
 
     def index(self, cluster: str) -> IndexView | None:

@@ -22,7 +22,8 @@ layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
   keyed by uuid or device name answer across clusters;
 * every Redis error (refused, reset, timeout, loading, read-only replica) becomes
   `StoreUnavailable`, raised from the original error; nothing else leaves this module;
-* `subscribe(cluster)` yields the cluster's live events (Redis pub/sub; service.stores.bus).
+* `subscribe(cluster, after=)` yields the cluster's live events from its Redis stream, resuming
+  after an id a subscriber saw (service.stores.redis_live).
 
 On a Redis Cluster (`redis+cluster://` URLs, `service.stores.redis_connect`) nothing else
 changes: a cluster's keys share its `{cluster}` hash tag, so its transaction (fence included)
@@ -30,8 +31,8 @@ goes to the master of its slot and is re-routed after a failover (a write that f
 stays pending, like any other); each transaction is followed by `WAIT 1 500` on its connection
 (`wait_replicas`): a batch is written once the master's replica holds it too, so a master
 killed right after a write loses nothing its promoted replica should have had (when no
-replica answers, writes go on without waiting for `wait_backoff` seconds, logged); live events use sharded pub/sub (SPUBLISH inside the
-transaction, SSUBSCRIBE); reads are pipelines the cluster client splits by node. The one
+replica answers, writes go on without waiting for `wait_backoff` seconds, logged); live events are the cluster's stream (XADD inside
+the transaction, XREAD); reads are pipelines the cluster client splits by node. The one
 untagged key, the clusters set, is only ever written outside a transaction.
 """
 
@@ -51,7 +52,6 @@ from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.changes import Changes, Seed
 from dra_mirror.service.model.index import ClusterIndex
 from dra_mirror.service.model.kinds import KINDS
-from dra_mirror.service.model.live import LiveEvent
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
     ObjectKey,
@@ -60,14 +60,12 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
-from dra_mirror.service.stores import bus, redis_index
+from dra_mirror.service.stores import bus, redis_index, redis_live
 from dra_mirror.service.stores.protocols import ClusterStatus
 from dra_mirror.service.stores.redis_connect import (
     Client,
-    Subscription,
     connect,
     ping,
-    publish_command,
 )
 from dra_mirror.service.stores.redis_keys import (
     DEFAULT_PREFIX,
@@ -104,7 +102,6 @@ class RedisStore(RedisReader):
     ) -> None:
         super().__init__(client, prefix=prefix, matcher=selector_matcher)
         self._selector_matcher = selector_matcher  # DeviceTaintRules' and DeviceClasses' CEL
-        self.publish = publish_command(client)
         cluster = isinstance(client, RedisCluster)
         self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
         self.wait_ms = max(1, int(wait_timeout * 1000))
@@ -227,7 +224,7 @@ class RedisStore(RedisReader):
             self._registered.add(cluster)
             self._names = None  # its own lookups find the cluster at once
         keys = self.keys(cluster)
-        ops = Ops(keys, publish=self.publish)
+        ops = Ops(keys)
         token = self._tokens.get(cluster, "")
         rebuild = self._rebuild.get(cluster)
         index = self._indexes.get(cluster)
@@ -263,20 +260,16 @@ class RedisStore(RedisReader):
         """None: the state lives in Redis, not in this process."""
         return None
 
-    async def subscribe(self, cluster: str) -> AsyncIterator[LiveEvent]:
-        """The cluster's live events from now on (Redis pub/sub, sharded on a cluster; see
-        service.stores.bus)."""
-        subscription = Subscription(self.redis, self.keys(cluster).events)
-        try:
-            await self._call(subscription.start())
-            while True:
-                data = await self._call(subscription.message(wait=30.0))
-                if data is None:
-                    continue
-                for event in bus.events_decoder.decode(data):
-                    yield event
-        finally:
-            await subscription.close()
+    async def subscribe(
+        self, cluster: str, *, after: str | None = None
+    ) -> AsyncIterator[bus.Delivery]:
+        """The cluster's live events from now on, or from just after `after` (the cluster's
+        Redis stream, see service.stores.redis_live)."""
+        key = self.keys(cluster).events
+        async for delivery in redis_live.deliveries(
+            self.redis, key, cluster, self._call, after=after
+        ):
+            yield delivery
 
     async def ping(self) -> None:
         await self._call(ping(self.redis))

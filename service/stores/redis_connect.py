@@ -18,11 +18,6 @@ Promises of the helpers, for either client:
   runs where its keys live;
 * `refresh(client)` — after a failed call on such a connection (MOVED after a failover, a
   master that died): the next `slot_connection` reads the slot map again; never raises;
-* `publish_command(client)` — `PUBLISH` on one server, `SPUBLISH` (sharded pub/sub, Redis
-  7) on a cluster: the message stays on the channel's shard, whose channel `P:{cluster}:events`
-  hashes to the cluster's slot, so it can sit inside the cluster's transaction;
-* `Subscription(client, channel)` — subscribe, and read messages (None after `wait` seconds
-  without one), SUBSCRIBE or SSUBSCRIBE to match;
 * `ping(client)` — PING the server, or every master of the cluster.
 """
 
@@ -33,8 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from redis import asyncio as aioredis
-from redis.asyncio.client import PubSub
-from redis.asyncio.cluster import ClusterPubSub, RedisCluster
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import SlotNotCoveredError
 
@@ -78,46 +72,6 @@ async def refresh(client: Client) -> None:
     if isinstance(client, RedisCluster):
         with contextlib.suppress(Exception):
             await client.aclose()  # the next initialize() reads CLUSTER SLOTS afresh
-
-
-def publish_command(client: Client) -> bytes:
-    return b"SPUBLISH" if isinstance(client, RedisCluster) else b"PUBLISH"
-
-
-class Subscription:
-    """One channel's messages: `await start()`, then `await message(wait)` (the payload, or
-    None); `await close()`."""
-
-    def __init__(self, client: Client, channel: str) -> None:
-        self.client = client
-        self.channel = channel
-        self.pubsub: PubSub | ClusterPubSub = client.pubsub()
-        self.sharded = isinstance(self.pubsub, ClusterPubSub)
-
-    async def start(self) -> None:
-        if isinstance(self.pubsub, ClusterPubSub) and isinstance(self.client, RedisCluster):
-            await self.client.initialize()  # the slot map tells which node holds the channel
-            await self.pubsub.ssubscribe(self.channel)
-        else:
-            await self.pubsub.subscribe(self.channel)
-
-    async def message(self, wait: float) -> bytes | None:
-        if isinstance(self.pubsub, ClusterPubSub):
-            found = await self.pubsub.get_sharded_message(
-                ignore_subscribe_messages=True, timeout=wait
-            )
-            wanted = "smessage"
-        else:
-            found = await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=wait)
-            wanted = "message"
-        if found is None or found.get("type") not in (wanted, wanted.encode()):
-            return None
-        data: bytes = found["data"]
-        return data
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.pubsub.aclose()
 
 
 async def ping(client: Client) -> None:

@@ -18,7 +18,7 @@ shards by cluster. The layout (docs/redis.md has the full table):
                                                         its full sorted list (JSON; msgpack
                                                         AllocationRefs for device_allocations)
     PREFIX:{c}:lease / :fence / :fence_counter    the writer's lease (service.stores.lease)
-    PREFIX:{c}:events                             pub/sub channel of live events
+    PREFIX:{c}:events                             STREAM of live events, one entry per batch
     PREFIX:{c}:layout                             STRING "2:<fence token>": the writer's indexes
                                                         below are whole (redis_index.py)
     PREFIX:{c}:x:<index>                          ZSET  the writer's indexes, every score 0:

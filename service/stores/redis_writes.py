@@ -18,9 +18,11 @@ Promises:
   `COMMAND_BYTES` at most, so an initial sync of 40,000 devices is some 500 commands of one
   transaction (the list of 5,000 nodes' slices is 114 MB of RESP: it used to be held three
   times over before its first byte was sent);
-* live events (`Changes.events`, none for a batch of more than LIVE_BATCH_LIMIT objects:
-  service.model.live) are published inside the same transaction, after the writes, one
-  message per batch;
+* live events (`Changes.events`: per-object events, or one Resync for a batch of more than
+  LIVE_BATCH_LIMIT objects, service.model.live) are appended to the cluster's live stream
+  inside the same transaction, after the writes, one entry per batch; the stream keeps about
+  the last `LIVE_STREAM_ENTRIES` batches (`XADD … MAXLEN ~`), so subscribers that resume
+  after an entry still kept lose and repeat nothing (service.stores.redis_live);
 * relations with a large fan-out (relations.FAN_OUT: every claim of a class, every device
   named gpu-0) are Redis sets changed member by member; every other relation is one hash per
   relation whose field per from-key holds the from-key's full sorted list, as the delta gives
@@ -105,13 +107,19 @@ def _pairs(items: Iterable[tuple[bytes, bytes]]) -> Iterator[bytes]:
         yield value
 
 
+LIVE_STREAM_ENTRIES = 1_000
+"""Batches of live events each cluster's stream keeps (about: Redis trims by whole nodes). A
+batch of churn is tens of events of about a kilobyte each; one of LIVE_BATCH_LIMIT objects is
+the most, some megabytes."""
+LIVE_STREAM_MAXLEN = str(LIVE_STREAM_ENTRIES).encode()
+
+
 class Ops:
     """The commands of one or more batches, sent as ONE `MULTI … EXEC` (Redis runs a
     transaction atomically: no reader sees part of it), made as they are sent."""
 
-    def __init__(self, keys: Keys, *, publish: bytes = b"PUBLISH") -> None:
+    def __init__(self, keys: Keys) -> None:
         self.keys = keys
-        self.publish = publish  # SPUBLISH on a Redis Cluster (sharded pub/sub)
         self.fence_key = keys.fence
         self._sources: list[Callable[[], Iterator[Command]]] = []
         self._events: list[Changes] = []  # the batches whose live events are published
@@ -128,12 +136,13 @@ class Ops:
 
     def commands(self) -> Iterator[Command]:
         """Every command of the transaction between MULTI and EXEC, in order, made one at a
-        time: the writes of each batch, then the (S)PUBLISH of each batch's live events."""
+        time: the writes of each batch, then the XADD of each batch's live events."""
         for source in self._sources:
             yield from source()
-        channel = self.keys.events.encode()
+        stream = self.keys.events.encode()
         for changes in self._events:
-            yield [self.publish, channel, bus.events_encoder.encode(changes.events)]
+            data = bus.events_encoder.encode(changes.events)
+            yield [b"XADD", stream, b"MAXLEN", b"~", LIVE_STREAM_MAXLEN, b"*", b"e", data]
 
     def requests(self, limit: int | None = None) -> Iterator[tuple[list[bytes], int]]:
         """The transaction (MULTI, the commands, EXEC) as requests of about `limit` bytes

@@ -109,7 +109,7 @@ async def wait_for(check, seconds: float = 5) -> None:
 
 async def settled(store: MemoryStore, *received: list[dict]) -> None:
     """Every published batch taken from its queue and the subscribers idle for a while."""
-    await wait_for(lambda: all(q.empty() for q in store.live._queues))
+    await wait_for(store.live.drained)
     counts: list[int] = []
     for _ in range(100):
         if counts == (counts := [len(r) for r in received]):
@@ -132,7 +132,7 @@ async def test_every_event_a_scope_gets_is_an_admins_event_filtered_by_it(scope)
         asyncio.create_task(collect(store, scope, mine)),
     ]
     try:
-        await wait_for(lambda: len(store.live._queues) == subscribers)
+        await wait_for(lambda: store.live.subscribers == subscribers)
         await churn(store)
         await settled(store, everything, mine)
     finally:

@@ -8,7 +8,7 @@ from msgspec.structs import replace
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS
-from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, ClaimEvent, DeviceEvent
+from dra_mirror.service.model.live import LIVE_BATCH_LIMIT, ClaimEvent, DeviceEvent, Resync
 from dra_mirror.service.model.records import (
     BLOCKED,
     FREE,
@@ -429,11 +429,41 @@ def test_a_derived_change_is_a_live_event_even_when_the_claim_did_not_change() -
     assert (device.old.status, device.new.status) == ("free", "held")
 
 
-def test_large_batches_carry_no_live_events_but_all_their_derived_state() -> None:
+def test_a_device_released_and_reallocated_in_one_batch_is_a_live_event() -> None:
+    index = listed_index()
+    add(index, N1, claim("c1", devices=(("n1", "gpu-0"),)), at="t1")
+    # One batch: c1 goes, c2 takes the same device. Its status stays "held"; its holder moved.
+    changes = index.apply(
+        [Event("DELETED", claim("c1", devices=(("n1", "gpu-0"),))),
+         Event("ADDED", claim("c2", devices=(("n1", "gpu-0"),), rv="2"))],
+        at="t2",
+    )  # fmt: skip
+    [event] = [e for e in changes.events if isinstance(e, DeviceEvent)]
+    assert event.key == dk("n1", "gpu-0") and event.type == "MODIFIED"
+    assert (event.old.status, event.new.status) == ("held", "held")
+    assert [h.claim for h in event.old.holders] == [ck("c1")]
+    assert [h.claim for h in event.new.holders] == [ck("c2")]
+
+
+def test_a_device_events_old_side_is_the_snapshot_before_the_batch() -> None:
+    index = listed_index()
+    add(index, N1, at="t1")
+    changes = add(index, claim("c1", devices=(("n1", "gpu-0"),)), at="t2")
+    [event] = [e for e in changes.events if isinstance(e, DeviceEvent)]
+    assert (event.old.status, event.old.holders) == ("free", ())
+    assert [h.claim for h in event.new.holders] == [ck("c1")]
+    changes = delete(index, claim("c1", devices=(("n1", "gpu-0"),)))
+    [event] = [e for e in changes.events if isinstance(e, DeviceEvent)]
+    assert [h.claim for h in event.old.holders] == [ck("c1")]
+    assert (event.new.status, event.new.holders) == ("free", ())
+
+
+def test_large_batches_carry_one_resync_but_all_their_derived_state() -> None:
     index = listed_index()
     claims = [claim(f"c{i}") for i in range(LIVE_BATCH_LIMIT + 1)]
     changes = add(index, *claims)
-    assert len(changes.upserts) == LIVE_BATCH_LIMIT + 1 and changes.events == []
+    assert len(changes.upserts) == LIVE_BATCH_LIMIT + 1
+    assert changes.events == [Resync(CLUSTER, f"a batch of {LIVE_BATCH_LIMIT + 1} objects")]
     assert len(changes.delta.linked) == LIVE_BATCH_LIMIT + 1  # every claim's class link
     assert add(index, claim("one-more")).events  # small batches do
 

@@ -20,11 +20,12 @@ from msgspec.structs import replace
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model import inventory
+from dra_mirror.service.model.batch import held_by
 from dra_mirror.service.model.claims import claim_origin
 from dra_mirror.service.model.consumers import POD_GROUP_API
 from dra_mirror.service.model.index import RELATIONS, ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS
-from dra_mirror.service.model.live import ClaimEvent, DeviceState
+from dra_mirror.service.model.live import ClaimEvent, DeviceState, Resync
 from dra_mirror.service.model.records import ClaimRecord, Consumer, PodRecord, Record, key_of
 from dra_mirror.service.model.relations import FAN_OUT, Relation
 from tests.model.builders import CLUSTER, claim, device, node, pod, slice_, taint_rule
@@ -412,6 +413,8 @@ class Replica:
                 else:
                     target[key] = value
         for event in changes.events:
+            if isinstance(event, Resync):
+                continue
             if isinstance(event, ClaimEvent):
                 key = (CLUSTER, "ResourceClaim", event.namespace, event.name)
                 if event.new is None:
@@ -449,7 +452,12 @@ class Replica:
             for c in index.records("ResourceClaim")
         }
         assert self.live_devices == {
-            e.key: DeviceState(e, index.device_status(e.key)) for e in index.devices()
+            e.key: DeviceState(
+                e,
+                index.device_status(e.key),
+                held_by(index.links.get(Relation.DEVICE_ALLOCATIONS, e.key)),
+            )
+            for e in index.devices()
         }
 
 

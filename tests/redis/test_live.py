@@ -19,6 +19,7 @@ from dra_mirror.service.model.index import Event
 from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.stores.memory import MemoryStore
+from dra_mirror.service.stores.protocols import ClusterStatus
 from dra_mirror.service.stores.redis import RedisStore
 from tests.model.builders import claim, device, node, pod, slice_
 
@@ -65,6 +66,7 @@ async def test_claim_and_device_events_over_websocket(live_store) -> None:
     server = uvicorn.Server(uvicorn.Config(compose_app(Settings(), store=store), log_config=None))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     index = store.open_index("east")
+    await store.set_status(ClusterStatus(name="east"))  # as its reactor does when it starts
     try:
         for _ in range(200):
             if server.started:

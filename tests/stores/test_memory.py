@@ -60,7 +60,7 @@ async def test_the_store_serves_its_writers_index_and_publishes_its_events() -> 
     assert await store.get([key_of(POD_A)]) == [POD_A]
     assert not first.done()
     await store.apply(changes)
-    assert await asyncio.wait_for(first, 1) == changes.events[0]
+    assert (await asyncio.wait_for(first, 1)).event == changes.events[0]
     await events.aclose()
     # A new writer of the cluster (a reactor started again in this process) starts afresh.
     fresh = store.open_index(EAST)

@@ -2,9 +2,9 @@
 MemoryStore serving the index that produced them (every read, every relation, device
 statuses), keys are cluster-tagged, a takeover (an index seeded from what Redis holds, then
 relisted) leaves nothing stale, fencing refuses a writer that lost its lease, and live events
-are published with the batch. All against the suite's real redis-server; the tests that need
+are appended to the cluster's stream with the batch. All against the suite's real redis-server; the tests that need
 no outage also against the suite's real Redis Cluster (three masters), where the same store
-writes each cluster's transaction on its slot's master and publishes with SPUBLISH."""
+writes each cluster's transaction, its live stream included, on its slot's master."""
 
 from __future__ import annotations
 
@@ -200,9 +200,9 @@ async def test_live_events_are_published_with_the_batch(redis_store: RedisStore)
         "share1", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}}
     )
     await redis_store.apply(index.apply([Event("ADDED", share)], at="t2"))
-    seen = [await asyncio.wait_for(first, 5)]
+    seen = [(await asyncio.wait_for(first, 5)).event]
     while len(seen) < 3:
-        seen.append(await asyncio.wait_for(anext(events), 5))
+        seen.append((await asyncio.wait_for(anext(events), 5)).event)
     await events.aclose()
     added, claimed, held = seen
     assert isinstance(added, bus.DeviceEvent) and added.type == "ADDED"
@@ -210,6 +210,36 @@ async def test_live_events_are_published_with_the_batch(redis_store: RedisStore)
     assert isinstance(claimed, bus.ClaimEvent) and claimed.type == "ADDED" and claimed.new == share
     assert isinstance(held, bus.DeviceEvent) and held.type == "MODIFIED"
     assert (held.old.status, held.new.status, held.node) == (FREE, SHARED, "n2")
+
+
+async def test_a_subscriber_resumes_after_the_last_id_it_saw(redis_store: RedisStore) -> None:
+    # The cluster's stream keeps the batches: a subscriber that comes back with the id of the
+    # last event it saw gets every later one once, in order; an id not kept is a Resync.
+    index = ClusterIndex(EAST)
+    events = redis_store.subscribe(EAST)
+    first = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0.2)
+    await redis_store.apply(index.apply([Event("ADDED", SLICE_N2)], at="t1"))
+    seen = await asyncio.wait_for(first, 5)
+    await events.aclose()
+    share = claim(
+        "share1", devices=(("n2", "gpu-0"),), shares={"gpu-0": {f"{DRIVER}/memory": "10Gi"}}
+    )
+    await redis_store.apply(index.apply([Event("ADDED", share)], at="t2"))  # claim + device
+    resumed = redis_store.subscribe(EAST, after=seen.id)
+    missed = [await asyncio.wait_for(anext(resumed), 5) for _ in range(2)]
+    assert {type(d.event) for d in missed} == {bus.ClaimEvent, bus.DeviceEvent}
+    assert len({seen.id, *(d.id for d in missed)}) == 3
+    following = asyncio.ensure_future(anext(resumed))
+    await asyncio.sleep(0.2)
+    assert not following.done()  # nothing repeated
+    await redis_store.apply(index.apply([Event("DELETED", share)], at="t3"))
+    assert isinstance((await asyncio.wait_for(following, 5)).event, bus.ClaimEvent)
+    await resumed.aclose()
+    stranger = redis_store.subscribe(EAST, after="0badc0de-3")
+    resync = await asyncio.wait_for(anext(stranger), 5)
+    assert isinstance(resync.event, bus.Resync) and resync.event.cluster == EAST
+    await stranger.aclose()
 
 
 async def test_outage_raises_unavailable_and_keeps_the_batch(

@@ -48,10 +48,20 @@ export function ChartBox({ spec, label, height = 300 }) {
 const COLORS = ["#2859c5", "#6a3fb5", "#1d7a46", "#a05a00", "#b3261e", "#0f7c8c", "#7a6a00", "#555f6d"];
 export const color = (i) => COLORS[i % COLORS.length];
 
+// Ticks of a time axis in hours before now: one step from a short list of round ones (about
+// six ticks), and the axis starts on a whole step, so every gap between ticks is the same.
+const STEPS = [1 / 60, 5 / 60, 10 / 60, 0.25, 0.5, 1, 2, 3, 6, 12, 24, 48, 72, 168, 336];
+export function timeAxis(start) {
+  const span = Math.max(-start, 1 / 60);
+  const step = STEPS.find((s) => span / s <= 8) || STEPS[STEPS.length - 1];
+  return { step, min: -Math.ceil(span / step - 1e-9) * step };
+}
+
 // rows: [{ label, since, until (null: still open), kind }] drawn between `from` and `to` (ms).
 export function Timeline({ rows, from, to, label }) {
   if (!rows.length) return null;
   const hours = (t) => (t - to) / 3600000;
+  const axis = timeAxis(hours(from));
   const labels = [...new Set(rows.map((r) => r.label))];
   const kinds = [...new Set(rows.map((r) => r.kind))];
   const datasets = kinds.map((kind, i) => ({
@@ -70,12 +80,12 @@ export function Timeline({ rows, from, to, label }) {
     options: {
       indexAxis: "y",
       scales: {
-        x: { type: "linear", min: hours(from), max: 0, title: { display: true, text: `until ${instant(new Date(to).toISOString())}` } },
+        x: { type: "linear", min: axis.min, max: 0, ticks: { stepSize: axis.step }, title: { display: true, text: `until ${instant(new Date(to).toISOString())}` } },
         y: { stacked: true, ticks: { autoSkip: false } },
       },
       plugins: { legend: { position: "bottom" } },
     },
-    tickFormat: { axis: "x", format: (v) => (v === 0 ? "now" : `${duration(-v * 3600).split(" ")[0]} ago`) },
+    tickFormat: { axis: "x", format: (v) => (v === 0 ? "now" : `${duration(-v * 3600).replace(/ 0[smh]$/, "")} ago`) },
   };
   return html`<${ChartBox} spec=${spec} label=${label} height=${110 + labels.length * 30} />`;
 }

@@ -98,12 +98,17 @@ function wsUrl() {
   return url.href;
 }
 
+// The socket opens when the page starts and stays open (reconnecting forever), whether or not
+// the screen listens to anything: a screen without subscriptions still says "live".
+export function startLive() {
+  liveClient();
+}
+
 function liveClient() {
   if (client) return client;
   client = window.graphqlWs.createClient({
     url: wsUrl(),
-    lazy: true,
-    lazyCloseTimeout: 3000,
+    lazy: false,
     connectionParams: () => authorization(),
     retryAttempts: Infinity,
     shouldRetry: () => true,

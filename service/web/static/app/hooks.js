@@ -52,8 +52,8 @@ export function useThrottled(fn, ms) {
 }
 
 // Live events: one subscription per `{ document, variables }`; `onEvent(data, which)` for
-// each event. When the socket comes back after a loss, `onReconnect()` (re-read: events
-// sent meanwhile are lost).
+// each event. When the socket comes back after a loss, or the mirror says events were left
+// out (a RESYNC event), `onReconnect()` (re-read: those events are lost).
 export function useLive(subscriptions, onEvent, onReconnect) {
   const handler = useRef(onEvent);
   handler.current = onEvent;
@@ -63,7 +63,13 @@ export function useLive(subscriptions, onEvent, onReconnect) {
   useEffect(() => {
     const specs = JSON.parse(key);
     const stops = specs.map((spec, index) =>
-      subscribe(spec.document, spec.variables, (data) => handler.current(data, index), () => {}),
+      subscribe(spec.document, spec.variables, (data) => {
+        // RESYNC: events were left out (a batch too large to carry them, a subscriber behind).
+        const event = Object.values(data)[0];
+        if (event && event.type === "RESYNC") {
+          if (reconnect.current) reconnect.current();
+        } else handler.current(data, index);
+      }, () => {}),
     );
     const unlisten = onLiveState((_state, reconnected) => {
       if (reconnected && reconnect.current) reconnect.current();
@@ -79,4 +85,22 @@ export function useLiveState() {
   const [state, setState] = useState(liveState());
   useEffect(() => onLiveState((next) => setState(next)), []);
   return state;
+}
+
+// The time now, renewed every `ms`: durations on a screen ("idle 4m 10s", "3m ago") keep
+// counting while the screen stays open.
+let ticking = null;
+const tickers = new Set();
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const tick = () => setNow(Date.now());
+    tickers.add(tick);
+    if (!ticking) ticking = setInterval(() => tickers.forEach((t) => t()), ms);
+    return () => {
+      tickers.delete(tick);
+      if (!tickers.size) { clearInterval(ticking); ticking = null; }
+    };
+  }, [ms]);
+  return now;
 }

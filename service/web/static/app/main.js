@@ -1,12 +1,14 @@
 // The Devices screens: one page, one screen per URL under /ui/ (see router.js), each asking
 // /graphql for what it shows. This module draws the frame — navigation, the cluster picker,
-// who you are signed in as, the live-events indicator — and picks the screen (or the sign-in,
+// who you are signed in as, the search box, the live-events indicator — and picks the screen (or the sign-in,
 // when the mirror refuses the page's credentials).
 import { config } from "./config.js";
+import { startLive } from "./graphql.js";
 import { useLiveState, useQuery } from "./hooks.js";
+import { SearchBox } from "./search.js";
 import { navigate, useRoute } from "./router.js";
 import { SignInForm, ViewerBadge, isUnauthenticated } from "./signin.js";
-import { html, href, Link, useState } from "./ui.js";
+import { html, href, Link, useEffect, useState } from "./ui.js";
 import { Overview } from "./screens/overview.js";
 import { DeviceClasses } from "./screens/classes.js";
 import { ResourceSlices } from "./screens/slices.js";
@@ -72,6 +74,11 @@ function App() {
   const { data, error } = useQuery(CLUSTERS, {});
   const [asked, setAsked] = useState(false);
   const clusters = data ? data.clusters : null;
+  // Once the mirror answers this page, the socket opens and stays open: the indicator tells
+  // its health on every screen, whether the screen listens to anything or not.
+  useEffect(() => {
+    if (clusters) startLive();
+  }, [clusters]);
   const refused = isUnauthenticated(error);
   const Screen = SCREENS[route.screen];
   const section = SECTION[route.screen] || route.screen;
@@ -85,6 +92,7 @@ function App() {
     </nav>
     <div class="body">
       <div class="topbar">
+        <${SearchBox} cluster=${route.params.cluster || ""} clusters=${clusters} />
         <${ClusterPicker} route=${route} clusters=${clusters} />
         <${ViewerBadge} onSignIn=${() => setAsked(true)} />
         <${LiveIndicator} />

@@ -1,6 +1,7 @@
 // Pieces of a claim shared by the claims list, a claim's page and the templates screen:
 // its GraphQL fields, its requests, its allocation and its consumers, as people read them.
 import { duration, since } from "../format.js";
+import { useNow } from "../hooks.js";
 import { Badge, DeviceLink, Fragment, NodeName, PodLink, PodPhase, html } from "../ui.js";
 import { Cel } from "./classes.js";
 import { Health, NotPublished, Taints } from "./device_facts.js";
@@ -84,11 +85,12 @@ export function Consumers({ claim }) {
 
 // Idle holder: a cleanup candidate, louder when other claims wait for the same class.
 export function IdleNote({ claim, waitingFor }) {
+  const now = useNow(1000);
   if (!claim.idle) return null;
   const classes = claim.requests.map((r) => r.deviceClassName).filter(Boolean);
   const waiting = classes.reduce((n, c) => n + (waitingFor ? waitingFor(claim.cluster, c) : 0), 0);
   return html`<div>
-    <${Badge} kind=${waiting ? "bad" : "warn"} title="allocated, and no consumer pod is Running">idle${claim.idleSince ? ` ${duration((Date.now() - Date.parse(claim.idleSince)) / 1000)}` : ""}: cleanup candidate<//>
+    <${Badge} kind=${waiting ? "bad" : "warn"} title="allocated, and no consumer pod is Running">idle${claim.idleSince ? ` ${duration((now - Date.parse(claim.idleSince)) / 1000)}` : ""}: cleanup candidate<//>
     ${waiting ? html`<div class="small warn-text" data-others-wait=${waiting}>${waiting} claim${waiting === 1 ? "" : "s"} wait${waiting === 1 ? "s" : ""} for ${classes.join(", ")}</div>` : null}
   </div>`;
 }

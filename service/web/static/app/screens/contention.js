@@ -18,11 +18,13 @@ const CONTEXT = `query ContentionContext($from: DateTime!, $to: DateTime!, $clus
 }`;
 const WINDOW_DAYS = { "1d": 1, "7d": 7, "30d": 30 };
 
-// Whole hours, so the audit's hourly peak cache serves the window.
-function auditWindow(days) {
+// The window ends now (to the minute, so re-renders ask the same); it starts on a whole hour,
+// so the audit's hourly peak cache serves all of it but the last hour.
+export function auditWindow(days, now = Date.now()) {
   const hour = 3600000;
-  const to = new Date(Math.ceil(Date.now() / hour) * hour);
-  return { from: new Date(to.getTime() - days * 86400000).toISOString(), to: to.toISOString() };
+  const to = new Date(Math.floor(now / 60000) * 60000);
+  const from = new Date(Math.floor((to.getTime() - days * 86400000) / hour) * hour);
+  return { from: from.toISOString(), to: to.toISOString() };
 }
 
 const label = (row, many) => (many ? `${row.cluster}: ${row.group || "—"}` : row.group || "—");

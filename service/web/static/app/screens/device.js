@@ -1,6 +1,6 @@
 // A device's page: the device as published (attributes, capacity, status), who holds it now
 // and since when, and a timeline of its holders over the last days (history).
-import { useLive, useQuery, useThrottled } from "../hooks.js";
+import { useLive, useNow, useQuery, useThrottled } from "../hooks.js";
 import { duration, instant } from "../format.js";
 import { Timeline } from "../charts.js";
 import { Attributes, Badge, ClaimLink, ClaimState, DeviceStatus, ErrorNote, KeyValues, Link, Loading, NodeName, PodLink, PodPhase, Screen, href, html, useState } from "../ui.js";
@@ -95,6 +95,13 @@ function healthRows(holdings) {
   </div>`)}</div>`];
 }
 
+// How long a holder has held the device, counting while the page stays open (only this cell
+// re-renders each second, not the charts).
+function HeldFor({ held }) {
+  const now = useNow(1000);
+  return html`<span class="muted small">(${duration((now - Date.parse(held.at)) / 1000)}${held.source ? `, from ${held.source}` : ""})</span>`;
+}
+
 export function DevicePage({ params }) {
   const { cluster, driver, pool, device: name, node } = params;
   const windowName = WINDOWS[params.window] ? params.window : "7d";
@@ -147,7 +154,7 @@ export function DevicePage({ params }) {
         <td><${ClaimLink} cluster=${h.claim.cluster} namespace=${h.claim.namespace} name=${h.claim.name} /></td>
         <td><${ClaimState} state=${h.claim.state} />${h.claim.idle ? html` <${Badge} kind="bad">idle: cleanup candidate<//>` : null}</td>
         <td>${((held) => held
-          ? html`${instant(held.at)} <span class="muted small">(${duration((Date.now() - Date.parse(held.at)) / 1000)}${held.source ? `, from ${held.source}` : ""})</span>`
+          ? html`${instant(held.at)} <${HeldFor} held=${held} />`
           : html`<span class="muted">—</span>`)(heldSince(h, timeline))}</td>
         <td class="mono small">${h.request}${h.shareID ? ` · ${h.shareID.slice(0, 8)}` : ""}${Object.keys(h.consumedCapacity || {}).length ? ` · ${Object.entries(h.consumedCapacity).map(([k, v]) => `${k.split("/").pop()} ${v}`).join(", ")}` : ""}</td>
         <td>${h.pods.length ? h.pods.map((p) => html`<div key=${p.name}><${PodLink} cluster=${p.cluster} namespace=${p.namespace} name=${p.name} node=${p.nodeName} /> <${PodPhase} phase=${p.phase} /></div>`) : html`<span class="muted">none</span>`}</td>

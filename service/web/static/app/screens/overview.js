@@ -1,6 +1,6 @@
 // Overview: per cluster, what its devices and claims are doing now, and what looks wrong.
 import { query } from "../graphql.js";
-import { useLive, useQuery, useThrottled } from "../hooks.js";
+import { useLive, useNow, useQuery, useThrottled } from "../hooks.js";
 import { duration, number, since } from "../format.js";
 import { Badge, ErrorNote, Gap, Link, Loading, Screen, href, html, useEffect, useState } from "../ui.js";
 
@@ -137,8 +137,7 @@ function ClusterFigures({ cluster, totals, refresh }) {
       ${status.synced ? html`<${Badge} kind="ok">synced<//>` : html`<${Badge} kind="warn">not synced<//>`}
     </header>
     ${status.error ? html`<div class="error">${status.error}</div>` : null}
-    <p class="muted small">last event ${since(status.lastEventAt)} · last list ${since(status.lastSyncAt)}
-      ${Object.entries(status.malformed || {}).map(([kind, n]) => html` · <span class="warn-text">${n} malformed ${kind}</span>`)}</p>
+    <${LastEvent} status=${status} />
     <div class="figures">
       <div class="figure-group">
         <h3>Physical devices</h3>
@@ -187,6 +186,21 @@ function ClusterFigures({ cluster, totals, refresh }) {
         </ul></details>`
       : null}
   </section>`;
+}
+
+// When the watch last heard of a change — or that it has heard of none since its list (a quiet
+// cluster, not a dead watch: a broken watch shows as not connected, with its error).
+function lastEvent(status, now) {
+  if (status.lastEventAt) return `last event ${since(status.lastEventAt, now)}`;
+  if (status.synced) return "no change since the list: the cluster is quiet";
+  return "no event yet";
+}
+
+function LastEvent({ status }) {
+  const now = useNow(1000); // the ages keep counting while the Overview stays open
+  const seen = status.lastEventAt ? "seen" : status.synced ? "quiet" : "none";
+  return html`<p class="muted small" data-last-event=${seen}>${lastEvent(status, now)} · last list ${since(status.lastSyncAt, now)}
+    ${Object.entries(status.malformed || {}).map(([kind, n]) => html` · <span class="warn-text">${n} malformed ${kind}</span>`)}</p>`;
 }
 
 export function Overview({ params, clusters }) {
