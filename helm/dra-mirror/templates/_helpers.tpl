@@ -99,6 +99,10 @@ URLs come only from Secrets. */}}
 - name: DRA_MIRROR_ALERTS_CONFIG
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.utilization.config }}
+- name: DRA_MIRROR_UTILIZATION_CONFIG
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 
 {{/* Writable places under a read-only root filesystem, and the kubeconfig Secret. */}}
