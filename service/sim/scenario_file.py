@@ -29,6 +29,7 @@ from dra_mirror.service.sim.faults import Faults
 from dra_mirror.service.sim.generate import ScaleSpec
 from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.shapes import DEFAULT_IMAGE
+from dra_mirror.service.sim.shares import valid_option
 
 __all__ = [
     "ClusterScenario",
@@ -211,8 +212,18 @@ def _node_group(doc: dict) -> NodeGroup:
     for d in doc.get("devices") or []:
         if d["profile"] not in hardware.PROFILES:
             raise ScenarioError(f"node {doc['name']}: unknown profile {d['profile']!r}")
+        shares = d.get("shares")
+        if shares is not None and not valid_option(str(shares)):
+            raise ScenarioError(
+                f"node {doc['name']}: shares {shares!r} is not disabled, memory, unlimited or N>0"
+            )
         devices.append(
-            hardware.DeviceGroup(d["profile"], int(d.get("count", 1)), d.get("mig", True))
+            hardware.DeviceGroup(
+                d["profile"],
+                int(d.get("count", 1)),
+                d.get("mig", True),
+                None if shares is None else str(shares),
+            )
         )
     return NodeGroup(
         name=str(doc["name"]),
