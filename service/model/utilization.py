@@ -9,7 +9,8 @@ The rules, decided here once for every front end:
   and its profile when one GPU instance of that profile runs there. Its busy is its GPU
   instance's `DCGM_FI_PROF_GR_ENGINE_ACTIVE`.
 * **A whole GPU that is partitioned** (readings of GPU instances under its uuid) is as busy
-  as its instances weighted by their share of the GPU (`instance_weight`): DCGM reads 0 % for
+  as its instances weighted by their share of the GPU (the model's GPU-equivalent weight,
+  `service.model.physical`: memory slices for MIG partitions): DCGM reads 0 % for
   the GPU itself in MIG mode, which says nothing.
 * **No readings → unknown** (`busy` None), never 0 %: a node without an exporter, or a
   device the exporter does not see.
@@ -42,6 +43,7 @@ from dra_mirror.service.model.dcgm import (
     Readings,
 )
 from dra_mirror.service.model.identity import DeviceKey
+from dra_mirror.service.model.physical import Unit
 from dra_mirror.service.model.quantity import parse_quantity
 from dra_mirror.service.model.records import DeviceEntry
 
@@ -59,10 +61,12 @@ class DeviceFacts:
     parent_uuid: str | None = None
     profile: str | None = None
     memory_mib: float = 0.0
+    weight: float = 1.0  # GPU-equivalents of its physical GPU (`service.model.physical`)
 
 
-def device_facts(entry: DeviceEntry) -> DeviceFacts:
-    """The facts of a device entry (attributes of the NVIDIA driver's domain)."""
+def device_facts(entry: DeviceEntry, unit: Unit | None = None) -> DeviceFacts:
+    """The facts of a device entry (attributes of the NVIDIA driver's domain); `unit` its
+    physical unit (`physical.units_of`), whose weight a partition carries."""
     device = entry.device
 
     def text(name: str) -> str | None:
@@ -78,17 +82,8 @@ def device_facts(entry: DeviceEntry) -> DeviceFacts:
         parent_uuid=text("parentUUID"),
         profile=text("profile"),
         memory_mib=mib,
+        weight=float(unit.weight) if unit is not None else 1.0,
     )
-
-
-def instance_weight(instance_mib: float, gpu_mib: float) -> float:
-    """The share of its GPU a GPU instance stands for (its memory over the GPU's).
-
-    The one place a partition is weighed against its GPU here: switch to the model's
-    physical weights (`service.model.physical`) when they exist."""
-    if gpu_mib <= 0:
-        return 0.0
-    return min(1.0, instance_mib / gpu_mib)
 
 
 @dataclass
@@ -133,29 +128,23 @@ def busy_below_since(points: Sequence[Point], threshold: float) -> float | None:
 def join(devices: Iterable[DeviceFacts], readings: Readings) -> dict[DeviceKey, Utilization]:
     """Each device's utilisation from the readings (see the rules above)."""
     facts = list(devices)
-    gpus = {f.uuid: f for f in facts if f.kind != "mig" and f.uuid}
     instances = _instances_by_parent(readings)
     by_mig_uuid = {r.mig_uuid: (i, r) for i, r in readings.items() if r.mig_uuid}
     by_dra = {
         (r.dra_device[1], r.dra_device[2]): (i, r) for i, r in readings.items() if r.dra_device
     }
-    mig_mib = {(f.parent_uuid, f.profile): f.memory_mib for f in facts if f.kind == "mig"}
+    mig_weight = {(f.parent_uuid, f.profile): f.weight for f in facts if f.kind == "mig"}
     out: dict[DeviceKey, Utilization] = {}
     for f in facts:
         if f.kind == "mig":
             found = by_mig_uuid.get(f.uuid or "") or by_dra.get((f.key.pool, f.key.device))
             if found is None:
                 found = _only_instance(instances.get(f.parent_uuid or "", []), f.profile)
-            parent = gpus.get(f.parent_uuid or "")
-            weight = instance_weight(f.memory_mib, parent.memory_mib) if parent else 0.0
-            out[f.key] = _instance(f.key, found[1] if found else None, readings, f, weight)
+            out[f.key] = _instance(f.key, found[1] if found else None, readings, f, f.weight)
         elif f.uuid:
             parts = instances.get(f.uuid, [])
             if parts:
-                weights = [
-                    instance_weight(mig_mib.get((f.uuid, r.profile), 0.0), f.memory_mib)
-                    for _, r in parts
-                ]
+                weights = [mig_weight.get((f.uuid, r.profile), 0.0) for _, r in parts]
                 out[f.key] = _partitioned(f.key, readings.get(Instrument(f.uuid)), parts, weights)
             else:
                 out[f.key] = _whole(f.key, readings.get(Instrument(f.uuid)))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dra_mirror.service.model.identity import DeviceKey
+from dra_mirror.service.model.physical import units_of
 from dra_mirror.service.model.records import (
     RESERVED,
     RESOURCE_CLAIM,
@@ -131,7 +132,8 @@ async def _joined(
         found = await source.readings(cluster, now - window, now)
     except Exception as error:  # the source's own errors, translated for every front end
         raise QuestionUnavailable(f"utilisation of {cluster}: {error}") from None
-    return join((device_facts(e) for e in entries), found), by_key, now
+    units = units_of(entries)  # a partition's weight in its GPU
+    return join((device_facts(e, units.get(e.key)) for e in entries), found), by_key, now
 
 
 def _use(
@@ -168,9 +170,7 @@ async def device_utilization(
     return out
 
 
-async def device_busy(
-    asker: Asker, key: DeviceKey, *, window: float = 3600.0
-) -> DeviceUse | None:
+async def device_busy(asker: Asker, key: DeviceKey, *, window: float = 3600.0) -> DeviceUse | None:
     """One device over the window; None when no utilisation source is configured."""
     if asker.utilization is None:
         return None

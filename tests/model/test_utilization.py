@@ -10,13 +10,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from dra_mirror.service.model.dcgm import METRICS, readings
 from dra_mirror.service.model.identity import DeviceKey
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.physical import units_of
 from dra_mirror.service.model.records import DeviceEntry
 from dra_mirror.service.model.utilization import (
     MJ_PER_KWH,
     busy_below_since,
     device_facts,
     increase,
-    instance_weight,
     join,
 )
 from dra_mirror.service.sim.dcgm import Exporters
@@ -44,13 +44,16 @@ def demo():
             scrape(e, at, series)
     joined = {}
     for cluster in ("east", "west"):
-        facts = []
+        entries = []
         for raw in world.stores[cluster].iter_objects("resourceslices"):
             record = normalize("ResourceSlice", raw, cluster=cluster)
             for device in record.devices:
                 key = DeviceKey(cluster, record.driver, record.pool.name, device.name)
-                entry = DeviceEntry(key=key, device=device, slice=None, node=record.node_name)
-                facts.append(device_facts(entry))
+                entries.append(
+                    DeviceEntry(key=key, device=device, slice=None, node=record.node_name)
+                )
+        units = units_of(entries)
+        facts = [device_facts(e, units.get(e.key)) for e in entries]
         found = readings({m: [(dict(k), v) for k, v in series.get(m, {}).items()] for m in METRICS})
         joined.update(join(facts, found))
     return world, joined
@@ -96,8 +99,8 @@ def test_mig_devices_by_their_uuid_and_the_parent_weighted_by_its_instances(demo
     parent = DeviceKey("east", "gpu.nvidia.com", migs[0].pool, migs[0].device.split("-mig-")[0])
     whole = joined[parent]
     assert whole.source == "gpu-instances"
-    # 1g.18gb + 1g.18gb + 3g.71gb of the 143771 MiB GPU, each 85 % busy
-    weights = sum(instance_weight(m, 143771.0) for m in (16384, 16384, 71424))
+    # 1g.18gb + 1g.18gb + 3g.71gb: 1 + 1 + 4 of the H200's 8 memory slices, each 85 % busy
+    weights = 6 / 8
     assert whole.busy == pytest.approx(85.0 * weights)
     # the MIG devices share the GPU's energy by weight
     parts = sum(joined[k].energy_kwh or 0 for k in migs)
