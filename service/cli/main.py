@@ -248,11 +248,13 @@ def demo(ctx: click.Context, port: int | None, scenario: str, kubeconfig_out: st
     from dra_mirror.service.runtime.demo import demo_alerts
 
     alerts = alerts_config(settings) or demo_alerts(settings.http.port)
+    utilization = utilization_config(settings)  # else the demo's own Prometheus, if installed
     slack = slack_settings()
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     preflight.writable(kubeconfig_out, "--kubeconfig-out")
     run(run_demo(settings, scenario=scenario, slack=slack, announce=click.echo, alerts=alerts,
-                 deadline=deadline, kubeconfig=kubeconfig_out), deadline=deadline)  # fmt: skip
+                 deadline=deadline, kubeconfig=kubeconfig_out, utilization=utilization),
+        deadline=deadline)  # fmt: skip
 
 
 for command in (

@@ -84,13 +84,16 @@ def mirror_app(
     access: AccessConfig | None = None,
     alerts: AlertsConfig | None = None,
     utilization: UtilizationConfig | None = None,
+    utilization_source: Any = None,
     role: str = API,
     graphql_in_lifespan: bool = False,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
-    source = None
-    if utilization is not None:  # httpx's client loads only with a utilisation source
+    source = utilization_source  # the demo's own (runtime.demo_prometheus), else the file's
+    if (
+        source is None and utilization is not None
+    ):  # httpx's client loads only with a utilisation source
         from dra_mirror.service.utilization.source import PrometheusSource
 
         source = PrometheusSource(utilization)

@@ -70,6 +70,7 @@ class Demo:
     store: MemoryStore
     source: SimulatedSource
     now: datetime
+    sim: Any = None  # the Simulator serving the world (its dcgm-exporters)
 
     def asker(self, **kwargs: Any) -> Asker:
         return Asker.over(self.store, now=lambda: self.now, utilization=self.source, **kwargs)
@@ -80,7 +81,7 @@ async def demo(tmp_path_factory: pytest.TempPathFactory):
     world = build_world(load_scenario("demo"))
     store = MemoryStore()
     settings = ReactorSettings(watch=FAST, status_interval=0.05)
-    async with serving(tmp_path_factory.mktemp("demo"), *world.specs) as (_sim, connections):
+    async with serving(tmp_path_factory.mktemp("demo"), *world.specs) as (sim, connections):
         reactors = await run_reactors(
             connections,
             sinks=[store],
@@ -92,6 +93,7 @@ async def demo(tmp_path_factory: pytest.TempPathFactory):
         await reactors.wait_synced()
         try:
             # two hours after the objects were made: long enough to be "not busy"
-            yield Demo(world, store, SimulatedSource(world), datetime.now(UTC) + timedelta(hours=2))
+            later = datetime.now(UTC) + timedelta(hours=2)
+            yield Demo(world, store, SimulatedSource(world), later, sim)
         finally:
             await reactors.stop()
