@@ -15,6 +15,7 @@ import { ClaimPage } from "./screens/claim.js";
 import { ClaimTemplates } from "./screens/templates.js";
 import { DevicePage } from "./screens/device.js";
 import { Contention } from "./screens/contention.js";
+import { Utilization } from "./screens/utilization.js";
 import { Pods } from "./screens/pods.js";
 import { PodPage } from "./screens/pod.js";
 
@@ -27,6 +28,7 @@ const SCREENS = {
   templates: ClaimTemplates,
   device: DevicePage,
   contention: Contention,
+  utilization: Utilization,
   pods: Pods,
   pod: PodPage,
 };
@@ -39,6 +41,7 @@ const MENU = [
   ["templates", "Claim Templates"],
   ["pods", "Per pod"],
   ["contention", "Contention"],
+  ["utilization", "Held, not busy"],
 ];
 const SECTION = { claim: "claims", device: "slices", pod: "pods" };
 
