@@ -33,6 +33,10 @@ METRICS = (GPU_UTIL, GR_ENGINE_ACTIVE, FB_USED, POWER_USAGE, TOTAL_ENERGY)
 Point = tuple[float, float]  # (unix seconds, value)
 
 
+class ReadingsUnavailable(Exception):
+    """A source could not give the readings asked for (its adapter says why)."""
+
+
 @dataclass(frozen=True)
 class LabelNames:
     """Which label of a series holds what; the exporter's own names by default."""

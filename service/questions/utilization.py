@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from dra_mirror.service.model.dcgm import ReadingsUnavailable
 from dra_mirror.service.model.identity import DeviceKey
 from dra_mirror.service.model.physical import units_of
 from dra_mirror.service.model.records import (
@@ -130,7 +131,7 @@ async def _joined(
         return {}, by_key, now
     try:
         found = await source.readings(cluster, now - window, now)
-    except Exception as error:  # the source's own errors, translated for every front end
+    except ReadingsUnavailable as error:  # the source's, translated for every front end
         raise QuestionUnavailable(f"utilisation of {cluster}: {error}") from None
     units = units_of(entries)  # a partition's weight in its GPU
     return join((device_facts(e, units.get(e.key)) for e in entries), found), by_key, now

@@ -23,5 +23,6 @@ class UtilizationReads(Protocol):
         ...
 
     async def readings(self, cluster: str, start: float, end: float) -> Readings:
-        """The cluster's readings from `start` to `end` (unix seconds); raises on failure."""
+        """The cluster's readings from `start` to `end` (unix seconds); `ReadingsUnavailable`
+        (service.model.dcgm) when the source cannot answer."""
         ...

@@ -7,7 +7,8 @@
 
 Errors, translated once here (nothing else sees httpx's):
 
-    PrometheusError                   the server could not answer a query
+    PrometheusError                   the server could not answer a query (the model's
+                                      ReadingsUnavailable, which the questions catch)
      ├── PrometheusUnreachable        connection refused, timeout, TLS
      └── PrometheusRefused            an HTTP error or `status: error` (bad query, 4xx, 5xx)
 
@@ -22,12 +23,14 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
+from dra_mirror.service.model.dcgm import ReadingsUnavailable
+
 from .config import PrometheusTarget
 
 Series = tuple[dict[str, str], list[tuple[float, float]]]
 
 
-class PrometheusError(Exception):
+class PrometheusError(ReadingsUnavailable):
     """A query Prometheus did not answer; the message names the server and why."""
 
 

@@ -3,7 +3,8 @@
 For each of dcgm-exporter's metrics one range query, aggregated on the server by the labels
 that identify a reading (`LabelNames.identity`): the copies the exporter makes per pod fold
 into one series there, so a fleet's answer stays one series per GPU or GPU instance, not per
-pod. The five queries of a window run concurrently.
+pod. The five queries of a window run concurrently, at the configured step or, for a window
+longer than `MAX_POINTS` steps, at a coarser one (Prometheus answers at most 11,000 points).
 
 Promises: `readings` answers `service.model.dcgm.Readings`, or raises `PrometheusError`; a
 cluster not in the file is `covers() == False` and is never asked.
@@ -20,6 +21,8 @@ from dra_mirror.service.model.dcgm import METRICS, Readings, readings
 
 from .config import PrometheusTarget, UtilizationConfig
 from .prometheus import PrometheusClient
+
+MAX_POINTS = 10_000
 
 
 def series_query(metric: str, target: PrometheusTarget) -> str:
@@ -52,7 +55,8 @@ class PrometheusSource:
     async def readings(self, cluster: str, start: float, end: float) -> Readings:
         client = self._clients[cluster]
         target = client.target
-        step = self.step
+        # Prometheus refuses more than 11,000 points per series: a long window is coarser
+        step = max(self.step, (end - start) / MAX_POINTS)
         answers = await asyncio.gather(
             *(client.query_range(series_query(m, target), start, end, step) for m in METRICS)
         )

@@ -90,10 +90,12 @@ async def test_refusals_and_unreachable_servers() -> None:
 
 
 async def test_the_source_asks_once_per_metric_aggregated_by_identity() -> None:
-    queries = []
+    queries, steps = [], []
 
     def answer(request: httpx.Request) -> httpx.Response:
-        queries.append(dict(httpx.QueryParams(request.content.decode()))["query"])
+        form = dict(httpx.QueryParams(request.content.decode()))
+        queries.append(form["query"])
+        steps.append(form)
         return httpx.Response(200, json=MATRIX)
 
     config = parse({"clusters": {"east": {"url": "http://prom", "selector": 'cluster="east"'}}})
@@ -101,7 +103,13 @@ async def test_the_source_asks_once_per_metric_aggregated_by_identity() -> None:
         assert source.covers("east") and not source.covers("west")
         found = await source.readings("east", 0, 30)
     assert sorted(queries) == sorted(series_query(m, config.clusters["east"]) for m in METRICS)
+    assert {s["step"] for s in steps} == {"60"}
     assert queries[0].startswith("max by (UUID, GPU_I_ID, GPU_I_PROFILE, dra_mig_device_uuid,")
     assert '{cluster="east"}' in queries[0]
     # NaN dropped, the points kept per metric
     assert found[Instrument("GPU-1")].of(GPU_UTIL) == [(10.0, 50.0), (30.0, 70.0)]
+    # thirty days at most 10,000 points a series: Prometheus refuses more than 11,000
+    steps.clear()
+    async with PrometheusSource(config, transport=transport(answer)) as source:
+        await source.readings("east", 0, 30 * 86400)
+    assert {float(s["step"]) for s in steps} == {30 * 86400 / 10_000}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from dra_mirror.service.model.dcgm import ReadingsUnavailable
 from dra_mirror.service.questions.asker import Asker
 from dra_mirror.service.questions.asking import QuestionUnavailable
 from dra_mirror.service.questions.utilization import (
@@ -93,7 +94,7 @@ async def test_a_failing_source_is_unavailable_not_a_crash(demo) -> None:
             return True
 
         async def readings(self, cluster: str, start: float, end: float):
-            raise OSError("connection refused")
+            raise ReadingsUnavailable("connection refused")
 
     asker = Asker.over(demo.store, now=lambda: demo.now, utilization=Down())
     with pytest.raises(QuestionUnavailable, match="utilisation of east: connection refused"):
