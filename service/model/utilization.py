@@ -28,7 +28,7 @@ Promises: pure; every figure is a function of the readings and the device facts 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from dra_mirror.service.model.dcgm import (
@@ -43,8 +43,7 @@ from dra_mirror.service.model.dcgm import (
     Readings,
 )
 from dra_mirror.service.model.identity import DeviceKey
-from dra_mirror.service.model.physical import Unit
-from dra_mirror.service.model.quantity import parse_quantity
+from dra_mirror.service.model.physical import Unit, pool_units
 from dra_mirror.service.model.records import DeviceEntry
 
 GPU_DOMAIN = "gpu.nvidia.com"
@@ -60,7 +59,6 @@ class DeviceFacts:
     kind: str | None = None  # the driver's `type`: gpu, mig, …
     parent_uuid: str | None = None
     profile: str | None = None
-    memory_mib: float = 0.0
     weight: float = 1.0  # GPU-equivalents of its physical GPU (`service.model.physical`)
 
 
@@ -73,17 +71,37 @@ def device_facts(entry: DeviceEntry, unit: Unit | None = None) -> DeviceFacts:
         attribute = device.attributes.get(f"{GPU_DOMAIN}/{name}")
         return str(attribute.value) if attribute is not None else None
 
-    memory = device.capacity.get(f"{GPU_DOMAIN}/memory")
-    mib = float(parse_quantity(memory.value) / (1 << 20)) if memory is not None else 0.0
     return DeviceFacts(
         key=entry.key,
         uuid=device.uuid,
         kind=text("type"),
         parent_uuid=text("parentUUID"),
         profile=text("profile"),
-        memory_mib=mib,
         weight=float(unit.weight) if unit is not None else 1.0,
     )
+
+
+def weighed(entries: Iterable[DeviceEntry], readings: Readings) -> list[DeviceFacts]:
+    """The facts of `entries`, the devices of each GPU read as partitioned (readings of its
+    GPU instances) weighed by the model (`physical.pool_units` over that GPU's devices: a
+    partition's share of its counter set); every other device weighs 1, unused."""
+    entries = list(entries)
+    facts = [device_facts(e) for e in entries]
+    partitioned = {i.uuid for i in readings if i.instance is not None}
+    if not partitioned:
+        return facts
+    groups: dict[str, list[int]] = {}
+    for n, f in enumerate(facts):
+        gpu = f.parent_uuid if f.kind == "mig" else f.uuid
+        if gpu in partitioned:
+            groups.setdefault(gpu, []).append(n)
+    for members in groups.values():
+        units = pool_units(entries[n] for n in members)
+        for n in members:
+            unit = units.get(entries[n].key)
+            if unit is not None:
+                facts[n] = replace(facts[n], weight=float(unit.weight))
+    return facts
 
 
 @dataclass

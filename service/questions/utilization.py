@@ -28,7 +28,6 @@ from datetime import UTC, datetime
 
 from dra_mirror.service.model.dcgm import ReadingsUnavailable
 from dra_mirror.service.model.identity import DeviceKey
-from dra_mirror.service.model.physical import units_of
 from dra_mirror.service.model.records import (
     RESERVED,
     RESOURCE_CLAIM,
@@ -42,8 +41,8 @@ from dra_mirror.service.model.utilization import (
     GPU_DOMAIN,
     Utilization,
     busy_below_since,
-    device_facts,
     join,
+    weighed,
 )
 
 from .asker import Asker
@@ -133,8 +132,7 @@ async def _joined(
         found = await source.readings(cluster, now - window, now)
     except ReadingsUnavailable as error:  # the source's, translated for every front end
         raise QuestionUnavailable(f"utilisation of {cluster}: {error}") from None
-    units = units_of(entries)  # a partition's weight in its GPU
-    return join((device_facts(e, units.get(e.key)) for e in entries), found), by_key, now
+    return join(weighed(entries, found), found), by_key, now
 
 
 def _use(

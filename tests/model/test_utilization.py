@@ -10,14 +10,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from dra_mirror.service.model.dcgm import METRICS, readings
 from dra_mirror.service.model.identity import DeviceKey
 from dra_mirror.service.model.normalize import normalize
-from dra_mirror.service.model.physical import units_of
 from dra_mirror.service.model.records import DeviceEntry
 from dra_mirror.service.model.utilization import (
     MJ_PER_KWH,
     busy_below_since,
-    device_facts,
     increase,
     join,
+    weighed,
 )
 from dra_mirror.service.sim.dcgm import Exporters
 from dra_mirror.service.sim.scenario import build_world, load_scenario
@@ -52,10 +51,8 @@ def demo():
                 entries.append(
                     DeviceEntry(key=key, device=device, slice=None, node=record.node_name)
                 )
-        units = units_of(entries)
-        facts = [device_facts(e, units.get(e.key)) for e in entries]
         found = readings({m: [(dict(k), v) for k, v in series.get(m, {}).items()] for m in METRICS})
-        joined.update(join(facts, found))
+        joined.update(join(weighed(entries, found), found))
     return world, joined
 
 
