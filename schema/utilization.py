@@ -68,7 +68,12 @@ class NotBusyClaim:
     busy: float = strawberry.field(description="Percent busy over the window.")
     since: str = strawberry.field(description="Held, not busy since (RFC 3339).")
     not_busy_seconds: float
-    energy_kwh: float | None = strawberry.field(description="Its share over the window.")
+    energy_kwh: float | None = strawberry.field(
+        description="Its share of its devices' energy since `since`: holding without working."
+    )
+    cost: float | None = strawberry.field(
+        description="That energy at the source's pricePerKwh (null: no price configured)."
+    )
 
 
 @strawberry.type(description="Claims held, not busy: below `busyBelow` % for `notBusyAfter` s.")

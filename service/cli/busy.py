@@ -5,7 +5,7 @@
 Asked of a running mirror (`--server`, `--token`, `--json` as for `who-holds`:
 `service.cli.client`) that reads dcgm-exporter's series (DRA_MIRROR_UTILIZATION_CONFIG): each
 claim below the busy threshold long enough, by whom (its Running pods), since when, how busy
-over the window and its energy. Exit status: 0 with an answer, 1 when the server cannot be
+over the window, the energy its devices spent since then and, with a price, its cost. Exit status: 0 with an answer, 1 when the server cannot be
 reached, refuses the question or has no utilisation source; 2 for usage errors.
 """
 
@@ -19,7 +19,9 @@ from dra_mirror.service.cli.asking import run_question
 from dra_mirror.service.cli.client import CLUSTER, LIMIT, client_options, emit, table
 from dra_mirror.service.questions.utilization import HeldNotBusy
 
-COLUMNS = ("CLUSTER", "CLAIM", "PODS", "NODE", "DEVICES", "BUSY", "NOT-BUSY-SINCE", "KWH")
+COLUMNS = (
+    *("CLUSTER", "CLAIM", "PODS", "NODE", "DEVICES", "BUSY", "NOT-BUSY-SINCE", "KWH", "COST"),
+)
 
 
 def _hours(seconds: float) -> str:
@@ -47,6 +49,7 @@ def not_busy(cluster: str | None, limit: int, **client: Any) -> None:
                 f"{c.busy:.0f}%",
                 f"{c.since} ({_hours(c.not_busy_seconds)})",
                 "" if c.energy_kwh is None else f"{c.energy_kwh:.2f}",
+                "" if c.cost is None else f"{c.cost:.2f}",
             ]
             for c in a.claims
         ]

@@ -115,10 +115,19 @@ class Utilization:
     memory_used_mib: float | None = None  # the latest reading
     power_watts: float | None = None  # the latest reading (a MIG device: its weight's part)
     energy_kwh: float | None = None  # over the window (a MIG device: its weight's part)
+    energy_points: list[Point] = field(default_factory=list)  # the counter (mJ), its GPU's
+    energy_weight: float = 1.0  # the part of those that is this device's
 
     @property
     def known(self) -> bool:
         return self.busy is not None
+
+    def energy_since(self, since: float) -> float | None:
+        """kWh from `since` to the window's end (None: no counter readings then)."""
+        points = [p for p in self.energy_points if p[0] >= since]
+        if len(points) < 2:
+            return None
+        return increase(points) * self.energy_weight / MJ_PER_KWH
 
 
 def mean(points: Sequence[Point]) -> float | None:
@@ -244,4 +253,5 @@ def _power(out: Utilization, reading: Reading, weight: float) -> None:
     power = reading.of(POWER_USAGE)
     out.power_watts = power[-1][1] * weight if power else None
     energy = reading.of(TOTAL_ENERGY)
-    out.energy_kwh = increase(energy) * weight / MJ_PER_KWH if len(energy) > 1 else None
+    out.energy_points, out.energy_weight = list(energy), weight
+    out.energy_kwh = out.energy_since(float("-inf"))

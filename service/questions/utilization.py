@@ -10,7 +10,8 @@
   with a consumer pod Running, whose every device with readings has stayed below the
   source's `busy_below` percent for at least `not_busy_after` seconds. Each row says by whom
   (the Running pods), since when (the latest of its devices' runs below the threshold, never
-  before the claim was made), how busy over the window, and its share of the energy.
+  before the claim was made), how busy over the window, and its share of the energy spent
+  since then (with its cost at the source's `pricePerKwh`, when configured).
 
 Attribution: a shared device's busy is the device's, for every claim holding it; its energy
 is split evenly between them. A device without readings is unknown: it never makes a claim
@@ -97,7 +98,8 @@ class NotBusyRow:
     busy: float  # percent over the window, mean of its devices with readings
     since: str  # held, not busy since
     not_busy_seconds: float
-    energy_kwh: float | None  # its share over the window
+    energy_kwh: float | None  # its share of its devices' energy since `since`
+    cost: float | None = None  # energy_kwh at the source's pricePerKwh, when configured
 
 
 @dataclass
@@ -222,6 +224,7 @@ async def held_not_busy(
     if source is None:
         raise UtilizationOff("utilisation is not configured (set DRA_MIRROR_UTILIZATION_CONFIG)")
     threshold, after = source.busy_below, source.not_busy_after
+    price = getattr(source, "price_per_kwh", None)
     window = window or max(3600.0, 2 * after)
     clusters = await asker.check_cluster(cluster)
     rows: list[NotBusyRow] = []
@@ -245,7 +248,7 @@ async def held_not_busy(
             running = [p for p in consumers.get(key_of(claim), []) if p.phase == RUNNING]
             if not running:
                 continue  # idle, not this question's
-            row = _not_busy(claim, running, joined, holders, threshold, after, now)
+            row = _not_busy(claim, running, joined, holders, threshold, after, now, price)
             if isinstance(row, NotBusyRow):
                 rows.append(row)
             elif row == UNKNOWN:
@@ -262,6 +265,7 @@ def _not_busy(
     threshold: float,
     after: float,
     now: float,
+    price: float | None = None,
 ) -> NotBusyRow | str | None:
     assert claim.allocation is not None
     cluster = claim.meta.cluster
@@ -284,11 +288,9 @@ def _not_busy(
         since = max(since, made)
     if now - since < after:
         return None
-    energies = [
-        (u.energy_kwh or 0.0) / max(1, holders.get(key, 1))
-        for _, u, key in known
-        if u.energy_kwh is not None
-    ]
+    # the energy of the not-busy run: what holding without working cost
+    spent = [(u.energy_since(since), key) for _, u, key in known]
+    energies = [kwh / max(1, holders.get(key, 1)) for kwh, key in spent if kwh is not None]
     busy = [u.busy for _, u, _ in known if u.busy is not None]
     return NotBusyRow(
         cluster=cluster,
@@ -301,4 +303,5 @@ def _not_busy(
         since=_iso(since),
         not_busy_seconds=now - since,
         energy_kwh=sum(energies) if energies else None,
+        cost=sum(energies) * price if energies and price is not None else None,
     )

@@ -17,6 +17,7 @@ __all__ = ["UtilizationReads"]
 class UtilizationReads(Protocol):
     busy_below: float  # percent
     not_busy_after: float  # seconds
+    # optional: price_per_kwh (float | None), what a kWh costs (held-not-busy rows' `cost`)
 
     def covers(self, cluster: str) -> bool:
         """Whether a source is configured for `cluster`."""

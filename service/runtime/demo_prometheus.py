@@ -7,7 +7,8 @@ configuration under `workdir/prometheus`), scraping every `SCRAPE_SECONDS` each 
 exporters found by HTTP service discovery (`/sim/dcgm/targets`, labelled with the cluster),
 and stops it when the demo stops. It is also the demo's utilisation source: a
 `PrometheusSource` over that server once it runs, with the demo's thresholds (`THRESHOLDS`:
-below 5 % for one minute, so that a fresh demo shows its idle notebook within minutes).
+below 5 % for one minute, so that a fresh demo shows its idle notebook within minutes, and a
+price per kWh, so that its answers carry a cost).
 
 Without the binary (or when it does not start) the demo runs without utilisation and says
 so once in the log; nothing else changes. A configured DRA_MIRROR_UTILIZATION_CONFIG wins
@@ -36,7 +37,12 @@ log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"
 SCRAPE_SECONDS = 5
-THRESHOLDS = {"busyBelow": 5, "notBusyAfterMinutes": 1, "stepSeconds": SCRAPE_SECONDS}
+THRESHOLDS = {
+    "busyBelow": 5,
+    "notBusyAfterMinutes": 1,
+    "stepSeconds": SCRAPE_SECONDS,
+    "pricePerKwh": 0.15,  # an illustrative price, so that the demo's answers carry a cost
+}
 
 
 def prometheus_binary() -> str | None:
@@ -56,6 +62,7 @@ class DemoPrometheus:
 
     busy_below = float(THRESHOLDS["busyBelow"])
     not_busy_after = float(THRESHOLDS["notBusyAfterMinutes"]) * 60
+    price_per_kwh = float(THRESHOLDS["pricePerKwh"])
 
     def __init__(self, demo: Any, workdir: Path, *, binary: str | None = None) -> None:
         self.demo, self.directory = demo, workdir / "prometheus"

@@ -44,6 +44,8 @@ def render_not_busy(answer: HeldNotBusy, now: datetime | None = None) -> Message
         )
         if c.energy_kwh is not None:
             line += f" — {c.energy_kwh:.2f} kWh"
+        if c.cost is not None:
+            line += f" (cost {c.cost:.2f})"
         lines.append(line)
     if answer.unknown:
         lines.append(f"_{answer.unknown} held GPU claim(s) have no readings: not judged_")

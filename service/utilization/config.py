@@ -6,6 +6,7 @@
 busyBelow: 5                 # percent: a held device below it is not busy (default 5)
 notBusyAfterMinutes: 30      # ... once it has stayed below that long (default 30)
 stepSeconds: 60              # the resolution asked of Prometheus (default 60)
+pricePerKwh: 0.12            # what a kWh costs (optional): held-not-busy rows say their cost
 clusters:
   east:
     url: http://prometheus.monitoring:9090     # the server's base URL (Thanos, Mimir: theirs)
@@ -61,7 +62,7 @@ _CLUSTER_KEYS = {
     "timeoutSeconds",
     "labels",
 }
-_TOP_KEYS = {"busyBelow", "notBusyAfterMinutes", "stepSeconds", "clusters"}
+_TOP_KEYS = {"busyBelow", "notBusyAfterMinutes", "stepSeconds", "pricePerKwh", "clusters"}
 
 
 class UtilizationConfigError(ValueError):
@@ -85,6 +86,7 @@ class UtilizationConfig:
     busy_below: float = 5.0  # percent
     not_busy_after: float = 1800.0  # seconds
     step: float = 60.0  # seconds
+    price_per_kwh: float | None = None  # what a kWh costs, in the reader's currency
 
 
 def load(path: str | None) -> UtilizationConfig | None:
@@ -112,7 +114,12 @@ def parse(doc: Any, *, where: str = "utilization") -> UtilizationConfig:
     if not isinstance(clusters, dict) or not clusters:
         raise UtilizationConfigError(f"{where}: clusters: must map cluster names to servers")
     targets = {str(n): _target(c, f"{where}: clusters.{n}") for n, c in clusters.items()}
-    return UtilizationConfig(targets, busy_below=busy, not_busy_after=after * 60, step=step)
+    price = doc.get("pricePerKwh")
+    if price is not None:
+        price = _number(price, f"{where}: pricePerKwh")
+    return UtilizationConfig(
+        targets, busy_below=busy, not_busy_after=after * 60, step=step, price_per_kwh=price
+    )
 
 
 def _target(doc: Any, where: str) -> PrometheusTarget:

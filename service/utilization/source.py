@@ -44,6 +44,7 @@ class PrometheusSource:
         self.busy_below = config.busy_below
         self.not_busy_after = config.not_busy_after
         self.step = config.step
+        self.price_per_kwh = config.price_per_kwh
         self._clients: Mapping[str, PrometheusClient] = {
             name: PrometheusClient(target, transport=transport)
             for name, target in config.clusters.items()

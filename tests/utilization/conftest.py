@@ -37,6 +37,7 @@ class SimulatedSource:
             for name, store in world.stores.items()
         }
         self.step, self.busy_below, self.not_busy_after = step, busy_below, not_busy_after
+        self.price_per_kwh: float | None = 0.25
         self.asked: list[tuple[str, float, float]] = []
 
     def covers(self, cluster: str) -> bool:

@@ -21,6 +21,7 @@ def test_a_full_file(tmp_path: Path) -> None:
             "busyBelow": 10,
             "notBusyAfterMinutes": 120,
             "stepSeconds": 30,
+            "pricePerKwh": 0.12,
             "clusters": {
                 "east": {
                     "url": "http://prom:9090/",
@@ -34,6 +35,7 @@ def test_a_full_file(tmp_path: Path) -> None:
         }
     )
     assert (config.busy_below, config.not_busy_after, config.step) == (10, 7200, 30)
+    assert config.price_per_kwh == 0.12
     east = config.clusters["east"]
     assert east.url == "http://prom:9090"
     assert east.headers == {"X-Scope-OrgID": "gpu", "Authorization": "Bearer s3cret"}
@@ -56,6 +58,7 @@ def test_defaults_and_basic_auth(tmp_path: Path) -> None:
         }
     )
     assert (config.busy_below, config.not_busy_after, config.step) == (5, 1800, 60)
+    assert config.price_per_kwh is None
     expected = "Basic " + base64.b64encode(b"mirror:pw").decode()
     assert config.clusters["east"].headers["Authorization"] == expected
     assert load(None) is None

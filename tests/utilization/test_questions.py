@@ -3,6 +3,8 @@ recounted from the simulated exporters' own samples."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from dra_mirror.service.model.dcgm import ReadingsUnavailable
@@ -29,6 +31,23 @@ async def test_held_not_busy_names_the_idle_notebook_and_whom(demo) -> None:
     assert notebook.cluster == "east" and notebook.busy == 0.0
     assert [c.split("-")[0] for c in notebook.consumers] == ["notebook"]
     assert notebook.not_busy_seconds >= answer.not_busy_after
+    # the energy its A100 spent since it stopped being busy, recounted from the samples
+    end = demo.now.timestamp()
+    since = datetime.fromisoformat(notebook.since.replace("Z", "+00:00")).timestamp()
+    samples = demo.source.scraped("east", end - answer.window, end)
+    claim = notebook.claim.split("/")[1]
+    counter = sorted(
+        {
+            (at, value)
+            for labels, series in samples["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].items()
+            if dict(labels).get("dra_claim_name") == claim  # its device's copies: one counter
+            for at, value in series
+            if at >= since
+        }
+    )
+    spent = (counter[-1][1] - counter[0][1]) / MJ_PER_KWH
+    assert notebook.energy_kwh == pytest.approx(spent)
+    assert notebook.cost == pytest.approx(spent * 0.25)
     # the busy trainer, the shared inference GPU and the MIG worker are not listed
     assert not [r for r in answer.claims if r.namespace in ("training", "inference")]
     # west's MIG claims sit on the node without an exporter: unknown, never "not busy"

@@ -8,7 +8,7 @@ import { ClaimLink, ErrorNote, Loading, Screen, html } from "../ui.js";
 const NOT_BUSY = `query HeldNotBusyScreen($cluster: String) {
   heldNotBusy(cluster: $cluster, first: 200) {
     busyBelow notBusyAfter window total unknown clusters
-    claims { cluster claim namespace consumers node devices busy since notBusySeconds energyKwh }
+    claims { cluster claim namespace consumers node devices busy since notBusySeconds energyKwh cost }
   }
 }`;
 const DEVICES = `query DeviceUtilizationScreen($cluster: String) {
@@ -25,7 +25,7 @@ function NotBusy({ answer, cluster }) {
       ${answer.total} held, not busy (below ${answer.busyBelow} % for ${number(answer.notBusyAfter / 60, 0)} min)${cluster ? ` in ${cluster}` : ""};
       ${answer.unknown} held GPU claim(s) without readings, not judged.</p>
     ${answer.claims.length ? html`<table class="list" data-rows=${answer.claims.length}>
-      <thead><tr><th>claim</th><th>pods</th><th>node</th><th>devices</th><th class="num">busy</th><th>not busy since</th><th class="num">kWh</th></tr></thead>
+      <thead><tr><th>claim</th><th>pods</th><th>node</th><th>devices</th><th class="num">busy</th><th>not busy since</th><th class="num">kWh since</th><th class="num">cost</th></tr></thead>
       <tbody>${answer.claims.map((c) => {
         const [namespace, name] = c.claim.split("/");
         return html`<tr key=${`${c.cluster}/${c.claim}`} data-claim=${c.claim}>
@@ -36,6 +36,7 @@ function NotBusy({ answer, cluster }) {
           <td class="num" data-field="busy">${percent(c.busy)}</td>
           <td>${instant(c.since)} (${hours(c.notBusySeconds)})</td>
           <td class="num">${c.energyKwh === null ? "—" : number(c.energyKwh, 2)}</td>
+          <td class="num">${c.cost === null ? "—" : number(c.cost, 2)}</td>
         </tr>`;
       })}</tbody></table>` : html`<p class="muted">No claim is held without being busy.</p>`}`;
 }
