@@ -182,8 +182,11 @@ async def device_busy(asker: Asker, key: DeviceKey, *, window: float = 3600.0) -
 async def claim_utilization(
     asker: Asker, cluster: str, namespace: str, name: str, *, window: float = 3600.0
 ) -> list[DeviceUse] | None:
-    """The claim's devices over the window (None: no such claim, or not allocated)."""
-    await asker.check_cluster(cluster)
+    """The claim's devices over the window (None: no such claim the asker may see, or not
+    allocated; as a claim outside the asker's scope, a cluster they may not see is none)."""
+    if cluster not in await asker.known_clusters():
+        return None
+    await asker.check_cluster(cluster)  # NotSynced: a cluster still listing
     [claim] = await asker.reader.get([ObjectKey(cluster, RESOURCE_CLAIM, namespace, name)])
     if not isinstance(claim, ClaimRecord) or claim.allocation is None:
         return None

@@ -118,3 +118,8 @@ async def test_a_failing_source_is_unavailable_not_a_crash(demo) -> None:
     asker = Asker.over(demo.store, now=lambda: demo.now, utilization=Down())
     with pytest.raises(QuestionUnavailable, match="utilisation of east: connection refused"):
         await device_utilization(asker, "east")
+
+
+async def test_a_claim_in_a_cluster_nobody_mirrors_is_none(demo) -> None:
+    assert await claim_utilization(demo.asker(), "nowhere", "research", "notebook") is None
+    assert await claim_utilization(demo.asker(), "east", "research", "no-such-claim") is None
