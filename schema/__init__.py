@@ -41,6 +41,7 @@ from .query import Query as CoreQuery
 from .questions import Query as QuestionsQuery
 from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
+from .utilization import Query as UtilizationQuery
 from .viewer import Query as ViewerQuery
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
@@ -51,6 +52,7 @@ ROOT_QUERIES: tuple[type, ...] = (
     DiagnosticsQuery,
     PlanQuery,
     QuestionsQuery,
+    UtilizationQuery,
     ViewerQuery,
 )
 

@@ -44,6 +44,7 @@ class Context:
     response: Any = None
     viewer: Any = None  # who asks (`service.access.subjects.Subject`), for `Query.viewer`
     connection_params: Any = None  # a WebSocket's connection_init payload (strawberry sets it)
+    utilization: Any = None  # the dcgm readings (`questions.utilization_source`), when configured
 
     @property
     def scope(self) -> ReadScope:
@@ -52,7 +53,7 @@ class Context:
     @property
     def asker(self) -> Asker:
         """The request's reader, history and clock, as the questions take them."""
-        return Asker(self.reader, self.history, self.now)
+        return Asker(self.reader, self.history, self.now, self.utilization)
 
 
 # strawberry finds the info parameter by this annotation, so it must exist at run time
@@ -69,6 +70,7 @@ def make_context(
     request: Any = None,
     response: Any = None,
     viewer: Any = None,
+    utilization: Any = None,
 ) -> Context:
     reader = ScopedReader(store, scope or Scope.everything())
     return Context(
@@ -80,4 +82,5 @@ def make_context(
         request=request,
         response=response,
         viewer=viewer,
+        utilization=utilization,
     )

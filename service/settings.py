@@ -308,6 +308,13 @@ class AlertsSettings:
     turns every rule on)."""
 
 
+@dataclass(frozen=True)
+class UtilizationSettings:
+    config: str | None = None
+    """The utilisation source's file (`service.utilization.config`: per cluster, the
+    Prometheus server holding dcgm-exporter's series); unset: no utilisation is read."""
+
+
 READINESS_RULES = ("serve-stale", "not-ready")
 
 
@@ -338,6 +345,7 @@ class Settings:
     log: LogSettings = field(default_factory=LogSettings)
     readiness: ReadinessSettings = field(default_factory=ReadinessSettings)
     alerts: AlertsSettings = field(default_factory=AlertsSettings)
+    utilization: UtilizationSettings = field(default_factory=UtilizationSettings)
 
     @classmethod
     def from_env(
@@ -377,6 +385,7 @@ _GROUP_TYPES: dict[str, type] = {
     "log": LogSettings,
     "readiness": ReadinessSettings,
     "alerts": AlertsSettings,
+    "utilization": UtilizationSettings,
 }
 
 

@@ -93,6 +93,7 @@ async def run_demo(
     alerts: Any = None,
     deadline: ShutdownDeadline | None = None,
     kubeconfig: str | None = KUBECONFIG_OUT,
+    utilization: Any = None,
 ) -> None:
     """Serve the demo until cancelled; announce the URL once every cluster synced.
     `kubeconfig`: where the simulator's kubeconfig goes (relative: to the working directory;
@@ -105,6 +106,7 @@ async def run_demo(
             alerts=alerts,
             slack=slack,
             kubeconfig=Path.cwd() / kubeconfig if kubeconfig else None,
+            utilization=utilization,
         )
         deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
         server = mirror_server(

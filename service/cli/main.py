@@ -25,7 +25,7 @@ from typing import Any
 
 import click
 
-from dra_mirror.service.cli import asked, client, diagnostics, mcp, plan, preflight
+from dra_mirror.service.cli import asked, busy, client, diagnostics, mcp, plan, preflight
 from dra_mirror.service.cli.database import migrate
 from dra_mirror.service.cli.deadline import ShutdownDeadline
 from dra_mirror.service.cli.help import document_options, setting_option
@@ -74,6 +74,7 @@ def serve(ctx: click.Context, no_watch: bool, insecure_no_auth: bool | None, **f
     if no_watch and not settings.store.redis_url:
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
     access = access_config(settings)
+    utilization_config(settings)  # a bad file stops the start here (exit 2)
     preflight.check(settings, watch=not no_watch)
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     run(_serve(settings, watch=not no_watch, access=access, deadline=deadline), deadline=deadline)
@@ -118,6 +119,7 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
     if not settings.store.redis_url:
         raise click.UsageError("watch writes the shared state: give --redis-url")
     access = access_config(settings)
+    utilization_config(settings)  # a bad file stops the start here (exit 2)
     preflight.check(settings, watch=True)
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     run(_serve(settings, watch=True, access=access, role="watcher", deadline=deadline),
@@ -140,6 +142,16 @@ def alerts_config(settings: Settings) -> Any:
 
     try:
         return configuration.alerts_config(settings)
+    except configuration.ConfigurationError as error:
+        raise preflight.ConfigurationProblem(str(error)) from None
+
+
+def utilization_config(settings: Settings) -> Any:
+    """The utilisation source's file (DRA_MIRROR_UTILIZATION_CONFIG), checked; None when unset."""
+    from dra_mirror.service.runtime import configuration
+
+    try:
+        return configuration.utilization_config(settings)
     except configuration.ConfigurationError as error:
         raise preflight.ConfigurationProblem(str(error)) from None
 
@@ -182,6 +194,7 @@ async def _serve_app(
         access=access,
         role=role,
         alerts=alerts_config(settings) if watch else None,
+        utilization=utilization_config(settings),
         graphql_in_lifespan=True,  # the first LISTs leave before strawberry and the schema load
     )
     deadline = deadline or ShutdownDeadline(settings.http.shutdown_deadline)
@@ -235,11 +248,13 @@ def demo(ctx: click.Context, port: int | None, scenario: str, kubeconfig_out: st
     from dra_mirror.service.runtime.demo import demo_alerts
 
     alerts = alerts_config(settings) or demo_alerts(settings.http.port)
+    utilization = utilization_config(settings)  # else the demo's own Prometheus, if installed
     slack = slack_settings()
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     preflight.writable(kubeconfig_out, "--kubeconfig-out")
     run(run_demo(settings, scenario=scenario, slack=slack, announce=click.echo, alerts=alerts,
-                 deadline=deadline, kubeconfig=kubeconfig_out), deadline=deadline)  # fmt: skip
+                 deadline=deadline, kubeconfig=kubeconfig_out, utilization=utilization),
+        deadline=deadline)  # fmt: skip
 
 
 for command in (
@@ -253,6 +268,7 @@ for command in (
     client.waiting,
     client.idle,
     asked.capacity,
+    busy.not_busy,
     asked.pod_devices,
     asked.device_history,
     diagnostics.explain,

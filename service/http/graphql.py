@@ -85,6 +85,7 @@ class ViewState(Protocol):
     now: Callable[[], datetime]
     metrics: Any
     access: Any  # the app's AccessControl (service.access), once the lifespan opened it
+    utilization: Any  # the dcgm readings (service.utilization), when configured
 
 
 class Operation(NamedTuple):
@@ -151,6 +152,7 @@ class MirrorGraphQL(GraphQLOverHttp, GraphQL):
             request=request,
             response=response,
             viewer=subject_of(request),
+            utilization=self.state.utilization,
         )
 
     @property

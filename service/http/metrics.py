@@ -29,7 +29,9 @@ routes (`service.http.state.AppState`): `store`, `reactors` (set once the lifesp
   write to the state store); when it watches none (e.g. a test app over a loaded store),
   for every cluster of the state store, read from it. Rendered as text and
   cached for `dra_ttl` seconds — concurrent scrapes share one computation.
-  `dra_mirror_state_snapshot_seconds` is what the last computation cost (reads and text).
+  `dra_mirror_state_snapshot_seconds` is what the last computation cost (reads and text);
+* with a utilisation source, `dra_mirror_held_not_busy_devices{cluster,namespace}`
+  (`service.http.metrics_busy`).
 
 A scraper whose scope is narrower than every namespace (`scope_for(request)`) gets only the
 DRA series its scope may see (`service.http.metrics_scope`), none of the mirror's own.
@@ -50,6 +52,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_late
 from starlette.requests import Request
 from starlette.responses import Response
 
+from dra_mirror.service.http.metrics_busy import NotBusyGauge
 from dra_mirror.service.http.metrics_collectors import (
     HistoryCollector,
     MetricsSource,
@@ -130,6 +133,7 @@ class Metrics:
         )
         self.registry.register(WatchCollector(source))
         self.registry.register(HistoryCollector(source))
+        self.not_busy = NotBusyGauge(source, self.registry)
         self.dra_text = b""  # the DRA series as of the last computation, rendered
         self._dra_gzip: tuple[bytes, bytes, Any] | None = None  # (text, compressed, compressor)
         self.scoped = ScopedSeries()  # the DRA series of narrower scrapers' scopes
@@ -151,6 +155,7 @@ class Metrics:
                 log.warning("metrics: outbox backlog unavailable: %s", error)
         if self.dra_enabled:
             await self._refresh_dra()
+        await self.not_busy.refresh()
 
     async def _refresh_dra(self) -> None:
         async with self._dra_lock:  # scrapes arriving together share one computation

@@ -76,6 +76,7 @@ class AppState:
         self.settings = settings
         self.store = store
         self.history: History | None = None  # opened by the lifespan
+        self.utilization: Any = None  # dcgm readings (service.utilization), when configured
         self.scope_for = scope_for or subject_scope
         self.reactors: Watchers | None = None  # started by the lifespan
         self.access: AccessControl | None = None  # opened first by the lifespan

@@ -6,7 +6,8 @@
 Every question of this package takes an `Asker`: `reader` is the store seen through the
 asker's scope (`service.questions.scoped.ScopedReader`; the graph's request reader is one),
 `history` the history reads (None when no database is configured), `now` the clock that
-ages ("waiting 3h") and that history is asked at. `known_clusters` and `check_cluster` say
+ages ("waiting 3h") and that history is asked at, `utilization` the dcgm readings (None when
+no utilisation source is configured). `known_clusters` and `check_cluster` say
 which clusters the asker may ask about, and refuse any other name with `UnknownCluster`; a
 question about a cluster that has not synced yet (its first LIST of every kind not done) is
 refused with `NotSynced`, and one about every cluster covers the synced ones (`NotSynced` when
@@ -28,6 +29,7 @@ from dra_mirror.service.stores.protocols import StateReader
 from .asking import HistoryOff, NotSynced, UnknownCluster
 from .cluster_state import ScopedState
 from .scoped import ReadScope, Scope, ScopedReader
+from .utilization_source import UtilizationReads
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
     from dra_mirror.service.history.queries import HistoryQueries
@@ -44,6 +46,7 @@ class Asker:
     reader: ScopedState
     history: HistoryQueries | None = None
     now: Callable[[], datetime] = field(default=utc_now)
+    utilization: UtilizationReads | None = None  # dcgm readings (None: not configured)
 
     @classmethod
     def over(
@@ -53,9 +56,10 @@ class Asker:
         *,
         history: HistoryQueries | None = None,
         now: Callable[[], datetime] = utc_now,
+        utilization: UtilizationReads | None = None,
     ) -> Asker:
         """An asker reading `store` through `scope` (everything when None)."""
-        return cls(ScopedReader(store, scope or Scope.everything()), history, now)
+        return cls(ScopedReader(store, scope or Scope.everything()), history, now, utilization)
 
     @property
     def scope(self) -> ReadScope:

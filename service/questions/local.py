@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dra_mirror.service.model.identity import DeviceKey
 from dra_mirror.service.model.records import DEVICE_CLASS, DeviceClassRecord
 
-from . import capacity, claims, explain, free, history, holdings, lint, plan, pods
+from . import capacity, claims, explain, free, history, holdings, lint, plan, pods, utilization
 from .asker import Asker
 from .history_facts import claim_life_facts, contention_facts, timeline_facts
 from .protocol import Facts
@@ -60,6 +61,17 @@ class LocalQuestions:
 
     async def idle(self, cluster: str | None = None, *, limit: int = 50) -> claims.Claims:
         return await claims.idle(self.asker, cluster, limit=limit)
+
+    async def held_not_busy(
+        self, cluster: str | None = None, *, limit: int = 50
+    ) -> utilization.HeldNotBusy:
+        return await utilization.held_not_busy(self.asker, cluster, limit=limit)
+
+    async def device_busy(
+        self, cluster: str, driver: str, pool: str, device: str
+    ) -> utilization.DeviceUse | None:
+        key = DeviceKey(cluster, driver, pool, device)
+        return await utilization.device_busy(self.asker, key)
 
     async def explain(
         self,

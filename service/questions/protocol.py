@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from . import utilization
 from .capacity import CapacityRow
 from .claims import Claims
 from .free import Free
@@ -60,6 +61,14 @@ class Questions(Protocol):
     ) -> Claims: ...
 
     async def idle(self, cluster: str | None = None, *, limit: int = 50) -> Claims: ...
+
+    async def held_not_busy(
+        self, cluster: str | None = None, *, limit: int = 50
+    ) -> utilization.HeldNotBusy: ...
+
+    async def device_busy(
+        self, cluster: str, driver: str, pool: str, device: str
+    ) -> utilization.DeviceUse | None: ...
 
     async def explain(
         self,

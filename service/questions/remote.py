@@ -31,6 +31,7 @@ from .history_facts import CLAIM_LIFE_FIELDS, CONTENTION_FIELDS, TIMELINE_FIELDS
 from .holdings import HoldingRow, NamedDevice, WhoHolds, model_of
 from .pods import PodDevice, PodDevices
 from .protocol import Facts
+from .utilization import DeviceUse, HeldNotBusy, NotBusyRow
 
 __all__ = ["DOCUMENTS", "RemoteQuestions", "explain_document"]
 
@@ -103,6 +104,16 @@ IDLE = f"""query Idle($cluster: String, $first: Int!) {{
   idleClaims(cluster: $cluster, first: $first) {{ {_selection(Claims, {"claims": ClaimRow})} }}
 }}"""
 
+HELD_NOT_BUSY = f"""query HeldNotBusy($cluster: String, $first: Int!) {{
+  heldNotBusy(cluster: $cluster, first: $first) {{
+    {_selection(HeldNotBusy, {"claims": NotBusyRow})}
+  }}
+}}"""
+
+DEVICE_UTILIZATION = f"""query DeviceUtilization($cluster: String) {{
+  deviceUtilization(cluster: $cluster) {{ {_selection(DeviceUse)} }}
+}}"""
+
 CAPACITY = f"""query Capacity($cluster: String) {{
   capacity(cluster: $cluster) {{
     {_selection(CapacityRow, {"partitioned_devices": PhysicalDevice})}
@@ -169,6 +180,8 @@ DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("Free", FREE),
     ("Waiting", WAITING),
     ("Idle", IDLE),
+    ("HeldNotBusy", HELD_NOT_BUSY),
+    ("DeviceUtilization", DEVICE_UTILIZATION),
     ("Capacity", CAPACITY),
     ("PodDevices", POD_DEVICES),
     ("Plan", PLAN),
@@ -289,6 +302,24 @@ class RemoteQuestions:
     async def idle(self, cluster: str | None = None, *, limit: int = 50) -> Claims:
         data = await self.ask(IDLE, {"cluster": cluster, "first": limit})
         return _decode(Claims, data["idleClaims"], {"claims": ClaimRow})
+
+    async def device_busy(
+        self, cluster: str, driver: str, pool: str, device: str
+    ) -> DeviceUse | None:
+        try:
+            data = await self.ask(DEVICE_UTILIZATION, {"cluster": cluster})
+        except QuestionError as error:
+            if error.code == "UTILIZATION_DISABLED":
+                return None
+            raise
+        for row in data["deviceUtilization"]:
+            if (row["driver"], row["pool"], row["device"]) == (driver, pool, device):
+                return _decode(DeviceUse, row)
+        return None
+
+    async def held_not_busy(self, cluster: str | None = None, *, limit: int = 50) -> HeldNotBusy:
+        data = await self.ask(HELD_NOT_BUSY, {"cluster": cluster, "first": limit})
+        return _decode(HeldNotBusy, data["heldNotBusy"], {"claims": NotBusyRow})
 
     async def explain(
         self,

@@ -71,7 +71,11 @@ class ApiSurfaces:
         """Who asks, as /graphql sees the request: its scope, the app's history and clock."""
         context = await self._context(request)
         return Asker.over(
-            context.reader.store, context.scope, history=context.history, now=context.now
+            context.reader.store,
+            context.scope,
+            history=context.history,
+            now=context.now,
+            utilization=context.utilization,
         )
 
     def _access(self) -> Any:

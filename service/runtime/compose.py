@@ -57,11 +57,13 @@ def compose_app(
     graphql_in_lifespan: bool = False,
     scope_for: ScopeFor | None = None,
     now: Callable[[], datetime] | None = None,
+    utilization: Any = None,
 ) -> Starlette:
     """See the module docstring."""
     state = AppState(
         settings, store, role=role, dra_metrics=dra_metrics, scope_for=scope_for, now=now
     )
+    state.utilization = utilization
     surfaces = ApiSurfaces(settings, state, slack=slack)
     if not graphql_in_lifespan:
         surfaces.build()

@@ -5,7 +5,10 @@ app is built.
   None: `/slack/commands` answers 404); a bad value raises `SettingsError`;
 * `alerts_config(settings)` — the alerts' file named by DRA_MIRROR_ALERTS_CONFIG
   (`service.alerts.config`; None when unset); a bad file raises `ConfigurationError`, whose
-  message starts with `alerts: ` and says where and why.
+  message starts with `alerts: ` and says where and why;
+* `utilization_config(settings)` — the utilisation source's file named by
+  DRA_MIRROR_UTILIZATION_CONFIG (`service.utilization.config`; None when unset); a bad file
+  raises `ConfigurationError` starting with `utilization: `.
 
 The command line turns either error into one line and exit status 2, before anything starts.
 """
@@ -19,6 +22,7 @@ from dra_mirror.service.settings import Settings
 if TYPE_CHECKING:  # read only by the commands that serve
     from dra_mirror.service.alerts.config import AlertsConfig
     from dra_mirror.service.slack import SlackSettings
+    from dra_mirror.service.utilization.config import UtilizationConfig
 
 
 class ConfigurationError(ValueError):
@@ -30,6 +34,16 @@ def slack_settings() -> SlackSettings | None:
     from dra_mirror.service.slack import SlackSettings
 
     return SlackSettings.from_env()
+
+
+def utilization_config(settings: Settings) -> UtilizationConfig | None:
+    """The utilisation source's file (DRA_MIRROR_UTILIZATION_CONFIG), checked; None when unset."""
+    from dra_mirror.service.utilization.config import UtilizationConfigError, load
+
+    try:
+        return load(settings.utilization.config)
+    except UtilizationConfigError as error:
+        raise ConfigurationError(f"utilization: {error}") from None
 
 
 def alerts_config(settings: Settings) -> AlertsConfig | None:

@@ -13,7 +13,9 @@ then the simulator.
   the simulator while the lifespan runs; `ready` once every cluster synced.
   `/slack/commands` answers with `slack` (the `SlackSettings` of DRA_MIRROR_SLACK_*);
   `access`, an access configuration (`service.access.config.AccessConfig`), is for the browser
-  tests of sign-in — the demo itself serves open;
+  tests of sign-in — the demo itself serves open; `utilization`, a utilisation configuration
+  (DRA_MIRROR_UTILIZATION_CONFIG), else Prometheus scraping the simulator's dcgm-exporters
+  when it is installed (`service.runtime.demo_prometheus`);
 * `demo_alerts(port)` — the alerts it runs when DRA_MIRROR_ALERTS_CONFIG names none.
 """
 
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_mirror.service.alerts.config import AlertsConfig
+from dra_mirror.service.runtime.demo_prometheus import DemoPrometheus
 from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import Settings
 from dra_mirror.service.sim.run import Simulator
@@ -97,6 +100,7 @@ def demo_app(
     access: Any = None,
     slack: Any = None,
     kubeconfig: Path | None = None,
+    utilization: Any = None,
 ) -> Demo:
     """See the module docstring."""
     if not settings.history.database_url:
@@ -109,13 +113,20 @@ def demo_app(
         kubeconfig=kubeconfig or workdir / "demo.kubeconfig",
         remove_kubeconfig=kubeconfig is not None,
     )
+    resources: list[Any] = [simulated_world(demo, scenario)]
+    prometheus = None
+    if utilization is None:  # Prometheus scraping the simulator's exporters, when installed
+        prometheus = DemoPrometheus(demo, workdir)
+        resources.append(prometheus)
     demo.app = mirror_app(
         settings,
         store=store,
         kubeconfig=lambda: str(demo.kubeconfig),
-        resources=[simulated_world(demo, scenario)],
+        resources=resources,
         alerts=alerts,
         access=access,
         slack=slack,
+        utilization=utilization,
+        utilization_source=prometheus,
     )
     return demo

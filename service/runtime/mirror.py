@@ -68,6 +68,7 @@ from dra_mirror.service.stores.protocols import ChangeSink
 
 if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
     from dra_mirror.service.history.runtime import History
+    from dra_mirror.service.utilization.config import UtilizationConfig
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +83,21 @@ def mirror_app(
     slack: SlackSettings | None = None,
     access: AccessConfig | None = None,
     alerts: AlertsConfig | None = None,
+    utilization: UtilizationConfig | None = None,
+    utilization_source: Any = None,
     role: str = API,
     graphql_in_lifespan: bool = False,
 ) -> Starlette:
     """See the module docstring."""
     state_store = store if store is not None else open_state_store(settings)
+    source = utilization_source  # the demo's own (runtime.demo_prometheus), else the file's
+    if (
+        source is None and utilization is not None
+    ):  # httpx's client loads only with a utilisation source
+        from dra_mirror.service.utilization.source import PrometheusSource
+
+        source = PrometheusSource(utilization)
+        resources = [*resources, source]  # closed by the lifespan
 
     async def open_access() -> AccessControl:
         assert access is not None
@@ -144,6 +155,7 @@ def mirror_app(
         role=role,
         dra_metrics=watch,  # API replicas leave the DRA series to the watchers (no duplicates)
         graphql_in_lifespan=graphql_in_lifespan,
+        utilization=source,
     )
     return app
 

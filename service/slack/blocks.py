@@ -26,6 +26,7 @@ HELP = [
     ("free [class] [cluster]", "free devices"),
     ("waiting [class] [cluster]", "claims waiting for devices, longest first"),
     ("idle [cluster]", "claims holding devices with no running pod"),
+    ("not-busy [cluster]", "claims whose running pods leave their GPUs idle"),
     ("capacity [cluster]", "devices per driver: free, in use, partitioned"),
     ("pod <namespace/pod> [cluster]", "a pod's claims and their devices"),
     ("explain <namespace/claim> [cluster]", "why a claim is pending, or whether it is healthy"),

@@ -2,6 +2,7 @@
 
     who-holds <uuid | node/device | driver/pool/device | device> [cluster]
     free [class] [cluster]          waiting [class] [cluster]          idle [cluster]
+    not-busy [cluster]
     capacity [cluster]              pod <namespace/pod> [cluster]      lint <cluster>
     explain <namespace/claim> [cluster]          history <device> [hours] [cluster]
     plan <manifest YAML | Slack file>            help
@@ -22,7 +23,7 @@ from dra_mirror.service.questions.asking import BadQuestion, QuestionError, Unkn
 from dra_mirror.service.questions.explain import split_target
 from dra_mirror.service.questions.protocol import Questions
 
-from . import blocks, facts, replies
+from . import blocks, busy, facts, replies
 from .plan import FileSource, answer_plan
 
 ALIASES = {
@@ -31,6 +32,7 @@ ALIASES = {
     "holds": "who-holds",
     "pending": "waiting",
     "pod-devices": "pod",
+    "notbusy": "not-busy",
 }
 MAX_HOURS = 24 * 90
 
@@ -97,7 +99,14 @@ async def _answer(
         if not args or len(args) > 2:
             raise BadQuestion(f"usage: {command} who-holds <uuid | node/device | device>")
         cluster = args[1] if len(args) > 1 else None
-        return replies.render_who_holds(await questions.who_holds(args[0], cluster), now)
+        held = await questions.who_holds(args[0], cluster)
+        reply = replies.render_who_holds(held, now)
+        if held.holdings and not held.ambiguous:  # one device: how busy it is, when known
+            h = held.holdings[0]
+            use = await questions.device_busy(h.cluster, h.driver, h.pool, h.device)
+            if use is not None:
+                reply["blocks"].append(blocks.context(busy.busy_line(use)))
+        return reply
     if name in {"free", "waiting"}:
         found = await read_words(questions, args)
         if found.unknown:
@@ -105,12 +114,14 @@ async def _answer(
         if name == "free":
             return replies.render_free(await questions.free(found.class_name, found.cluster))
         return replies.render_waiting(await questions.waiting(found.class_name, found.cluster))
-    if name in {"idle", "capacity"}:
+    if name in {"idle", "capacity", "not-busy"}:
         if len(args) > 1:
             raise BadQuestion(f"usage: {command} {name} [cluster]")
         cluster = args[0] if args else None
         if name == "idle":
             return replies.render_idle(await questions.idle(cluster), now)
+        if name == "not-busy":
+            return busy.render_not_busy(await questions.held_not_busy(cluster), now)
         return replies.render_capacity(await questions.capacity(cluster), cluster)
     if name == "lint":
         if len(args) != 1:

@@ -126,7 +126,9 @@ class SlackCommands:
                      form.get("user_id", "?"))  # fmt: skip
             return JSONResponse(scope)
         if scope is not None:  # the Slack asker's own scope (history only when it grants it)
-            asker = Asker(ScopedReader(asker.reader.store, scope), asker.history, asker.now)
+            asker = Asker(
+                ScopedReader(asker.reader.store, scope), asker.history, asker.now, asker.utilization
+            )
         questions = LocalQuestions(asker)
         text = form.get("text", "")
         command = form.get("command") or "/gpu"

@@ -32,6 +32,7 @@ SCREENS = (
     "templates",
     "device",
     "contention",
+    "utilization",
     "pods",
     "pod",
 )

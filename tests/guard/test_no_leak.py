@@ -56,6 +56,7 @@ from tests.clusters.world import truth
 from tests.feeding import feed
 from tests.history.conftest import Pipeline
 from tests.slack.conftest import Slack, served, slack_settings
+from tests.utilization.conftest import SimulatedSource
 
 from .test_metrics_scope import family, samples
 from .test_scope_property import CORPUS, connections, namespaces_in
@@ -77,7 +78,7 @@ class Demo:
     """The demo world: its records per cluster, its claims and pods, and a history of them."""
 
     def __init__(self) -> None:
-        world = build_world(load_scenario("demo"))
+        world = self.world = build_world(load_scenario("demo"))
         self.records = {
             name: [r for kind in KINDS for r in truth(cluster, kind).values()]
             for name, cluster in world.stores.items()
@@ -308,7 +309,8 @@ async def test_no_surface_names_or_counts_what_the_scope_hides(demo: Demo, docum
     store = MemoryStore()
     await demo.load(store)
     app = compose_app(Settings(), store=store, history=opened(KeptHistory(demo.engine)),  # type: ignore[arg-type]
-                     slack=slack_settings(), access=opened(control_for(document)))  # fmt: skip
+                     slack=slack_settings(), access=opened(control_for(document)),
+                     utilization=SimulatedSource(demo.world))  # fmt: skip
     async with served(app) as url:
         headers = {"authorization": f"Bearer {TOKEN}"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:

@@ -121,6 +121,10 @@ URLs come only from Secrets. */}}
       name: {{ .Values.slack.signingSecret.secretName }}
       key: {{ .Values.slack.signingSecret.key }}
 {{- end }}
+{{- with .Values.utilization.config }}
+- name: DRA_MIRROR_UTILIZATION_CONFIG
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 
 {{/* Writable places under a read-only root filesystem, and the kubeconfig Secret. */}}

@@ -17,6 +17,7 @@ import { ClaimPage } from "./screens/claim.js";
 import { ClaimTemplates } from "./screens/templates.js";
 import { DevicePage } from "./screens/device.js";
 import { Contention } from "./screens/contention.js";
+import { Utilization } from "./screens/utilization.js";
 import { Pods } from "./screens/pods.js";
 import { PodPage } from "./screens/pod.js";
 
@@ -29,6 +30,7 @@ const SCREENS = {
   templates: ClaimTemplates,
   device: DevicePage,
   contention: Contention,
+  utilization: Utilization,
   pods: Pods,
   pod: PodPage,
 };
@@ -41,6 +43,7 @@ const MENU = [
   ["templates", "Claim Templates"],
   ["pods", "Per pod"],
   ["contention", "Contention"],
+  ["utilization", "Held, not busy"],
 ];
 const SECTION = { claim: "claims", device: "slices", pod: "pods" };
 

@@ -16,6 +16,27 @@ const CLAIM = `query Claim($cluster: String!, $namespace: String!, $name: String
   }
 }
 ${CLAIM_FIELDS}`;
+const BUSY = `query ClaimBusy($cluster: String!, $namespace: String!, $name: String!) {
+  claimUtilization(cluster: $cluster, namespace: $namespace, name: $name) { device busy energyKwh }
+}`;
+
+// How busy its devices were over the last hour (dcgm-exporter's readings); nothing when the
+// mirror reads no utilisation, "unknown" for a device without readings, never 0 %.
+function shown(busy) {
+  if (busy.error) return !(busy.error.codes && busy.error.codes.includes("UTILIZATION_DISABLED"));
+  return !!(busy.data && busy.data.claimUtilization && busy.data.claimUtilization.length);
+}
+
+function Busy({ busy }) {
+  if (busy.error) {
+    const off = busy.error.codes && busy.error.codes.includes("UTILIZATION_DISABLED");
+    return off ? null : html`<${ErrorNote} what="utilisation" error=${busy.error} />`;
+  }
+  const rows = busy.data ? busy.data.claimUtilization : null;
+  if (!rows || !rows.length) return null;
+  return html`<span data-busy=${rows.length}>${rows.map((d, i) => html`${i ? "; " : ""}${d.device}: ${d.busy === null ? "unknown" : `busy ${Math.round(d.busy)} %`}`)} <span class="muted small">(last 1 h)</span></span>`;
+}
+
 const DIAGNOSIS = `query ClaimDiagnosis($cluster: String!, $namespace: String!, $name: String!) {
   explainClaim(cluster: $cluster, namespace: $namespace, name: $name) {
     state verdict message
@@ -129,6 +150,8 @@ export function ClaimPage({ params }) {
   const drawn = !!claim.data;
   const diagnosis = useQuery(DIAGNOSIS, drawn ? target : null, refresh);
   const history = useQuery(LIFE, drawn ? target : null, refresh);
+  const held = drawn && claim.data.resourceClaim && claim.data.resourceClaim.state !== "PENDING";
+  const busy = useQuery(BUSY, held ? target : null, refresh);
   const idle = drawn && claim.data.resourceClaim && claim.data.resourceClaim.idle;
   const waiting = useQuery(WAITING, idle ? { cluster: target.cluster } : null, refresh);
   const bump = useThrottled(() => setRefresh((n) => n + 1), 1000);
@@ -151,6 +174,7 @@ export function ClaimPage({ params }) {
           ["allocation", html`<${Allocation} claim=${c} />`],
           ["consumers", html`<div data-consumers=${c.consumers.length}><${Consumers} claim=${c} /></div>`],
           c.idle ? ["idle", html`<${IdleNote} claim=${c} waitingFor=${waitingCounter(waiting.data)} />`] : null,
+          shown(busy) ? ["utilisation", html`<${Busy} busy=${busy} />`] : null,
         ]} />
       </section>` : null}
     <h2>Diagnosis</h2>
