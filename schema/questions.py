@@ -107,8 +107,26 @@ class ClaimList:
 
 
 @strawberry.type(
-    description="Devices of one driver in one cluster and what they do now, in devices of that "
-    "driver: a partition is never counted beside its whole device."
+    description="A physical device (a GPU, a NIC) whose parts are in use: partitions or shares, "
+    "listed under it."
+)
+class PhysicalDeviceUse:
+    physical: str = strawberry.field(
+        description="Its uuid (else driver/pool/<counter set or device>)."
+    )
+    node: str | None
+    state: str = strawberry.field(description="partitioned or shared.")
+    held_equivalents: float = strawberry.field(
+        description="GPU-equivalents of it held: a partition its share of the memory slices, a "
+        "share its consumed capacity over the device's."
+    )
+    in_use: list[str] = strawberry.field(description="Its devices held or shared.")
+
+
+@strawberry.type(
+    description="Devices of one driver in one cluster and what they do now: `devices` and "
+    "`partitions` in devices of that driver (a partition is never counted beside its whole "
+    "device), `physical*` in physical devices of `type` (a GPU with its partitions is one)."
 )
 class DeviceCapacity:
     cluster: str
@@ -122,6 +140,38 @@ class DeviceCapacity:
     partitions_free: int
     partitions_in_use: int
     unpublished: int = strawberry.field(description="Held devices no slice publishes any more.")
+    type: str = strawberry.field(
+        description="gpu, nic, or the driver's name: what the physical counts count (types are "
+        "never added together)."
+    )
+    physical: int = strawberry.field(
+        description="Physical devices: a GPU and its partitions (the devices consuming one "
+        "counter set, or static MIG devices under their parent) are one."
+    )
+    physical_free: int = strawberry.field(description="Physical devices nothing uses.")
+    physical_whole: int = strawberry.field(description="Physical devices in use whole.")
+    physical_partitioned: int = strawberry.field(
+        description="Physical devices some partitions of which are in use."
+    )
+    physical_shared: int = strawberry.field(
+        description="Shareable physical devices shared by claims."
+    )
+    held_equivalents: float = strawberry.field(
+        description="GPU-equivalents (physical devices of `type`) held: a whole device 1, a "
+        "partition its share of the GPU's memory slices, a share its consumed capacity over "
+        "the device's capacity, admin access 0."
+    )
+    partitioned_devices: list[PhysicalDeviceUse] = strawberry.field(
+        description="The partitioned and shared physical devices, each with its devices in use."
+    )
+
+    @classmethod
+    def of(cls, row: Any) -> DeviceCapacity:
+        fields = _fields(row)
+        fields["partitioned_devices"] = [
+            PhysicalDeviceUse(**_fields(p)) for p in row.partitioned_devices
+        ]
+        return cls(**fields)
 
 
 @strawberry.type(description="A device allocated to one of a pod's claims.")
@@ -213,7 +263,7 @@ class Query:
     @strawberry.field(description="Devices per cluster and driver, and what they do now.")
     async def capacity(self, info: Info, cluster: str | None = None) -> list[DeviceCapacity]:
         rows = await asked(capacity.capacity(info.context.asker, cluster))
-        return [DeviceCapacity(**_fields(r)) for r in rows]
+        return [DeviceCapacity.of(r) for r in rows]
 
     @strawberry.field(description="A pod's claims and the devices allocated to them.")
     async def pod_devices(

@@ -24,7 +24,9 @@ from dra_mirror.service.questions.capacity import CapacityRow
 from dra_mirror.service.questions.pods import PodDevices
 
 CAPACITY_COLUMNS = (
-    *("CLUSTER", "DRIVER", "DEVICES", "FREE", "IN-USE", "PARTITIONED", "TAINTED"),
+    *("CLUSTER", "DRIVER", "TYPE", "PHYSICAL", "P-FREE", "P-WHOLE", "P-PARTITIONED"),
+    *("P-SHARED", "HELD-EQUIVALENTS"),
+    *("DEVICES", "FREE", "IN-USE", "PARTITIONED", "TAINTED"),
     *("PARTITIONS", "PARTITIONS-IN-USE", "UNPUBLISHED"),
 )
 
@@ -33,8 +35,9 @@ CAPACITY_COLUMNS = (
 @CLUSTER
 @client_options
 def capacity(cluster: str | None, **client: Any) -> None:
-    """Devices per cluster and driver, and what they do now (a partition is not counted beside
-    its whole device; counts are in devices of each driver)."""
+    """Physical devices and devices per cluster and driver, and what they do now (PHYSICAL and
+    P-*: a GPU with its partitions is one, HELD-EQUIVALENTS in GPU-equivalents; DEVICES and the
+    rest in devices of each driver, a partition not counted beside its whole device)."""
     rows: list[CapacityRow] = run_question(
         client["server"], client["token"], lambda q: q.capacity(cluster),
         every_cluster=cluster is None,
@@ -43,7 +46,9 @@ def capacity(cluster: str | None, **client: Any) -> None:
         click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
         return
     cells = [
-        [r.cluster, r.driver, r.devices, r.free, r.in_use, r.partitioned, r.tainted,
+        [r.cluster, r.driver, r.type, r.physical, r.physical_free, r.physical_whole,
+         r.physical_partitioned, r.physical_shared, f"{r.held_equivalents:g}",
+         r.devices, r.free, r.in_use, r.partitioned, r.tainted,
          r.partitions, r.partitions_in_use, r.unpublished]
         for r in rows
     ]  # fmt: skip

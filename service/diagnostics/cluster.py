@@ -7,6 +7,10 @@ nodes, and whether a node has room (CPU, memory) for one more pod.
   plugin's extended resource (`nvidia.com/gpu`, `amd.com/gpu` in capacity), GPU feature
   discovery labels (`nvidia.com/gpu.present`, `nvidia.com/gpu.product`…), or node feature
   discovery's PCI vendor label for NVIDIA (`feature.node.kubernetes.io/pci-10de.present`).
+* A node advertises an extended resource (`nvidia.com/gpu`) only where a device plugin
+  registered it: a DRA-only cluster (NVIDIA GPU Operator's GPUCluster mode, no device plugin)
+  advertises none, and a pod's `limits: nvidia.com/gpu` there is served by DRA through a
+  DeviceClass's `extendedResourceName` (`advertised`).
 * Which nodes a pod may use: the nodes not cordoned that its nodeSelector and required node
   affinity admit (`service.diagnostics.node_affinity`, the same rules the simulator's
   scheduler applies; taints are not weighed).
@@ -63,6 +67,19 @@ def gpu_count(node: NodeRecord) -> int:
         except ValueError:
             continue
     return total
+
+
+def advertised(nodes: Iterable[NodeRecord]) -> frozenset[str]:
+    """The extended resources (a name with a domain, `nvidia.com/gpu`) some node advertises in
+    its capacity or allocatable with a non-zero amount: what device plugins register."""
+    found: set[str] = set()
+    for node in nodes:
+        for amounts in (node.capacity, node.allocatable):
+            for name, text in amounts.items():
+                if "/" in name and not name.startswith(("hugepages-", "kubernetes.io/")):
+                    if text not in ("0", ""):
+                        found.add(name)
+    return frozenset(found)
 
 
 def gpu_nodes(nodes: Iterable[NodeRecord]) -> list[NodeRecord]:

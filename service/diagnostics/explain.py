@@ -64,6 +64,7 @@ from dra_mirror.service.diagnostics.verdicts import (
     NO_DEVICES,
     RequestVerdict,
 )
+from dra_mirror.service.model.quantity import format_quantity
 from dra_mirror.service.model.records import (
     Allocation,
     ClaimRecord,
@@ -326,7 +327,26 @@ def _held(
     idle_note = f"; {len(idle)} of them idle" if idle else ""
     if idle and len(v.held_by) > len(held) + len(out_of_scope):
         idle_note += f" (of the first {len(held) + len(out_of_scope)})"
-    return ALL_HELD, f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
+    return ALL_HELD, (
+        f"{prefix}no devices left: every matching device is held by {text}{idle_note}"
+        + _short_note(v)
+    )
+
+
+def _short_note(v: RequestVerdict) -> str:
+    """What shared devices lack: "; shared devices too full: gpu.nvidia.com/n1/gpu-0 (35
+    claims) has memory 415Mi left, one share takes 4Gi"."""
+    if not v.short:
+        return ""
+    parts = []
+    for s in v.short:
+        lacks = ", ".join(
+            f"{name} {format_quantity(left, like)} left, one share takes "
+            f"{format_quantity(asked, like)}"
+            for name, (left, asked, like) in s.missing.items()
+        )
+        parts.append(f"{s.device} ({s.sharers} claims) has {lacks}")
+    return "; shared devices too full: " + "; ".join(parts)
 
 
 def _any_shareable(

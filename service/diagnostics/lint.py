@@ -10,6 +10,8 @@ in the operations manual's words:
                                        the device is allocated but visible in no container
     device-plugin-and-dra     warning  `limits: nvidia.com/gpu` beside a DRA claim: two devices
                                        taken, one through the device plugin, one through DRA
+                                       (quiet where the cluster runs no device plugin: a
+                                       DRA-only cluster serves such limits through DRA itself)
     node-name-pinned          warning  `nodeName` on a pod with claims: it bypasses the
                                        scheduler, which is what allocates claims — use nodeSelector
     class-missing             error    a request names a deviceClassName no DeviceClass has
@@ -73,6 +75,10 @@ class ClusterFacts:
     # class -> node -> devices of that class free now; node -> labels (for nodeSelector)
     free_devices: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     node_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The extended resources some node advertises (a device plugin's `nvidia.com/gpu` in its
+    # capacity); None when unknown. A DRA-only cluster (NVIDIA GPU Operator's GPUCluster mode)
+    # advertises none: `limits: nvidia.com/gpu` there is an extended resource DRA serves.
+    advertised: Collection[str] | None = None
 
 
 def lint_manifests(docs: Iterable[Any], facts: ClusterFacts | None = None) -> list[Finding]:
@@ -221,7 +227,12 @@ def _check_pod(
                         "which spec.resourceClaims does not declare: the pod is rejected",
                     )
                 )
-        plugin = [r for r in DEVICE_PLUGIN_RESOURCES if r in (resources.get("limits") or {})]
+        plugin = [
+            r
+            for r in DEVICE_PLUGIN_RESOURCES
+            if r in (resources.get("limits") or {})
+            and (facts.advertised is None or r in facts.advertised)
+        ]
         if plugin and declared:
             out.append(
                 Finding(

@@ -7,7 +7,9 @@ the cluster-wide ones.
     class-matches-nothing     warning  a DeviceClass whose selectors match no published device
     class-selector-error      error    a DeviceClass selector fails to compile or to evaluate
     claim-not-used            warning  a pod's claim is listed by none of its containers
-    device-plugin-and-dra     warning  a pod with claims also asks for nvidia.com/gpu in limits
+    device-plugin-and-dra     warning  a pod with claims also asks for nvidia.com/gpu in limits,
+                                       and some node's device plugin advertises it (a DRA-only
+                                       cluster advertises none: quiet there)
     claim-other-namespace     error    a pod's resourceClaimName exists only in other namespaces
     template-per-replica      warning  replicas of one controller each got a template claim and
                                        some stay Pending for want of devices
@@ -21,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 from dra_mirror.service.diagnostics.candidates import Alternative, match
-from dra_mirror.service.diagnostics.cluster import gpu_nodes
+from dra_mirror.service.diagnostics.cluster import advertised, gpu_nodes
 from dra_mirror.service.diagnostics.lint import DEVICE_PLUGIN_RESOURCES, ERROR, WARNING, Finding
 from dra_mirror.service.model.records import (
     ClaimRecord,
@@ -42,10 +44,11 @@ def lint_cluster(
     nodes: Iterable[NodeRecord],
 ) -> list[Finding]:
     """Findings for one cluster's mirrored state."""
+    nodes = list(nodes)
     findings: list[Finding] = []
     findings += _nodes_without_driver(nodes, devices)
     findings += _classes(classes, devices)
-    findings += _pods(list(pods), claims)
+    findings += _pods(list(pods), claims, advertised(nodes))
     return sorted(findings, key=lambda f: (f.rule, f.object, f.path))
 
 
@@ -100,7 +103,9 @@ def _classes(
     return out
 
 
-def _pods(pods: list[PodRecord], claims: Mapping[ObjectKey, ClaimRecord]) -> list[Finding]:
+def _pods(
+    pods: list[PodRecord], claims: Mapping[ObjectKey, ClaimRecord], plugins: frozenset[str]
+) -> list[Finding]:
     out: list[Finding] = []
     by_name: dict[str, set[str]] = defaultdict(set)
     for key in claims:
@@ -137,7 +142,9 @@ def _pods(pods: list[PodRecord], claims: Mapping[ObjectKey, ClaimRecord]) -> lis
                     )
         if pod.claims:
             for container in pod.containers:
-                plugin = [r for r in DEVICE_PLUGIN_RESOURCES if r in container.limits]
+                plugin = [
+                    r for r in DEVICE_PLUGIN_RESOURCES if r in container.limits and r in plugins
+                ]
                 if plugin:
                     out.append(
                         Finding(

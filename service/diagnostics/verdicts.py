@@ -5,7 +5,10 @@ could not place, `claim_verdicts` reports how many devices the class covers, how
 request selector (cumulatively, in order: the count after that selector), the selector
 errors, how many of the matching devices could be given now (free, or shareable with enough
 capacity, counters fitting, taints tolerated), on which nodes, which claims hold the others —
-and one verdict, in the words of the operations manual:
+and one verdict, in the words of the operations manual. For shareable devices whose
+remaining capacity is too small (`allowMultipleAllocations`, e.g. a GPU shared through
+NVIDIA's ConsumableShares), `short` says, for the first few, what is left and what one share
+would take, and how many claims share the device:
 
     class-missing   the DeviceClass does not exist (the claim stays Pending)
     selector-error  a selector failed to compile or to evaluate (never "no match")
@@ -29,10 +32,20 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-from dra_mirror.service.diagnostics.candidates import COUNTERS, POLICY, TAINTED, Match, fit
+from dra_mirror.service.diagnostics.candidates import (
+    CAPACITY,
+    COUNTERS,
+    POLICY,
+    TAINTED,
+    Alternative,
+    Match,
+    fit,
+    share_consumption,
+)
 from dra_mirror.service.diagnostics.ledger import Ledger
-from dra_mirror.service.model.records import ClaimRecord, ObjectKey
+from dra_mirror.service.model.records import ClaimRecord, DeviceEntry, ObjectKey
 
 CLASS_MISSING = "class-missing"
 SELECTOR_ERROR = "selector-error"
@@ -63,6 +76,20 @@ _SUMMARY = {
 }
 
 
+SHORT_SHOWN = 3  # shareable devices `short` describes
+
+
+@dataclass(frozen=True)
+class Short:
+    """A shareable device without room for one more share: per capacity the share would
+    exceed, (left now, one share's consumption, the capacity's value as published); and how
+    many claims share it."""
+
+    device: str  # "driver/pool/device"
+    missing: dict[str, tuple[Fraction, Fraction, str]]
+    sharers: int
+
+
 @dataclass
 class RequestVerdict:
     request: str
@@ -76,6 +103,7 @@ class RequestVerdict:
     held_by: list[ObjectKey]
     verdict: str
     needed: int = 1  # devices the request needs (ExactCount count; All: every match)
+    short: list[Short] = field(default_factory=list)  # shareable devices with too little left
 
     def summary(self) -> str:
         """One line in the manual's words."""
@@ -125,6 +153,7 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
     free_per_node: Counter[str | None] = Counter()
     per_node: Counter[str | None] = Counter()
     held_by: set[ObjectKey] = set()
+    short: list[Short] = []
     for entry in m.devices:
         per_node[entry.node] += 1
         reason, _ = fit(entry, alt, ledger)
@@ -134,7 +163,10 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         elif reason == COUNTERS:
             held_by.update(ledger.counter_blockers(entry))
         elif reason not in (TAINTED, POLICY):
-            held_by.update(ledger.holders(entry.key))
+            holders = ledger.holders(entry.key)
+            held_by.update(holders)
+            if reason == CAPACITY and len(short) < SHORT_SHOWN:
+                short.append(_short(entry, alt, ledger, len(set(holders))))
     free = reasons["free"]
     network_free = free_per_node.get(None, 0)
     best_node = max((n for k, n in free_per_node.items() if k is not None), default=0)
@@ -179,4 +211,18 @@ def request_verdict(m: Match, ledger: Ledger) -> RequestVerdict:
         held_by=sorted(held_by),
         verdict=verdict,
         needed=needed,
+        short=short,
     )
+
+
+def _short(entry: DeviceEntry, alt: Alternative, ledger: Ledger, sharers: int) -> Short:
+    share = share_consumption(entry, alt) or {}
+    left = ledger.remaining_capacity(entry)
+    capacity = entry.device.capacity
+    missing = {
+        name: (left.get(name, Fraction(0)), amount, capacity[name].value)
+        for name, amount in sorted(share.items())
+        if amount > left.get(name, Fraction(0))
+    }
+    key = entry.key
+    return Short(f"{key.driver}/{key.pool}/{key.device}", missing, sharers)

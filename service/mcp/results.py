@@ -111,6 +111,14 @@ class ClaimsResult(Result):
     claims: list[ListedClaim]
 
 
+class PhysicalDevice(Result):
+    physical: str = Field(description="Its uuid (else driver/pool/<counter set or device>)")
+    node: str | None
+    state: str = Field(description="partitioned or shared")
+    held_equivalents: float = Field(description="GPU-equivalents of it held")
+    in_use: list[str] = Field(description="Its devices held or shared")
+
+
 class CapacityRow(Result):
     cluster: str
     driver: str = Field(description="Counts are in devices of this driver (never summed "
@@ -124,6 +132,17 @@ class CapacityRow(Result):
     partitions_free: int
     partitions_in_use: int
     unpublished: int = Field(description="Held devices no slice publishes any more")
+    type: str = Field(description="gpu, nic or the driver: what the physical counts count")
+    physical: int = Field(description="Physical devices (a GPU with its partitions is one)")
+    physical_free: int
+    physical_whole: int = Field(description="Physical devices in use whole")
+    physical_partitioned: int = Field(description="Physical devices with partitions in use")
+    physical_shared: int = Field(description="Shareable physical devices shared by claims")
+    held_equivalents: float = Field(description="GPU-equivalents held (physical devices of "
+                                    "`type`; a partition its share of memory slices)")  # fmt: skip
+    partitioned_devices: list[PhysicalDevice] = Field(
+        description="Partitioned and shared physical devices, with their devices in use"
+    )
 
 
 class CapacityResult(Result):

@@ -25,6 +25,10 @@ DeviceClass's a rule names), for every device the rule's old or new driver/pool/
 criteria pick (`on_rule`, O(devices); rules are few). Its
 taints changing is a `device_changed`; its status does not change (unavailable is not held).
 
+Each valid device's physical unit (the GPU it is part of, its type, its GPU-equivalent weight:
+`service.model.physical`) is kept in `units`, recomputed for a pool whose devices or counter
+sets a slice event changed.
+
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
 shares counters (a MIG partition's allocation blocks its siblings) or its counter sets
@@ -46,6 +50,7 @@ from dra_mirror.service.model.device_links import (
     unpublished_links,
 )
 from dra_mirror.service.model.inventory import TAKEN, consumes, counters_free, device_status
+from dra_mirror.service.model.physical import Unit, pool_units
 from dra_mirror.service.model.pools import EMPTY_POOL, PoolKey, ValidPool, pool_key, valid_pool
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
@@ -90,6 +95,7 @@ class DeviceTracker:
         self._pool_slices: dict[PoolKey, dict[ObjectKey, SliceRecord]] = {}
         self._pools: dict[PoolKey, ValidPool] = {}
         self.devices: dict[DeviceKey, DeviceEntry] = {}
+        self.units: dict[DeviceKey, Unit] = {}  # each valid device's physical unit (physical)
         self.unpublished: dict[DeviceKey, DeviceEntry] = {}  # held, published by no slice
         self.statuses: dict[DeviceKey, str] = {}  # as of the last settled batch
         # The uuid of a device that stopped being published (or that a seed says it had),
@@ -326,6 +332,10 @@ class DeviceTracker:
         if rules:
             for dk, entry in after.devices.items():
                 after.devices[dk] = with_rules(entry, rules, self._matching)
+        if after.devices != before or after.counter_sets != before_pool.counter_sets:
+            for dk in before:
+                self.units.pop(dk, None)
+            self.units.update(pool_units(after.devices.values(), after.counter_sets))
         if slices:
             self._pools[pk] = after
         else:

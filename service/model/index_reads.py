@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model.holds import device_holds
 from dra_mirror.service.model.links import Links
+from dra_mirror.service.model.physical import Unit, lone_unit, lone_unit_of_key
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
     RESOURCE_CLAIM,
@@ -62,6 +63,15 @@ class IndexReads:
     def devices(self) -> Iterable[DeviceEntry]:
         """Every device of the valid generation of its pool."""
         return self._devices.devices.values()
+
+    def unit(self, key: DeviceKey) -> Unit:
+        """The device's physical unit (service.model.physical): the GPU it is part of, its
+        type and GPU-equivalent weight; a device no valid pool publishes is its own."""
+        found = self._devices.units.get(key)
+        if found is not None:
+            return found
+        entry = self.device(key)
+        return lone_unit(entry) if entry is not None else lone_unit_of_key(key)
 
     def unpublished_devices(self) -> Iterable[DeviceEntry]:
         """Every device held by a claim and published by no slice (`DeviceEntry.published`)."""

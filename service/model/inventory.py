@@ -27,10 +27,9 @@ read); the allocator's ledger (`service.diagnostics.ledger`) reads both and adds
 holds a placement imagines.
 
 Physical capacity — a GPU and its partitions (the devices that consume one counter set, or a
-static MIG device's parent), each device's GPU-equivalent weight — is not derived yet. It
-belongs here, beside the counters, computed from a pool's valid generation (`pools.ValidPool`:
-its devices and counter sets) and read through `holdings.Taken`, so that the index, the
-allocator, metrics and audits get it from this one place.
+static MIG device's parent), each device's GPU-equivalent weight and what each hold takes of
+it — is `service.model.physical`, computed from a pool's valid generation (its devices and
+counter sets) and kept by the index beside the devices.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
+from dra_mirror.service.model.physical import Unit
 from dra_mirror.service.model.pools import ValidPool
 from dra_mirror.service.model.records import (
     AllocationRef,
@@ -59,6 +60,10 @@ class IndexView(Protocol):
 
     def devices(self) -> Iterable[DeviceEntry]:
         """Every device of the valid generation of its pool, in no particular order."""
+        ...
+
+    def unit(self, key: DeviceKey) -> Unit:
+        """The device's physical unit (service.model.physical)."""
         ...
 
     def unpublished_devices(self) -> Iterable[DeviceEntry]:

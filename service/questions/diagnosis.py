@@ -39,7 +39,7 @@ from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import Alternative, fit, match
 from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_selector
-from dra_mirror.service.diagnostics.cluster import pods_eligible_nodes
+from dra_mirror.service.diagnostics.cluster import advertised, pods_eligible_nodes
 from dra_mirror.service.diagnostics.explain import Diagnosis, explain_claim
 from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding
 from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
@@ -206,6 +206,7 @@ async def cluster_facts(reader: ScopedState, cluster: str) -> ClusterFacts:
         },
         free_devices=free,
         node_labels={n.meta.name: dict(n.meta.labels) for n in state.nodes},
+        advertised=advertised(state.nodes),
     )
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import orjson
 
 from .asking import Ask, NotSynced, QuestionError, UnknownCluster
-from .capacity import CapacityRow
+from .capacity import CapacityRow, PhysicalDevice
 from .claims import ClaimRow, Claims
 from .facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
 from .free import DeviceRow, Free
@@ -104,7 +104,9 @@ IDLE = f"""query Idle($cluster: String, $first: Int!) {{
 }}"""
 
 CAPACITY = f"""query Capacity($cluster: String) {{
-  capacity(cluster: $cluster) {{ {_selection(CapacityRow)} }}
+  capacity(cluster: $cluster) {{
+    {_selection(CapacityRow, {"partitioned_devices": PhysicalDevice})}
+  }}
 }}"""
 
 POD_DEVICES = f"""query PodDevices($namespace: String!, $name: String!, $cluster: String) {{
@@ -327,7 +329,8 @@ class RemoteQuestions:
 
     async def capacity(self, cluster: str | None = None) -> list[CapacityRow]:
         data = await self.ask(CAPACITY, {"cluster": cluster})
-        return [_decode(CapacityRow, r) for r in data["capacity"]]
+        nested = {"partitioned_devices": PhysicalDevice}
+        return [_decode(CapacityRow, r, nested) for r in data["capacity"]]
 
     async def pod_devices(
         self, namespace: str, name: str, cluster: str | None = None

@@ -19,7 +19,8 @@ would publish for it, in the resource.k8s.io/v1 storage shape. It promises:
 * determinism: uuids and bus ids derive from the caller's seed string only.
 
 The GPU models and their MIG profiles (the H200 transcribed from `../shared/hardware/h200/`)
-are `service.sim.gpu_models`, re-exported here.
+are `service.sim.gpu_models`, re-exported here; a GPU shared the way NVIDIA's ConsumableShares
+publishes it is `service.sim.shares`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dra_mirror.service.sim.gpu_models import (
     PROFILES,
     GpuModel,
 )
+from dra_mirror.service.sim.shares import apply_shares
 
 __all__ = [
     "DEVICE_CLASS_SELECTORS",
@@ -211,6 +213,8 @@ class DeviceGroup:
     profile: str
     count: int
     mig: bool = True
+    # NVIDIA ConsumableShares (`--consumable-shares`): None/disabled, memory, unlimited or N.
+    shares: str | None = None
 
 
 def _chunks(items: Sequence, size: int) -> list[Sequence]:
@@ -261,7 +265,8 @@ def node_slices(
             uuid = nvidia_uuid("GPU", f"{seed}/{node}/{minor}")
             if real_uuid and model.real_uuid:
                 uuid, real_uuid = model.real_uuid, False
-            gpus.append(gpu_devices(model, minor, uuid, mig=group.mig))
+            devices, counters = gpu_devices(model, minor, uuid, mig=group.mig)
+            gpus.append(([apply_shares(d, group.shares) for d in devices], counters))
             minor += 1
     out: list[dict] = []
     if gpus:

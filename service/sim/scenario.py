@@ -30,6 +30,7 @@ from dra_mirror.service.model.kinds import BY_KIND
 from dra_mirror.service.sim import hardware
 from dra_mirror.service.sim.churn import Churn
 from dra_mirror.service.sim.controller import Controller
+from dra_mirror.service.sim.dcgm import BUSY_ANNOTATION
 from dra_mirror.service.sim.generate import populate
 from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.run import HOST, ClusterSpec, serve_forever
@@ -242,7 +243,7 @@ def workload_pods(workload: Workload, *, seed: str) -> list[dict]:
         "blockOwnerDeletion": True,
     }
     labels = {"app": workload.name, "pod-template-hash": template_hash, **workload.labels}
-    return [
+    pods = [
         pod_object(
             f"{replica_set}-{token(f'{seed}/{replica_set}/{i}', 5)}",
             workload.namespace,
@@ -255,3 +256,7 @@ def workload_pods(workload: Workload, *, seed: str) -> list[dict]:
         )
         for i in range(workload.replicas)
     ]
+    if workload.gpu_busy is not None:
+        for pod in pods:
+            pod["metadata"]["annotations"] = {BUSY_ANNOTATION: f"{workload.gpu_busy:g}"}
+    return pods

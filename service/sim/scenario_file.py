@@ -29,6 +29,7 @@ from dra_mirror.service.sim.faults import Faults
 from dra_mirror.service.sim.generate import ScaleSpec
 from dra_mirror.service.sim.rbac import Access
 from dra_mirror.service.sim.shapes import DEFAULT_IMAGE
+from dra_mirror.service.sim.shares import valid_option
 
 __all__ = [
     "ClusterScenario",
@@ -74,6 +75,7 @@ class Workload:
     limits: dict[str, str] = field(default_factory=dict)
     image: str = DEFAULT_IMAGE
     labels: dict[str, str] = field(default_factory=dict)
+    gpu_busy: float | None = None  # percent its pods keep their GPUs busy (sim.dcgm)
 
 
 @dataclass(frozen=True)
@@ -210,8 +212,18 @@ def _node_group(doc: dict) -> NodeGroup:
     for d in doc.get("devices") or []:
         if d["profile"] not in hardware.PROFILES:
             raise ScenarioError(f"node {doc['name']}: unknown profile {d['profile']!r}")
+        shares = d.get("shares")
+        if shares is not None and not valid_option(str(shares)):
+            raise ScenarioError(
+                f"node {doc['name']}: shares {shares!r} is not disabled, memory, unlimited or N>0"
+            )
         devices.append(
-            hardware.DeviceGroup(d["profile"], int(d.get("count", 1)), d.get("mig", True))
+            hardware.DeviceGroup(
+                d["profile"],
+                int(d.get("count", 1)),
+                d.get("mig", True),
+                None if shares is None else str(shares),
+            )
         )
     return NodeGroup(
         name=str(doc["name"]),
@@ -233,4 +245,14 @@ def _workload(doc: dict) -> Workload:
         limits={str(k): str(v) for k, v in (doc.get("limits") or {}).items()},
         image=str(doc.get("image", DEFAULT_IMAGE)),
         labels={str(k): str(v) for k, v in (doc.get("labels") or {}).items()},
+        gpu_busy=_percent(doc, "gpuBusy"),
     )
+
+
+def _percent(doc: dict, name: str) -> float | None:
+    raw = doc.get(name)
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 100:
+        raise ScenarioError(f"workload {doc.get('name')}: {name} must be a percent (0-100)")
+    return float(raw)

@@ -10,7 +10,7 @@ with GET (one, LIST, WATCH), POST, PUT, PATCH, DELETE (`resource_verbs.py`), Ope
 for kubectl, the health probes, the review APIs (TokenReview, SubjectAccessReview and the self
 reviews, answered from the scenario's RBAC: reviews.py; a bearer token the cluster does not
 know is a 401 everywhere), and the admin endpoints `GET /sim/status`,
-`GET|POST /sim/faults`. Injected faults (faults.py) answer before anything else runs. Every
+`GET|POST /sim/faults`, and each node's dcgm-exporter (`/sim/dcgm/…`, dcgm_routes.py). Injected faults (faults.py) answer before anything else runs. Every
 failure is a Kubernetes Status body with the matching HTTP code; an unexpected exception is a
 500 InternalError, logged with the request. Objects are stored in v1 and converted per request
 (convert.py); LIST bodies are assembled from cached per-object JSON so that ~90,000 objects page
@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dra_mirror.service.sim import discovery, openapi
+from dra_mirror.service.sim.dcgm_routes import dcgm_routes
 from dra_mirror.service.sim.errors import ApiError, bad_request
 from dra_mirror.service.sim.patches import decode_body
 from dra_mirror.service.sim.resource_verbs import (
@@ -179,6 +180,7 @@ def build_app(cluster: ServedCluster) -> ASGIApp:
         ),
         Route("/sim/status", guarded(sim_status)),
         Route("/sim/faults", guarded(sim_faults), methods=["GET", "POST"]),
+        *dcgm_routes(cluster, guarded),
         Route("/openapi/v2", guarded(openapi_v2)),
         Route("/openapi/v3", guarded(openapi_index)),
         Route("/openapi/v3/api/v1", guarded(openapi_core)),

@@ -187,13 +187,30 @@ def render_idle(answer: Claims, now: datetime | None = None) -> Message:
     return message(plain(header), lines_block(header, lines, answer.total))
 
 
+def _physical_words(r: CapacityRow) -> str:
+    """`12 GPUs: 5 free, 4 in use whole, 2 partitioned, 1 shared (5.875 GPU-equivalents held)`"""
+    noun = {"gpu": "GPUs", "nic": "NICs"}.get(r.type, f"{r.type} devices")
+    parts = [f"{r.physical_free} free", f"{r.physical_whole} in use whole"]
+    if r.physical_partitioned:
+        parts.append(f"{r.physical_partitioned} partitioned")
+    if r.physical_shared:
+        parts.append(f"{r.physical_shared} shared")
+    held = f"{r.held_equivalents:.3f}".rstrip("0").rstrip(".")
+    unit = "GPU-equivalents" if r.type == "gpu" else f"{noun}-equivalents"
+    return f"{r.physical} {noun}: {', '.join(parts)} ({held} {unit} held)"
+
+
 def render_capacity(rows: list[CapacityRow], cluster: str | None) -> Message:
-    header = "*Capacity*" + _scope(None, cluster) + " (in devices of each driver)"
+    header = (
+        "*Capacity*" + _scope(None, cluster) + " (physical devices: a GPU with its partitions is"
+        " one; pool counts in devices of each driver)"
+    )
     lines = []
     for r in rows:
-        line = (
-            f"• {escape(r.cluster)} · `{escape(r.driver)}`: {r.devices} devices — {r.free} free,"
-            f" {r.in_use} in use, {r.partitioned} partitioned"
+        line = f"• {escape(r.cluster)} · `{escape(r.driver)}`: {escape(_physical_words(r))}"
+        line += (
+            f"\n    {r.devices} devices — {r.free} free, {r.in_use} in use,"
+            f" {r.partitioned} partitioned"
         )
         if r.partitions:
             line += f"; {r.partitions} partitions ({r.partitions_in_use} in use)"
@@ -201,6 +218,12 @@ def render_capacity(rows: list[CapacityRow], cluster: str | None) -> Message:
             line += f"; {r.tainted} tainted"
         if r.unpublished:
             line += f"; {r.unpublished} held but no longer published"
+        for p in r.partitioned_devices:
+            where = f" on {escape(p.node)}" if p.node else ""
+            line += (
+                f"\n    ◦ `{escape(p.physical)}`{where} {p.state}:"
+                f" {', '.join(escape(d) for d in p.in_use)}"
+            )
         lines.append(line)
     if not rows:
         lines.append("no devices")

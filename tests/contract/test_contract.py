@@ -13,6 +13,7 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -234,20 +235,69 @@ async def test_lint_and_capacity(fronts: Fronts) -> None:
     assert cli == graph["lint"] == mcp["findings"]
     assert reply["text"] == f"{len(graph['lint'])} finding(s) in east"
     fields = ("cluster driver devices free inUse partitioned tainted partitions partitionsFree"
-              " partitionsInUse unpublished")  # fmt: skip
-    rows = (await fronts.graph(f"{{ capacity {{ {fields} }} }}"))["capacity"]
+              " partitionsInUse unpublished type physical physicalFree physicalWhole"
+              " physicalPartitioned physicalShared heldEquivalents")  # fmt: skip
+    nested = "partitionedDevices { physical node state heldEquivalents inUse }"
+    rows = (await fronts.graph(f"{{ capacity {{ {fields} {nested} }} }}"))["capacity"]
     mcp_rows = (await fronts.tool("capacity"))["rows"]
     cli_rows = await fronts.cli("capacity")
     assert mcp_rows == rows
-    assert [{k: r[_snake(k)] for k in fields.split()} for r in cli_rows] == rows
+    keys = [*fields.split(), "partitionedDevices"]
+    cli_fields = [{k: r[_snake(k)] for k in keys} for r in cli_rows]
+    for row in cli_fields:
+        row["partitionedDevices"] = [
+            {_camel(k): v for k, v in p.items()} for p in row["partitionedDevices"]
+        ]
+    assert cli_fields == rows
     slack = "\n".join(texts(await fronts.slack.command("capacity")))
     for r in rows:
-        assert (
-            f"{r['cluster']} · `{r['driver']}`: {r['devices']} devices — {r['free']} free" in slack
-        )
+        assert f"{r['cluster']} · `{r['driver']}`: {r['physical']} " in slack
+        assert f"{r['devices']} devices — {r['free']} free" in slack
         truth = truth_of(fronts.objects(r["cluster"]))
         published = [d for k, d in truth.devices.items() if k[0] == r["driver"] and d.published]
         assert r["devices"] + r["partitions"] == len(published)
+        gpus, held = _gpu_recount(fronts.world.raw[r["cluster"]])
+        if r["type"] == "gpu":
+            assert (r["physical"], r["heldEquivalents"]) == (gpus, held)
+
+
+def _gpu_recount(raw: dict[str, list[dict[str, Any]]]) -> tuple[int, float]:
+    """GPUs and GPU-equivalents held, counted from the raw objects without the model: a GPU is
+    a device of `type: gpu`; an allocated MIG partition takes the memory slices it consumes
+    over its GPU's counter set's slices."""
+    slices_of: dict[tuple[str, str], int] = {}  # (pool, counter set) -> memory slices
+    devices: dict[tuple[str, str], dict[str, Any]] = {}
+    gpus = 0
+    for o in raw["resourceslices"]:
+        if o["spec"]["driver"] != "gpu.nvidia.com":
+            continue
+        pool = o["spec"]["pool"]["name"]
+        for cs in o["spec"].get("sharedCounters") or []:
+            slices_of[(pool, cs["name"])] = sum(
+                1 for n in cs["counters"] if n.startswith("memory-slice-")
+            )
+        for d in o["spec"].get("devices") or []:
+            devices[(pool, d["name"])] = d
+            gpus += d["attributes"]["type"]["string"] == "gpu"
+    held = Fraction(0)
+    for o in raw["resourceclaims"]:
+        results = ((o.get("status") or {}).get("allocation") or {}).get("devices") or {}
+        for result in results.get("results") or []:
+            if result["driver"] != "gpu.nvidia.com" or result.get("adminAccess"):
+                continue
+            device = devices[(result["pool"], result["device"])]
+            use = (device.get("consumesCounters") or [None])[0]
+            if device["attributes"]["type"]["string"] == "gpu" or use is None:
+                held += 1
+                continue
+            used = sum(1 for n in use["counters"] if n.startswith("memory-slice-"))
+            held += Fraction(used, slices_of[(result["pool"], use["counterSet"])])
+    return gpus, float(held)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 def _snake(name: str) -> str:

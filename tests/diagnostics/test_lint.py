@@ -11,7 +11,8 @@ import yaml
 
 from dra_mirror.service.diagnostics.lint import ClusterFacts, Finding, lint_manifests
 from dra_mirror.service.diagnostics.lint_cluster import lint_cluster
-from tests.diagnostics.conftest import Cluster
+from dra_mirror.service.sim.scenario import build_world, load_scenario
+from tests.diagnostics.conftest import Cluster, mirror
 
 
 def deployment(
@@ -80,6 +81,17 @@ def test_device_plugin_limit_beside_a_claim() -> None:
     # The old way alone is not this mistake.
     old_way = {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
     assert lint_manifests([deployment(old_way)]) == []
+
+
+def test_device_plugin_limit_is_quiet_where_no_device_plugin_runs() -> None:
+    # A DRA-only cluster (GPU Operator's GPUCluster mode) advertises no nvidia.com/gpu: a
+    # limit there is an extended resource DRA serves, not a device plugin's.
+    spec = pod_spec(resources={"limits": {"nvidia.com/gpu": 1}})
+    assert lint_manifests([deployment(spec)], ClusterFacts(advertised=frozenset())) == []
+    with_plugin = ClusterFacts(advertised=frozenset({"nvidia.com/gpu"}))
+    assert [f.rule for f in lint_manifests([deployment(spec)], with_plugin)] == [
+        "device-plugin-and-dra"
+    ]
 
 
 def test_node_name_pinned_on_a_pod_with_claims() -> None:
@@ -220,3 +232,20 @@ def test_lint_cluster_on_the_demo_world(east: Cluster) -> None:
         "3 replicas each got their own claim from a template and 1 stay Pending"
         in findings[1].message
     )
+
+
+def test_lint_cluster_is_quiet_on_a_dra_only_cluster() -> None:
+    # No device plugin: the evaluator's `limits: nvidia.com/gpu` beside its claim is served by
+    # DRA (the class's extendedResourceName), and every GPU node publishes its devices.
+    cluster = mirror(build_world(load_scenario("dra-only")).stores["dra-only"])
+    evaluator = [p for p in cluster.pods if p.meta.name.startswith("evaluator-")]
+    assert evaluator and evaluator[0].claims
+    assert "nvidia.com/gpu" in evaluator[0].containers[0].limits
+    findings = lint_cluster(
+        classes=cluster.classes,
+        devices=cluster.devices,
+        claims=cluster.claims,
+        pods=cluster.pods,
+        nodes=cluster.nodes,
+    )
+    assert findings == []

@@ -185,6 +185,7 @@ def state(index: ClusterIndex) -> dict[str, Any]:
         "unpublished": unpublished,
         "devices": devices,
         "statuses": {key: index.device_status(key) for key in devices},
+        "units": {key: index.unit(key) for key in devices},
         "idle": set(index.idle_claims()),
     }
 

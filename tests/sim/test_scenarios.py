@@ -253,3 +253,37 @@ def test_scale_5000_counts():
     running = sum(1 for p in store.iter_objects("pods") if p["status"]["phase"] == "Running")
     allocated = sum(1 for c in store.iter_objects("resourceclaims") if c.get("status"))
     assert running == allocated == 38_000
+
+
+def test_dra_only_serves_the_old_limits_through_dra():
+    """GPU Operator's GPUCluster mode: no device plugin, every GPU through DRA."""
+    store = build_world(load_scenario("dra-only")).stores["dra-only"]
+    for node in store.list("nodes"):
+        assert not any("/" in name for name in node["status"]["capacity"])
+        assert node["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] == "true"
+    [gpu_class] = [
+        c for c in store.list("deviceclasses") if c["metadata"]["name"] == "gpu.nvidia.com"
+    ]
+    assert gpu_class["spec"]["extendedResourceName"] == "nvidia.com/gpu"
+    pods = store.list("pods")
+    assert pods and all(p["status"]["phase"] == "Running" for p in pods)
+    for pod in pods_of(store, "cuda-legacy-") + pods_of(store, "evaluator-"):
+        status = pod["status"]["extendedResourceClaimStatus"]
+        assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
+        claim = store.get(
+            "resourceclaims", pod["metadata"]["namespace"], status["resourceClaimName"]
+        )
+        assert (
+            claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+            == "gpu.nvidia.com"
+        )
+        assert claim["status"]["allocation"]["devices"]["results"][0]["device"].startswith("gpu-")
+    # The evaluator holds two GPUs: one by its claim, one by its limit.
+    [evaluator] = pods_of(store, "evaluator-")
+    held = {
+        r["device"]
+        for c in store.list("resourceclaims")
+        if c["metadata"]["ownerReferences"][0]["uid"] == evaluator["metadata"]["uid"]
+        for r in c["status"]["allocation"]["devices"]["results"]
+    }
+    assert len(held) == 2

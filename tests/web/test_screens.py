@@ -70,6 +70,12 @@ async def test_overview_shows_each_cluster_as_the_graph_counts_it(page: Any, sit
     assert await page.inner_text(f"{east} [data-count=devices-tainted]") == str(tainted)
     unpublished = str(figures["devices"]["totalCount"])
     assert await page.inner_text(f"{east} [data-count=devices-unpublished]") == unpublished
+    # physical devices, as the capacity question counts them: a GPU with its partitions once
+    rows = (await site.graphql('{ capacity(cluster: "east") { type physical } }'))["capacity"]
+    gpus = sum(r["physical"] for r in rows if r["type"] == "gpu")
+    await page.wait_for_selector(f"{east} [data-count=physical-gpu]")
+    assert await page.inner_text(f"{east} [data-count=physical-gpu]") == str(gpus)
+    assert "GPU-equivalents held" in await page.inner_text(f"{east} [data-physical=gpu]")
 
 
 async def test_device_classes_show_matched_devices(page: Any, site: Site) -> None:

@@ -19,6 +19,14 @@ const UNAVAILABLE = `query OverviewUnavailable($cluster: String!) {
   unpublished: devices(cluster: $cluster, published: false, first: 0) { totalCount }
   pools: resourcePools(cluster: $cluster) { unavailableDevices }
 }`;
+// Physical devices (a GPU with its partitions is one), per driver: what people count and buy.
+// (Every cluster the asker sees, filtered here: a cluster outside the scope is no error.)
+const PHYSICAL = `query OverviewPhysical {
+  capacity {
+    cluster driver type physical physicalFree physicalWhole physicalPartitioned physicalShared heldEquivalents
+    partitionedDevices { physical node state heldEquivalents inUse }
+  }
+}`;
 const DEVICES_BY_STATUS = `query DevicesByStatus($cluster: String!, $status: DeviceStatus!) {
   devices(cluster: $cluster, status: $status, first: 0) { totalCount }
 }`;
@@ -71,6 +79,25 @@ function StatusCount({ cluster, status, refresh, onLoaded }) {
   return html`<${Link} to=${href("slices", { cluster, status })} data-count=${`devices-${status.toLowerCase()}`}>${number(data.devices.totalCount)}<//>`;
 }
 
+const PHYSICAL_NOUNS = { gpu: "GPUs", nic: "NICs" };
+
+function PhysicalDevices({ cluster, refresh }) {
+  const { data, error } = useQuery(PHYSICAL, {}, refresh);
+  if (error) return html`<span class="error-inline">${error.message}</span>`;
+  if (!data) return html`<span class="muted">…</span>`;
+  const rows = data.capacity.filter((r) => r.cluster === cluster && r.physical > 0);
+  if (!rows.length) return html`<span class="muted">none</span>`;
+  return html`<table class="figures-table"><tbody>${rows.map((r) => {
+    const noun = PHYSICAL_NOUNS[r.type] || `${r.type} devices`;
+    const held = Number(r.heldEquivalents.toFixed(3));
+    return html`<tr data-physical=${r.type}><th title=${`${r.driver}: a GPU and its partitions count once`}>${noun}</th>
+      <td><span data-count=${`physical-${r.type}`}>${number(r.physical)}</span>: ${number(r.physicalFree)} free,
+        ${number(r.physicalWhole)} in use whole, ${number(r.physicalPartitioned)} partitioned, ${number(r.physicalShared)} shared
+        <span class="muted" title="a whole device 1, a partition its share of the GPU's memory slices, a share its consumed capacity">(${held} ${r.type === "gpu" ? "GPU" : noun}-equivalents held)</span>
+        ${r.partitionedDevices.length ? html`<ul class="small">${r.partitionedDevices.map((p) => html`<li>${p.physical}${p.node ? ` on ${p.node}` : ""} ${p.state}: ${p.inUse.join(", ")}</li>`)}</ul>` : null}</td></tr>`;
+  })}</tbody></table>`;
+}
+
 function ClusterCard({ cluster, refresh, onTotals }) {
   const { name, status } = cluster;
   const totals = useQuery(TOTALS, { cluster: name }, refresh);
@@ -114,7 +141,11 @@ function ClusterFigures({ cluster, totals, refresh }) {
       ${Object.entries(status.malformed || {}).map(([kind, n]) => html` · <span class="warn-text">${n} malformed ${kind}</span>`)}</p>
     <div class="figures">
       <div class="figure-group">
-        <h3>Devices</h3>
+        <h3>Physical devices</h3>
+        <${PhysicalDevices} cluster=${name} refresh=${refresh} />
+      </div>
+      <div class="figure-group">
+        <h3 title="every device a driver publishes: each partition counts">Devices</h3>
         <table class="figures-table"><tbody>
           <tr><th>total</th><td><${Link} to=${href("slices", { cluster: name })} data-count="devices">${number(counts.devices)}<//></td></tr>
           <tr><th>free</th><td><${StatusCount} cluster=${name} status="FREE" refresh=${refresh} onLoaded=${noteLoaded} /></td></tr>
