@@ -255,12 +255,18 @@ async def test_a_restarted_redis_fences_the_writer_out(
 async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster, caplog) -> None:
     """Replication is asynchronous: each batch is followed by WAIT, so it counts as written
     once the replica holds it. With the replica of the slot's master gone, WAIT answers 0
-    within its timeout: the batch is still written, and the store says so and stops waiting."""
+    within its timeout: the batch is still written, and the store says so and stops waiting.
+    The timeout is generous here: a replica on a loaded machine may take a while."""
     import logging
 
     from redis.crc import key_slot
 
-    store = RedisStore.from_url(redis_cluster.url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+    from dra_mirror.service.stores.redis_connect import connect
+
+    store = RedisStore(
+        connect(redis_cluster.url, socket_timeout=30.0),
+        prefix=f"test-{uuid.uuid4().hex[:12]}", wait_timeout=5.0,
+    )  # fmt: skip
     index = ClusterIndex(EAST)
     try:
         with caplog.at_level(logging.WARNING, logger="dra_mirror.service.stores.redis"):
