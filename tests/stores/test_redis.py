@@ -281,3 +281,23 @@ async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster,
         assert await store.get([("east", "Pod", "ns", "a")]) == [POD_A]
     finally:
         await store.close()
+
+
+async def test_holders_by_uuid_is_one_round_trip(redis_store: RedisStore) -> None:
+    """whoHolds by uuid: the devices, their holds and the holding claims come back from one
+    script per cluster, the clusters' scripts in one pipeline — not three dependent reads."""
+    index = ClusterIndex(EAST)
+    await redis_store.apply(index.apply([Event("ADDED", r) for r in EAST_RECORDS], at="t1"))
+    await redis_store.holders_by_uuid("GPU-C")  # reads the cluster names (kept for a second)
+    calls = 0
+    call = redis_store._call
+
+    async def counting(awaitable):
+        nonlocal calls
+        calls += 1
+        return await call(awaitable)
+
+    redis_store._call = counting  # type: ignore[method-assign]
+    found = await redis_store.holders_by_uuid("GPU-C")
+    assert calls == 1
+    assert len(found.claims) == 2 and all(found.claims.values())
