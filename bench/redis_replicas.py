@@ -28,7 +28,8 @@ first replica, one client, each document timed (ms, p50/p99, errors kept):
 
 * floor: `GET /healthz` through the same stack and client;
 * each list or count on its own (devices, by status, pending and idle claims, a claims page,
-  `Cluster.counts`) — target p50 <= 5 ms at 20,000 nodes — and `whoHolds` (p50 <= 1.2 ms);
+  `Cluster.counts`) — target p50 <= 5 ms at 20,000 nodes — and `whoHolds` by uuid
+  (`--who-holds` documents, p50 <= 1.2 ms);
 * the dashboard load (bench/redis_dashboard.py): `--openings` openings of each screen
   (Overview, claims list page, device page, node page, findDevices, explainClaim);
 * then every replica under `--clients` clients opening random screens: each replica's RSS
@@ -261,6 +262,9 @@ async def dashboard(ports: list[int], readers: dict[str, subprocess.Popen], samp
     for name, requests in counts(samples.cluster).items():
         await _phase(port, name, requests * max(1, 50 // len(requests)), "(target p50 <= 5 ms)")
     print(f"reader RSS after the counts: {_rss(readers)}", flush=True)
+    if args.who_holds:  # on its own, before the diagnostics load the reader
+        who = [r for _ in range(args.who_holds) for r in screens(samples, rng)["whoHolds"]]
+        await _phase(port, "whoHolds by uuid", who, "(target p50 <= 1.2 ms)")
     for screen in opened[0]:
         documents = [r for o in opened for r in o[screen]]
         target = "(target p50 <= 1.2 ms)" if screen == "whoHolds" else ""
@@ -393,6 +397,8 @@ def main() -> None:
     parser.add_argument("--redis-cluster", action="store_true")
     parser.add_argument("--readers", type=int, default=2)
     parser.add_argument("--openings", type=int, default=20)
+    parser.add_argument("--who-holds", type=int, default=200,
+                        help="whoHolds documents timed on their own after the counts")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--requests", type=int, default=4000)

@@ -172,7 +172,10 @@ class Query:
         after: str | None = None,
     ) -> DeviceSearch:
         try:
-            found = await diagnosis.find_devices(info.context.reader, selector, cluster=cluster)
+            found = await diagnosis.find_devices(
+                info.context.reader, selector, cluster=cluster,
+                status=status.value if status is not None else None,
+            )  # fmt: skip
         except diagnosis.BadSelector as error:
             raise GraphQLError(str(error), extensions={"code": "BAD_SELECTOR"}) from error
         entries = found.devices

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from dra_mirror.service.model.records import AllocationRef, ClaimRecord, DeviceKey, PodRecord
-from dra_mirror.service.questions.holders import holdings_of, resolve_devices
+from dra_mirror.service.questions.holders import holdings_named, resolve_devices
 
 from .claims import ResourceClaim, device_for
 from .context import Info
@@ -83,8 +83,7 @@ async def who_holds(info: Info, spec: str, cluster: str | None) -> list[Holding]
     # loader futures), and the answer's claims and pods loaded up front.
     reader: ScopedReader = info.context.reader
     loaders: Loaders = info.context.loaders
-    keys = await resolve_devices(reader, spec, cluster=cluster)
-    found = await holdings_of(reader, keys)
+    _, found = await holdings_named(reader, spec, cluster=cluster)
     loaders.records.prime_many(found.records)
     return [
         Holding(device_key=h.device, ref=h.ref, claim_record=h.claim, pod_records=h.pods)

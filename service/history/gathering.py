@@ -16,7 +16,8 @@
 * an entry that cannot be decoded is counted (`stats.rejected`), logged and kept as None
   (acknowledged with its batch, never written).
 
-Decoding yields to the event loop every `SLICE` entries, so the commit running beside it gets
+Each entry is decoded once, when it joins a batch. Decoding yields to the event loop every
+`SLICE` entries or `YIELD_BYTES` of them, so the commit running beside it gets
 the loop back as soon as its SQL answers.
 """
 
@@ -43,6 +44,7 @@ from dra_mirror.service.history.preparing import Prepared
 log = logging.getLogger(__name__)
 
 SLICE = 50  # entries decoded or prepared between two yields to the event loop
+YIELD_BYTES = 2**20  # ... or this many bytes of entries decoded
 
 Decoded = list[tuple[str, OutboxEntry | None]]
 
@@ -84,41 +86,39 @@ class Gatherer:
         self.carry: list[tuple[str, bytes]] = []  # read, not yet in a batch
         self._read_count = options.batch_entries
 
-    def decode(self, raw: Sequence[tuple[str, bytes]]) -> Decoded:
-        """Decode entries; one that cannot be decoded is counted, logged and later skipped."""
-        decoded: Decoded = []
-        for entry_id, payload in raw:
-            try:
-                decoded.append((entry_id, decode_entry(payload)))
-            except msgspec.DecodeError as error:
-                self.stats.rejected += 1
-                log.error("history outbox entry %s cannot be decoded, skipped: %s", entry_id, error)
-                decoded.append((entry_id, None))
-        return decoded
+    def _decode(self, entry_id: str, payload: bytes) -> OutboxEntry | None:
+        """One entry; one that cannot be decoded is counted, logged and later skipped (None)."""
+        try:
+            return decode_entry(payload)
+        except msgspec.DecodeError as error:
+            self.stats.rejected += 1
+            log.error("history outbox entry %s cannot be decoded, skipped: %s", entry_id, error)
+            return None
 
     async def decode_until(
         self, raw: Sequence[tuple[str, bytes]], into: Decoded, size: tuple[int, int]
     ) -> tuple[int, int]:
         """Decode `raw` into `into` until the batch holds `max_batch_bytes` of encoded entries;
-        the entries after that go to `carry`. `size` and the result: the batch's (rows,
+        the entries after that go to `carry`, undecoded (each entry is decoded once: an
+        initial sync's entries are megabytes each). `size` and the result: the batch's (rows,
         bytes). Sets the next read's count from the mean size of these entries."""
         limit = self.options.max_batch_bytes
         rows, held = size
-        taken = 0
-        for start in range(0, len(raw), SLICE):
-            if start:
+        taken = since_yield = 0
+        for entry_id, payload in raw:
+            if taken and (taken % SLICE == 0 or since_yield >= YIELD_BYTES):
                 await asyncio.sleep(0)
-            for entry_id, entry in self.decode(raw[start : start + SLICE]):
-                into.append((entry_id, entry))
-                rows += rows_of(entry)
-                held += len(raw[taken][1])
-                taken += 1
-                if held >= limit:
-                    self.carry = list(raw[taken:]) + self.carry
-                    break
-            else:
-                continue
-            break
+                since_yield = 0
+            entry = self._decode(entry_id, payload)
+            into.append((entry_id, entry))
+            rows += rows_of(entry)
+            held += len(payload)
+            since_yield += len(payload)
+            taken += 1
+            if held >= limit:
+                break
+        if taken < len(raw):
+            self.carry = list(raw[taken:]) + self.carry
         if taken:
             mean = max(1, sum(len(payload) for _, payload in raw[:taken]) // taken)
             self._read_count = max(1, min(self.options.batch_entries, limit // mean))

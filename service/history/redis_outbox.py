@@ -42,7 +42,9 @@ stream, its lease and its consumer group live in one slot and every script and t
 stays on one node. Replication to replicas is asynchronous: a master that crashes right after
 an XADD may take the entry with it when its replica is promoted. `wait_replicas=N` (1 by
 default on a cluster) makes `append` send WAIT N after its XADD on the same connection, so it
-returns only once N replicas hold the entry (or after `wait_timeout`); when fewer answer —
+returns only once N replicas hold the entry (or after `wait_timeout` plus `wait_per_mib` for
+every MiB of the entry: an initial sync's entries are megabytes, service.stores.redis_wait);
+when fewer answer —
 no replica left after a failover — the append goes on without waiting for `wait_backoff`
 seconds (logged), rather than stalling every watch.
 """
@@ -64,6 +66,7 @@ from dra_mirror.service.stores.protocols import StoreUnavailable
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import connect
 from dra_mirror.service.stores.redis_keys import DEFAULT_PREFIX
+from dra_mirror.service.stores.redis_wait import MS_PER_MIB, Wait
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -128,12 +131,14 @@ class RedisStreamOutbox:
         lease_ttl: float = 15.0,
         wait_replicas: int | None = None,
         wait_timeout: float = 0.5,
+        wait_per_mib: float = MS_PER_MIB / 1000,
         wait_backoff: float = 30.0,
     ) -> None:
         self.redis = redis
         self.cluster = isinstance(redis, RedisCluster)
         self.wait_replicas = (1 if self.cluster else 0) if wait_replicas is None else wait_replicas
         self.wait_timeout_ms = max(1, int(wait_timeout * 1000))
+        self.wait_ms_per_mib = int(wait_per_mib * 1000)
         self.wait_backoff = wait_backoff
         self._unreplicated_until = float("-inf")  # loop time until which appends do not WAIT
         self.name = stream_key
@@ -231,7 +236,9 @@ class RedisStreamOutbox:
         if isinstance(self.redis, RedisCluster):
             await self._call(self.redis.initialize())  # the slot map, once
             target = {"target_nodes": self.redis.get_node_from_key(self.name)}
-        pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **target)
+        wait = Wait(self.wait_replicas, self.wait_timeout_ms, self.wait_ms_per_mib)
+        timeout_ms = wait.timeout_ms(len(payload))
+        pipe.execute_command("WAIT", self.wait_replicas, timeout_ms, **target)
         entry_id, replicas = await self._call(pipe.execute())
         entry_id = replies.appended(entry_id, cluster)
         if int(replicas) < self.wait_replicas:
@@ -239,7 +246,7 @@ class RedisStreamOutbox:
             log.warning(
                 "history outbox: entry %s reached %s of %d replicas within %d ms; appending "
                 "without waiting for replicas for %.0fs", replies.entry_id(entry_id), replicas,
-                self.wait_replicas, self.wait_timeout_ms, self.wait_backoff,
+                self.wait_replicas, timeout_ms, self.wait_backoff,
             )  # fmt: skip
         return replies.entry_id(entry_id)
 

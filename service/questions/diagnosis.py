@@ -64,6 +64,7 @@ from dra_mirror.service.questions.cluster_state import (  # noqa: F401  (re-expo
     read_whole_cluster,
 )
 from dra_mirror.service.questions.ledgers import ledger_of, prepare  # noqa: F401
+from dra_mirror.service.stores.protocols import DEVICES, Selection
 
 
 class DiagnosisInputError(BadQuestion):
@@ -232,8 +233,16 @@ class DeviceSearch:
     failed: list[tuple[DeviceEntry, SelectorEvalError]]
 
 
-async def find_devices(reader: ScopedState, selector: str, *, cluster: str | None) -> DeviceSearch:
-    """Evaluate a CEL device selector over every device of one cluster or of all of them."""
+SEARCH_PAGE = 1000  # devices read at a time from a store outside the process
+
+
+async def find_devices(
+    reader: ScopedState, selector: str, *, cluster: str | None, status: str | None = None
+) -> DeviceSearch:
+    """Evaluate a CEL device selector over every device of one cluster or of all of them.
+    `status` (free | held | shared | blocked): the caller keeps only devices of that status,
+    so a store outside this process (Redis) is asked for just those — from the writer's
+    status filter, `SEARCH_PAGE` at a time — instead of every device of the cluster."""
     try:
         compiled = compile_selector(selector)
     except SelectorError as error:
@@ -242,7 +251,9 @@ async def find_devices(reader: ScopedState, selector: str, *, cluster: str | Non
     entries: list[DeviceEntry] = []
     for name in names:
         index = reader.index(name)
-        if index is None:
+        if index is None and status is not None:
+            entries.extend(await _devices_of_status(reader, name, status))
+        elif index is None:
             entries.extend(await reader.list_devices(cluster=name))
         elif reader.scope.allows(name, ""):
             entries.extend(index.devices())  # unsorted: only the matches are sorted, for paging
@@ -251,3 +262,16 @@ async def find_devices(reader: ScopedState, selector: str, *, cluster: str | Non
     except SelectorError as error:
         raise BadSelector(error.message) from error
     return DeviceSearch(selector, passing, failed)
+
+
+async def _devices_of_status(reader: ScopedState, cluster: str, status: str) -> list[DeviceEntry]:
+    """The published devices of `cluster` with `status`, page by page in key order."""
+    found: list[DeviceEntry] = []
+    after: tuple[str, ...] | None = None
+    selection = Selection(DEVICES, cluster, status=status)
+    while True:
+        page = await reader.select([selection], after=after, first=SEARCH_PAGE)
+        found.extend(page.items)
+        if not page.has_next or not page.items:
+            return found
+        after = tuple(page.items[-1].key)

@@ -42,7 +42,7 @@ from dra_mirror.service.model.records import (
     PodRecord,
     Record,
 )
-from dra_mirror.service.stores.protocols import ClusterStatus, Relation
+from dra_mirror.service.stores.protocols import ClusterStatus, Relation, UuidHolders
 
 __all__ = [
     "UUID_PREFIXES",
@@ -72,6 +72,8 @@ class HoldersReader(Protocol):
     async def lookup(
         self, relation: Relation, keys: Sequence[Any]
     ) -> builtins.list[builtins.list[Any]]: ...
+
+    async def holders_by_uuid(self, uuid: str) -> UuidHolders: ...
 
 
 async def resolve_devices(
@@ -167,15 +169,41 @@ async def consumers_of(
     return out, pods
 
 
-async def holdings_of(reader: HoldersReader, keys: Sequence[DeviceKey]) -> Holdings:
-    """The claims holding each of `keys` (in key order), with their consumer pods."""
+async def holdings_named(
+    reader: HoldersReader, spec: str, *, cluster: str | None
+) -> tuple[list[DeviceKey], Holdings]:
+    """`resolve_devices` then `holdings_of`. A uuid (a spec without "/") is read with its
+    devices' holds and claims in one store call (`holders_by_uuid`: one round trip to Redis
+    instead of three); a spec no device has as uuid is resolved as `resolve_devices` does."""
+    spec = spec.strip()
+    if "/" not in spec:
+        found = await reader.holders_by_uuid(spec)
+        if found.devices:
+            keys = sorted({k for k in found.devices if not cluster or k.cluster == cluster})
+            return keys, await holdings_of(reader, keys, read=found)
+    keys = await resolve_devices(reader, spec, cluster=cluster)
+    return keys, await holdings_of(reader, keys)
+
+
+async def holdings_of(
+    reader: HoldersReader, keys: Sequence[DeviceKey], *, read: UuidHolders | None = None
+) -> Holdings:
+    """The claims holding each of `keys` (in key order), with their consumer pods. `read`:
+    the holds and claims already read (`holders_by_uuid`); what it lacks is read here."""
     if not keys:
         return Holdings()
-    holds: list[list[AllocationRef]] = await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
+    holds: list[list[AllocationRef]]
+    if read is not None and all(k in read.holds for k in keys):
+        holds = [read.holds[k] for k in keys]
+    else:
+        holds = await reader.lookup(Relation.DEVICE_ALLOCATIONS, keys)
     claim_keys = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
-    claims: dict[ObjectKey, Record | None] = (
-        dict(zip(claim_keys, await reader.get(claim_keys), strict=True)) if claim_keys else {}
-    )
+    known = read.claims if read is not None else {}
+    claims: dict[ObjectKey, Record | None] = {k: known[k] for k in claim_keys if k in known}
+    missing = [k for k in claim_keys if k not in claims]
+    if missing:
+        claims.update(zip(missing, await reader.get(missing), strict=True))
+    claims = {k: claims[k] for k in claim_keys}  # in the order of the holds
     consumers, pods = await consumers_of(reader, claims)
     found = Holdings(records={**claims, **pods})
     for device, refs in zip(keys, holds, strict=True):

@@ -57,6 +57,7 @@ from dra_mirror.service.stores.protocols import (
     Selection,
     StateReader,
     StoreUnavailable,
+    UuidHolders,
 )
 
 from .asking import QuestionUnavailable
@@ -281,6 +282,23 @@ class ScopedReader:
         if not self.scope.may_hide():
             return found
         return [[item for item in items if _allows_key(self.scope, item)] for items in found]
+
+    async def holders_by_uuid(self, uuid: str) -> UuidHolders:
+        """As `lookup` and `get` would each show them: devices of the clusters the scope shows,
+        the holds it shows, the claims it shows (None otherwise)."""
+        found = await self._call(self.store.holders_by_uuid, uuid)
+        scope = self.scope
+        if not scope.may_hide():
+            return found
+        devices = [k for k in found.devices if _allows_key(scope, k)]
+        return UuidHolders(
+            devices=devices,
+            holds={k: [r for r in found.holds[k] if _allows_key(scope, r)] for k in devices},
+            claims={
+                k: r if r is not None and _allows_record(scope, r) else None
+                for k, r in found.claims.items()
+            },
+        )
 
     async def every_holder(self, keys: Sequence[DeviceKey]) -> builtins.list[builtins.list[Any]]:
         """Every claim's hold on each device, those outside the scope included: only counts

@@ -38,7 +38,14 @@ from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.taint_rules import SelectorMatcher
 from dra_mirror.service.model.view import IndexView
 from dra_mirror.service.stores.bus import Delivery, InProcessBus
-from dra_mirror.service.stores.protocols import DEVICES, ClusterStatus, Page, Selection
+from dra_mirror.service.stores.protocols import (
+    DEVICES,
+    ClusterStatus,
+    Page,
+    Selection,
+    UuidHolders,
+    composed_holders,
+)
 from dra_mirror.service.stores.selecting import entry_key, page_of, record_key, selected
 
 
@@ -178,6 +185,9 @@ class MemoryStore:
             within = self._indexes.get(key[0]) if isinstance(key, tuple) and key else None
             out.append(within.lookup(relation, key) if within is not None else [])
         return out
+
+    async def holders_by_uuid(self, uuid: str) -> UuidHolders:
+        return await composed_holders(self, uuid)
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:
         out: list[str | None] = []

@@ -35,7 +35,7 @@ from msgspec import Struct, field
 
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex
-from dra_mirror.service.model.records import (  # noqa: F401  (re-exported for readers)
+from dra_mirror.service.model.records import (
     AllocationRef,
     DeviceEntry,
     DeviceKey,
@@ -146,6 +146,41 @@ class StatusSink(Protocol):
     async def set_status(self, status: ClusterStatus) -> None: ...
 
 
+class UuidHolders(Struct):
+    """What a uuid names, read together (`StateReader.holders_by_uuid`): its devices, each
+    device's holds (every claim's, whatever a scope shows), and the holding claims' records
+    (None: gone since). Empty devices: no device has that uuid."""
+
+    devices: list[DeviceKey] = field(default_factory=list)
+    holds: dict[DeviceKey, list[AllocationRef]] = field(default_factory=dict)
+    claims: dict[ObjectKey, Record | None] = field(default_factory=dict)
+
+
+class LookupReader(Protocol):
+    """The two reads `composed_holders` makes."""
+
+    async def get(self, keys: Sequence[ObjectKey]) -> list[Record | None]: ...
+
+    async def lookup(
+        self, relation: Relation, keys: Sequence[Hashable]
+    ) -> builtins.list[builtins.list[Any]]: ...
+
+
+async def composed_holders(reader: LookupReader, uuid: str) -> UuidHolders:
+    """`holders_by_uuid` from a reader's lookups and `get` (three calls): what a store with
+    no faster way answers."""
+    (devices,) = await reader.lookup(Relation.UUID_DEVICES, [uuid])
+    out = UuidHolders(devices=list(devices))
+    if not devices:
+        return out
+    holds = await reader.lookup(Relation.DEVICE_ALLOCATIONS, devices)
+    out.holds = dict(zip(devices, holds, strict=True))
+    claims = list(dict.fromkeys(ref.claim for refs in holds for ref in refs))
+    if claims:
+        out.claims = dict(zip(claims, await reader.get(claims), strict=True))
+    return out
+
+
 class StateReader(Protocol):
     async def clusters(self) -> list[ClusterStatus]: ...
 
@@ -175,6 +210,11 @@ class StateReader(Protocol):
     async def lookup(
         self, relation: Relation, keys: Sequence[Hashable]
     ) -> builtins.list[builtins.list[Any]]: ...
+
+    async def holders_by_uuid(self, uuid: str) -> UuidHolders:
+        """The devices `uuid` names in every cluster, their holds and the holding claims: the
+        `UUID_DEVICES` and `DEVICE_ALLOCATIONS` lookups and the claims' `get`, in one call."""
+        ...
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]: ...
 

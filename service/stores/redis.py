@@ -28,8 +28,10 @@ layout is in `service.stores.redis_keys` and docs/redis.md. Promises:
 On a Redis Cluster (`redis+cluster://` URLs, `service.stores.redis_connect`) nothing else
 changes: a cluster's keys share its `{cluster}` hash tag, so its transaction (fence included)
 goes to the master of its slot and is re-routed after a failover (a write that failed there
-stays pending, like any other); each transaction is followed by `WAIT 1 500` on its connection
-(`wait_replicas`): a batch is written once the master's replica holds it too, so a master
+stays pending, like any other); each transaction is followed by `WAIT 1 …` on its connection
+(`wait_replicas`; the timeout grows with the batch: `wait_timeout` plus `wait_per_mib` for
+every MiB of the transaction, service.stores.redis_wait): a batch is written once the master's
+replica holds it too, so a master
 killed right after a write loses nothing its promoted replica should have had (when no
 replica answers, writes go on without waiting for `wait_backoff` seconds, logged); live events are the cluster's stream (XADD inside
 the transaction, XREAD); reads are pipelines the cluster client splits by node. The one
@@ -78,6 +80,7 @@ from dra_mirror.service.stores.redis_keys import (
     status_decoder,
 )
 from dra_mirror.service.stores.redis_reads import RedisReader
+from dra_mirror.service.stores.redis_wait import MS_PER_MIB, Wait
 from dra_mirror.service.stores.redis_writes import Fenced, Ops, send_batch
 
 __all__ = ["Fenced", "RedisStore"]
@@ -97,6 +100,7 @@ class RedisStore(RedisReader):
         prefix: str = DEFAULT_PREFIX,
         wait_replicas: int | None = None,
         wait_timeout: float = 0.5,
+        wait_per_mib: float = MS_PER_MIB / 1000,
         wait_backoff: float = 30.0,
         selector_matcher: SelectorMatcher = rule_selector_matches,
     ) -> None:
@@ -105,6 +109,7 @@ class RedisStore(RedisReader):
         cluster = isinstance(client, RedisCluster)
         self.wait_replicas = (1 if cluster else 0) if wait_replicas is None else wait_replicas
         self.wait_ms = max(1, int(wait_timeout * 1000))
+        self.wait_ms_per_mib = int(wait_per_mib * 1000)
         self.wait_backoff = wait_backoff
         self._unreplicated_until = float("-inf")  # loop time until which writes do not WAIT
         self._pending: dict[str, list[Changes]] = {}  # batches not written yet, in order
@@ -239,7 +244,7 @@ class RedisStore(RedisReader):
         loop = asyncio.get_running_loop()
         wait = None
         if self.wait_replicas > 0 and loop.time() >= self._unreplicated_until:
-            wait = (self.wait_replicas, self.wait_ms)
+            wait = Wait(self.wait_replicas, self.wait_ms, self.wait_ms_per_mib)
         replicas = await self._call(send_batch(self.redis, token, ops, wait=wait))
         if rebuild is not None and index is not None:
             log.info("state store: the indexes of %s rebuilt (key layout %s)", cluster,
@@ -248,9 +253,10 @@ class RedisStore(RedisReader):
         if replicas is not None and replicas < self.wait_replicas:
             self._unreplicated_until = loop.time() + self.wait_backoff
             log.warning(
-                "state store: a batch of %s reached %d of %d replicas within %d ms; writing "
-                "without waiting for replicas for %.0fs", cluster, replicas, self.wait_replicas,
-                self.wait_ms, self.wait_backoff,
+                "state store: a batch of %s reached %d of %d replicas within its timeout "
+                "(%d ms and %d ms a MiB); writing without waiting for replicas for %.0fs",
+                cluster, replicas, self.wait_replicas, self.wait_ms, self.wait_ms_per_mib,
+                self.wait_backoff,
             )  # fmt: skip
         self._pending.pop(cluster, None)
 

@@ -20,8 +20,14 @@ from dra_mirror.service.diagnostics.cel import rule_selector_matches
 from dra_mirror.service.model.records import DeviceEntry, DeviceKey, ObjectKey, Record
 from dra_mirror.service.model.relations import ACROSS_CLUSTERS, Relation
 from dra_mirror.service.model.taint_rules import SelectorMatcher
-from dra_mirror.service.stores import redis_select
-from dra_mirror.service.stores.protocols import ClusterStatus, Page, Selection
+from dra_mirror.service.stores import redis_holders, redis_select
+from dra_mirror.service.stores.protocols import (
+    ClusterStatus,
+    Page,
+    Selection,
+    UuidHolders,
+    composed_holders,
+)
 from dra_mirror.service.stores.redis_calls import redis_call
 from dra_mirror.service.stores.redis_connect import Client
 from dra_mirror.service.stores.redis_keys import (
@@ -215,6 +221,19 @@ class RedisReader:
                 elif raw is not None:
                     values.extend(decode_members(cluster, name, raw))
             out.append(values)
+        return out
+
+    async def holders_by_uuid(self, uuid: str) -> UuidHolders:
+        """One script per cluster (redis_holders.py), the clusters' calls in one pipeline."""
+        names = await self._recent_names()
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                redis_holders.holders_call(pipe, self.keys(name), uuid)
+            found = await self._call(pipe.execute()) if names else []
+        out = UuidHolders()
+        for name, reply in zip(names, found, strict=True):
+            if not redis_holders.holders_answer(name, reply, out):
+                return await composed_holders(self, uuid)
         return out
 
     async def idle_since(self, claims: Sequence[ObjectKey]) -> builtins.list[str | None]:

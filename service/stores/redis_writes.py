@@ -59,6 +59,7 @@ from dra_mirror.service.stores.redis_keys import (
     link_part,
     object_field,
 )
+from dra_mirror.service.stores.redis_wait import Wait
 
 COMMAND_ARGS = 2000  # arguments of one command at most: a big hash is set by several HSETs
 COMMAND_BYTES = 256 * 1024  # about their bytes together at most (the last value may go over)
@@ -232,12 +233,12 @@ class Ops:
         yield from self._hash(key, sets, (field(k) for k, v in entries.items() if v is None))
 
 
-async def send_batch(client: Client, token: str, ops: Ops, *, wait: tuple[int, int] | None = None
+async def send_batch(client: Client, token: str, ops: Ops, *, wait: Wait | None = None
 ) -> int | None:  # fmt: skip
     """One batch on one connection: [WATCH fence, GET fence, compare], then MULTI … EXEC
     sent as `Ops.requests` makes it, the replies read once EXEC is sent. EXEC answers nil when the fence changed after the WATCH. With
-    `wait` (replicas, milliseconds) a `WAIT` follows the EXEC on the connection: the answer
-    is how many replicas hold the batch (replication is asynchronous: a master killed right
+    `wait` a `WAIT` follows the EXEC on the connection, its timeout sized to the bytes of the
+    transaction (`redis_wait.Wait`): the answer is how many replicas hold the batch (replication is asynchronous: a master killed right
     after EXEC may not have sent it, and its promoted replica would lack it); else None.
 
     A pooled connection that Redis closed (it restarted) fails on first use: the batch is
@@ -250,7 +251,7 @@ async def send_batch(client: Client, token: str, ops: Ops, *, wait: tuple[int, i
         return await _send_once(client, token, ops, wait)
 
 
-async def _send_once(client: Client, token: str, ops: Ops, wait: tuple[int, int] | None
+async def _send_once(client: Client, token: str, ops: Ops, wait: Wait | None
 ) -> int | None:  # fmt: skip
     connection, release = await slot_connection(client, ops.fence_key)
     try:
@@ -264,16 +265,15 @@ async def _send_once(client: Client, token: str, ops: Ops, wait: tuple[int, int]
                 await connection.send_packed_command(resp([b"UNWATCH"]))
                 await connection.read_response()
                 raise Fenced(f"the fence of {ops.fence_key} is {current!r}, not ours")
-        replies = 0
+        replies = sent = 0
         for request, count in ops.requests():
             # No health check once MULTI is sent: its PING would be queued in the transaction.
             await connection.send_packed_command(request, check_health=replies == 0)
             replies += count
+            sent += sum(map(len, request))
             del request  # not held while the next one is made
         if wait is not None:
-            await connection.send_packed_command(
-                resp([b"WAIT", b"%d" % wait[0], b"%d" % wait[1]]), check_health=False
-            )
+            await connection.send_packed_command(resp(wait.command(sent)), check_health=False)
         for _ in range(replies - 1):
             await connection.read_response()
         result = await connection.read_response()

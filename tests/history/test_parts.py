@@ -121,3 +121,27 @@ async def test_the_writer_never_takes_more_than_max_batch_bytes(engine) -> None:
         await running.stop()
     assert sum(taken) == len(parts) == 7 and max(taken) == 2
     assert running.writer.stats.rows >= 9
+
+
+async def test_the_writer_decodes_each_entry_once(engine, monkeypatch) -> None:
+    """An initial sync's entries are megabytes each: the entries read beyond a batch's
+    `max_batch_bytes` wait undecoded for the next batch, and are decoded only then."""
+    from dra_mirror.service.history import gathering
+
+    decoded: list[bytes] = []
+
+    def counting(payload: bytes):
+        decoded.append(payload)
+        return decode_entry(payload)
+
+    monkeypatch.setattr(gathering, "decode_entry", counting)
+    changes = a_list(claims=9)
+    parts = [encode_entry(e) for e in changes_entries(changes, rows=2)]
+    running = Pipeline(engine, options=replace(FAST, max_batch_bytes=1), entry_rows=2)
+    running.start()
+    try:
+        await running.sink(changes)
+        await running.drained()
+    finally:
+        await running.stop()
+    assert sorted(decoded) == sorted(parts)  # every part, each once

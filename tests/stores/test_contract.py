@@ -15,7 +15,13 @@ from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.records import DeviceKey, ObjectKey, key_of
-from dra_mirror.service.stores.protocols import ClusterStatus, Relation, StateStore
+from dra_mirror.service.stores.protocols import (
+    ClusterStatus,
+    Relation,
+    StateStore,
+    UuidHolders,
+    composed_holders,
+)
 from tests.model.builders import DRIVER, claim, device, node, pod, slice_, template
 
 EAST, WEST = "east", "west"
@@ -240,6 +246,23 @@ async def test_every_relation(store: StateStore, world) -> None:
         [],
         [pk("b")],
     ]
+
+
+async def test_holders_by_uuid_is_its_lookups_and_get_in_one_call(store: StateStore, world):
+    """A shared device's uuid: its device, both holds, both claims; a uuid of another
+    cluster; one no device has."""
+    shared = await store.holders_by_uuid("GPU-C")
+    device = dk(EAST, "n2", "gpu-0")
+    assert shared.devices == [device]
+    assert [ref.claim for ref in shared.holds[device]] == [ck("share1"), ck("share2")]
+    assert shared.claims == dict(zip([ck("share1"), ck("share2")],
+                                     await store.get([ck("share1"), ck("share2")]), strict=True))  # fmt: skip
+    assert all(claim is not None for claim in shared.claims.values())
+    assert shared == await composed_holders(store, "GPU-C")
+    west = await store.holders_by_uuid("GPU-W")
+    assert (west.devices, west.holds, west.claims) == ([dk(WEST, "w1", "gpu-0")],
+                                                        {dk(WEST, "w1", "gpu-0"): []}, {})  # fmt: skip
+    assert await store.holders_by_uuid("GPU-nope") == UuidHolders()
 
 
 async def test_idle_since(store: StateStore, world) -> None:

@@ -285,12 +285,18 @@ async def test_a_restarted_redis_fences_the_writer_out(
 async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster, caplog) -> None:
     """Replication is asynchronous: each batch is followed by WAIT, so it counts as written
     once the replica holds it. With the replica of the slot's master gone, WAIT answers 0
-    within its timeout: the batch is still written, and the store says so and stops waiting."""
+    within its timeout: the batch is still written, and the store says so and stops waiting.
+    The timeout is generous here: a replica on a loaded machine may take a while."""
     import logging
 
     from redis.crc import key_slot
 
-    store = RedisStore.from_url(redis_cluster.url, prefix=f"test-{uuid.uuid4().hex[:12]}")
+    from dra_mirror.service.stores.redis_connect import connect
+
+    store = RedisStore(
+        connect(redis_cluster.url, socket_timeout=30.0),
+        prefix=f"test-{uuid.uuid4().hex[:12]}", wait_timeout=5.0,
+    )  # fmt: skip
     index = ClusterIndex(EAST)
     try:
         with caplog.at_level(logging.WARNING, logger="dra_mirror.service.stores.redis"):
@@ -305,3 +311,23 @@ async def test_on_a_cluster_a_batch_waits_for_the_masters_replica(redis_cluster,
         assert await store.get([("east", "Pod", "ns", "a")]) == [POD_A]
     finally:
         await store.close()
+
+
+async def test_holders_by_uuid_is_one_round_trip(redis_store: RedisStore) -> None:
+    """whoHolds by uuid: the devices, their holds and the holding claims come back from one
+    script per cluster, the clusters' scripts in one pipeline — not three dependent reads."""
+    index = ClusterIndex(EAST)
+    await redis_store.apply(index.apply([Event("ADDED", r) for r in EAST_RECORDS], at="t1"))
+    await redis_store.holders_by_uuid("GPU-C")  # reads the cluster names (kept for a second)
+    calls = 0
+    call = redis_store._call
+
+    async def counting(awaitable):
+        nonlocal calls
+        calls += 1
+        return await call(awaitable)
+
+    redis_store._call = counting  # type: ignore[method-assign]
+    found = await redis_store.holders_by_uuid("GPU-C")
+    assert calls == 1
+    assert len(found.claims) == 2 and all(found.claims.values())
