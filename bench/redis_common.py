@@ -20,6 +20,7 @@ PLURALS = {kind: BY_KIND[kind].plural for kind in KINDS}
 # The order in which the reactor's list calls typically complete (small kinds first).
 LIST_ORDER = (
     "PodGroup",
+    "ResourcePoolStatusRequest",
     "DeviceTaintRule",
     "DeviceClass",
     "ResourceClaimTemplate",
