@@ -24,27 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from dra_mirror.service.settings_values import SettingsError, _parse, _positive, _require
+
 ENV_PREFIX = "DRA_MIRROR_"
-
-
-class SettingsError(ValueError):
-    """A flag or environment variable has a value of the wrong shape."""
-
-
-def _require(ok: bool, setting: str, value: Any, accepted: str) -> None:
-    """`SettingsError` unless `ok`: the setting, at most 60 characters of its value (None:
-    not shown, for URLs that may hold a password), and what it accepts."""
-    if not ok:
-        if value is None:
-            raise SettingsError(f"{setting}: {accepted}")
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "…"
-        raise SettingsError(f"{setting} {shown}: {accepted}")
-
-
-def _positive(setting: str, value: Any, *, zero: bool = False) -> None:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    ok = number and (value >= 0 if zero else value > 0)
-    _require(ok, setting, value, "must be a number " + (">= 0" if zero else "> 0"))
 
 
 @dataclass(frozen=True)
@@ -387,29 +369,3 @@ _GROUP_TYPES: dict[str, type] = {
     "alerts": AlertsSettings,
     "utilization": UtilizationSettings,
 }
-
-
-def _parse(name: str, raw: str, default: Any) -> Any:
-    """Parse an environment string into the type of the field's default."""
-    if isinstance(default, bool):
-        lowered = raw.strip().lower()
-        if lowered in {"1", "true", "yes", "on"}:
-            return True
-        if lowered in {"0", "false", "no", "off", ""}:
-            return False
-        raise SettingsError(f"{name}={raw!r}: expected true or false")
-    if isinstance(default, float):
-        try:
-            return float(raw)
-        except ValueError:
-            raise SettingsError(f"{name}={raw!r}: expected a number") from None
-    if isinstance(default, int):
-        try:
-            return int(raw)
-        except ValueError:
-            raise SettingsError(f"{name}={raw!r}: expected an integer") from None
-    if isinstance(default, tuple):
-        return tuple(part.strip() for part in raw.split(",") if part.strip())
-    if default is None:  # optional string: an empty variable means unset
-        return raw or None
-    return raw

@@ -159,3 +159,20 @@ def tagged_value(attribute: DerivedAttribute, entry: DeviceEntry) -> tuple[str, 
         kind = tags[0][0] if tags[0] is not None else ""
         return (f"{kind}s", tuple(t[1] for t in tags if t is not None))
     return _tag(value)
+
+
+def derived_places(requests: Sequence[Mapping[str, Any]], base: str) -> list[tuple[str, str, Any]]:
+    """Where each request of a claim spec defines derived attributes: (path, request name,
+    the list as written) for `exactly`, the flat v1beta1 request and each subrequest."""
+    out: list[tuple[str, str, Any]] = []
+    for i, request in enumerate(requests):
+        name = str(request.get("name"))
+        path = f"{base}.devices.requests[{i}]"
+        out.append(
+            (f"{path}.exactly", name, (request.get("exactly") or {}).get("derivedAttributes"))
+        )
+        out.append((path, name, request.get("derivedAttributes")))  # v1beta1's flat request
+        for j, sub in enumerate(request.get("firstAvailable") or []):
+            sub_name = f"{name}/{sub.get('name')}"
+            out.append((f"{path}.firstAvailable[{j}]", sub_name, sub.get("derivedAttributes")))
+    return out

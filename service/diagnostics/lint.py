@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_mirror.service.diagnostics.api_validation import problems
-from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, unused
+from dra_mirror.service.diagnostics.derived import MAX_PER_REQUEST, derived_places, unused
 
 ERROR = "error"
 WARNING = "warning"
@@ -214,45 +214,33 @@ def _check_derived(spec: dict[str, Any], base: str, ref: str) -> list[Finding]:
         for c in ((spec.get("devices") or {}).get("constraints") or [])
     ]
     out: list[Finding] = []
-    for i, request in enumerate(_requests(spec)):
-        name = str(request.get("name"))
-        path = f"{base}.devices.requests[{i}]"
-        places = [
-            (f"{path}.exactly", name, (request.get("exactly") or {}).get("derivedAttributes")),
-            (path, name, request.get("derivedAttributes")),  # v1beta1's flat request
-        ]
-        places += [
-            (f"{path}.firstAvailable[{j}]", f"{name}/{sub.get('name')}",
-             sub.get("derivedAttributes"))
-            for j, sub in enumerate(request.get("firstAvailable") or [])
-        ]  # fmt: skip
-        for where, request_name, derived in places:
-            if not derived:
-                continue
-            if len(derived) > MAX_PER_REQUEST:
-                out.append(
-                    Finding(
-                        "derived-attributes-limit",
-                        ERROR,
-                        ref,
-                        f"{where}.derivedAttributes",
-                        f"request {request_name!r} has {len(derived)} derived attributes; the API "
-                        f"allows at most {MAX_PER_REQUEST}: the claim is rejected",
-                    )
+    for where, request_name, derived in derived_places(_requests(spec), base):
+        if not derived:
+            continue
+        if len(derived) > MAX_PER_REQUEST:
+            out.append(
+                Finding(
+                    "derived-attributes-limit",
+                    ERROR,
+                    ref,
+                    f"{where}.derivedAttributes",
+                    f"request {request_name!r} has {len(derived)} derived attributes; the API "
+                    f"allows at most {MAX_PER_REQUEST}: the claim is rejected",
                 )
-            names = [str(d.get("name")) for d in derived if d.get("name")]
-            for unused_name in unused(request_name, names, constraints):
-                out.append(
-                    Finding(
-                        "derived-attribute-unused",
-                        WARNING,
-                        ref,
-                        f"{where}.derivedAttributes",
-                        f"derived attribute {unused_name!r} of request {request_name!r} is named "
-                        "by no constraint (matchAttribute or distinctAttribute) that applies to "
-                        "the request: it is computed for every candidate device for nothing",
-                    )
+            )
+        names = [str(d.get("name")) for d in derived if d.get("name")]
+        for unused_name in unused(request_name, names, constraints):
+            out.append(
+                Finding(
+                    "derived-attribute-unused",
+                    WARNING,
+                    ref,
+                    f"{where}.derivedAttributes",
+                    f"derived attribute {unused_name!r} of request {request_name!r} is named "
+                    "by no constraint (matchAttribute or distinctAttribute) that applies to "
+                    "the request: it is computed for every candidate device for nothing",
                 )
+            )
     return out
 
 

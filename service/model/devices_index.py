@@ -59,8 +59,6 @@ from dra_mirror.service.model.records import (
     HELD,
     SHARED,
     AllocationRef,
-    ClaimRecord,
-    Device,
     DeviceClassRecord,
     DeviceEntry,
     DeviceKey,
@@ -82,6 +80,7 @@ from dra_mirror.service.model.taint_rules import (
     shown,
     with_rules,
 )
+from dra_mirror.service.model.unpublished import unpublished_entry
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch, Touched
@@ -226,27 +225,9 @@ class DeviceTracker:
     def _unpublished_entry(
         self, key: DeviceKey, holds: Iterable[AllocationRef], old: DeviceEntry | None
     ) -> DeviceEntry:
-        refs = sorted(holds, key=lambda r: (r.claim, r.request, r.share_id or ""))
-        node = None
-        for ref in refs:
-            claim = self._index.get(ref.claim)
-            if isinstance(claim, ClaimRecord) and claim.allocation is not None:
-                node = claim.allocation.node_name
-                if node:
-                    break
         uuid = self._last_uuid.get(key) or (old.device.uuid if old is not None else None)
-        # DeviceRequestAllocationResult.shareID: set when the device "supports multiple
-        # simultaneous allocations".
-        shareable = any(r.share_id for r in refs)
-        return DeviceEntry(
-            key=key,
-            device=Device(name=key.device, shareable=shareable, uuid=uuid),
-            slice=None,
-            node=node,
-            pool_complete=False,
-            published=False,
-            rule_taints=rule_taints(self._rules(), key, None, self._matching),
-        )
+        taints = rule_taints(self._rules(), key, None, self._matching)
+        return unpublished_entry(self._index, key, holds, uuid, taints)
 
     # --- DeviceTaintRules -------------------------------------------------------------------
 

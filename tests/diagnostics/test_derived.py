@@ -95,13 +95,15 @@ def test_lint_limits_derived_attributes_per_request():
     body["spec"]["devices"]["constraints"] += [
         {"distinctAttribute": f"custom/a{i}", "requests": ["gpu"]} for i in range(MAX_PER_REQUEST)
     ]
-    [finding] = lint_manifests([body])
+    # 33 constraints are over the API's own list limit too (api-invalid): only the derived
+    # attributes' findings are this test's.
+    [finding] = [f for f in lint_manifests([body]) if f.rule.startswith("derived")]
     assert (finding.rule, finding.severity, finding.path) == (
         "derived-attributes-limit", "error",
         "spec.devices.requests[0].exactly.derivedAttributes",
     )  # fmt: skip
     body["spec"]["devices"]["requests"][0]["exactly"]["derivedAttributes"].pop()
-    assert lint_manifests([body]) == []
+    assert [f for f in lint_manifests([body]) if f.rule.startswith("derived")] == []
 
 
 def test_lint_warns_of_a_derived_attribute_no_constraint_uses():
