@@ -41,10 +41,11 @@ import msgspec
 
 from dra_mirror.service.diagnostics.cluster import eligible_nodes, pod_requests, shortfall
 from dra_mirror.service.diagnostics.expansion import Expansion, PlannedClaim, PlannedPod
-from dra_mirror.service.diagnostics.explain import ALLOCATABLE, MAX_HOLDERS, Holder, explain_claim
+from dra_mirror.service.diagnostics.explain import ALLOCATABLE, MAX_HOLDERS, explain_claim
 from dra_mirror.service.diagnostics.node_filter import NodeFacts, PodTerms, rejections
 from dra_mirror.service.diagnostics.placement import allocate
 from dra_mirror.service.diagnostics.plan_claims import PlanObjects
+from dra_mirror.service.diagnostics.plan_freed import freed_by
 from dra_mirror.service.diagnostics.plan_results import (
     CLAIMS_APART,
     INVALID,
@@ -352,7 +353,7 @@ class _Planner:
                 ) + without_driver(diagnosis.nodes_without_driver)
             if item.verdict in (ALL_HELD, NOT_ENOUGH, SHARING_OFF):
                 holders = sorted(visible + diagnosis.withheld, key=lambda h: (not h.idle, h.claim))
-                self._freed_by(item, pod, claims, nodes, holders[:MAX_HOLDERS])
+                freed_by(self, item, pod, claims, nodes, holders[:MAX_HOLDERS])
             return
         if seen["room"]:
             # Each claim fits alone, not on the nodes with room: only nodes without room for
@@ -379,41 +380,6 @@ class _Planner:
                 "each of the pod's claims could be allocated alone, but no node the pod may use "
                 "can give them all at once"
             )
-
-    def _freed_by(
-        self,
-        item: ItemPlan,
-        pod: PodRecord,
-        claims: list[tuple[PlannedClaim, ClaimRecord]],
-        nodes: list[str],
-        holders: list[Holder],
-    ) -> None:
-        """The idle holders whose release would let the pod be placed, if releasing them all
-        would (the manual's cleanup candidates, named for this pod)."""
-        idle = [h.claim for h in holders if h.idle and h.claim not in self.promised]
-        releasable = [(k, c.allocation) for k in idle
-                      if (c := self.inputs.claims.get(k)) is not None and c.allocation is not None]  # fmt: skip
-        if not releasable:
-            return
-        mark = self.tentative.mark()
-        saved = ({n: dict(u) for n, u in self.usage.items()}, dict(self.planned), self._free)
-        self._free = {}
-        try:
-            for key, allocation in releasable:
-                assert allocation is not None
-                self.tentative.release(key, allocation)
-            placed = self._place(pod, claims, nodes)
-        finally:
-            self.tentative.undo(mark)
-            self.usage, self.planned, self._free = saved
-        if isinstance(placed, tuple):
-            self.promised.update(k for k, _ in releasable)
-            shown = [k for k, _ in releasable if self.inputs.visible(k.namespace)]
-            item.freed_by = shown
-            item.freed_hidden = len(releasable) - len(shown)
-            names = ", ".join(f"{k.namespace}/{k.name}" for k in shown[:10]) or "none you may see"
-            hidden = f" (and {item.freed_hidden} outside your scope)" if item.freed_hidden else ""
-            item.message += f"; it would fit if these idle claims were released: {names}{hidden}"
 
 
 def _key(claim: ClaimRecord) -> ObjectKey:
