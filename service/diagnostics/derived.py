@@ -21,7 +21,7 @@ published attribute of the same name). The KEP's rules kept here:
   request to (the KEP's draft API at kubernetes/enhancements 436e2198 wrote `maxItems=8`;
   kube-apiserver enforces whichever its release has).
 
-Promises: pure; each expression is compiled once (`service.diagnostics.cel.compile_value`).
+Promises: pure; each expression is compiled once (`service.diagnostics.cel_values.compile_value`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_mirror.service.diagnostics.candidates import alternatives, match
-from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError, compile_value
+from dra_mirror.service.diagnostics.cel import SelectorError, SelectorEvalError
 from dra_mirror.service.diagnostics.cel_library import SEMVER_KEY
+from dra_mirror.service.diagnostics.cel_values import compile_value
 from dra_mirror.service.model.records import (
     ClaimRecord,
     DerivedAttribute,
