@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
-from dra_mirror.service.model.activity import RUNNING, activity, seconds
+from dra_mirror.service.model.activity import seconds
+from dra_mirror.service.model.claim_activity import hold_transition, idleness
 from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
@@ -30,14 +31,12 @@ from dra_mirror.service.model.consumers import (
     reservations,
 )
 from dra_mirror.service.model.holds import class_names, holds_of
-from dra_mirror.service.model.physical import hold_weights
 from dra_mirror.service.model.pods import pod_claim_keys
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM_TEMPLATE,
     AllocationRef,
     ClaimRecord,
-    Consumer,
     DeviceKey,
     ObjectKey,
     PodRecord,
@@ -231,71 +230,17 @@ class ClaimTracker:
         if not batch.keep_transitions:
             return
         assert claim is not None
-        ref, result = hold
-        entry = self._index.device(device)
-        unit = self._index.unit(device)
-        if type_ == ch.ALLOCATED and entry is not None:
-            # what this hold takes, in GPU-equivalents of its type (service.model.physical)
-            equivalents = float(hold_weights(entry, unit, [ref])[0])
-        else:
-            equivalents = 0.0 if ref.admin_access else float(unit.weight)
-        batch.transition(
-            type_,
-            driver=device.driver,
-            pool=device.pool,
-            device=device.device,
-            uuid=entry.device.uuid if entry is not None else None,
-            request=result.request,
-            share_id=result.share_id,
-            consumed_capacity=dict(result.consumed_capacity),
-            reason=reason,
-            before_observation=type_ == ch.ALLOCATED and not self.waits.observed,
-            equivalents=equivalents,
-            device_type=unit.type,
-            **self._claim_fields(key, claim),
+        fields = self._claim_fields(key, claim)
+        hold_transition(
+            self._index, batch, type_, device, hold, fields, self.waits.observed, reason
         )
 
     # --- idleness -------------------------------------------------------------------------------
 
-    def _consumer_active(
-        self, claim: ClaimRecord, consumer: Consumer, now: str
-    ) -> tuple[bool, float | None]:
-        """Whether the consumer keeps the claim from idleness (running, or starting within its
-        grace: service.model.activity), and when that ends without an event."""
-        namespace = claim.meta.namespace
-        if is_pod_group(consumer):
-            members: Mapping[Any, None] = self._index.links.get(
-                GROUP_PODS, (self._cluster, namespace, consumer.name)
-            )
-            if not members:
-                return POD not in self._index.listed, None  # before the first Pod LIST: unknown
-            return any(
-                isinstance(pod := self._index.get(k), PodRecord) and pod.phase == RUNNING
-                for k in members
-            ), None
-        if not is_pod(consumer):
-            return True, None  # a consumer of a kind the mirror does not watch: assume in use
-        pod = self._index.get(ObjectKey(self._cluster, POD, namespace, consumer.name))
-        if not isinstance(pod, PodRecord):
-            return POD not in self._index.listed, None  # before the first Pod LIST: in use
-        if consumer.uid and pod.meta.uid and consumer.uid != pod.meta.uid:
-            return False, None  # a new pod under the old name is not the consumer
-        return activity(pod, self._index.idle_grace, now)
-
     def idleness(self, claim: ClaimRecord | None, now: str) -> tuple[bool, float | None]:
-        """Whether the claim is idle-held at `now`, and (when it is not only because consumers
-        are starting) when the first of their graces ends."""
-        if claim is None or claim.allocation is None:
-            return False, None
-        deadline: float | None = None
-        for consumer in claim.reserved_for:
-            active, ends = self._consumer_active(claim, consumer, now)
-            if not active:
-                continue
-            if ends is None:
-                return False, None
-            deadline = ends if deadline is None else min(deadline, ends)
-        return deadline is None, deadline
+        """Whether the claim is idle-held at `now`, and when the first consumer's grace ends
+        (service.model.claim_activity)."""
+        return idleness(self._index, claim, now)
 
     def expire_grace(self, batch: Batch) -> None:
         """Time passed: claims whose starting consumers' grace has run out become idle."""
