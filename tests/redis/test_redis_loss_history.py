@@ -35,7 +35,7 @@ from dra_mirror.service.runtime.mirror import mirror_app
 from dra_mirror.service.settings import ClusterSettings, HistorySettings, Settings, StoreSettings
 from dra_mirror.service.sim.run import Simulator
 from tests.clusters.conftest import eventually
-from tests.clusters.world import claim, small_world
+from tests.clusters.world import claim, pod, small_world
 from tests.infra.servers import RedisServer, free_port
 from tests.metrics.scrape import client
 from tests.redis.test_emptied import names
@@ -315,6 +315,8 @@ async def test_an_outbox_that_lost_its_entries_under_a_held_lease_restarts_the_c
                 # the outbox's data lost: its stream (with its group) and its fences
                 await redis.delete(stream, f"{stream}:fences", f"{stream}:drainer")
                 world.create("resourceclaims", claim("after"))  # refused: a fresh start
+                # a pod that uses it, so that the unallocated claim waits
+                world.create("pods", pod("pod-after", "node-1", "after"))
                 after_at = time.time()
                 await held.release()
                 expected = {c["metadata"]["name"] for c in world.list("resourceclaims")}
