@@ -3,6 +3,8 @@ them (the truth is the graph's own answer, asked beside the page, not numbers wr
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from tests.web.conftest import open_screen
@@ -300,10 +302,13 @@ async def test_contention_charts_the_history_audit(page: Any, site: Site) -> Non
       peakPending } }"""
 
     async def waited() -> bool:  # the history writer has recorded the demo's first wait
-        # (a wait still open is in peakPending; claimsWaited counts served waits only)
-        return any(r["peakPending"] for r in (await site.graphql(lately, **recent()))["contention"])
+        # (a wait still open is in peakPending; claimsWaited counts served waits only) before
+        # the start of this minute, where the screen's window ends (auditWindow in contention.js)
+        minute = int(time.time()) // 60 * 60
+        window = {"f": recent()["f"], "t": datetime.fromtimestamp(minute, UTC).isoformat()}
+        return any(r["peakPending"] for r in (await site.graphql(lately, **window))["contention"])
 
-    await eventually(waited, "history recording a wait in east")
+    await eventually(waited, "history recording a wait in east before this minute", seconds=120)
     await open_screen(page, site, "/ui/contention?cluster=east")
     span = await page.inner_text("main p.muted.small")
     start, end = span.removeprefix("From ").split(" in ")[0].split(" to ")
