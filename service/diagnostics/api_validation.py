@@ -87,20 +87,9 @@ def _check(doc: Mapping[str, Any], found: list[Problem]) -> None:
     _limit(found, f"{base}.devices.requests", requests, MAX_REQUESTS)
     _limit(found, f"{base}.devices.constraints", devices.get("constraints") or [], MAX_CONSTRAINTS)
     _limit(found, f"{base}.devices.config", devices.get("config") or [], MAX_CONFIGS)
-    names: set[str] = set()
+    names = _names(found, f"{base}.devices.requests", requests)
     for i, request in enumerate(requests):
-        path = f"{base}.devices.requests[{i}]"
-        request_name = request.get("name")
-        if not request_name:
-            found.append(Problem(API_INVALID, f"{path}.name", "Required value"))
-        else:
-            _label(found, f"{path}.name", request_name)
-            if request_name in names:
-                found.append(
-                    Problem(API_INVALID, f"{path}.name", f"Duplicate value: {request_name!r}")
-                )
-            names.add(request_name)
-        _request(found, path, request, version)
+        _request(found, f"{base}.devices.requests[{i}]", request, version)
     for i, constraint in enumerate(devices.get("constraints") or []):
         for j, wanted in enumerate(constraint.get("requests") or []):
             if wanted.split("/")[0] not in names:
@@ -108,6 +97,21 @@ def _check(doc: Mapping[str, Any], found: list[Problem]) -> None:
                     API_INVALID, f"{base}.devices.constraints[{i}].requests[{j}]",
                     f"Invalid value: {wanted!r}: must be the name of a request in the claim",
                 ))  # fmt: skip
+
+
+def _names(found: list[Problem], path: str, items: list[Mapping[str, Any]]) -> set[str]:
+    """The names of a list of requests (or subrequests): each required, a DNS label, unique."""
+    names: set[str] = set()
+    for i, item in enumerate(items):
+        name = item.get("name")
+        if not name:
+            found.append(Problem(API_INVALID, f"{path}[{i}].name", "Required value"))
+            continue
+        _label(found, f"{path}[{i}].name", name)
+        if name in names:
+            found.append(Problem(API_INVALID, f"{path}[{i}].name", f"Duplicate value: {name!r}"))
+        names.add(name)
+    return names
 
 
 def _request(found: list[Problem], path: str, request: Mapping[str, Any], version: str) -> None:
@@ -136,19 +140,9 @@ def _request(found: list[Problem], path: str, request: Mapping[str, Any], versio
             _exact(found, f"{path}.exactly", exact)
     if subrequests:
         _limit(found, f"{path}.firstAvailable", subrequests, MAX_SUBREQUESTS)
-        seen: set[str] = set()
+        _names(found, f"{path}.firstAvailable", subrequests)
         for j, sub in enumerate(subrequests):
-            sub_path = f"{path}.firstAvailable[{j}]"
-            sub_name = sub.get("name")
-            if not sub_name:
-                found.append(Problem(API_INVALID, f"{sub_path}.name", "Required value"))
-            else:
-                _label(found, f"{sub_path}.name", sub_name)
-                if sub_name in seen:
-                    found.append(Problem(API_INVALID, f"{sub_path}.name",
-                                         f"Duplicate value: {sub_name!r}"))  # fmt: skip
-                seen.add(sub_name)
-            _exact(found, sub_path, sub)
+            _exact(found, f"{path}.firstAvailable[{j}]", sub)
 
 
 def _exact(found: list[Problem], path: str, exact: Mapping[str, Any]) -> None:
