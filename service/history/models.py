@@ -19,6 +19,9 @@ SQLite and PostgreSQL; `migrations/` is the only thing that creates these tables
 * `outbox_positions` — the last outbox entry written per stream, committed with its batch.
 * `pending_peaks`, `pending_peak_hours`, `cache_epochs` — a cache of hourly peak pending
   counts for `contention` (`service.history.peaks`), invalidated by the writer.
+* `utilization_buckets` — a device's mean busy, samples and energy per five-minute bucket
+  (`service.history.utilization_recorder`); `utilization_marks` — per cluster, the end of
+  the buckets recorded (what the recorder asks Prometheus for next).
 * `device_classes` — every class a device (uuid, else driver/pool/device) was allocated for:
   what `contention` by CLASS counts as available, without reading every allocation.
 
@@ -324,3 +327,32 @@ class DeviceClass(Base):
     cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
     device: Mapped[str] = mapped_column(String(3 * NAME + 2), primary_key=True)
     class_name: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+
+
+class UtilizationBucket(Base):
+    """One device over one five-minute bucket (`service.model.utilization_buckets`): absent
+    where its utilisation is unknown."""
+
+    __tablename__ = "utilization_buckets"
+    __table_args__ = (Index("ix_utilization_buckets_bucket", "bucket_us"),)
+
+    cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    driver: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    device: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    bucket_us: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # the bucket's start
+    uuid: Mapped[str | None] = mapped_column(String(128))
+    gpu_instance: Mapped[str | None] = mapped_column(String(16))  # a MIG device's GPU_I_ID
+    busy: Mapped[float] = mapped_column(Float)  # percent, the bucket's mean
+    samples: Mapped[int] = mapped_column(Integer)
+    energy_j: Mapped[float | None] = mapped_column(Float)  # None: no energy counter read
+    equivalents: Mapped[float] = mapped_column(Float)  # the device's GPU-equivalents
+
+
+class UtilizationMark(Base):
+    """Per cluster: the end of the buckets recorded (microseconds)."""
+
+    __tablename__ = "utilization_marks"
+
+    cluster: Mapped[str] = mapped_column(String(NAME), primary_key=True)
+    recorded_us: Mapped[int] = mapped_column(BigInteger)

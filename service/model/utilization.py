@@ -117,6 +117,7 @@ class Utilization:
     energy_kwh: float | None = None  # over the window (a MIG device: its weight's part)
     energy_points: list[Point] = field(default_factory=list)  # the counter (mJ), its GPU's
     energy_weight: float = 1.0  # the part of those that is this device's
+    instruments: list[Instrument] = field(default_factory=list)  # what its busy was read from
 
     @property
     def known(self) -> bool:
@@ -168,6 +169,7 @@ def join(devices: Iterable[DeviceFacts], readings: Readings) -> dict[DeviceKey, 
             if found is None:
                 found = _only_instance(instances.get(f.parent_uuid or "", []), f.profile)
             out[f.key] = _instance(f.key, found[1] if found else None, readings, f, f.weight)
+            out[f.key].instruments = [found[0]] if found else []
         elif f.uuid:
             parts = instances.get(f.uuid, [])
             if parts:
@@ -175,6 +177,8 @@ def join(devices: Iterable[DeviceFacts], readings: Readings) -> dict[DeviceKey, 
                 out[f.key] = _partitioned(f.key, readings.get(Instrument(f.uuid)), parts, weights)
             else:
                 out[f.key] = _whole(f.key, readings.get(Instrument(f.uuid)))
+                if out[f.key].known:
+                    out[f.key].instruments = [Instrument(f.uuid)]
         else:
             out[f.key] = Utilization(f.key)
     return out
@@ -235,7 +239,7 @@ def _partitioned(
     parts: list[tuple[Instrument, Reading]],
     weights: list[float],
 ) -> Utilization:
-    out = Utilization(key, source="gpu-instances")
+    out = Utilization(key, source="gpu-instances", instruments=[i for i, _ in parts])
     by_time: dict[float, float] = {}
     for (_, part), weight in zip(parts, weights, strict=True):
         for at, value in part.of(GR_ENGINE_ACTIVE):

@@ -6,7 +6,10 @@ into one series there, so a fleet's answer stays one series per GPU or GPU insta
 pod. The five queries of a window run concurrently, at the configured step or, for a window
 longer than `MAX_POINTS` steps, at a coarser one (Prometheus answers at most 11,000 points).
 
-Promises: `readings` answers `service.model.dcgm.Readings`, or raises `PrometheusError`; a
+`buckets` asks for the five-minute buckets the history records, one query per metric at a
+step of five minutes (`bucket_queries`).
+
+Promises: `readings` and `buckets` answer `service.model.dcgm.Readings`, or raises `PrometheusError`; a
 cluster not in the file is `covers() == False` and is never asked.
 """
 
@@ -17,7 +20,15 @@ from collections.abc import Mapping
 
 import httpx
 
-from dra_mirror.service.model.dcgm import METRICS, Readings, readings
+from dra_mirror.service.model.dcgm import (
+    GPU_UTIL,
+    GR_ENGINE_ACTIVE,
+    METRICS,
+    TOTAL_ENERGY,
+    Readings,
+    readings,
+)
+from dra_mirror.service.model.utilization_buckets import BUCKET_SECONDS, SAMPLES
 
 from .config import PrometheusTarget, UtilizationConfig
 from .prometheus import PrometheusClient
@@ -29,6 +40,21 @@ def series_query(metric: str, target: PrometheusTarget) -> str:
     """`max by (<identity labels>) (<metric>{<selector>})`."""
     selector = f"{{{target.selector}}}" if target.selector else ""
     return f"max by ({', '.join(target.labels.identity())}) ({metric}{selector})"
+
+
+def bucket_queries(target: PrometheusTarget) -> dict[str, str]:
+    """Per metric (and `SAMPLES`), the query of its value over each bucket ending at the
+    evaluation time: gauges' means, the energy counter's increase, the busy samples' count."""
+    by = ", ".join(target.labels.identity())
+    extra = f", {target.selector}" if target.selector else ""
+    window = f"[{BUCKET_SECONDS}s]"
+    out = {}
+    for metric in METRICS:
+        over = "increase" if metric == TOTAL_ENERGY else "avg_over_time"
+        out[metric] = f"max by ({by}) ({over}({metric}{{{target.selector}}}{window}))"
+    busy = f'{{__name__=~"{GR_ENGINE_ACTIVE}|{GPU_UTIL}"{extra}}}'
+    out[SAMPLES] = f"max by ({by}) (count_over_time({busy}{window}))"
+    return out
 
 
 class PrometheusSource:
@@ -62,6 +88,18 @@ class PrometheusSource:
             *(client.query_range(series_query(m, target), start, end, step) for m in METRICS)
         )
         return readings(dict(zip(METRICS, answers, strict=True)), target.labels)
+
+    async def buckets(self, cluster: str, start: int, end: int) -> Readings:
+        """The readings of the buckets in [start, end) (multiples of `BUCKET_SECONDS`), each
+        stamped at its bucket's end (`service.model.utilization_buckets`): one range query
+        per metric at a step of one bucket."""
+        client = self._clients[cluster]
+        queries = bucket_queries(client.target)
+        first, step = start + BUCKET_SECONDS, float(BUCKET_SECONDS)
+        answers = await asyncio.gather(
+            *(client.query_range(q, first, end, step) for q in queries.values())
+        )
+        return readings(dict(zip(queries, answers, strict=True)), client.target.labels)
 
     async def aclose(self) -> None:
         for client in self._clients.values():
