@@ -42,6 +42,7 @@ from .questions import Query as QuestionsQuery
 from .resolvers import direct_resolvers
 from .scalars import SCALAR_MAP
 from .utilization import Query as UtilizationQuery
+from .utilization_audit import Query as UtilizationAuditQuery
 from .viewer import Query as ViewerQuery
 
 SDL_PATH = Path(__file__).with_name("schema.graphql")
@@ -53,6 +54,7 @@ ROOT_QUERIES: tuple[type, ...] = (
     PlanQuery,
     QuestionsQuery,
     UtilizationQuery,
+    UtilizationAuditQuery,
     ViewerQuery,
 )
 

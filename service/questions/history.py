@@ -12,6 +12,9 @@ when the asker's scope has no history) and keeps only what the asker's scope sho
   namespace those of namespaces the asker sees, by class, node or cluster only those of
   clusters where the asker sees every namespace (an aggregate over hidden namespaces says
   something of them);
+* `utilization_audit(asker, start_us, end_us, group_by, cluster)` — busy-hours against
+  held GPU-equivalent-hours and energy per group (`service.history.utilization_audit`),
+  scoped as `contention` (by CLAIM as by namespace);
 * `idle_holders(asker, start_us, end_us, cluster, limit)`, `gaps(...)` — claims ranked by
   device-hours held idle; when clusters were not watched.
 
@@ -41,6 +44,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
         GapSpan,
         IdleHolder,
     )
+    from dra_mirror.service.history.utilization_audit import UtilizationAuditRow
 
 __all__ = [
     "claim_history",
@@ -50,6 +54,7 @@ __all__ = [
     "idle_holders",
     "instant",
     "name",
+    "utilization_audit",
     "who_held",
     "window",
 ]
@@ -151,6 +156,39 @@ async def contention(
     scope = asker.scope
     if group_by == "NAMESPACE":
         return [r for r in rows if scope.allows(r.cluster, r.group)]
+    return [r for r in rows if scope.all_namespaces(r.cluster)]
+
+
+async def utilization_audit(
+    asker: Asker,
+    start_us: int,
+    end_us: int,
+    group_by: str = "NAMESPACE",
+    cluster: str | None = None,
+) -> list[UtilizationAuditRow]:
+    from dra_mirror.service.history.audit_windows import BadAuditRequest
+    from dra_mirror.service.history.db import sql_errors
+    from dra_mirror.service.history.utilization_audit import GROUPS as AUDIT_GROUPS
+    from dra_mirror.service.history.utilization_audit import utilization_audit as audit
+
+    history = asker.history_reads()
+    if group_by not in AUDIT_GROUPS:
+        raise BadQuestion(f"group by one of {', '.join(g.lower() for g in AUDIT_GROUPS)}")
+    cluster = name(cluster, "cluster")
+
+    async def read() -> list[UtilizationAuditRow]:
+        with sql_errors("utilization audit"):
+            return await audit(history.engine, start_us=start_us, end_us=end_us,
+                               horizon_us=history.now_us(), group_by=group_by,
+                               cluster=cluster)  # fmt: skip
+
+    try:
+        rows = await _read(read())
+    except BadAuditRequest as error:
+        raise BadQuestion(str(error)) from error
+    scope = asker.scope
+    if group_by in ("NAMESPACE", "CLAIM"):
+        return [r for r in rows if scope.allows(r.cluster, r.group.split("/")[0])]
     return [r for r in rows if scope.all_namespaces(r.cluster)]
 
 

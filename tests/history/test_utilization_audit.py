@@ -132,3 +132,33 @@ async def test_a_request_that_cannot_be_answered(engine) -> None:
     with pytest.raises(BadAuditRequest):
         await utilization_audit(engine, start_us=T0, end_us=T0 + 1, horizon_us=T0,
                                 group_by="POD")  # fmt: skip
+
+
+async def test_over_graphql_scoped_by_namespace(engine, queries) -> None:
+    from dra_mirror.schema import build_schema
+    from dra_mirror.schema.context import make_context
+    from dra_mirror.schema.reader import Scope
+    from dra_mirror.service.stores.memory import MemoryStore
+
+    class TeamA(Scope):
+        def allows(self, cluster: str, namespace: str = "") -> bool:
+            return namespace in ("", "team-a")
+
+    await write_holds(engine, [Hold("gpu-0", T0, T0 + HOUR, 1.0, claim="a"),
+                               Hold("gpu-1", T0, T0 + HOUR, 1.0, namespace="team-b")],
+                      T0, T0 + HOUR)  # fmt: skip
+    await write_buckets(engine, [bucket("gpu-0", T0 + i * B, 25.0, 1_000.0) for i in range(12)])
+    query = """query($from: DateTime!, $to: DateTime!) {
+      utilizationAudit(from: $from, to: $to, groupBy: CLAIM) {
+        cluster group heldHours knownHours unknownHours busyHours busyPercent energyKwh } }"""
+    variables = {"from": "2026-12-01T00:00:00Z", "to": "2026-12-01T02:00:00Z"}
+    schema = build_schema()
+    for scope, groups in ((None, ["team-a/a", "team-b/c1"]), (TeamA(), ["team-a/a"])):
+        context = make_context(MemoryStore(), history=queries, scope=scope)
+        result = await schema.execute(query, variable_values=variables, context_value=context)
+        assert result.errors is None
+        assert [r["group"] for r in result.data["utilizationAudit"]] == groups
+    first = result.data["utilizationAudit"][0]
+    assert first == {"cluster": "east", "group": "team-a/a", "heldHours": 1.0,
+                     "knownHours": 1.0, "unknownHours": 0.0, "busyHours": 0.25,
+                     "busyPercent": 25.0, "energyKwh": pytest.approx(12_000 / 3.6e6)}  # fmt: skip

@@ -26,7 +26,9 @@ def recorder(engine, source: FakeBuckets, **options) -> UtilizationRecorder:
 async def rows(engine) -> list[UtilizationBucket]:
     async with engine.connect() as conn:
         found = await conn.execute(
-            select(UtilizationBucket).order_by(UtilizationBucket.device, UtilizationBucket.bucket_us)
+            select(UtilizationBucket).order_by(
+                UtilizationBucket.device, UtilizationBucket.bucket_us
+            )
         )
         return list(found)
 
