@@ -269,6 +269,7 @@ for command in (
     client.idle,
     asked.capacity,
     busy.not_busy,
+    busy.utilization_audit,
     asked.pod_devices,
     asked.device_history,
     diagnostics.explain,

@@ -148,7 +148,11 @@ class UtilizationRecorder:
 
     async def run(self) -> None:
         while True:
-            await self.record()
+            try:
+                await self.record()
+            except Exception:  # a round that failed otherwise: logged, the next one retries
+                self.last_error = "unexpected failure (see the log)"
+                log.exception("recording utilisation buckets failed")
             await asyncio.sleep(self.every)
 
     def start(self) -> None:

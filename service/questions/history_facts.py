@@ -7,7 +7,9 @@ from a mirror over `/graphql` selecting the same fields:
 * `timeline_facts(t)` — `DeviceTimeline` with `TIMELINE_FIELDS` (a device's versions as its
   driver published them, without their data, and its holders with their pods);
 * `claim_life_facts(c)` — `ClaimHistory` with `CLAIM_LIFE_FIELDS` (without the versions);
-* `contention_facts(r)` — `ContentionRow` with `CONTENTION_FIELDS`.
+* `contention_facts(r)` — `ContentionRow` with `CONTENTION_FIELDS`;
+* `utilization_audit_facts(r)` — `UtilizationAuditRow` with `UTILIZATION_AUDIT_FIELDS`
+  (`UTILIZATION_AUDIT`: the document asking for them).
 
 Times are RFC 3339 in UTC (`service.history.times.to_rfc3339`), as the graph's `DateTime`.
 """
@@ -23,10 +25,13 @@ __all__ = [
     "CLAIM_LIFE_FIELDS",
     "CONTENTION_FIELDS",
     "TIMELINE_FIELDS",
+    "UTILIZATION_AUDIT",
+    "UTILIZATION_AUDIT_FIELDS",
     "allocation_facts",
     "claim_life_facts",
     "contention_facts",
     "timeline_facts",
+    "utilization_audit_facts",
 ]
 
 Facts = dict[str, Any]
@@ -48,6 +53,14 @@ CONTENTION_FIELDS = """cluster group since until deviceHoursAvailable deviceHour
     deviceHoursIdle utilization claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds
     peakPending claimsAbandoned gpuHoursAvailable gpuHoursAllocated gpuHoursIdle
     gpuUtilization"""
+
+UTILIZATION_AUDIT_FIELDS = """cluster group heldHours knownHours unknownHours busyHours
+    busyPercent energyKwh"""
+UTILIZATION_AUDIT = f"""query UtilizationAudit($from: DateTime!, $to: DateTime!,
+                            $groupBy: UtilizationGroup!, $cluster: String) {{
+  utilizationAudit(from: $from, to: $to, groupBy: $groupBy, cluster: $cluster) {{
+    {UTILIZATION_AUDIT_FIELDS} }}
+}}"""
 
 
 def _time(us: int | None) -> str | None:
@@ -113,4 +126,13 @@ def contention_facts(r: Any) -> Facts:
         "peakPending": r.peak_pending, "claimsAbandoned": r.claims_abandoned,
         "gpuHoursAvailable": r.gpu_hours_available, "gpuHoursAllocated": r.gpu_hours_allocated,
         "gpuHoursIdle": r.gpu_hours_idle, "gpuUtilization": r.gpu_utilization,
+    }  # fmt: skip
+
+
+def utilization_audit_facts(r: Any) -> Facts:
+    """A utilisation audit row as the graph's `UtilizationAuditRow`."""
+    return {
+        "cluster": r.cluster, "group": r.group, "heldHours": r.held_hours,
+        "knownHours": r.known_hours, "unknownHours": r.unknown_hours,
+        "busyHours": r.busy_hours, "busyPercent": r.busy_percent, "energyKwh": r.energy_kwh,
     }  # fmt: skip

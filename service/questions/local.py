@@ -16,7 +16,12 @@ from dra_mirror.service.model.records import DEVICE_CLASS, DeviceClassRecord
 
 from . import capacity, claims, explain, free, history, holdings, lint, plan, pods, utilization
 from .asker import Asker
-from .history_facts import claim_life_facts, contention_facts, timeline_facts
+from .history_facts import (
+    claim_life_facts,
+    contention_facts,
+    timeline_facts,
+    utilization_audit_facts,
+)
 from .protocol import Facts
 
 __all__ = ["LocalQuestions"]
@@ -117,3 +122,12 @@ class LocalQuestions:
         rows = await history.contention(self.asker, start_us, end_us, group_by.upper(), None,
                                         cluster)  # fmt: skip
         return [contention_facts(r) for r in rows]
+
+    async def utilization_audit(
+        self, start: str, end: str, group_by: str = "NAMESPACE", cluster: str | None = None
+    ) -> list[Facts]:
+        start_us, end_us = history.window(start, end)
+        rows = await history.utilization_audit(
+            self.asker, start_us, end_us, group_by.upper(), cluster
+        )
+        return [utilization_audit_facts(r) for r in rows]

@@ -101,3 +101,10 @@ class Questions(Protocol):
     async def contention(
         self, start: str, end: str, group_by: str = "CLASS", cluster: str | None = None
     ) -> list[Facts]: ...
+
+    async def utilization_audit(
+        self, start: str, end: str, group_by: str = "NAMESPACE", cluster: str | None = None
+    ) -> list[Facts]:
+        """Busy- against held-hours and energy per group over [start, end) (RFC 3339),
+        `history_facts.utilization_audit_facts`."""
+        ...

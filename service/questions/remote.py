@@ -27,7 +27,12 @@ from .capacity import CapacityRow, PhysicalDevice
 from .claims import ClaimRow, Claims
 from .facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
 from .free import DeviceRow, Free
-from .history_facts import CLAIM_LIFE_FIELDS, CONTENTION_FIELDS, TIMELINE_FIELDS
+from .history_facts import (
+    CLAIM_LIFE_FIELDS,
+    CONTENTION_FIELDS,
+    TIMELINE_FIELDS,
+    UTILIZATION_AUDIT,
+)
 from .holdings import HoldingRow, NamedDevice, WhoHolds, model_of
 from .pods import PodDevice, PodDevices
 from .protocol import Facts
@@ -191,6 +196,7 @@ DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("DeviceHistory", DEVICE_HISTORY),
     ("ClaimHistory", CLAIM_HISTORY),
     ("Contention", CONTENTION),
+    ("UtilizationAudit", UTILIZATION_AUDIT),
 )
 
 
@@ -385,3 +391,9 @@ class RemoteQuestions:
     ) -> list[Facts]:
         variables = {"from": start, "to": end, "groupBy": group_by.upper(), "cluster": cluster}
         return list((await self.ask(CONTENTION, variables))["contention"])
+
+    async def utilization_audit(
+        self, start: str, end: str, group_by: str = "NAMESPACE", cluster: str | None = None
+    ) -> list[Facts]:
+        variables = {"from": start, "to": end, "groupBy": group_by.upper(), "cluster": cluster}
+        return list((await self.ask(UTILIZATION_AUDIT, variables))["utilizationAudit"])

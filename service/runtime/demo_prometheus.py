@@ -78,6 +78,10 @@ class DemoPrometheus:
         assert self._source is not None
         return await self._source.readings(cluster, start, end)
 
+    async def buckets(self, cluster: str, start: int, end: int) -> Readings:
+        assert self._source is not None
+        return await self._source.buckets(cluster, start, end)
+
     async def __aenter__(self) -> DemoPrometheus:
         if not self.binary:
             log.info("demo: no prometheus installed: utilisation questions are off")

@@ -21,6 +21,9 @@ access=None, role=API)`:
 * with `alerts` (`service.alerts.config`), the alert engine runs beside the reactors over
   their own indexes (with leased watchers: the clusters whose lease this replica holds), woken
   by every batch, its series in `/metrics`;
+* with a history and a utilisation source, the watching process records five-minute
+  utilisation buckets of the clusters it has synced into the history
+  (`utilization_recorder`, `service.history.utilization_recorder`);
 * with `graphql_in_lifespan` (`serve`, `watch`), the schema and the GraphQL view are built in
   the lifespan once the watchers started, in a worker thread, while the first LISTs are on
   their way (`service.runtime.api`); the app serves once they are built;
@@ -68,6 +71,7 @@ from dra_mirror.service.stores.protocols import ChangeSink
 
 if TYPE_CHECKING:  # SQLAlchemy and Alembic load only when a history database is configured
     from dra_mirror.service.history.runtime import History
+    from dra_mirror.service.history.utilization_recorder import UtilizationRecorder
     from dra_mirror.service.utilization.config import UtilizationConfig
 
 log = logging.getLogger(__name__)
@@ -139,6 +143,11 @@ def mirror_app(
         )
         watching.append(watched)
         watched.after_sync = _after_sync(watched, state_store)
+        if mirror.history is not None and source is not None:
+            recorder = utilization_recorder(mirror.history.engine, source, state_store,
+                                            lambda: synced_indexes(watching))  # fmt: skip
+            recorder.start()
+            watched.also_stop.append(recorder.stop)
         if engine is not None:
             engine.start()
             watched.also_stop.append(engine.stop)
@@ -188,6 +197,20 @@ def alerting(config: AlertsConfig, sources: Any, *, store: Any = None) -> AlertE
 
             ledger = RedisAlertLedger(store.redis, prefix=store.prefix)
     return AlertEngine(config, sources=sources, notifier=notifier, ledger=ledger)
+
+
+def utilization_recorder(
+    engine: Any, source: Any, store: StateStores, clusters: Callable[[], Any]
+) -> UtilizationRecorder:
+    """The recorder of five-minute utilisation buckets into the history
+    (`service.history.utilization_recorder`), over the synced clusters' GPU devices."""
+    from dra_mirror.service.history.utilization_recorder import UtilizationRecorder
+    from dra_mirror.service.model.utilization import GPU_DOMAIN
+
+    async def devices(cluster: str) -> Any:
+        return await store.list_devices(cluster=cluster, driver=GPU_DOMAIN, published=None)
+
+    return UtilizationRecorder(engine, source, devices=devices, clusters=clusters)
 
 
 def freeze_heap() -> None:
