@@ -46,14 +46,18 @@ def bucket_queries(target: PrometheusTarget) -> dict[str, str]:
     """Per metric (and `SAMPLES`), the query of its value over each bucket ending at the
     evaluation time: gauges' means, the energy counter's increase, the busy samples' count."""
     by = ", ".join(target.labels.identity())
-    extra = f", {target.selector}" if target.selector else ""
     window = f"[{BUCKET_SECONDS}s]"
     out = {}
     for metric in METRICS:
         over = "increase" if metric == TOTAL_ENERGY else "avg_over_time"
         out[metric] = f"max by ({by}) ({over}({metric}{{{target.selector}}}{window}))"
-    busy = f'{{__name__=~"{GR_ENGINE_ACTIVE}|{GPU_UTIL}"{extra}}}'
-    out[SAMPLES] = f"max by ({by}) (count_over_time({busy}{window}))"
+    # the busy metric's samples: the engine activity's where the exporter has it (as the
+    # join reads busy), else GPU_UTIL's (`or` keeps the left side's series of a label set)
+    counts = [
+        f"max by ({by}) (count_over_time({m}{{{target.selector}}}{window}))"
+        for m in (GR_ENGINE_ACTIVE, GPU_UTIL)
+    ]
+    out[SAMPLES] = " or ".join(counts)
     return out
 
 

@@ -97,7 +97,8 @@ async def test_the_audit_equals_a_naive_recount(engine) -> None:
             assert as_dict(rows) == approx(expected), (case, group_by)
 
 
-async def test_shares_mig_and_a_device_without_an_exporter(engine) -> None:
+async def test_the_worked_example_of_the_docs(engine) -> None:
+    """docs/utilization.md's table: shares, a MIG partition, a node without an exporter."""
     holds = [
         # two halves of one shared GPU, busy 80 % for the hour: each 0.4 busy-hours
         Hold("gpu-0", T0, T0 + HOUR, 0.5, namespace="team-a", claim="a"),
@@ -119,6 +120,7 @@ async def test_shares_mig_and_a_device_without_an_exporter(engine) -> None:
     assert by["team-a"].energy_kwh == pytest.approx(12 * 36_000 / 2 / 3.6e6)  # half of 0.12
     assert by["team-b"].held_hours == pytest.approx(0.5 + 3 / 14)
     assert by["team-b"].busy_hours == pytest.approx(0.4)  # the partition adds 0
+    assert by["team-b"].busy_percent == pytest.approx(56.0)
     assert by["team-b"].energy_kwh == pytest.approx(0.06 + 6 * 3_600 / 3.6e6)
     unknown = by["team-c"]
     assert (unknown.held_hours, unknown.known_hours, unknown.unknown_hours) == (1.0, 0.0, 1.0)

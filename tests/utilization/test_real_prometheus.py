@@ -127,3 +127,56 @@ async def test_without_prometheus_the_demo_has_no_utilization(demo, tmp_path: Pa
 
     async with DemoPrometheus(SimpleNamespace(simulator=demo.sim), tmp_path, binary="") as off:
         assert not off.covers("east")
+
+
+async def test_five_minute_buckets_equal_a_recount_of_the_stored_samples(
+    demo, source, prometheus
+) -> None:
+    import time
+
+    from dra_mirror.service.model.utilization import GPU_DOMAIN, weighed
+    from dra_mirror.service.model.utilization_buckets import BUCKET_SECONDS, buckets
+
+    entries = await demo.store.list_devices(cluster="east", driver=GPU_DOMAIN, published=None)
+    now = int(time.time())
+    end = now - now % BUCKET_SECONDS + BUCKET_SECONDS  # the current bucket's end
+    for _ in range(10):  # until no scrape lands between the recount's two reads (bounded)
+        raw = await instant_at(prometheus, 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{cluster="east"}[300s]',
+                               end)  # fmt: skip
+        found = await source.buckets("east", end - 2 * BUCKET_SECONDS, end)
+        if raw == await instant_at(
+            prometheus, 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{cluster="east"}[300s]', end
+        ):
+            break
+    rows = [b for b in buckets(weighed(entries, found), found) if b.start == end - BUCKET_SECONDS]
+    by_uuid: dict[tuple[str, str | None], list[float]] = {}
+    for series in raw:
+        labels = series["metric"]
+        key = (labels["UUID"], labels.get("GPU_I_ID") or None)
+        # one sample per scrape: the copies per pod carry the same value
+        by_uuid[key] = [float(v) for _, v in series["values"]]
+    trainer = next(b for b in rows if b.busy > 90)
+    values = by_uuid[(trainer.uuid or "", None)]
+    assert trainer.busy == pytest.approx(100 * sum(values) / len(values))
+    assert trainer.samples == len(values) and trainer.gpu_instance is None
+    assert trainer.energy_j is not None and trainer.energy_j > 0
+    # a MIG device: its GPU instance's samples (the series naming its MIG uuid: a pod's copy)
+    by_mig = {
+        s["metric"]["dra_mig_device_uuid"]: [float(v) for _, v in s["values"]]
+        for s in raw
+        if s["metric"].get("dra_mig_device_uuid")
+    }
+    migs = [b for b in rows if b.gpu_instance is not None]
+    assert migs and {round(b.busy) for b in migs if b.busy} == {85}
+    checked = [b for b in migs if b.uuid in by_mig]
+    assert checked
+    for mig in checked:
+        values = by_mig[mig.uuid or ""]
+        assert mig.busy == pytest.approx(100 * sum(values) / len(values))
+        assert mig.samples == len(values)
+
+
+async def instant_at(url: str, query: str, at: float) -> list[dict]:
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        answer = await http.get("/api/v1/query", params={"query": query, "time": f"{at:.3f}"})
+    return sorted(answer.json()["data"]["result"], key=lambda s: sorted(s["metric"].items()))
