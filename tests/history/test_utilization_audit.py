@@ -164,3 +164,45 @@ async def test_over_graphql_scoped_by_namespace(engine, queries) -> None:
     assert first == {"cluster": "east", "group": "team-a/a", "heldHours": 1.0,
                      "knownHours": 1.0, "unknownHours": 0.0, "busyHours": 0.25,
                      "busyPercent": 25.0, "energyKwh": pytest.approx(12_000 / 3.6e6)}  # fmt: skip
+
+
+async def test_the_cli_gives_the_questions_answer(engine) -> None:
+    import orjson
+
+    from dra_mirror.service.history.runtime import History
+    from dra_mirror.service.questions.asker import Asker
+    from dra_mirror.service.questions.local import LocalQuestions
+    from dra_mirror.service.runtime.compose import compose_app
+    from dra_mirror.service.runtime.lifespan import opened
+    from dra_mirror.service.settings import Settings
+    from dra_mirror.service.stores.memory import MemoryStore
+    from tests.cli_client.test_cli_client import cli, parse_table
+    from tests.slack.conftest import served
+
+    await write_holds(engine, [Hold("gpu-0", T0, T0 + HOUR, 0.5, claim="a"),
+                               Hold("gpu-1", T0, None, 1.0, namespace="team-b")],
+                      T0, T0 + HOUR)  # fmt: skip
+    await write_buckets(engine, [bucket("gpu-0", T0 + i * B, 50.0, 2_000.0) for i in range(12)])
+    history = History(engine)  # its writer never started: reads only
+    window = ["--from", "2026-12-01T00:00:00Z", "--to", "2026-12-01T02:00:00Z"]
+    store = MemoryStore()
+    expected = await LocalQuestions(Asker.over(store, history=history)).utilization_audit(
+        *window[1::2], "claim"
+    )
+    assert [r["group"] for r in expected] == ["team-a/a", "team-b/c1"]
+    async with served(compose_app(Settings(), store=store, history=opened(history))) as url:
+        code, out, err = await cli("utilization-audit", "--server", url, "--group-by", "claim",
+                                   *window, "--json")  # fmt: skip
+        assert (code, err) == (0, "")
+        assert orjson.loads(out) == expected
+        code, out, _ = await cli("utilization-audit", "--server", url, *window)
+    assert code == 0
+    lines = out.splitlines()
+    assert (
+        lines[0]
+        == "2026-12-01T00:00:00Z to 2026-12-01T02:00:00Z, GPU-equivalent-hours by namespace"
+    )
+    rows = parse_table("\n".join(lines[1:]))
+    assert [(r["GROUP"], r["HELD-H"], r["BUSY-H"], r["BUSY"], r["KWH"]) for r in rows] == [
+        ("team-a", "0.5", "0.2", "50%", "0.00"), ("team-b", "2.0", "-", "-", "-"),
+    ]  # fmt: skip
