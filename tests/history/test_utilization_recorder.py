@@ -88,3 +88,21 @@ async def test_catching_up_asks_in_chunks_and_no_further_back_than_retention(eng
     written = await rec.record(T0 + 60)
     assert written == 12  # the last half hour of the hour asked: 6 buckets, 2 devices
     assert [(s, e) for _, s, e in source.asked] == [(T0 - 1800, T0 - 300), (T0 - 300, T0)]
+
+
+async def test_the_runtimes_recorder_reads_the_stores_gpu_devices(engine) -> None:
+    from dra_mirror.service.runtime.mirror import utilization_recorder
+    from dra_mirror.service.stores.memory import MemoryStore
+    from tests.feeding import feed
+    from tests.model.builders import device, slice_
+
+    store = MemoryStore()
+    gpus = (device("gpu-0", uuid="GPU-0"), device("gpu-1", uuid="GPU-1"))
+    await feed(store, "east", upserts=[slice_("s1", pool="node-1", devices=gpus, node="node-1")],
+               at="2026-12-01T00:00:00Z")  # fmt: skip
+    source = FakeBuckets()
+    fill(source, T0 - 3600, T0)
+    recorder = utilization_recorder(engine, source, store, lambda: {"east": None})
+    assert await recorder.record(T0 + 60) == 24  # gpu-0 and gpu-1, an hour each
+    assert {(r.pool, r.device) for r in await rows(engine)} == {("node-1", "gpu-0"),
+                                                               ("node-1", "gpu-1")}  # fmt: skip
