@@ -40,6 +40,7 @@ from dra_mirror.service.model.records import DeviceEntry
 from dra_mirror.service.model.utilization import weighed
 from dra_mirror.service.model.utilization_buckets import (
     BUCKET_SECONDS,
+    Bucket,
     buckets,
     last_complete_end,
 )
@@ -57,6 +58,10 @@ class BucketSource(Protocol):
 
 
 Devices = Callable[[str], Awaitable[Sequence[DeviceEntry]]]
+
+
+def _buckets(entries: Sequence[DeviceEntry], found: Readings) -> list[Bucket]:
+    return buckets(weighed(entries, found), found)
 
 
 class UtilizationRecorder:
@@ -109,7 +114,9 @@ class UtilizationRecorder:
             stop = min(end, start + self.chunk * BUCKET_SECONDS)
             found = await self.source.buckets(cluster, start, stop)
             entries = await self.devices(cluster)
-            rows = [b for b in buckets(weighed(entries, found), found) if start <= b.start < stop]
+            # the join is the model's, pure: in a worker thread (a fleet's is seconds)
+            joined = await asyncio.to_thread(_buckets, entries, found)
+            rows = [b for b in joined if start <= b.start < stop]
             written += await self._write(cluster, rows, stop)
             start = stop
         return written
@@ -122,7 +129,7 @@ class UtilizationRecorder:
                 )
         return None if found is None else int(found) // US_PER_SECOND
 
-    async def _write(self, cluster: str, rows: list, stop: int) -> int:
+    async def _write(self, cluster: str, rows: list[Bucket], stop: int) -> int:
         dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
         values = [
             {"cluster": cluster, "driver": b.key.driver, "pool": b.key.pool,
