@@ -21,6 +21,10 @@ wait (its series are exported meanwhile); a record or a forget that fails is ret
 next evaluation. Without a ledger, what was announced is known to the process only: after a
 restart a condition that still holds is announced once more.
 
+`held-not-busy` reads what the engine cannot derive from an index: before each evaluation it
+asks `not_busy(cluster)` (the utilisation source's held-not-busy claims) for every cluster,
+keeping a cluster's last answer when the source cannot answer.
+
 Notifying goes through a `Notifier` (the Slack one, or none); a notification that fails is
 retried at the next evaluation, never lost, never repeated once it succeeded.
 
@@ -32,17 +36,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dra_mirror.service.model.changes import Changes
 from dra_mirror.service.model.view import IndexView
+from dra_mirror.service.questions.utilization import NotBusyRow
 
 from .config import AlertsConfig
 from .ledger import AlertKey, AlertLedger, LedgerUnavailable, announced_alert
-from .rules import SEVERITY, Condition, evaluate
+from .rules import HELD_NOT_BUSY, SEVERITY, Condition, evaluate
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +102,9 @@ class AlertEngine:
     firing: dict[tuple[str, str, str, str], Alert] = field(default_factory=dict)
     pending_resolved: list[Alert] = field(default_factory=list)
     notifications: dict[str, int] = field(default_factory=lambda: {"sent": 0, "failed": 0})
+    # held-not-busy: the claims of a cluster held, not busy (the utilisation source's answer)
+    not_busy: Callable[[str], Awaitable[Sequence[NotBusyRow]]] | None = None
+    _not_busy: dict[str, list[NotBusyRow]] = field(default_factory=dict)
     _seen: dict[tuple[str, str, str, str], _Seen] = field(default_factory=dict)
     _adopted: set[str] = field(default_factory=set)  # clusters whose ledger entries are read
     _to_forget: dict[AlertKey, str] = field(default_factory=dict)  # resolved, still recorded
@@ -125,8 +133,8 @@ class AlertEngine:
         holding: dict[tuple[str, str, str, str], Condition] = {}
         indexes = dict(self.sources())
         self._adopted &= set(indexes)  # a cluster taken up again reads the ledger again
-        for index in indexes.values():
-            for condition in evaluate(index, self.config.rules):
+        for name, index in indexes.items():
+            for condition in evaluate(index, self.config.rules, self._not_busy.get(name, ())):
                 holding[condition.key] = condition
         started: list[Alert] = []
         for key, condition in holding.items():
@@ -158,6 +166,7 @@ class AlertEngine:
         keeping = self.ledger is not None and self.notifier is not None
         if keeping:
             await self._adopt()
+        await self._ask_not_busy()
         _, ended = self.evaluate()
         self.pending_resolved.extend(a for a in ended if a.notified)
         if self.notifier is None:
@@ -191,6 +200,21 @@ class AlertEngine:
                 self._to_forget[alert.condition.key] = alert.condition.cluster
         if keeping:
             await self._forget_resolved()
+
+    async def _ask_not_busy(self) -> None:
+        """Ask the utilisation source which claims are held, not busy (`held-not-busy`),
+        cluster by cluster; a cluster it cannot answer now keeps its last answer (its alerts
+        neither fire nor resolve on a failed query)."""
+        if self.not_busy is None or HELD_NOT_BUSY not in self.config.rules:
+            return
+        clusters = set(self.sources())
+        self._not_busy = {c: rows for c, rows in self._not_busy.items() if c in clusters}
+        for cluster in sorted(clusters):
+            try:
+                self._not_busy[cluster] = list(await self.not_busy(cluster))
+            except Exception as error:
+                log.warning("held-not-busy: the utilisation of %s is unknown now (%s)",
+                            cluster, error)  # fmt: skip
 
     # --- the ledger: what was announced, across processes ------------------------------------
 

@@ -20,6 +20,11 @@ engine can tell a condition that goes on from a new one:
     pool-incomplete          a pool with fewer slices of its highest generation than its
                              resourceSliceCount (its devices cannot all be allocated); since
                              first seen so
+    held-not-busy            a claim held by a Running pod whose GPUs stayed below the
+                             utilisation source's busy threshold
+                             (`service.questions.utilization.held_not_busy`, which the engine
+                             asks before it evaluates and hands in as `not_busy`); since the
+                             run below the threshold began; routed to the holder's namespace
     tainted-while-held       a held device carrying a NoSchedule/NoExecute taint, published by
                              its driver in its ResourceSlice or put on it by a DeviceTaintRule
                              (an admin's drain; the summary names which); published or not;
@@ -36,7 +41,7 @@ Promises: pure (no I/O, no clock: `now` is not needed, times are data); one pass
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,18 +65,21 @@ from dra_mirror.service.model.records import (
 )
 from dra_mirror.service.model.taint_rules import UNAVAILABLE_EFFECTS, shown
 from dra_mirror.service.model.view import IndexView
+from dra_mirror.service.questions.utilization import NotBusyRow
 
 PENDING_BEHIND_IDLE = "pending-behind-idle"
 IDLE_HOLDER = "idle-holder"
 GPU_NODE_WITHOUT_SLICES = "gpu-node-without-slices"
 POOL_INCOMPLETE = "pool-incomplete"
 TAINTED_WHILE_HELD = "tainted-while-held"
+HELD_NOT_BUSY = "held-not-busy"
 RULES = (
     PENDING_BEHIND_IDLE,
     IDLE_HOLDER,
     GPU_NODE_WITHOUT_SLICES,
     POOL_INCOMPLETE,
     TAINTED_WHILE_HELD,
+    HELD_NOT_BUSY,
 )
 SEVERITY = {
     PENDING_BEHIND_IDLE: "warning",
@@ -79,6 +87,7 @@ SEVERITY = {
     GPU_NODE_WITHOUT_SLICES: "warning",
     POOL_INCOMPLETE: "warning",
     TAINTED_WHILE_HELD: "critical",
+    HELD_NOT_BUSY: "info",
 }
 
 
@@ -100,10 +109,15 @@ class Condition:
         return (self.rule, self.cluster, self.namespace, self.name)
 
 
-def evaluate(index: IndexView, rules: Iterable[str]) -> list[Condition]:
-    """The conditions of `rules` holding in the cluster now."""
+def evaluate(
+    index: IndexView, rules: Iterable[str], not_busy: Sequence[NotBusyRow] = ()
+) -> list[Condition]:
+    """The conditions of `rules` holding in the cluster now (`not_busy`: the cluster's claims
+    held, not busy, as the utilisation source last said)."""
     wanted = set(rules)
     found: list[Condition] = []
+    if HELD_NOT_BUSY in wanted:
+        found += [_not_busy(index.cluster, row) for row in not_busy]
     if wanted & {PENDING_BEHIND_IDLE, IDLE_HOLDER}:
         found += _claims(index, wanted)
     if GPU_NODE_WITHOUT_SLICES in wanted:
@@ -113,6 +127,19 @@ def evaluate(index: IndexView, rules: Iterable[str]) -> list[Condition]:
     if TAINTED_WHILE_HELD in wanted:
         found += _tainted_held(index)
     return found
+
+
+def _not_busy(cluster: str, row: NotBusyRow) -> Condition:
+    name = row.claim.split("/", 1)[-1]
+    return Condition(
+        HELD_NOT_BUSY, cluster, row.namespace, name,
+        f"claim {row.claim} holds {', '.join(row.devices)} at {row.busy:.0f}% busy, its pods "
+        f"{', '.join(row.consumers)} Running",
+        since=row.since,
+        details={"claim": row.claim, "devices": list(row.devices), "node": row.node,
+                 "pods": [f"{row.namespace}/{p}" for p in row.consumers],
+                 "namespaces": [row.namespace]},
+    )  # fmt: skip
 
 
 def _ref(key: ObjectKey) -> str:

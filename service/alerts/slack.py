@@ -33,6 +33,7 @@ TITLES = {
     "gpu-node-without-slices": "A GPU node publishes no DRA devices",
     "pool-incomplete": "A resource pool is incomplete",
     "tainted-while-held": "A held device is tainted",
+    "held-not-busy": "A claim holds GPUs that are not busy",
 }
 
 

@@ -52,6 +52,7 @@ def demo_alerts(port: int) -> AlertsConfig:
         "gpu-node-without-slices": {"minutes": 0},
         "pool-incomplete": {"minutes": 0},
         "tainted-while-held": {"minutes": 0},
+        "held-not-busy": {"minutes": 0},
     }
     return parse(
         {"interval": 5, "webUrl": f"http://{DEMO_HOST}:{port}", "rules": rules}, where="demo"

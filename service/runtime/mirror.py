@@ -20,7 +20,7 @@ access=None, role=API)`:
   into the store (`watching.watch_clusters`), every batch timed into `/metrics`;
 * with `alerts` (`service.alerts.config`), the alert engine runs beside the reactors over
   their own indexes (with leased watchers: the clusters whose lease this replica holds), woken
-  by every batch, its series in `/metrics`;
+  by every batch, its series in `/metrics` (`held-not-busy` asks the utilisation source);
 * with a history and a utilisation source, the watching process records five-minute
   utilisation buckets of the clusters it has synced into the history
   (`utilization_recorder`, `service.history.utilization_recorder`);
@@ -48,6 +48,7 @@ from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.alerts.engine import AlertEngine
 from dra_mirror.service.alerts.metrics import AlertsCollector
+from dra_mirror.service.alerts.rules import HELD_NOT_BUSY
 from dra_mirror.service.http.readiness import API
 from dra_mirror.service.http.state import AppState
 from dra_mirror.service.http.watchers import Watchers
@@ -128,7 +129,8 @@ def mirror_app(
         engine = None
         watching: list[WatchedClusters] = []  # set below; the engine reads it when it runs
         if alerts is not None:  # beside the reactors: the clusters this process watches
-            engine = alerting(alerts, lambda: synced_indexes(watching), store=state_store)
+            engine = alerting(alerts, lambda: synced_indexes(watching), store=state_store,
+                              utilization=source)  # fmt: skip
             mirror.metrics.registry.register(AlertsCollector(engine))
             sinks.append(engine)  # each batch of changes wakes the evaluation
         watched = await watch_clusters(
@@ -183,10 +185,13 @@ def synced_indexes(watching: Sequence[WatchedClusters]) -> dict[str, Any]:
     }
 
 
-def alerting(config: AlertsConfig, sources: Any, *, store: Any = None) -> AlertEngine:
+def alerting(
+    config: AlertsConfig, sources: Any, *, store: Any = None, utilization: Any = None
+) -> AlertEngine:
     """The alert engine over `sources` (cluster -> index), posting to Slack when configured;
     with a Redis `store`, what it announced is kept in that Redis (its alert ledger), so a
-    restart or a takeover neither repeats an announcement nor leaves one unresolved."""
+    restart or a takeover neither repeats an announcement nor leaves one unresolved; with a
+    `utilization` source, `held-not-busy` asks it (`not_busy_feed`)."""
     notifier = ledger = None
     if config.slack:
         from dra_mirror.service.alerts.slack import SlackNotifier  # slack_sdk's web client
@@ -196,7 +201,25 @@ def alerting(config: AlertsConfig, sources: Any, *, store: Any = None) -> AlertE
             from dra_mirror.service.alerts.ledger import RedisAlertLedger
 
             ledger = RedisAlertLedger(store.redis, prefix=store.prefix)
-    return AlertEngine(config, sources=sources, notifier=notifier, ledger=ledger)
+    feed = None
+    if utilization is not None and store is not None and HELD_NOT_BUSY in config.rules:
+        feed = not_busy_feed(store, utilization, config.rules[HELD_NOT_BUSY])
+    return AlertEngine(config, sources=sources, notifier=notifier, ledger=ledger, not_busy=feed)
+
+
+def not_busy_feed(store: Any, source: Any, duration: float) -> Callable[[str], Any]:
+    """A cluster's claims held, not busy (`questions.utilization.held_not_busy`), over a
+    window long enough for a run below the threshold to reach `duration` seconds."""
+    from dra_mirror.service.questions.asker import Asker
+    from dra_mirror.service.questions.utilization import held_not_busy
+
+    window = max(3600.0, 2 * source.not_busy_after, duration + 600.0)
+
+    async def ask(cluster: str) -> Any:
+        asker = Asker.over(store, utilization=source)
+        return (await held_not_busy(asker, cluster, window=window, limit=100_000)).claims
+
+    return ask
 
 
 def utilization_recorder(
