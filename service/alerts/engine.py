@@ -21,9 +21,10 @@ wait (its series are exported meanwhile); a record or a forget that fails is ret
 next evaluation. Without a ledger, what was announced is known to the process only: after a
 restart a condition that still holds is announced once more.
 
-`held-not-busy` reads what the engine cannot derive from an index: before each evaluation it
+`held-not-busy` reads what the engine cannot derive from an index: after each evaluation it
 asks `not_busy(cluster)` (the utilisation source's held-not-busy claims) for every cluster,
-keeping a cluster's last answer when the source cannot answer.
+for the next evaluation to read (so a slow source delays no other alert), keeping a
+cluster's last answer when the source cannot answer.
 
 Notifying goes through a `Notifier` (the Slack one, or none); a notification that fails is
 retried at the next evaluation, never lost, never repeated once it succeeded.
@@ -166,9 +167,9 @@ class AlertEngine:
         keeping = self.ledger is not None and self.notifier is not None
         if keeping:
             await self._adopt()
-        await self._ask_not_busy()
         _, ended = self.evaluate()
         self.pending_resolved.extend(a for a in ended if a.notified)
+        await self._ask_not_busy()  # for the next evaluation: a slow source delays no alert
         if self.notifier is None:
             return
         if keeping:

@@ -51,8 +51,9 @@ async def test_after_two_hours_to_the_holders_channel_then_resolved(fake_slack: 
     engine = AlertEngine(config, sources=lambda: {n: world.store.index(n) for n in ("east", "west")},
                          notifier=SlackNotifier(target, web_url=None), clock=clock,
                          not_busy=feed)  # fmt: skip
-    await engine.tick()
+    await engine.tick()  # evaluates, then asks the source for the next evaluation
     assert sorted(feed.asked) == ["east", "west"]
+    await engine.tick()
     assert not firing(engine, "held-not-busy")  # not busy for 90 min only
     clock.now = SINCE + timedelta(hours=2)
     await engine.tick()
@@ -65,7 +66,9 @@ async def test_after_two_hours_to_the_holders_channel_then_resolved(fake_slack: 
     await engine.tick()
     assert list(firing(engine, "held-not-busy")) == ["east/training/trainer-0-gpu"]
     assert not [m for m, _ in fake_slack.calls if m == "chat.update"]
-    feed.down, feed.rows = False, {}  # busy again
+    feed.down, feed.rows = False, {}  # busy again: read by the evaluation after the next
+    await engine.tick()
+    assert list(firing(engine, "held-not-busy")) == ["east/training/trainer-0-gpu"]
     await engine.tick()
     assert not firing(engine, "held-not-busy")
     updates = [b for m, b in fake_slack.calls if m == "chat.update"]
