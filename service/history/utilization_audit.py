@@ -16,7 +16,9 @@ cluster) or CLAIM (`namespace/claim`) — each row says, over the GPU allocation
   partition all of it). None when no bucket read an energy counter.
 
 Intervals still open count up to min(to, now). Two statements, computed by the database in
-integer microseconds; the same SQL on SQLite and PostgreSQL (`audit_sql`).
+integer microseconds (`audit_sql`); each hold reads its device's buckets by a range of the
+primary key (on PostgreSQL a LATERAL subquery, so that the planner never hashes every
+bucket of a device to filter it per hold).
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ def _statements(sql: AuditSql, group_by: str, cluster: str | None) -> list[str]:
         AND a.equivalents > 0{where_cluster("a", cluster)}
     )"""
     overlap = f"({lst}(sp.e, u.bucket_us + :b) - {g}(sp.s, u.bucket_us))"
+    on = """u.cluster = sp.cluster AND u.driver = sp.driver AND u.pool = sp.pool
+       AND u.device = sp.device AND u.bucket_us < sp.e AND u.bucket_us > sp.s - :b"""
+    if sql.postgres:
+        # each hold walks the primary key from its first bucket (a nested loop: OFFSET 0 keeps
+        # the planner from hashing every bucket of a device and filtering it per hold)
+        buckets = f"""CROSS JOIN LATERAL (
+      SELECT u.bucket_us, u.busy, u.energy_j, u.equivalents FROM utilization_buckets AS u
+      WHERE {on} OFFSET 0) AS u"""
+    else:  # SQLite walks the primary key from each hold's first bucket
+        buckets = f"JOIN utilization_buckets AS u ON {on}"
     held = f"""{spans}
     SELECT sp.cluster, sp.grp, SUM(sp.w * (sp.e - sp.s)) FROM sp WHERE sp.e > sp.s
     GROUP BY sp.cluster, sp.grp"""
@@ -77,9 +89,7 @@ def _statements(sql: AuditSql, group_by: str, cluster: str | None) -> list[str]:
     SELECT sp.cluster, sp.grp, SUM(sp.w * {overlap}), SUM(sp.w * {overlap} * u.busy),
            SUM(CASE WHEN u.energy_j IS NOT NULL AND u.equivalents > 0
                     THEN u.energy_j * {overlap} * sp.w / u.equivalents END)
-    FROM sp JOIN utilization_buckets AS u
-      ON u.cluster = sp.cluster AND u.driver = sp.driver AND u.pool = sp.pool
-     AND u.device = sp.device AND u.bucket_us < sp.e AND u.bucket_us > sp.s - :b
+    FROM sp {buckets}
     WHERE sp.e > sp.s
     GROUP BY sp.cluster, sp.grp"""
     return [held, busy]
