@@ -23,6 +23,7 @@ from dra_mirror.service.model.records import (
     Allocation,
 )
 from dra_mirror.service.sim.hardware import DeviceGroup, device_class, node_slices
+from tests.conftest import REPO_ROOT
 from tests.diagnostics.builders import CLUSTER, claim, request
 
 CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
@@ -200,3 +201,17 @@ def test_the_sentence_names_the_largest_and_the_next_that_does_not_fit() -> None
     )
     assert row.unplaceable == ["7g.141gb", "4g.71gb", "3g.71gb"]
     assert row.stranded_memory == row.free_memory > 0
+
+
+def test_the_documented_demo_sentence(east) -> None:
+    """docs/graphql.md quotes what the demo's east-h200-1 says."""
+    text = (REPO_ROOT / "docs" / "graphql.md").read_text()
+    [quoted] = [line for line in text.splitlines() if line.startswith("east-h200-1 mig.nvidia")]
+    [row] = fragmentation(
+        "east", east.devices, east.ledger, east.classes,
+        node="east-h200-1", class_name="mig.nvidia.com",
+    )  # fmt: skip
+    assert quoted == f"{row.node} {row.class_name}: {row.summary}"
+    assert row.gpus == 4 and row.gpus_partly_allocated == 1 and row.largest_placeable == "2g.35gb"
+    held_whole = [g for g in row.gpu_details if not g.partly_allocated and g.free_memory == 0]
+    assert len(held_whole) == 3
