@@ -44,7 +44,7 @@ from dra_mirror.service.diagnostics.candidates import Alternative, fit
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.diagnostics.ledger import CounterSetKey, Ledger
 from dra_mirror.service.model import physical
-from dra_mirror.service.model.inventory import amount
+from dra_mirror.service.model.inventory import amount as quantity
 from dra_mirror.service.model.records import DeviceClassRecord, DeviceEntry, DeviceKey
 
 __all__ = ["GpuFragments", "NodeFragmentation", "fragmentation", "profile_of"]
@@ -123,9 +123,22 @@ def _gpus(devices: Iterable[DeviceEntry], ledger: Ledger) -> dict[DeviceKey, _Gp
         if entry.device.consumes_counters:
             pools.setdefault((entry.key.driver, entry.key.pool), []).append(entry)
     found: dict[DeviceKey, _Gpu] = {}
+    parsed: dict[str, Fraction] = {}  # quantities repeat ("1", "16"): each parsed once
+
+    def amount(text: str) -> Fraction:
+        value = parsed.get(text)
+        if value is None:
+            value = parsed[text] = quantity(text)
+        return value
+
+    kept = getattr(ledger.base, "unit", None)  # the index keeps each device's unit
     for (driver, pool_name), members in sorted(pools.items()):
         pool = ledger.base.pool(driver, pool_name)
-        units = physical.pool_units(pool.devices.values(), pool.counter_sets)
+        units: Mapping[DeviceKey, physical.Unit] = (
+            {k: kept(k) for k in pool.devices}
+            if kept is not None
+            else physical.pool_units(pool.devices.values(), pool.counter_sets)
+        )
         totals = {
             cs.name: {n: amount(v) for n, v in cs.counters.items()} for cs in pool.counter_sets
         }
