@@ -13,6 +13,7 @@ import pytest
 from dra_mirror.service.diagnostics.fragmentation import fragmentation
 from dra_mirror.service.diagnostics.ledger import Ledger
 from dra_mirror.service.diagnostics.placement import allocate
+from dra_mirror.service.model.holdings import Holdings
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.normalize import normalize
 from dra_mirror.service.model.quantity import parse_quantity
@@ -164,6 +165,13 @@ def test_fragmentation_equals_a_brute_force_recount(seed: int) -> None:
         assert row.largest_placeable == want["largest"]
         assert set(row.unplaceable) == want["unplaceable"]
         assert set().union(*(g.placeable for g in row.gpu_details)) == want["placeable"]
+    # A store kept outside the process (Redis): the holds derived from one read, the same rows.
+    holdings = Holdings.build(
+        list(index.devices()),
+        list(index.records(RESOURCE_CLAIM)),
+        slices=list(index.records(RESOURCE_SLICE)),
+    )
+    assert fragmentation(CLUSTER, index.devices(), Ledger(holdings), classes) == rows
 
 
 def test_what_is_placeable_the_allocator_places() -> None:
