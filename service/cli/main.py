@@ -268,6 +268,7 @@ for command in (
     client.waiting,
     client.idle,
     asked.capacity,
+    asked.fragmentation,
     busy.not_busy,
     asked.pod_devices,
     asked.device_history,
