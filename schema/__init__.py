@@ -34,6 +34,7 @@ from strawberry.tools import merge_types
 from dra_mirror.service.settings import GraphQLSettings
 
 from .diagnostics import Query as DiagnosticsQuery
+from .fragmentation import Query as FragmentationQuery
 from .guard import DocumentRegistry, guarded_schema_options
 from .history import Query as HistoryQuery
 from .plan import Query as PlanQuery
@@ -53,6 +54,7 @@ ROOT_QUERIES: tuple[type, ...] = (
     DiagnosticsQuery,
     PlanQuery,
     QuestionsQuery,
+    FragmentationQuery,
     UtilizationQuery,
     UtilizationAuditQuery,
     ViewerQuery,

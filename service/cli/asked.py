@@ -1,7 +1,10 @@
-"""`dra-mirror capacity|pod-devices|device-history`: more of the mirror's questions, asked of a
-running mirror (`--server`, `--token`, `--json` as for `who-holds`: `service.cli.client`).
+"""`dra-mirror capacity|fragmentation|pod-devices|device-history`: more of the mirror's
+questions, asked of a running mirror (`--server`, `--token`, `--json` as for `who-holds`:
+`service.cli.client`).
 
     dra-mirror capacity [--cluster NAME]                 devices per cluster and driver
+    dra-mirror fragmentation [--cluster NAME] [--node NODE] [--class CLASS]
+                                                         stranded GPU memory, largest partition
     dra-mirror pod-devices NAMESPACE/POD [--cluster NAME] a pod's claims and their devices
     dra-mirror device-history DEVICE [--hours 24] [--cluster NAME]   who held it, from history
 
@@ -21,6 +24,7 @@ import orjson
 from dra_mirror.service.cli.asking import run_question
 from dra_mirror.service.cli.client import CLUSTER, client_options, emit, table
 from dra_mirror.service.questions.capacity import CapacityRow
+from dra_mirror.service.questions.fragmentation import NodeFragmentation
 from dra_mirror.service.questions.pods import PodDevices
 
 CAPACITY_COLUMNS = (
@@ -53,6 +57,43 @@ def capacity(cluster: str | None, **client: Any) -> None:
         for r in rows
     ]  # fmt: skip
     click.echo(table(CAPACITY_COLUMNS, cells))
+
+
+FRAGMENTATION_COLUMNS = (
+    *("CLUSTER", "NODE", "CLASS", "GPUS", "PARTLY-ALLOCATED", "PLACEABLE", "FREE-GIB"),
+    *("STRANDED-GIB", "LARGEST-PLACEABLE"),
+)
+GIB = float(1 << 30)
+
+
+@click.command("fragmentation")
+@CLUSTER
+@click.option("--node", default=None, help="Only this node.")
+@click.option("--class", "class_name", default=None, help="Only this DeviceClass.")
+@client_options
+def fragmentation(
+    cluster: str | None, node: str | None, class_name: str | None, **client: Any
+) -> None:
+    """Partitionable GPUs per node and DeviceClass: how many can take one of the class's
+    devices now, the largest that fits, and free memory stranded on partly allocated GPUs
+    (GiB; a GPU's memory is its counter set's `memory` counter)."""
+    rows: list[NodeFragmentation] = run_question(
+        client["server"], client["token"],
+        lambda q: q.fragmentation(cluster, node=node, class_name=class_name),
+        every_cluster=cluster is None,
+    )  # fmt: skip
+    if client["as_json"]:
+        click.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
+        return
+    cells = [
+        [r.cluster, r.node or "-", r.class_name, r.gpus, r.gpus_partly_allocated,
+         r.gpus_placeable, f"{r.free_memory / GIB:.1f}", f"{r.stranded_memory / GIB:.1f}",
+         r.largest_placeable or "-"]
+        for r in rows
+    ]  # fmt: skip
+    click.echo(table(FRAGMENTATION_COLUMNS, cells))
+    for r in rows:
+        click.echo(f"{r.node or '-'} {r.class_name}: {r.summary}")
 
 
 def _split(target: str) -> tuple[str, str]:

@@ -268,6 +268,7 @@ for command in (
     client.waiting,
     client.idle,
     asked.capacity,
+    asked.fragmentation,
     busy.not_busy,
     busy.utilization_audit,
     asked.pod_devices,

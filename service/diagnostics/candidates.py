@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from math import ceil
 from typing import Any
 
@@ -271,8 +272,10 @@ def fit(
     return None, consumed
 
 
+@lru_cache(maxsize=4096)
 def _amount(text: str) -> Fraction:
-    """A requested amount; one that does not parse can never be granted."""
+    """A requested amount; one that does not parse can never be granted. Remembered: counters
+    repeat the same few quantities on every partition of every GPU."""
     try:
         return parse_quantity(text)
     except ValueError:

@@ -33,8 +33,9 @@ CLASS, NAMESPACE, NODE or CLUSTER (always within a cluster), each row says:
 
 Intervals still open count up to min(to, now). Everything is computed by the database with
 integer microseconds; only the per-bucket carry of pending claims and (on SQLite, which has no
-percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the five
-statements run concurrently on their own connections (`audit_sql.fetch_all`), and each reads
+percentile_disc) the wait percentiles are finished in Python. On PostgreSQL the statements
+(allocated, idle, available, waits — served and abandoned in one pass over the window's
+waits) run concurrently on their own connections (`audit_sql.fetch_all`), and each reads
 only the partitions its window can reach: the floors of `service.history.pruning` bound the
 intervals' starts from below. Peak pending is `service.history.pending`'s.
 """
@@ -186,7 +187,8 @@ async def contention(
             WHERE {overlap("d", "device_inventory")}{where_cluster("d", cluster)}
         """
         queries.append(sql.split(available, count, weighted=True))
-    queries.append(_abandoned_query(group_by, cluster))
+    if not postgres:  # PostgreSQL counts abandoned waits in the waits statement's one pass
+        queries.append(_abandoned_query(group_by, cluster))
     queries.append(_waits_query(sql, group_by, cluster))
 
     results, peaks_found = await asyncio.gather(
@@ -208,7 +210,7 @@ async def contention(
             r.device_hours_available = int(us) / US_PER_HOUR
             r.gpu_hours_available = float(wus or 0) / US_PER_HOUR
     _waits(results[-1], postgres, row)
-    for c, grp, idx, abandoned in results[-2]:
+    for c, grp, idx, abandoned in [] if postgres else results[-2]:
         row(c, grp, idx).claims_abandoned = int(abandoned)
     for (c, grp, idx), peak in peaks_found.items():
         row(c, grp, idx).peak_pending = peak
@@ -225,49 +227,57 @@ async def contention(
     return sorted(rows.values(), key=lambda r: (r.cluster, r.group, r.bucket_start_us))
 
 
+def _abandoned_reasons() -> str:
+    return ", ".join(f"'{r}'" for r in sorted(ABANDONED))
+
+
 def _abandoned_query(group_by: str, cluster: str | None) -> str:
-    """Per group and bucket: the waits started in it that ended abandoned."""
-    reasons = ", ".join(f"'{r}'" for r in sorted(ABANDONED))
+    """Per group and bucket: the waits started in it that ended abandoned (SQLite)."""
     return f"""
         SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
                (w.start_us - :f) / :b AS idx, COUNT(*) AS abandoned
         FROM waits AS w
         WHERE w.start_us >= :f AND w.start_us < :t
-          AND w.end_reason IN ({reasons}){where_cluster("w", cluster)}
+          AND w.end_reason IN ({_abandoned_reasons()}){where_cluster("w", cluster)}
         GROUP BY 1, 2, 3
     """
 
 
 def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
-    window = f"""
-        FROM waits AS w
-        WHERE w.start_us >= :f AND w.start_us < :t
-          AND w.end_us > w.start_us AND w.end_reason = '{SERVED}'
-          AND NOT w.started_before_observation{where_cluster("w", cluster)}
-    """
+    served = (f"w.end_us > w.start_us AND w.end_reason = '{SERVED}' "
+              "AND NOT w.started_before_observation")  # fmt: skip
     if not sql.postgres:  # SQLite has no percentile_disc: finished in Python
         return f"""
             SELECT w.cluster AS cluster, {WAIT_GROUP[group_by]} AS grp,
                    (w.start_us - :f) / :b AS idx, w.claim_uid AS claim_uid,
                    w.end_us - w.start_us AS dur
-            {window}
+            FROM waits AS w
+            WHERE w.start_us >= :f AND w.start_us < :t AND {served}{where_cluster("w", cluster)}
         """
-    # Only integers go through the sorts: the group and the claim uid as 64-bit hashes
-    # (sorting integers is several times cheaper than sorting strings; a collision needs 2^64
-    # luck), and the lowest wait id of each group, whose row names the group afterwards (by
-    # primary key: LIMIT keeps the planner from flattening the lookup into a hash join over
-    # the whole table; the window's bounds keep it to the window's partitions).
+    # One pass over the window's waits: the served ones (percentiles, distinct claims) and the
+    # abandoned ones (a count), told apart by FILTER. Only integers go through the sorts: the
+    # group and the claim uid as 64-bit hashes (sorting integers is several times cheaper than
+    # sorting strings; a collision needs 2^64 luck), and the lowest wait id of each group, whose
+    # row names the group afterwards (by primary key: LIMIT keeps the planner from flattening
+    # the lookup into a hash join over the whole table; the window's bounds keep it to the
+    # window's partitions).
     return f"""
-        SELECT n.cluster, n.grp, s.idx, s.waited, s.percentiles, s.longest
+        SELECT n.cluster, n.grp, s.idx, s.waited, s.percentiles, s.longest, s.abandoned
         FROM (
-            SELECT MIN(d.id) AS example, d.idx, COUNT(DISTINCT d.claim) AS waited,
-                   percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d.dur) AS percentiles,
-                   MAX(d.dur) AS longest
+            SELECT MIN(d.id) AS example, d.idx,
+                   COUNT(DISTINCT d.claim) FILTER (WHERE d.served) AS waited,
+                   percentile_disc(ARRAY[0.5, 0.95]) WITHIN GROUP (ORDER BY d.dur)
+                       FILTER (WHERE d.served) AS percentiles,
+                   MAX(d.dur) FILTER (WHERE d.served) AS longest,
+                   COUNT(*) FILTER (WHERE NOT d.served) AS abandoned
             FROM (
                 SELECT w.id, hashtextextended(w.cluster || '/' || {WAIT_GROUP[group_by]}, 0) AS part,
                        (w.start_us - :f) / :b AS idx, hashtextextended(w.claim_uid, 0) AS claim,
-                       w.end_us - w.start_us AS dur
-                {window}
+                       w.end_us - w.start_us AS dur, ({served}) AS served
+                FROM waits AS w
+                WHERE w.start_us >= :f AND w.start_us < :t
+                  AND (({served}) OR w.end_reason IN ({_abandoned_reasons()}))
+                  {where_cluster("w", cluster)}
             ) AS d
             GROUP BY d.part, d.idx
         ) AS s
@@ -279,8 +289,12 @@ def _waits_query(sql: AuditSql, group_by: str, cluster: str | None) -> str:
 
 def _waits(found: list[Any], postgres: bool, row: Callable[[str, str, int], ContentionRow]) -> None:
     if postgres:
-        for c, grp, idx, waited, (p50, p95), longest in found:
+        for c, grp, idx, waited, percentiles, longest, abandoned in found:
             r = row(c, grp, idx)
+            r.claims_abandoned = int(abandoned)
+            if not waited:  # only abandoned waits started in the bucket
+                continue
+            p50, p95 = percentiles
             r.claims_waited = waited
             r.wait_p50, r.wait_p95 = p50 / US_PER_SECOND, p95 / US_PER_SECOND
             r.wait_max = longest / US_PER_SECOND

@@ -97,6 +97,7 @@ class Plan:
         default_factory=lambda: defaultdict(list)
     )
     data_updates: list[dict[str, Any]] = field(default_factory=list)
+    weight_updates: list[dict[str, Any]] = field(default_factory=list)  # committed allocations
     confirms: dict[IntervalTable, list[dict[str, Any]]] = field(
         default_factory=lambda: defaultdict(list)
     )  # unconfirmed intervals a new index re-announced: their mark goes
@@ -132,6 +133,7 @@ class Decider:
             t.RELEASED: lambda tr, at: self._close(
                 AllocationInterval, _key(AllocationInterval, tr), at, tr.reason or "released"
             ),
+            t.HOLD_WEIGHED: self._weigh,
             t.CONSUMER_ADDED: lambda tr, at: self._open(
                 ConsumerInterval, tr, at, _claim_row(tr, pod=tr.pod, pod_uid=tr.pod_uid)
             ),
@@ -185,6 +187,19 @@ class Decider:
             device = tr.uuid or f"{tr.driver}/{tr.pool}/{tr.device}"
             self.plan.device_classes.add((tr.cluster, device, row["class_name"]))
         self._open(AllocationInterval, tr, at, row)
+
+    def _weigh(self, tr: Transition, at: int) -> None:
+        """What an open allocation takes, known only once a slice published its device: the
+        weight it was written with (a lone device's) was never the truth, so it is replaced for
+        the whole interval."""
+        current = self.opened[AllocationInterval].get(_key(AllocationInterval, tr))
+        if current is None:
+            return
+        if current.new_row is not None:
+            current.new_row.update(equivalents=tr.equivalents, device_type=tr.device_type)
+        elif current.row_id is not None:
+            self.plan.weight_updates.append({"row_id": current.row_id, "new_equivalents":
+                                             tr.equivalents, "new_type": tr.device_type})  # fmt: skip
 
     def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)

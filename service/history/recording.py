@@ -273,6 +273,14 @@ class BatchRecorder:
                         node=bindparam("new_node"))
             )  # fmt: skip
             await conn.execute(stmt, plan.data_updates)
+        if plan.weight_updates:
+            stmt = (
+                update(AllocationInterval)
+                .where(AllocationInterval.id == bindparam("row_id"))
+                .values(equivalents=bindparam("new_equivalents"),
+                        device_type=bindparam("new_type"))
+            )  # fmt: skip
+            await conn.execute(stmt, plan.weight_updates)
         for cluster, seen in plan.marks.items():
             mark = _insert(conn, ClusterMark).values(cluster=cluster, last_seen_us=seen)
             newest = (func.greatest if conn.dialect.name == "postgresql" else func.max)(
@@ -287,6 +295,7 @@ class BatchRecorder:
             sum(len(rows) for rows in plan.inserts.values())
             + sum(len(rows) for rows in plan.closes.values())
             + len(plan.data_updates)
+            + len(plan.weight_updates)
             + sum(len(rows) for rows in plan.confirms.values())
         )
 

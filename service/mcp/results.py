@@ -149,6 +149,24 @@ class CapacityResult(Result):
     rows: list[CapacityRow]
 
 
+class FragmentationRow(Result):
+    cluster: str
+    node: str | None
+    class_name: str
+    gpus: int = Field(description="Partitionable GPUs with a device the class selects")
+    gpus_partly_allocated: int
+    gpus_placeable: int = Field(description="GPUs that can take one of the class's devices now")
+    free_memory: float = Field(description="Bytes free over those GPUs")
+    stranded_memory: float = Field(description="Bytes free on partly allocated GPUs")
+    largest_placeable: str | None = Field(description="The largest profile placeable now")
+    unplaceable: list[str] = Field(description="The class's profiles no GPU can take now")
+    summary: str
+
+
+class FragmentationResult(Result):
+    rows: list[FragmentationRow]
+
+
 class PodDevice(Result):
     claim: str
     request: str

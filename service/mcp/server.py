@@ -206,6 +206,21 @@ def build_server(questions_for: QuestionsFor) -> MCPServer:
         return await run(ctx, lambda q: tools.capacity(q, cluster))
 
     @register
+    async def fragmentation(
+        ctx: Context,
+        cluster: Cluster = None,
+        node: Annotated[str | None, Field(description="Only this node.")] = None,
+        device_class: Annotated[
+            str | None, Field(description="Only this DeviceClass (e.g. mig.nvidia.com).")
+        ] = None,
+    ) -> results.FragmentationResult:
+        """Per node and DeviceClass, over partitionable GPUs (MIG partitions sharing a GPU's
+        counters): how many GPUs can take one of the class's devices now, the largest profile
+        that fits (`largestPlaceable`), the profiles none can take, and free memory stranded on
+        partly allocated GPUs (bytes). An unknown class is an error."""
+        return await run(ctx, lambda q: tools.fragmentation(q, cluster, node, device_class))
+
+    @register
     async def pod_devices(
         ctx: Context,
         namespace: Annotated[str, Field(description="The pod's namespace.")],

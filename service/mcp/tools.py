@@ -133,6 +133,19 @@ async def capacity(questions: Questions, cluster: str | None = None) -> r.Capaci
     return r.CapacityResult(rows=[r.CapacityRow(**dataclasses.asdict(x)) for x in rows])
 
 
+async def fragmentation(
+    questions: Questions,
+    cluster: str | None = None,
+    node: str | None = None,
+    device_class: str | None = None,
+) -> r.FragmentationResult:
+    rows = await questions.fragmentation(cluster, node=node, class_name=device_class)
+    fields = r.FragmentationRow.model_fields
+    return r.FragmentationResult(
+        rows=[r.FragmentationRow(**{k: v for k, v in vars(x).items() if k in fields}) for x in rows]
+    )
+
+
 async def pod_devices(
     questions: Questions, namespace: str, pod: str, cluster: str | None = None
 ) -> r.PodDevicesResult:

@@ -38,6 +38,8 @@ WAIT_STARTED = "wait_started"  # unallocated, and an unfinished pod references i
 WAIT_ENDED = "wait_ended"
 ALLOCATED = "allocated"  # one allocation result: a device (or a share of it) given to a claim
 RELEASED = "released"  # that result ended: deallocated, or the claim deleted (reason "deleted")
+# what an open allocation takes, known only now: its device was held before a slice published it
+HOLD_WEIGHED = "hold_weighed"
 CONSUMER_ADDED = "consumer_added"  # a pod appeared in status.reservedFor
 CONSUMER_REMOVED = "consumer_removed"  # reason "deleted" when the claim was deleted
 IDLE_STARTED = "idle_started"  # allocated, and no consumer pod Running
@@ -64,6 +66,7 @@ TRANSITION_TYPES = frozenset(
         WAIT_ENDED,
         ALLOCATED,
         RELEASED,
+        HOLD_WEIGHED,
         CONSUMER_ADDED,
         CONSUMER_REMOVED,
         IDLE_STARTED,
@@ -82,7 +85,7 @@ class Transition(Struct, frozen=True, gc=False):
     Immutable and acyclic: `gc=False` keeps it out of the cyclic garbage collector.
 
     * claim transitions: namespace, claim, claim_uid (+ class_names, node)
-    * allocated / released: + driver, pool, device, uuid, request, share_id,
+    * allocated / released / hold_weighed: + driver, pool, device, uuid, request, share_id,
       consumed_capacity, node
     * consumer_*: + pod, pod_uid
     * device_*: driver, pool, device, uuid, node, data (attributes/capacity as JSON)
@@ -112,7 +115,7 @@ class Transition(Struct, frozen=True, gc=False):
     # wait_started, allocated: it began before the index observed the cluster (its claims and
     # pods listed once): the start is when the mirror first saw it (service.model.waiting).
     before_observation: bool = False
-    # allocated: the GPU-equivalents the hold takes; device_*: those the device stands for in
+    # allocated, hold_weighed: the GPU-equivalents the hold takes; device_*: those the device stands for in
     # inventory (1 for the device counting its physical device, else 0); with the physical
     # device's type (gpu, nic, or the driver): service.model.physical
     equivalents: float = 0.0

@@ -1,16 +1,18 @@
 """Two readings of a claim the claim side of the index makes: whether its consumers keep it
 from idleness at a moment (running, or starting within their grace: service.model.activity),
 and the transition a hold on a device writes into the batch, with what the hold takes in
-GPU-equivalents of its device's type (service.model.physical). Pure."""
+GPU-equivalents of its device's type (service.model.physical) — again, `hold_weighed`, once a
+slice publishes a device held before (weighed as a lone device till then). Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.activity import RUNNING, activity
 from dra_mirror.service.model.consumers import is_pod, is_pod_group
+from dra_mirror.service.model.holds import holds_of
 from dra_mirror.service.model.physical import hold_weights
 from dra_mirror.service.model.records import (
     POD,
@@ -21,7 +23,7 @@ from dra_mirror.service.model.records import (
     ObjectKey,
     PodRecord,
 )
-from dra_mirror.service.model.relations import GROUP_PODS
+from dra_mirror.service.model.relations import DEVICE_ALLOCATIONS, GROUP_PODS
 
 if TYPE_CHECKING:
     from dra_mirror.service.model.batch import Batch
@@ -42,7 +44,7 @@ def hold_transition(
     ref, result = hold
     entry = index.device(device)
     unit = index.unit(device)
-    if type_ == ch.ALLOCATED and entry is not None:
+    if type_ in (ch.ALLOCATED, ch.HOLD_WEIGHED) and entry is not None:
         # what this hold takes, in GPU-equivalents of its type (service.model.physical)
         equivalents = float(hold_weights(entry, unit, [ref])[0])
     else:
@@ -62,6 +64,26 @@ def hold_transition(
         device_type=unit.type,
         **claim_fields,
     )
+
+
+def weigh_again(
+    index: ClusterIndex,
+    batch: Batch,
+    device: DeviceKey,
+    fields_of: Callable[[ObjectKey, ClaimRecord], dict[str, Any]],
+    observed: bool,
+) -> None:
+    """`hold_weighed` for every hold on `device` (history rewrites the open allocations'
+    weight: the lone device's was never the truth)."""
+    refs = index.links.get(DEVICE_ALLOCATIONS, device)
+    for key in sorted({ref.claim for ref in refs.values()} if refs else ()):
+        claim = index.get(key)
+        if not isinstance(claim, ClaimRecord):
+            continue
+        for (held, _), hold in holds_of(index.cluster, key, claim).items():
+            if held == device:
+                fields = fields_of(key, claim)
+                hold_transition(index, batch, ch.HOLD_WEIGHED, device, hold, fields, observed)
 
 
 def consumer_active(

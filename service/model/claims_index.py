@@ -4,11 +4,10 @@ The rules are in the docstring of `service.model.index` (points 4 to 6); this mo
 state they need and emits their transitions into the index's batch:
 
 * holds: `device_allocations` maps a DeviceKey to {(claim, request, shareID): AllocationRef};
-* consumers (`service.model.consumers` says who they are): pod key -> the claims whose
-  status.reservedFor names that pod, and PodGroup -> the claims reserved for the group, so that
-  a pod's phase change re-evaluates only those claims' idleness;
-* views: the template and origin pods say a claim has (`service.model.claim_views`).
-"""
+* consumers (`service.model.consumers`): pod -> the claims whose status.reservedFor names it,
+  PodGroup -> the claims reserved for it: a pod's phase re-evaluates only their idleness;
+* views: the template and origin pods say a claim has (`service.model.claim_views`);
+* weights: the holds on a device a slice publishes for the first time weighed again."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.activity import seconds
-from dra_mirror.service.model.claim_activity import hold_transition, idleness
+from dra_mirror.service.model.claim_activity import hold_transition, idleness, weigh_again
 from dra_mirror.service.model.claim_sets import ClaimsBy
 from dra_mirror.service.model.claim_views import ClaimViews
 from dra_mirror.service.model.consumers import (
@@ -234,6 +233,10 @@ class ClaimTracker:
         hold_transition(
             self._index, batch, type_, device, hold, fields, self.waits.observed, reason
         )
+
+    def reweigh(self, device: DeviceKey, batch: Batch) -> None:
+        if batch.keep_transitions:
+            weigh_again(self._index, batch, device, self._claim_fields, self.waits.observed)
 
     # --- idleness -------------------------------------------------------------------------------
 

@@ -27,7 +27,8 @@ taints changing is a `device_changed`; its status does not change (unavailable i
 
 Each valid device's physical unit (the GPU it is part of, its type, its GPU-equivalent weight:
 `service.model.physical`) is kept in `units`, recomputed for a pool whose devices or counter
-sets a slice event changed.
+sets a slice event changed. `on_slice` returns the devices it published for the first time
+(one held already was weighed as a lone device: `ClaimTracker.reweigh` weighs its holds).
 
 Device statuses (free / held / shared / blocked, service.model.inventory) are kept derived:
 every device whose entry or holds a batch changed — every device of its pool when the pool
@@ -285,7 +286,8 @@ class DeviceTracker:
 
     def on_slice(
         self, key: ObjectKey, old: SliceRecord | None, new: SliceRecord | None, batch: Batch
-    ) -> None:
+    ) -> list[DeviceKey]:
+        """Apply a slice event; the devices it published that no valid pool published before."""
         links = self._index.links
         old_node = old.node_name if old else None
         new_node = new.node_name if new else None
@@ -301,10 +303,12 @@ class DeviceTracker:
         if new is not None:
             pools.add(pool_key(new))
             self._pool_slices.setdefault(pool_key(new), {})[key] = new
+        appeared: list[DeviceKey] = []
         for pk in pools:
-            self._recompute_pool(pk, batch)
+            appeared += self._recompute_pool(pk, batch)
+        return appeared
 
-    def _recompute_pool(self, pk: PoolKey, batch: Batch) -> None:
+    def _recompute_pool(self, pk: PoolKey, batch: Batch) -> list[DeviceKey]:
         slices = self._pool_slices.get(pk) or {}
         before_pool = self._pools.get(pk, EMPTY_POOL)
         before = before_pool.devices
@@ -336,9 +340,11 @@ class DeviceTracker:
                     self._last_uuid[dk] = settled.device.uuid
                 touched.device(dk, entry, None)
                 self._transition(ch.DEVICE_DISAPPEARED, entry, batch)
+        appeared = []
         for dk, entry in after.devices.items():
             previous = before.get(dk)
             if previous is None:
+                appeared.append(dk)
                 self._link(entry)
                 self.devices[dk] = entry
                 touched.device(dk, None, entry)
@@ -353,6 +359,7 @@ class DeviceTracker:
                     entry.device, entry.node, entry.rule_taints
                 ):  # fmt: skip
                     self._transition(ch.DEVICE_CHANGED, entry, batch)
+        return appeared
 
     def announce(self, batch: Batch) -> None:
         """Every valid device appears again (the first LIST of slices after a seed)."""

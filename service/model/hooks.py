@@ -4,7 +4,8 @@
 `ClusterIndex` calls with `(key, old, new, batch)` after it has stored the change (`old` None:
 created; `new` None: deleted):
 
-* "devices" — a ResourceSlice: its pool's valid generation and devices (`DeviceTracker`);
+* "devices" — a ResourceSlice: its pool's valid generation and devices (`DeviceTracker`), and
+  the holds on a device it publishes for the first time weighed again (`ClaimTracker`);
 * "claims" — a ResourceClaim: holds, reservations, waits, idleness (`ClaimTracker`);
 * "pods" — a Pod: its reverse maps (`service.model.pods`), then the idleness and views of the
   claims it consumes or names;
@@ -46,7 +47,8 @@ def hooks(
 
     def on_slice(key: ObjectKey, old: Record | None, new: Record | None, batch: Batch) -> None:
         assert isinstance(old, SliceRecord | None) and isinstance(new, SliceRecord | None)
-        devices.on_slice(key, old, new, batch)
+        for device in devices.on_slice(key, old, new, batch):
+            claims.reweigh(device, batch)  # held before a slice published it
 
     def on_claim(key: ObjectKey, old: Record | None, new: Record | None, batch: Batch) -> None:
         assert isinstance(old, ClaimRecord | None) and isinstance(new, ClaimRecord | None)

@@ -240,7 +240,8 @@ class ClusterIndex(IndexReads):
             elif isinstance(record, SliceRecord):
                 objects[key] = record
                 touch(key)
-                devices.on_slice(key, None, record, batch)
+                for device in devices.on_slice(key, None, record, batch):
+                    claims.reweigh(device, batch)  # as the "devices" hook does
             else:
                 objects[key] = record
                 touch(key)

@@ -38,7 +38,7 @@ from dra_mirror.service.model.records import (
 from dra_mirror.service.stores.protocols import StoreUnavailable
 
 from .asker import Asker
-from .holders import holdings_of, resolve_devices
+from .holders import holdings_named
 
 __all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "model_of", "who_holds"]
 
@@ -155,7 +155,8 @@ async def who_holds(asker: Asker, spec: str, cluster: str | None = None) -> WhoH
     """The devices `spec` names and the claims (in the asker's scope) holding them."""
     await asker.check_cluster(cluster)
     reader = asker.reader
-    keys = await resolve_devices(reader, spec, cluster=cluster)
+    # a uuid: its devices, their holds and claims in one store read (holders.holdings_named)
+    keys, found = await holdings_named(reader, spec, cluster=cluster)
     answer = WhoHolds(spec=spec.strip(), cluster=cluster)
     if not keys:
         return answer
@@ -169,7 +170,6 @@ async def who_holds(asker: Asker, spec: str, cluster: str | None = None) -> WhoH
             sum(1 for ref in refs if not scope.allows(ref.claim.cluster, ref.claim.namespace))
             for refs in every
         ]
-    found = await holdings_of(reader, keys)
     by_key: dict[DeviceKey, DeviceEntry] = {}
     for key, entry, status, hidden in zip(keys, entries, statuses, withheld, strict=True):
         if entry is None:

@@ -14,7 +14,19 @@ from collections.abc import Sequence
 from dra_mirror.service.model.identity import DeviceKey
 from dra_mirror.service.model.records import DEVICE_CLASS, DeviceClassRecord
 
-from . import capacity, claims, explain, free, history, holdings, lint, plan, pods, utilization
+from . import (
+    capacity,
+    claims,
+    explain,
+    fragmentation,
+    free,
+    history,
+    holdings,
+    lint,
+    plan,
+    pods,
+    utilization,
+)
 from .asker import Asker
 from .history_facts import (
     claim_life_facts,
@@ -98,6 +110,13 @@ class LocalQuestions:
 
     async def capacity(self, cluster: str | None = None) -> list[capacity.CapacityRow]:
         return await capacity.capacity(self.asker, cluster)
+
+    async def fragmentation(
+        self, cluster: str | None = None, *, node: str | None = None, class_name: str | None = None
+    ) -> list[fragmentation.NodeFragmentation]:
+        return await fragmentation.fragmentation(
+            self.asker, cluster, node=node, class_name=class_name
+        )
 
     async def pod_devices(
         self, namespace: str, name: str, cluster: str | None = None

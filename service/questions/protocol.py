@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from . import utilization
 from .capacity import CapacityRow
 from .claims import Claims
+from .fragmentation import NodeFragmentation
 from .free import Free
 from .holdings import WhoHolds
 from .pods import PodDevices
@@ -85,6 +86,13 @@ class Questions(Protocol):
     async def lint_manifests(self, text: str, cluster: str | None = None) -> list[Facts]: ...
 
     async def capacity(self, cluster: str | None = None) -> list[CapacityRow]: ...
+
+    async def fragmentation(
+        self, cluster: str | None = None, *, node: str | None = None, class_name: str | None = None
+    ) -> list[NodeFragmentation]:
+        """Free GPU memory stranded in partition layouts and the largest placeable partition,
+        per node and DeviceClass (`service.questions.fragmentation`)."""
+        ...
 
     async def pod_devices(
         self, namespace: str, name: str, cluster: str | None = None

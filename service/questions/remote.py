@@ -1,17 +1,16 @@
 """`RemoteQuestions(ask)`: the `Questions` of a mirror in another process, over its `/graphql`.
 
-The command line (`--server`) and `dra-mirror mcp` on stdio reach a running mirror only
-through its graph: each question here is one fixed document (two for who-holds when history
-must say since when a claim holds a device) whose answer is decoded into the very answer the
-mirror's own process gives (`service.questions.local`): the graph's question fields return
-the answer dataclasses field for field (`schema.questions`), and explain, plan, lint and
-history select the fields of `service.questions.facts` and `history_facts`.
+The command line (`--server`) and `dra-mirror mcp` on stdio reach a running mirror only through its
+graph: each question here is one fixed document (two for who-holds when history must say since when
+a claim holds a device) whose answer is decoded into the very answer the mirror's own process gives
+(`service.questions.local`): the graph's question fields return the answer dataclasses field for
+field (`schema.questions`, `schema.fragmentation`), and explain, plan, lint and history select the
+fields of `service.questions.facts` and `history_facts`.
 
-`ask` posts a document and returns its `data` (`service.cli.asking.over_http`); a GraphQL
-error comes back as `QuestionError` — one with code `UNKNOWN_CLUSTER` as `UnknownCluster`,
-so a mistyped cluster is refused here as it is in-process. `DOCUMENTS` lists the fixed
-documents (a server running only registered documents registers them:
-`service.questions.documents`).
+`ask` posts a document and returns its `data` (`service.cli.asking.over_http`); a GraphQL error
+comes back as `QuestionError` — one with code `UNKNOWN_CLUSTER` as `UnknownCluster`, so a
+mistyped cluster is refused here as it is in-process. `DOCUMENTS` lists the fixed documents (a
+server running only registered documents registers them: `service.questions.documents`).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from .asking import Ask, NotSynced, QuestionError, UnknownCluster
 from .capacity import CapacityRow, PhysicalDevice
 from .claims import ClaimRow, Claims
 from .facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
+from .fragmentation import GpuFragments, NodeFragmentation
 from .free import DeviceRow, Free
 from .history_facts import (
     CLAIM_LIFE_FIELDS,
@@ -125,6 +125,11 @@ CAPACITY = f"""query Capacity($cluster: String) {{
   }}
 }}"""
 
+FRAGMENTATION = f"""query Fragmentation($cluster: String, $node: String, $className: String) {{
+  fragmentation(cluster: $cluster, node: $node, className: $className) {{
+    {_selection(NodeFragmentation, {"gpu_details": GpuFragments})} }}
+}}"""
+
 POD_DEVICES = f"""query PodDevices($namespace: String!, $name: String!, $cluster: String) {{
   podDevices(namespace: $namespace, name: $name, cluster: $cluster) {{
     {_selection(PodDevices, {"devices": PodDevice})}
@@ -188,6 +193,7 @@ DOCUMENTS: tuple[tuple[str, str], ...] = (
     ("HeldNotBusy", HELD_NOT_BUSY),
     ("DeviceUtilization", DEVICE_UTILIZATION),
     ("Capacity", CAPACITY),
+    ("Fragmentation", FRAGMENTATION),
     ("PodDevices", POD_DEVICES),
     ("Plan", PLAN),
     ("Lint", LINT),
@@ -368,6 +374,13 @@ class RemoteQuestions:
         data = await self.ask(CAPACITY, {"cluster": cluster})
         nested = {"partitioned_devices": PhysicalDevice}
         return [_decode(CapacityRow, r, nested) for r in data["capacity"]]
+
+    async def fragmentation(
+        self, cluster: str | None = None, *, node: str | None = None, class_name: str | None = None
+    ) -> list[NodeFragmentation]:
+        variables = {"cluster": cluster, "node": node, "className": class_name}
+        rows = (await self.ask(FRAGMENTATION, variables))["fragmentation"]
+        return [_decode(NodeFragmentation, r, {"gpu_details": GpuFragments}) for r in rows]
 
     async def pod_devices(
         self, namespace: str, name: str, cluster: str | None = None

@@ -10,6 +10,7 @@ from typing import Any
 
 from dra_mirror.service.history.runtime import History
 from dra_mirror.service.model.normalize import normalize
+from dra_mirror.service.model.records import SliceRecord
 from dra_mirror.service.sim.scenario import build_world, load_scenario
 from dra_mirror.service.stores.memory import MemoryStore
 from dra_mirror.service.stores.protocols import ClusterStatus
@@ -29,7 +30,9 @@ class HistoryWorld:
         return [o for objects in self.raw[cluster].values() for o in objects]
 
 
-async def demo_with_history(directory: Path) -> HistoryWorld:
+async def demo_with_history(directory: Path, *, slices_later: str | None = None) -> HistoryWorld:
+    """`slices_later`: the ResourceSlices come after everything else — in the same batch
+    ("batch") or in a batch of their own ("apart"), as a watch may list them."""
     history = await History.open(f"sqlite+aiosqlite:///{directory / 'history.db'}")
     world = build_world(load_scenario("demo"))
     store = MemoryStore()
@@ -42,7 +45,13 @@ async def demo_with_history(directory: Path) -> HistoryWorld:
             for plural, kind in PLURALS.items()
             for obj in raw[name][plural]
         ]
-        await history.sink(await feed(store, name, upserts=records, at=LOADED_AT))
+        batches = [records]
+        if slices_later is not None:
+            slices = [r for r in records if isinstance(r, SliceRecord)]
+            rest = [r for r in records if not isinstance(r, SliceRecord)]
+            batches = [rest + slices] if slices_later == "batch" else [rest, slices]
+        for batch in batches:
+            await history.sink(await feed(store, name, upserts=batch, at=LOADED_AT))
         await store.set_status(ClusterStatus(name=name, connected=True, synced=True))
     await history.writer.drained()
     return HistoryWorld(store=store, history=history, raw=raw)

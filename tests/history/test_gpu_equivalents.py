@@ -54,3 +54,21 @@ async def test_a_class_counts_every_gpu_it_selects_allocated_or_not(world) -> No
     assert by_class["network-interface"].utilization <= 100
     # the MIG class counts the GPUs whose partitions it selects (the H200s)
     assert by_class["mig.nvidia.com"].gpu_hours_available == pytest.approx(8)
+
+
+@pytest.mark.parametrize("slices_later", ["batch", "apart"])
+async def test_a_device_held_before_its_slice_is_seen_takes_its_real_share(
+    tmp_path: Path, slices_later: str
+) -> None:
+    # a watch may list claims before slices: a MIG partition held then is weighed as a lone
+    # device (1 GPU) until its slice arrives; its allocation then takes its share of the GPU
+    loaded = await demo_with_history(tmp_path, slices_later=slices_later)
+    try:
+        start = to_us(LOADED_AT)
+        rows = await loaded.history.contention(start, start + US_PER_HOUR, group_by="CLUSTER")
+        (east,) = [r for r in rows if r.cluster == "east"]
+        gpus, held = _gpu_recount(loaded.raw["east"])
+        assert east.gpu_hours_available == pytest.approx(gpus)
+        assert east.gpu_hours_allocated == pytest.approx(held)
+    finally:
+        await loaded.history.close()

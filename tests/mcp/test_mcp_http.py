@@ -19,6 +19,8 @@ from dra_mirror.service.access.config import AccessConfig
 from dra_mirror.service.access.control import AccessControl
 from dra_mirror.service.access.static import StaticTokens, token_hash
 from dra_mirror.service.mcp.http import McpEndpoint
+from dra_mirror.service.questions.asker import Asker
+from dra_mirror.service.questions.local import LocalQuestions
 from dra_mirror.service.runtime.compose import compose_app
 from dra_mirror.service.runtime.lifespan import opened
 from dra_mirror.service.settings import Settings
@@ -30,7 +32,7 @@ from tests.plan.test_plan import deployment
 from tests.slack.conftest import served
 
 ADMIN, TRAINING = "admin-token-0123456789", "training-token-0123456789"
-TOOLS = {"who_holds", "free_devices", "waiting_claims", "idle_claims", "capacity",
+TOOLS = {"who_holds", "free_devices", "waiting_claims", "idle_claims", "capacity", "fragmentation",
          "pod_devices", "why_pending", "plan", "lint", "device_history", "claim_history",
          "contention"}  # fmt: skip
 
@@ -323,3 +325,19 @@ async def test_a_server_that_cannot_start_fails_its_requests_instead_of_hanging(
         for _ in range(2):  # every request sees the failure, none waits for ever
             with pytest.raises(ValueError, match="no server today"):
                 await asyncio.wait_for(endpoint.current(), 5)
+
+
+async def test_agents_read_fragmentation_as_the_graph_answers_it(mirror) -> None:
+    url, world = mirror
+    async with client(url, ADMIN) as session:
+        found = await call(session, "fragmentation", cluster="east", device_class="mig.nvidia.com")
+        unknown = await call(session, "fragmentation", device_class="nope")
+    rows = found.structured_content["rows"]
+    local = await LocalQuestions(Asker.over(world.store)).fragmentation(
+        "east", class_name="mig.nvidia.com"
+    )
+    assert [
+        (r["node"], r["largestPlaceable"], r["strandedMemory"], r["summary"]) for r in rows
+    ] == [(x.node, x.largest_placeable, x.stranded_memory, x.summary) for x in local]
+    assert any(r["unplaceable"] for r in rows)
+    assert unknown.is_error and "no DeviceClass nope" in unknown.content[0].text
