@@ -8,8 +8,10 @@ from a mirror over `/graphql` selecting the same fields:
   driver published them, without their data, and its holders with their pods);
 * `claim_life_facts(c)` — `ClaimHistory` with `CLAIM_LIFE_FIELDS` (without the versions);
 * `contention_facts(r)` — `ContentionRow` with `CONTENTION_FIELDS`;
-* `utilization_audit_facts(r)` — `UtilizationAuditRow` with `UTILIZATION_AUDIT_FIELDS`
-  (`UTILIZATION_AUDIT`: the document asking for them).
+* `utilization_audit_facts(r)` — `UtilizationAuditRow` with `UTILIZATION_AUDIT_FIELDS`.
+
+`DEVICE_HISTORY`, `CLAIM_HISTORY`, `CONTENTION` and `UTILIZATION_AUDIT` are the documents
+asking the graph for these fields (`service.questions.remote`).
 
 Times are RFC 3339 in UTC (`service.history.times.to_rfc3339`), as the graph's `DateTime`.
 """
@@ -22,8 +24,11 @@ from dra_mirror.service.history.times import to_rfc3339
 
 __all__ = [
     "ALLOCATION_FIELDS",
+    "CLAIM_HISTORY",
     "CLAIM_LIFE_FIELDS",
+    "CONTENTION",
     "CONTENTION_FIELDS",
+    "DEVICE_HISTORY",
     "TIMELINE_FIELDS",
     "UTILIZATION_AUDIT",
     "UTILIZATION_AUDIT_FIELDS",
@@ -53,6 +58,20 @@ CONTENTION_FIELDS = """cluster group since until deviceHoursAvailable deviceHour
     deviceHoursIdle utilization claimsWaited waitP50Seconds waitP95Seconds waitMaxSeconds
     peakPending claimsAbandoned gpuHoursAvailable gpuHoursAllocated gpuHoursIdle
     gpuUtilization"""
+
+DEVICE_HISTORY = f"""query DeviceHistory($device: String!, $from: DateTime!, $to: DateTime!,
+                                          $cluster: String) {{
+  deviceHistory(device: $device, from: $from, to: $to, cluster: $cluster) {{ {TIMELINE_FIELDS} }}
+}}"""
+
+CLAIM_HISTORY = f"""query ClaimHistory($cluster: String!, $namespace: String!, $name: String!) {{
+  claimHistory(cluster: $cluster, namespace: $namespace, name: $name) {{ {CLAIM_LIFE_FIELDS} }}
+}}"""
+
+CONTENTION = f"""query Contention($from: DateTime!, $to: DateTime!, $groupBy: ContentionGroup!,
+                                   $cluster: String) {{
+  contention(from: $from, to: $to, groupBy: $groupBy, cluster: $cluster) {{ {CONTENTION_FIELDS} }}
+}}"""
 
 UTILIZATION_AUDIT_FIELDS = """cluster group heldHours knownHours unknownHours busyHours
     busyPercent energyKwh"""

@@ -28,9 +28,9 @@ from .facts import DIAGNOSIS_FIELDS, FINDING_FIELDS, PLAN_FIELDS
 from .fragmentation import GpuFragments, NodeFragmentation
 from .free import DeviceRow, Free
 from .history_facts import (
-    CLAIM_LIFE_FIELDS,
-    CONTENTION_FIELDS,
-    TIMELINE_FIELDS,
+    CLAIM_HISTORY,
+    CONTENTION,
+    DEVICE_HISTORY,
     UTILIZATION_AUDIT,
 )
 from .holdings import HoldingRow, NamedDevice, WhoHolds, model_of
@@ -145,20 +145,6 @@ LINT_MANIFESTS = (
     "query LintManifests($yaml: String!, $cluster: String) {"
     f" lintManifests(yaml: $yaml, cluster: $cluster) {{ {FINDING_FIELDS} }} }}"
 )
-
-DEVICE_HISTORY = f"""query DeviceHistory($device: String!, $from: DateTime!, $to: DateTime!,
-                                          $cluster: String) {{
-  deviceHistory(device: $device, from: $from, to: $to, cluster: $cluster) {{ {TIMELINE_FIELDS} }}
-}}"""
-
-CLAIM_HISTORY = f"""query ClaimHistory($cluster: String!, $namespace: String!, $name: String!) {{
-  claimHistory(cluster: $cluster, namespace: $namespace, name: $name) {{ {CLAIM_LIFE_FIELDS} }}
-}}"""
-
-CONTENTION = f"""query Contention($from: DateTime!, $to: DateTime!, $groupBy: ContentionGroup!,
-                                   $cluster: String) {{
-  contention(from: $from, to: $to, groupBy: $groupBy, cluster: $cluster) {{ {CONTENTION_FIELDS} }}
-}}"""
 
 
 def explain_document(clusters: list[str] | None) -> str:
