@@ -137,7 +137,7 @@ def test_every_audit_figure_is_the_naive_recount(backend, request, tmp_path: Pat
         stack.callback(lambda: runner.run(pipeline.stop()))
         queries = HistoryQueries(engine)
 
-        @settings(max_examples=EXAMPLES if backend == "sqlite" else EXAMPLES // 4, deadline=None,
+        @settings(max_examples=EXAMPLES if backend == "sqlite" else EXAMPLES // 2, deadline=None,
                   database=None, derandomize=not LONG,
                   suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
         @given(worlds())
