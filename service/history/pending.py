@@ -35,8 +35,10 @@ def _peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict)
         if sql.postgres
         else f"w.cluster || '/' || {wait_group}"
     )
-    # +1 when a wait starts (or at the window's start), -1 when it ends; at the same instant
-    # ends sort first ([start, end) intervals), so touching waits never count as overlapping.
+    # +1 when a wait starts (or at the window's start), -1 when it ends; the count at an
+    # instant is after every event of that instant (RANGE: the peers of the same instant
+    # summed together), so touching waits never count as overlapping ([start, end)
+    # intervals) and waits ending together never leave a count that held at no instant.
     return f"""
         WITH events AS (
             SELECT {part} AS part, w.cluster AS cluster, {wait_group} AS grp,
@@ -48,27 +50,32 @@ def _peak_query(sql: AuditSql, group_by: str, cluster: str | None, params: dict)
         ),
         running AS (
             SELECT part, cluster, grp, at, d,
-                   SUM(d) OVER (PARTITION BY part ORDER BY at, d
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
+                   SUM(d) OVER (PARTITION BY part ORDER BY at
+                                RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pending
             FROM events
         )
-        SELECT MIN(cluster), MIN(grp), (at - :f) / :b AS idx, MAX(pending), SUM(d)
+        SELECT MIN(cluster), MIN(grp), (at - :f) / :b AS idx, MAX(pending), SUM(d),
+               MIN(at) - :f
         FROM running GROUP BY part, (at - :f) / :b
     """
 
 
-def _peak_values(found: list, count: int) -> dict[tuple[str, str, int], int]:
+def _peak_values(found: list, count: int, size: int) -> dict[tuple[str, str, int], int]:
     """Per (cluster, group, bucket): the peak, carrying the pending count across buckets
-    (a bucket without events keeps the count the previous one ended with)."""
-    per_group: dict[tuple[str, str], dict[int, tuple[int, int]]] = defaultdict(dict)
-    for c, grp, idx, peak, net in found:
-        per_group[(c, grp)][idx] = (int(peak), int(net))
+    (a bucket without events keeps the count the previous one ended with; a bucket whose
+    first event is at its very start does not: that event changes the count at once)."""
+    per_group: dict[tuple[str, str], dict[int, tuple[int, int, bool]]] = defaultdict(dict)
+    for c, grp, idx, peak, net, first in found:
+        per_group[(c, grp)][idx] = (int(peak), int(net), int(first) == idx * size)
     values: dict[tuple[str, str, int], int] = {}
     for (c, grp), buckets in per_group.items():
         carry = 0
         for idx in range(count):
-            peak, net = buckets.get(idx, (0, 0))
-            best = max(carry, peak) if idx in buckets else carry
+            peak, net, at_start = buckets.get(idx, (0, 0, False))
+            if idx not in buckets:
+                best = carry
+            else:
+                best = peak if at_start else max(carry, peak)
             if best > 0:
                 values[(c, grp, idx)] = best
             carry += net
@@ -86,7 +93,7 @@ def _hourly_compute(
         hourly.update(await pruning.floor_params(engine, ("waits",), a))
         (found,) = await fetch_all(engine, [_peak_query(sql, group_by, None, hourly)], hourly)
         return {(c, grp, a + idx * peaks.HOUR): v
-                for (c, grp, idx), v in _peak_values(found, hours).items()}  # fmt: skip
+                for (c, grp, idx), v in _peak_values(found, hours, peaks.HOUR).items()}  # fmt: skip
 
     return compute
 
@@ -115,7 +122,7 @@ async def pending_peaks(
     if not peaks.cacheable(start, end, size):
         live = params | await pruning.floor_params(engine, ("waits",), start)
         (found,) = await fetch_all(engine, [_peak_query(sql, group_by, cluster, live)], live)
-        return _peak_values(found, count)
+        return _peak_values(found, count, size)
 
     compute = _hourly_compute(engine, sql, group_by)
     first_hour, end_hour = start, end

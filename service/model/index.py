@@ -265,7 +265,8 @@ class ClusterIndex(IndexReads):
                 for (name, key), member in sorted(delta.classes.items()):
                     entry = self._devices.devices.get(key)
                     if member and entry is not None:
-                        physical = self.unit(key).physical  # its GPU counts for the class
+                        unit = self.unit(key)  # its GPU counts for the class, through
+                        physical = unit.counter or unit.physical  # the device counting it
                         batch.transition(
                             ch.DEVICE_CLASSIFIED, driver=key.driver, pool=key.pool,
                             device=key.device, uuid=entry.device.uuid, class_names=(name,),

@@ -12,6 +12,11 @@ A driver publishes devices; people buy, count and bill physical devices — GPUs
   NVIDIA driver's) and no counters is part of the physical device of that uuid;
 * otherwise **a device is its own physical device**, known by its uuid, else
   `<driver>/<pool>/<device>`;
+* **counted once**: in inventory a physical device counts through one of its devices — its
+  whole device, else its first partition by name (a static MIG device's parent when
+  published, else its first MIG device by name); `Unit.counter` names that device as history
+  knows it (uuid, else `<driver>/<pool>/<device>`), so a class selecting any device of a GPU
+  counts the GPU, whatever the GPU's own identity;
 * **type**: `gpu` (attribute `type` gpu/mig/vgpu, or a driver named `gpu.*`), `nic` (attribute
   `type` nic, a CNI/network driver, or an `interfaceName` attribute), otherwise the driver's
   name. Types are never added together: a count or a sum of GPU-equivalents is per type;
@@ -86,6 +91,9 @@ class Unit(Struct, frozen=True, gc=False):
     # the device that counts its physical device once in inventory: the whole device, else
     # the first of its partitions by name
     counted: bool = False
+    # that device's identity in history (its uuid, else driver/pool/device): what a class
+    # selecting any device of the physical device counts in inventory ("" : this device's)
+    counter: str = ""
 
 
 def _attribute(entry: DeviceEntry, name: str) -> object:
@@ -175,11 +183,14 @@ def pool_units(
         )
         kind = device_type(whole if whole is not None else members[0][0])
         first = min(e.key for e, _ in members)
+        counter = _identity(
+            whole if whole is not None else next(e for e, _ in members if e.key == first)
+        )
         for entry, consumed in members:
             is_whole = entry is whole
             weight = _ONE if is_whole else _share(consumed, total)
             counted = is_whole or (whole is None and entry.key == first)
-            units[entry.key] = Unit(physical, kind, weight, is_whole, counted)
+            units[entry.key] = Unit(physical, kind, weight, is_whole, counted, counter)
     by_uuid = {e.device.uuid: e for e in entries if e.device.uuid}
     children: dict[str, list[DeviceEntry]] = {}
     for entry in entries:
@@ -194,6 +205,7 @@ def pool_units(
         parent_entry = by_uuid.get(parent_uuid)
         parent_memory = _parent_memory(parent_entry, parts[0], entries)
         first = min(e.key for e in parts)
+        counter = _identity(parent_entry or next(e for e in parts if e.key == first))
         for entry in parts:
             memory = _capacity(entry, "memory")
             if parent_memory and memory is not None:
@@ -201,8 +213,13 @@ def pool_units(
             else:
                 weight = Fraction(1, len(parts))
             counted = parent_entry is None and entry.key == first
-            units[entry.key] = Unit(parent_uuid, GPU, weight, False, counted)
+            units[entry.key] = Unit(parent_uuid, GPU, weight, False, counted, counter)
     return units
+
+
+def _identity(entry: DeviceEntry) -> str:
+    """A device as history knows it: its uuid, else driver/pool/device."""
+    return entry.device.uuid or _name(entry, entry.key.device)
 
 
 def lone_unit(entry: DeviceEntry) -> Unit:

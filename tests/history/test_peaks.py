@@ -150,3 +150,24 @@ async def test_the_writer_warms_on_its_schedule_once_it_has_written(engine):
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_waits_ending_at_a_bucket_start_are_not_pending_in_it(pipeline, queries):
+    # two claims of team-b wait [0, 60) and end together at the second hour's start; a third
+    # waits [60, 70): the second hour's peak is 1 (never 2 or 3), live and from the cache
+    def wait(name: str, start: int, end: int) -> list[Transition]:
+        base = {"namespace": "team-b", "claim": name, "claim_uid": f"uid-{name}",
+                "class_names": ("h200",)}  # fmt: skip
+        return [Transition("wait_started", CLUSTER, at(start), **base),
+                Transition("wait_ended", CLUSTER, at(end), reason="deleted", **base)]  # fmt: skip
+
+    spells = [*wait("x", 0, 60), *wait("y", 0, 60), *wait("z", 60, 70)]
+    for minute in (0, 60, 70):
+        await pipeline.sink(Changes(CLUSTER, at(minute),
+                                    transitions=[t for t in spells if t.at == at(minute)]))  # fmt: skip
+    await pipeline.drained()
+    for bucket in (HOUR_BUCKETS, HOUR_BUCKETS // 4):  # cached hours, and live quarters
+        rows = await queries.contention(FROM, TO, group_by="NAMESPACE", bucket_us=bucket)
+        peaks_found = {(r.bucket_start_us - FROM) // 60_000_000: r.peak_pending for r in rows}
+        assert peaks_found[0] == 2 and peaks_found[60] == 1, peaks_found
+        assert all(peak == 0 for start, peak in peaks_found.items() if start >= 75)

@@ -16,6 +16,7 @@ from dra_mirror.service.model.physical import (
     units_of,
 )
 from dra_mirror.service.model.records import (
+    DEVICE_CLASS,
     RESOURCE_SLICE,
     AllocationRef,
     Attribute,
@@ -27,7 +28,7 @@ from dra_mirror.service.model.records import (
     DeviceKey,
     ObjectKey,
 )
-from tests.model.builders import CLUSTER, DRIVER, slice_
+from tests.model.builders import CLUSTER, DRIVER, device_class, slice_
 
 CLAIM = ObjectKey(CLUSTER, "ResourceClaim", "ns", "c")
 SLICES = {f"memory-slice-{i}": "1" for i in range(8)}
@@ -65,9 +66,11 @@ def test_partitions_are_one_gpu_weighed_by_memory_slices() -> None:
     devices = [entry(WHOLE), entry(partition("p1", range(1))), entry(partition("p3", range(4, 8)))]
     units = units_of(devices)
     assert {u.physical for u in units.values()} == {"GPU-0"}
-    assert units[devices[0].key] == Unit("GPU-0", GPU, Fraction(1), True, counted=True)
+    assert units[devices[0].key] == Unit(
+        "GPU-0", GPU, Fraction(1), True, counted=True, counter="GPU-0"
+    )
     # 1 of 8 memory slices, although it has 16/132 of the multiprocessors
-    assert units[devices[1].key] == Unit("GPU-0", GPU, Fraction(1, 8), False)
+    assert units[devices[1].key] == Unit("GPU-0", GPU, Fraction(1, 8), False, counter="GPU-0")
     assert units[devices[2].key].weight == Fraction(1, 2)
 
 
@@ -121,10 +124,43 @@ def test_static_mig_devices_group_under_their_parent_by_memory() -> None:
         Fraction(1, 4),
         False,
         counted=True,  # it stands for its unseen parent
+        counter="MIG-m0",
     )
     # Nothing to weigh them against: an equal part each.
     lone = [entry(static_mig("m0", "10Gi", "GPU-X")), entry(static_mig("m1", "5Gi", "GPU-X"))]
     assert [u.weight for u in units_of(lone).values()] == [Fraction(1, 2)] * 2
+
+
+def test_every_device_of_a_gpu_names_the_device_counting_it() -> None:
+    # a whole device without a uuid: the GPU is known by its counter set, and counted through
+    # the whole device, known to history as driver/pool/device
+    nameless = Device(name="gpu-0", attributes=attrs(type="gpu"),
+                      consumes_counters=(CounterConsumption("gpu-0-cs", GPU_SET),))  # fmt: skip
+    devices = [entry(nameless), entry(partition("p1", range(1)))]
+    units = pool_units(devices, [CounterSet("gpu-0-cs", GPU_SET)])
+    assert {u.physical for u in units.values()} == {f"{DRIVER}/n0/gpu-0-cs"}
+    assert {u.counter for u in units.values()} == {f"{DRIVER}/n0/gpu-0"}
+    # no whole device: its first partition by name
+    devices = [entry(partition("p2", range(1, 2))), entry(partition("p1", range(1)))]
+    units = pool_units(devices, [CounterSet("gpu-0-cs", GPU_SET)])
+    assert {u.counter for u in units.values()} == {f"{DRIVER}/n0/p1"}
+
+
+def test_a_class_selecting_partitions_is_recorded_for_the_device_counting_their_gpu() -> None:
+    nameless = Device(name="gpu-0", attributes=attrs(type="gpu"),
+                      consumes_counters=(CounterConsumption("gpu-0-cs", GPU_SET),))  # fmt: skip
+    index = ClusterIndex(CLUSTER, selector_matcher=lambda *_: True, class_members=True)
+    index.resync(DEVICE_CLASS, [device_class("mig")], at="2026-01-01T00:00:00Z")
+    found = index.resync(
+        RESOURCE_SLICE,
+        [slice_("s", pool="n0", devices=(nameless, partition("p1", range(1))),
+                counters={"gpu-0-cs": GPU_SET})],
+        at="2026-01-01T00:00:00Z",
+    )  # fmt: skip
+    classified = {t.device: t.data["physical"] for t in found.transitions
+                  if t.type == "device_classified"}  # fmt: skip
+    # history counts the GPU under the class through the device that counts it in inventory
+    assert classified == {"gpu-0": f"{DRIVER}/n0/gpu-0", "p1": f"{DRIVER}/n0/gpu-0"}
 
 
 def test_types_are_gpu_nic_or_the_driver() -> None:
@@ -166,7 +202,7 @@ def test_the_index_keeps_units_through_slice_changes() -> None:
     first = slice_("s", pool="n0", devices=(WHOLE, partition("p1", range(1))), counters=counters)
     index.resync(RESOURCE_SLICE, [first], at="t0")
     p1 = DeviceKey(CLUSTER, DRIVER, "n0", "p1")
-    assert index.unit(p1) == Unit("GPU-0", GPU, Fraction(1, 8), False)
+    assert index.unit(p1) == Unit("GPU-0", GPU, Fraction(1, 8), False, counter="GPU-0")
     bigger = slice_(
         "s", pool="n0", devices=(WHOLE, partition("p1", range(2))), counters=counters, rv="2"
     )
