@@ -124,6 +124,8 @@ async def test_the_upgrade_keeps_every_row_and_every_answer(backend, written, re
         migrated = open_engine(url)
         try:
             for name in Base.metadata.tables:  # device_classes: filled from the allocations
+                if name in ("pending_peaks", "pending_peak_hours"):
+                    continue  # a cache, emptied by 0007 and refilled: the answers are compared
                 assert await _rows(migrated, name) == await _rows(written, name), name
             expected = [
                 _rounded(await read())
