@@ -18,6 +18,7 @@ when the asker's scope has no history) and keeps only what the asker's scope sho
 * `device_utilization(asker, cluster, driver, pool, device, start_us, end_us)` — a device's
   five-minute buckets over the window, unknown ones included (`service.history.
   utilization_series`); a device is its cluster's, so nothing for a cluster outside the scope;
+  a server without a utilisation source answers `UTILIZATION_DISABLED`, as the live ones do;
 * `idle_holders(asker, start_us, end_us, cluster, limit)`, `gaps(...)` — claims ranked by
   device-hours held idle; when clusters were not watched.
 
@@ -204,7 +205,11 @@ async def device_utilization(
     from dra_mirror.service.history.db import sql_errors
     from dra_mirror.service.history.utilization_series import device_series
 
+    from .utilization import UtilizationOff
+
     history = asker.history_reads()
+    if asker.utilization is None:
+        raise UtilizationOff("utilisation is not configured (set DRA_MIRROR_UTILIZATION_CONFIG)")
     for value, what in ((cluster, "cluster"), (driver, "driver"), (pool, "pool"),
                         (device, "device")):  # fmt: skip
         name(value, what)

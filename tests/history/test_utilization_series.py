@@ -79,7 +79,11 @@ async def test_over_graphql_scoped_by_cluster(engine, queries) -> None:
                                device: "gpu-0", from: $from, to: $to) { start busy energyKwh } }"""
     variables = {"from": "2026-12-01T00:20:00Z", "to": "2026-12-01T00:35:00Z", "driver": DRIVER}
     schema = build_schema()
-    context = make_context(MemoryStore(), history=queries)
+    context = make_context(MemoryStore(), history=queries)  # no utilisation source
+    result = await schema.execute(query, variable_values=variables, context_value=context)
+    assert result.errors[0].extensions["code"] == "UTILIZATION_DISABLED"
+    source = object()  # configured: the answer is the history's, never the source's
+    context = make_context(MemoryStore(), history=queries, utilization=source)
     result = await schema.execute(query, variable_values=variables, context_value=context)
     assert result.errors is None
     assert result.data["deviceUtilizationHistory"] == [
@@ -87,7 +91,7 @@ async def test_over_graphql_scoped_by_cluster(engine, queries) -> None:
         {"start": "2026-12-01T00:25:00Z", "busy": None, "energyKwh": None},  # unread: unknown
         {"start": "2026-12-01T00:30:00Z", "busy": 50.0, "energyKwh": 0.0005},
     ]
-    context = make_context(MemoryStore(), history=queries, scope=West())
+    context = make_context(MemoryStore(), history=queries, scope=West(), utilization=source)
     result = await schema.execute(query, variable_values=variables, context_value=context)
     assert result.errors is None and result.data["deviceUtilizationHistory"] == []
     variables["to"] = variables["from"]
