@@ -59,10 +59,23 @@ export function timeAxis(start) {
   return { step, min: -Math.ceil(span / step - 1e-9) * step };
 }
 
-// rows: [{ label, since, until (null: still open), kind }] drawn between `from` and `to` (ms);
-// lines: [{ label, points: [{ start, busy }] }] (busy null: unknown, a gap), each point drawn at
-// the middle of its bucket; the canvas says them in `data-utilization` (JSON, as given).
 const BUCKET_MS = 300000;
+// A line's points as steps across their buckets, clipped to the axis (null: a gap).
+function steps(points, hours, min) {
+  const out = [];
+  for (const p of points) {
+    const start = Math.max(hours(Date.parse(p.start)), min);
+    const end = Math.min(hours(Date.parse(p.start) + BUCKET_MS), 0);
+    if (end <= start) continue;
+    if (p.busy === null) out.push({ x: start, y: null });
+    else out.push({ x: start, y: p.busy }, { x: end, y: p.busy });
+  }
+  return out;
+}
+
+// rows: [{ label, since, until (null: still open), kind }] drawn between `from` and `to` (ms);
+// lines: [{ label, points: [{ start, busy }] }] (busy null: unknown, a gap), each point drawn
+// across its bucket; the canvas says them in `data-utilization` (JSON, as given).
 export function Timeline({ rows, from, to, label, lines = [] }) {
   if (!rows.length) return null;
   const hours = (t) => (t - to) / 3600000;
@@ -90,7 +103,7 @@ export function Timeline({ rows, from, to, label, lines = [] }) {
     pointRadius: 0,
     borderWidth: 2,
     spanGaps: false,
-    data: line.points.map((p) => ({ x: hours(Date.parse(p.start) + BUCKET_MS / 2), y: p.busy })),
+    data: steps(line.points, hours, axis.min),
   }));
   const busyAxis = lines.length ? { busy: { type: "linear", position: "right", min: 0, max: 100, grid: { drawOnChartArea: false }, title: { display: true, text: "busy %" } } } : {};
   const spec = {
