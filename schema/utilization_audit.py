@@ -1,9 +1,12 @@
 """The utilisation audit in the graph: busy-hours against held-hours, and energy, per group.
 
     utilizationAudit(from, to, groupBy, cluster) -> [UtilizationAuditRow!]!
+    deviceUtilizationHistory(cluster, driver, pool, device, from, to) -> [UtilizationPoint!]!
 
 Answers `service.questions.history.utilization_audit` (the history's five-minute buckets
-joined to its allocations, `service.history.utilization_audit`) with the request's asker.
+joined to its allocations, `service.history.utilization_audit`) with the request's asker;
+`deviceUtilizationHistory` answers `service.questions.history.device_utilization` (one
+device's buckets, unknown ones with a null `busy`: never 0).
 No history is `HISTORY_DISABLED`; a database that cannot answer, `HISTORY_STORE_UNAVAILABLE`.
 """
 
@@ -18,7 +21,7 @@ from dra_mirror.service.questions import history
 
 from .asked import asked
 from .context import Info
-from .history import _window
+from .history import _time, _window
 from .scalars import DateTime
 
 
@@ -51,6 +54,17 @@ class UtilizationAuditRow:
     )
 
 
+@strawberry.type(description="One device over one five-minute bucket.")
+class UtilizationPoint:
+    start: DateTime = strawberry.field(description="The bucket's start.")
+    busy: float | None = strawberry.field(
+        description="Mean busy percent over the bucket; null: unknown (no readings), never 0."
+    )
+    energy_kwh: float | None = strawberry.field(
+        description="The device's energy over the bucket (null: unknown or no energy counter)."
+    )
+
+
 @strawberry.type
 class Query:
     @strawberry.field(
@@ -77,3 +91,28 @@ class Query:
                                 energy_kwh=r.energy_kwh)
             for r in rows
         ]  # fmt: skip
+
+    @strawberry.field(
+        description="One device's five-minute utilisation buckets over [from, to) (at most 31 "
+        "days), from the history: one point per bucket, busy null where it was not read."
+    )
+    async def device_utilization_history(
+        self,
+        info: Info,
+        cluster: str,
+        driver: str,
+        pool: str,
+        device: str,
+        from_: Annotated[DateTime, strawberry.argument(name="from")],
+        to: DateTime,
+    ) -> list[UtilizationPoint]:
+        start, end = _window(from_, to)
+        points = await asked(
+            history.device_utilization(
+                info.context.asker, cluster, driver, pool, device, start, end
+            )
+        )
+        return [
+            UtilizationPoint(start=_time(p.start_us), busy=p.busy, energy_kwh=p.energy_kwh)
+            for p in points
+        ]

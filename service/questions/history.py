@@ -15,6 +15,10 @@ when the asker's scope has no history) and keeps only what the asker's scope sho
 * `utilization_audit(asker, start_us, end_us, group_by, cluster)` — busy-hours against
   held GPU-equivalent-hours and energy per group (`service.history.utilization_audit`),
   scoped as `contention` (by CLAIM as by namespace);
+* `device_utilization(asker, cluster, driver, pool, device, start_us, end_us)` — a device's
+  five-minute buckets over the window, unknown ones included (`service.history.
+  utilization_series`); a device is its cluster's, so nothing for a cluster outside the scope;
+  a server without a utilisation source answers `UTILIZATION_DISABLED`, as the live ones do;
 * `idle_holders(asker, start_us, end_us, cluster, limit)`, `gaps(...)` — claims ranked by
   device-hours held idle; when clusters were not watched.
 
@@ -45,11 +49,13 @@ if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
         IdleHolder,
     )
     from dra_mirror.service.history.utilization_audit import UtilizationAuditRow
+    from dra_mirror.service.history.utilization_series import SeriesPoint
 
 __all__ = [
     "claim_history",
     "contention",
     "device_history",
+    "device_utilization",
     "gaps",
     "idle_holders",
     "instant",
@@ -190,6 +196,35 @@ async def utilization_audit(
     if group_by in ("NAMESPACE", "CLAIM"):
         return [r for r in rows if scope.allows(r.cluster, r.group.split("/")[0])]
     return [r for r in rows if scope.all_namespaces(r.cluster)]
+
+
+async def device_utilization(
+    asker: Asker, cluster: str, driver: str, pool: str, device: str, start_us: int, end_us: int
+) -> list[SeriesPoint]:
+    from dra_mirror.service.history.audit_windows import BadAuditRequest
+    from dra_mirror.service.history.db import sql_errors
+    from dra_mirror.service.history.utilization_series import device_series
+
+    from .utilization import UtilizationOff
+
+    history = asker.history_reads()
+    if asker.utilization is None:
+        raise UtilizationOff("utilisation is not configured (set DRA_MIRROR_UTILIZATION_CONFIG)")
+    for value, what in ((cluster, "cluster"), (driver, "driver"), (pool, "pool"),
+                        (device, "device")):  # fmt: skip
+        name(value, what)
+    if not asker.scope.allows(cluster):
+        return []
+
+    async def read() -> list[SeriesPoint]:
+        with sql_errors("device utilisation"):
+            return await device_series(history.engine, cluster=cluster, driver=driver, pool=pool,
+                                       device=device, start_us=start_us, end_us=end_us)  # fmt: skip
+
+    try:
+        return await _read(read())
+    except BadAuditRequest as error:
+        raise BadQuestion(str(error)) from error
 
 
 async def idle_holders(

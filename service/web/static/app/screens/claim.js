@@ -1,12 +1,15 @@
 // A claim's page: the claim now (requests, allocation, consumers), the diagnosis explainClaim
 // gives (why Pending, or the checklist of an allocated claim), and its life from history —
-// created, waited, allocated, consumed, idle, released.
+// created, waited, allocated, consumed, idle, released — with how busy its devices were then
+// when the server has a utilisation source.
 import { useLive, useQuery, useThrottled } from "../hooks.js";
 import { duration, instant } from "../format.js";
 import { Timeline } from "../charts.js";
-import { Badge, ClaimLink, ClaimState, ErrorNote, KeyValues, Link, Loading, Screen, href, html, useState } from "../ui.js";
+import { query } from "../graphql.js";
+import { Badge, ClaimLink, ClaimState, ErrorNote, KeyValues, Link, Loading, Screen, href, html, useEffect, useState } from "../ui.js";
 import { Allocation, CLAIM_FIELDS, Consumers, IdleNote, Origin, PendingFor, Requests } from "./claim_parts.js";
 import { WAITING, waitingCounter } from "./claims.js";
+import { DEVICE_BUSY, disabled } from "./device.js";
 
 const CLAIM = `query Claim($cluster: String!, $namespace: String!, $name: String!) {
   resourceClaim(cluster: $cluster, namespace: $namespace, name: $name) {
@@ -124,21 +127,46 @@ export function lifeOf(incarnation) {
   return { events, rows };
 }
 
-function Life({ history }) {
+// Its devices' busy lines over its life (at most the last 30 days; the history's buckets), one
+// question a device; none without a utilisation source (UTILIZATION_DISABLED).
+function useLifeBusy(cluster, incarnation, from) {
+  const seen = new Map(incarnation.allocations.map((a) => [`${a.driver}/${a.pool}/${a.device}`, a]));
+  const devices = [...seen.values()].map((a) => ({ driver: a.driver, pool: a.pool, device: a.device }));
+  const to = Math.ceil(Date.now() / 60000) * 60000;
+  const start = Math.max(Math.floor(from / 60000) * 60000, to - 30 * 86400000);
+  const key = JSON.stringify({ cluster, devices, from: new Date(start).toISOString(), to: new Date(to).toISOString() });
+  const [found, setFound] = useState({ key: null, lines: [], error: null });
+  useEffect(() => {
+    const asked = JSON.parse(key);
+    if (!asked.devices.length) return undefined;
+    const controller = new AbortController();
+    Promise.all(asked.devices.map((d) => query(DEVICE_BUSY, { cluster: asked.cluster, ...d, from: asked.from, to: asked.to }, { signal: controller.signal })))
+      .then((answers) => setFound({ key, lines: answers.map((a, i) => ({ label: asked.devices[i].device, points: a.deviceUtilizationHistory })), error: null }),
+        (error) => { if (error.name !== "AbortError") setFound({ key, lines: [], error: disabled(error) ? null : error }); });
+    return () => controller.abort();
+  }, [key]);
+  return found.key === key ? found : { lines: [], error: null };
+}
+
+function Incarnation({ cluster, inc }) {
+  const now = Date.now();
+  const { events, rows } = lifeOf(inc);
+  const from = Math.min(events.length ? Date.parse(events[0].at) : now - 3600000, now - 60000);
+  const busy = useLifeBusy(cluster, inc, from);
+  return html`<section class="card" data-incarnation=${inc.uid}>
+    <p class="muted small">uid <span class="mono">${inc.uid}</span></p>
+    <${Timeline} rows=${rows} from=${from} to=${now} label="the claim's life" lines=${busy.lines} />
+    <${ErrorNote} what="utilisation" error=${busy.error} />
+    <ul class="timeline">${events.map((e, i) => html`<li key=${i} data-life=${e.text}><span class="mono small">${instant(e.at)}</span> ${e.text}</li>`)}</ul>
+  </section>`;
+}
+
+function Life({ cluster, history }) {
   if (history.error) return html`<p class="muted" data-history="unavailable">History is not available: ${history.error.message}</p>`;
   if (!history.data) return html`<${Loading} what="Reading history" />`;
   const incarnations = history.data.claimHistory;
   if (!incarnations.length) return html`<p class="muted" data-history="empty">History has no record of this claim.</p>`;
-  const now = Date.now();
-  return incarnations.map((inc) => {
-    const { events, rows } = lifeOf(inc);
-    const from = events.length ? Date.parse(events[0].at) : now - 3600000;
-    return html`<section key=${inc.uid} class="card" data-incarnation=${inc.uid}>
-      <p class="muted small">uid <span class="mono">${inc.uid}</span></p>
-      <${Timeline} rows=${rows} from=${Math.min(from, now - 60000)} to=${now} label="the claim's life" />
-      <ul class="timeline">${events.map((e, i) => html`<li key=${i} data-life=${e.text}><span class="mono small">${instant(e.at)}</span> ${e.text}</li>`)}</ul>
-    </section>`;
-  });
+  return incarnations.map((inc) => html`<${Incarnation} key=${inc.uid} cluster=${cluster} inc=${inc} />`);
 }
 
 export function ClaimPage({ params }) {
@@ -181,6 +209,6 @@ export function ClaimPage({ params }) {
     <${ErrorNote} what="explainClaim" error=${diagnosis.error} />
     ${diagnosis.data ? html`<${Diagnosis} diagnosis=${diagnosis.data.explainClaim} />` : !diagnosis.error && valid ? html`<${Loading} what="Diagnosing" />` : null}
     <h2>Life</h2>
-    ${drawn ? html`<${Life} history=${history} />` : null}
+    ${drawn ? html`<${Life} cluster=${target.cluster} history=${history} />` : null}
   <//>`;
 }

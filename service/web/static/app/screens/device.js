@@ -1,5 +1,6 @@
 // A device's page: the device as published (attributes, capacity, status), who holds it now
-// and since when, and a timeline of its holders over the last days (history).
+// and since when, and a timeline of its holders over the last days (history), with how busy
+// it was (the history's five-minute buckets) when the server has a utilisation source.
 import { useLive, useNow, useQuery, useThrottled } from "../hooks.js";
 import { duration, instant } from "../format.js";
 import { Timeline } from "../charts.js";
@@ -28,6 +29,9 @@ const TIMELINE = `query DeviceTimeline($cluster: String!, $spec: String!, $from:
     allocations { driver pool device namespace claim request shareID since until endReason pods { name since until } }
   }
 }`;
+export const DEVICE_BUSY = `query DeviceBusy($cluster: String!, $driver: String!, $pool: String!, $device: String!, $from: DateTime!, $to: DateTime!) {
+  deviceUtilizationHistory(cluster: $cluster, driver: $driver, pool: $pool, device: $device, from: $from, to: $to) { start busy }
+}`;
 const LIVE = `subscription DeviceLive($cluster: String!, $node: String) {
   deviceEvents(cluster: $cluster, node: $node) {
     type old { device { driver pool name } } new { device { driver pool name } }
@@ -40,8 +44,15 @@ function useTimeline(cluster, spec, windowName, refresh, valid) {
   const to = new Date(Math.ceil(Date.now() / 60000) * 60000);
   const from = new Date(to.getTime() - WINDOWS[windowName] * 86400000);
   const result = useQuery(TIMELINE, valid ? { cluster, spec, from: from.toISOString(), to: to.toISOString() } : null, refresh);
-  return { ...result, from };
+  return { ...result, from, to };
 }
+
+// The device's busy line over the window: [] without a utilisation source (UTILIZATION_DISABLED).
+export function busyLines(busy, label) {
+  if (!busy.data) return [];
+  return [{ label, points: busy.data.deviceUtilizationHistory }];
+}
+export const disabled = (error) => !!(error && error.codes && error.codes.includes("UTILIZATION_DISABLED"));
 
 // When the API server gives no allocation time, history knows when the hold began.
 function heldSince(holding, timeline) {
@@ -60,7 +71,7 @@ function chartStart(windowStart, spans) {
   return Math.max(windowStart, earliest - Math.max(60000, (now - earliest) * 0.05));
 }
 
-function History({ cluster, windowName, timeline }) {
+function History({ cluster, windowName, timeline, busy, name }) {
   const { data, error, from } = timeline;
   if (error) return html`<p class="muted" data-history="unavailable">History is not available: ${error.message}</p>`;
   if (!data) return html`<${Loading} what="Reading history" />`;
@@ -69,7 +80,8 @@ function History({ cluster, windowName, timeline }) {
   if (!allocations.length && !inventory.length) return html`<p class="muted" data-history="empty">No history for this device in the last ${windowName}.</p>`;
   const rows = allocations.map((a) => ({ label: `${a.namespace}/${a.claim}`, since: a.since, until: a.until, kind: a.until ? "held" : "held now" }));
   return html`<div data-history="loaded" data-holdings=${allocations.length}>
-    <${Timeline} rows=${rows} from=${chartStart(from.getTime(), [...allocations, ...inventory])} to=${Date.now()} label="holders over time" />
+    <${Timeline} rows=${rows} from=${chartStart(from.getTime(), [...allocations, ...inventory])} to=${Date.now()} label="holders over time" lines=${busyLines(busy, name)} />
+    ${disabled(busy.error) ? null : html`<${ErrorNote} what="utilisation" error=${busy.error} />`}
     <table class="list">
       <thead><tr><th>claim</th><th>request</th><th>from</th><th>until</th><th>held for</th><th>pods</th></tr></thead>
       <tbody>${allocations.slice().sort((a, b) => Date.parse(b.since) - Date.parse(a.since)).map((a, i) => html`<tr key=${i} data-holding=${`${a.namespace}/${a.claim}`}>
@@ -115,6 +127,7 @@ export function DevicePage({ params }) {
   useLive(valid ? [{ document: LIVE, variables: { cluster, node: node || null } }] : [],
     (data) => { if (mine(data.deviceEvents.old) || mine(data.deviceEvents.new)) bump(); }, bump);
   const timeline = useTimeline(cluster, spec, windowName, refresh, valid);
+  const busy = useQuery(DEVICE_BUSY, valid ? { cluster, driver, pool, device: name, from: timeline.from.toISOString(), to: timeline.to.toISOString() } : null, refresh);
   const holdings = holders.data ? holders.data.whoHolds.filter((h) => h.claim) : null; // null claim: deleted since read
   const published = onNode.data ? onNode.data.devices.nodes.find((d) => d.pool === pool && d.name === name) : null;
   const device = published || (holdings && holdings.length ? holdings[0].device : null);
@@ -163,6 +176,6 @@ export function DevicePage({ params }) {
     <${ErrorNote} what="holders" error=${holders.error} />
     <h2>Holders over the last ${windowName}
       ${Object.keys(WINDOWS).map((w) => html` <${Link} key=${w} to=${href("device", { ...params, window: w })} className=${w === windowName ? "badge badge-info" : "badge"}>${w}<//>`)}</h2>
-    ${valid ? html`<${History} cluster=${cluster} windowName=${windowName} timeline=${timeline} />` : null}
+    ${valid ? html`<${History} cluster=${cluster} windowName=${windowName} timeline=${timeline} busy=${busy} name=${name} />` : null}
   <//>`;
 }
