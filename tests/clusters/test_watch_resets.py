@@ -122,8 +122,12 @@ async def test_a_reset_seen_by_one_kind_relists_a_kind_that_was_failing(tmp_path
             )  # fmt: skip
             # the nodes reconnect first: "too large resource version", they relist
             await eventually(lambda: len(watches.of("Node", Listed)) == 2)
-            await eventually(lambda: watches.of("ResourceClaim", Failed))
-            assert isinstance(watches.of("ResourceClaim", Failed)[-1].error, ServerError)
+            # (a claims stream open when etcd restarted may first end "too large" itself)
+            await eventually(
+                lambda: any(
+                    isinstance(f.error, ServerError) for f in watches.of("ResourceClaim", Failed)
+                )
+            )
             # meanwhile claims are deleted, and the counter passes the claims' old position
             store.delete("resourceclaims", "default", "claim-1")
             store.delete("resourceclaims", "default", "waiting")
