@@ -322,6 +322,7 @@ def _allocation_row(tr: Transition) -> dict[str, Any]:
         started_before_observation=tr.before_observation,
         equivalents=tr.equivalents,
         device_type=tr.device_type,
+        device_model=tr.device_model,
     )
 
 

@@ -120,6 +120,8 @@ class Transition(Struct, frozen=True, gc=False):
     # device's type (gpu, nic, or the driver): service.model.physical
     equivalents: float = 0.0
     device_type: str = ""
+    # allocated: the model the device publishes (`physical.product_name`), "" when none
+    device_model: str = ""
 
 
 class Changes(Struct):

@@ -22,11 +22,12 @@ once, and only when the API server left some `since` unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra_mirror.service.model import inventory
+from dra_mirror.service.model.physical import entry_product, product_name
 from dra_mirror.service.model.records import (
     AllocationRef,
     ClaimRecord,
@@ -43,17 +44,8 @@ from .holders import holdings_named
 __all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "model_of", "who_holds"]
 
 
-def model_of(attributes: Mapping[str, Any] | None) -> str | None:
-    """The product name a driver publishes (`productName`, `model`...), qualified or not."""
-    for wanted in ("productName", "model", "product"):
-        for name, value in (attributes or {}).items():
-            if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
-                return str(value)
-    return None
-
-
-def entry_model(entry: DeviceEntry) -> str | None:
-    return model_of({name: a.value for name, a in entry.device.attributes.items()})
+model_of = product_name
+entry_model = entry_product
 
 
 @dataclass
