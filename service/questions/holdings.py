@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_mirror.service.model import inventory
-from dra_mirror.service.model.physical import entry_product, product_name
+from dra_mirror.service.model.physical import entry_product
 from dra_mirror.service.model.records import (
     AllocationRef,
     ClaimRecord,
@@ -41,11 +41,7 @@ from dra_mirror.service.stores.protocols import StoreUnavailable
 from .asker import Asker
 from .holders import holdings_named
 
-__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "model_of", "who_holds"]
-
-
-model_of = product_name
-entry_model = entry_product
+__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "who_holds"]
 
 
 @dataclass
@@ -170,7 +166,7 @@ async def who_holds(asker: Asker, spec: str, cluster: str | None = None) -> WhoH
         answer.devices.append(
             NamedDevice(
                 cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
-                pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+                pool=key.pool, uuid=entry.device.uuid, model=entry_product(entry),
                 status=status, withheld=hidden,
             )
         )  # fmt: skip
@@ -198,7 +194,7 @@ def _row(
     allocation = claim.allocation
     return HoldingRow(
         cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
-        pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+        pool=key.pool, uuid=entry.device.uuid, model=entry_product(entry),
         claim=f"{claim.meta.namespace}/{claim.meta.name}",
         origin=claim.origin.upper().replace("-", "_"), state=claim.state.upper(),
         pods=[f"{p.meta.namespace}/{p.meta.name} ({p.phase})" for p in pods],
