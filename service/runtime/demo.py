@@ -122,6 +122,7 @@ def demo_app(
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
         settings = dataclasses.replace(settings, history=history)
     if not settings.history.prices:
+        workdir.mkdir(parents=True, exist_ok=True)
         prices = workdir / "prices.yaml"
         prices.write_text(yaml.safe_dump(DEMO_PRICES, sort_keys=False))
         history = dataclasses.replace(settings.history, prices=str(prices))
