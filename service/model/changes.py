@@ -120,7 +120,7 @@ class Transition(Struct, frozen=True, gc=False):
     # device's type (gpu, nic, or the driver): service.model.physical
     equivalents: float = 0.0
     device_type: str = ""
-    # allocated: the model the device publishes (`physical.product_name`), "" when none
+    # allocated, hold_weighed: the model the device publishes (`physical.product_name`), ""
     device_model: str = ""
 
 

@@ -318,3 +318,33 @@ async def test_chargeback_over_graphql_and_csv_through_a_scope(priced) -> None:
         bad = await client.get("/export/chargeback.csv", params={**window, "groupBy": "CLASS"})
         assert (bad.status_code, "groupBy" in bad.text) == (400, True)
     assert US_PER_HOUR == 60 * MINUTE
+
+
+@pytest.mark.parametrize("slices_later", [None, "batch", "apart"])
+async def test_every_gpu_hold_of_the_demo_carries_its_model(tmp_path: Path, slices_later) -> None:
+    # a hold recorded before its device's slice was seen has no model until the slice comes:
+    # then history writes the model with the hold's real weight (hold_weighed)
+    from sqlalchemy import text
+
+    from tests.contract.worlds import LOADED_AT, demo_with_history
+
+    loaded = await demo_with_history(tmp_path, slices_later=slices_later)
+    try:
+        async with loaded.history.engine.connect() as conn:
+            models = dict((await conn.execute(text(
+                "SELECT device_model, COUNT(*) FROM allocations WHERE device_type = 'gpu' "
+                "GROUP BY device_model"))).all())  # fmt: skip
+        assert models and "" not in models, models
+        assert set(models) <= {"NVIDIA H200", "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe"}
+        start = to_us(LOADED_AT)
+        loaded.history.prices = parse(
+            {"currency": "EUR", "default": 0, "models": {"NVIDIA H200": 1}}
+        )
+        rows = await loaded.history.chargeback(start, start + US_PER_HOUR)
+        held = await loaded.history.contention(start, start + US_PER_HOUR, group_by="NAMESPACE")
+        assert {(r.cluster, r.group): r.gpu_hours_held for r in rows} == pytest.approx(
+            {(r.cluster, r.group): r.gpu_hours_allocated for r in held if r.gpu_hours_allocated}
+        )
+        assert sum(r.cost_held for r in rows) > 0  # the H200s' holds, priced by their model
+    finally:
+        await loaded.history.close()
