@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_mirror.service.model import inventory
-from dra_mirror.service.model.physical import entry_product
+from dra_mirror.service.model.physical import entry_product, product_name
 from dra_mirror.service.model.records import (
     AllocationRef,
     ClaimRecord,
@@ -41,7 +41,7 @@ from dra_mirror.service.stores.protocols import StoreUnavailable
 from .asker import Asker
 from .holders import holdings_named
 
-__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "who_holds"]
+__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "product_name", "who_holds"]
 
 
 @dataclass

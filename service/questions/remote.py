@@ -21,8 +21,6 @@ from typing import Any, TypeVar
 
 import orjson
 
-from dra_mirror.service.model.physical import product_name
-
 from .asking import Ask, NotSynced, QuestionError, UnknownCluster
 from .capacity import CapacityRow, PhysicalDevice
 from .claims import ClaimRow, Claims
@@ -35,7 +33,7 @@ from .history_facts import (
     DEVICE_HISTORY,
     UTILIZATION_AUDIT,
 )
-from .holdings import HoldingRow, NamedDevice, WhoHolds
+from .holdings import HoldingRow, NamedDevice, WhoHolds, product_name
 from .pods import PodDevice, PodDevices
 from .protocol import Facts
 from .utilization import DeviceUse, HeldNotBusy, NotBusyRow
