@@ -16,7 +16,7 @@ load figures and the wall time of:
   daily buckets, and grouped by CLASS daily — cold (first run of a grouping: hourly peaks
   computed and cached) and warm;
 * `whoHeld` by uuid and by node/device at random instants (target <= 50 ms), p50 and max;
-* `idleHolders` over the window;
+* `idleHolders` and `chargeback` over the window;
 
 and at the end the warm audit by NAMESPACE again (target <= 1 s) beside its floor measured in
 the same run: plain scans of the rows its answer needs, concurrently (`floor`).
@@ -319,6 +319,7 @@ async def main() -> None:
             lambda: history.contention(start, end, group_by="CLASS", bucket_us=day),
         )
         await timed("idleHolders 30d (top 100)", lambda: history.idle_holders(start, end))
+        await timed("chargeback 30d by namespace", lambda: history.chargeback(start, end))
         # what the writer does in the background (WriterOptions.warm_days): fill the peak cache
         # of every grouping over the window, then the first audit of a grouping reads it
         async with engine.begin() as sql:

@@ -2,7 +2,7 @@
 
 `build_schema(settings)` returns the one `strawberry.Schema` the app serves: the core `Query`
 (`schema.query`; the printed `schema/schema.graphql` is the contract clients read) merged with
-the history (`schema.history`), diagnostics (`schema.diagnostics`), plan (`schema.plan`), the
+the history (`schema.history`, `schema.chargeback`), diagnostics (`schema.diagnostics`), plan (`schema.plan`), the
 on-call questions (`schema.questions`) and `viewer` (`schema.viewer`) entry points, the live
 `Subscription` (`schema.live`), and the
 parser and validation caches on (a repeated query then costs ~0.25 ms of GraphQL overhead
@@ -33,6 +33,7 @@ from strawberry.tools import merge_types
 
 from dra_mirror.service.settings import GraphQLSettings
 
+from .chargeback import Query as ChargebackQuery
 from .diagnostics import Query as DiagnosticsQuery
 from .fragmentation import Query as FragmentationQuery
 from .guard import DocumentRegistry, guarded_schema_options
@@ -51,6 +52,7 @@ SDL_PATH = Path(__file__).with_name("schema.graphql")
 ROOT_QUERIES: tuple[type, ...] = (
     CoreQuery,
     HistoryQuery,
+    ChargebackQuery,
     DiagnosticsQuery,
     PlanQuery,
     QuestionsQuery,

@@ -226,6 +226,9 @@ class HistorySettings:
     peak_warm_days: float = 35.0
     """Keep the contention audit's hourly peak cache filled for the last this many days, for
     every grouping, in the background (so a first audit reads it). 0: audits fill it."""
+    prices: str | None = None
+    """The chargeback's price table (`service.history.prices`: per GPU-hour by device model,
+    class, and a default, in a currency; the team label); unset: chargeback without costs."""
 
     def __post_init__(self) -> None:
         _positive("history outbox_claim_idle", self.outbox_claim_idle)

@@ -40,6 +40,7 @@ FIELD_COSTS: dict[str, float] = {
     "Cluster.counts": 500.0,  # a scan of the cluster's devices and claims
     "Query.whoHolds": 10.0,
     "Query.contention": 500.0,
+    "Query.chargeback": 200.0,
     "Query.idleHolders": 200.0,
     "Query.deviceHistory": 100.0,
     "Query.claimHistory": 50.0,

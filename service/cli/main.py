@@ -75,6 +75,7 @@ def serve(ctx: click.Context, no_watch: bool, insecure_no_auth: bool | None, **f
         raise click.UsageError("--no-watch reads the shared state: give --redis-url")
     access = access_config(settings)
     utilization_config(settings)  # a bad file stops the start here (exit 2)
+    prices_config(settings)  # likewise
     preflight.check(settings, watch=not no_watch)
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     run(_serve(settings, watch=not no_watch, access=access, deadline=deadline), deadline=deadline)
@@ -120,6 +121,7 @@ def watch(ctx: click.Context, insecure_no_auth: bool | None, **flags: Any) -> No
         raise click.UsageError("watch writes the shared state: give --redis-url")
     access = access_config(settings)
     utilization_config(settings)  # a bad file stops the start here (exit 2)
+    prices_config(settings)  # likewise
     preflight.check(settings, watch=True)
     deadline = ShutdownDeadline(settings.http.shutdown_deadline)
     run(_serve(settings, watch=True, access=access, role="watcher", deadline=deadline),
@@ -152,6 +154,16 @@ def utilization_config(settings: Settings) -> Any:
 
     try:
         return configuration.utilization_config(settings)
+    except configuration.ConfigurationError as error:
+        raise preflight.ConfigurationProblem(str(error)) from None
+
+
+def prices_config(settings: Settings) -> Any:
+    """The chargeback's price table (DRA_MIRROR_HISTORY_PRICES), checked; None when unset."""
+    from dra_mirror.service.runtime import configuration
+
+    try:
+        return configuration.prices_config(settings)
     except configuration.ConfigurationError as error:
         raise preflight.ConfigurationProblem(str(error)) from None
 

@@ -191,15 +191,18 @@ class Decider:
     def _weigh(self, tr: Transition, at: int) -> None:
         """What an open allocation takes, known only once a slice published its device: the
         weight it was written with (a lone device's) was never the truth, so it is replaced for
-        the whole interval."""
+        the whole interval — and the device's model with it (none was known)."""
         current = self.opened[AllocationInterval].get(_key(AllocationInterval, tr))
         if current is None:
             return
         if current.new_row is not None:
-            current.new_row.update(equivalents=tr.equivalents, device_type=tr.device_type)
+            current.new_row.update(
+                equivalents=tr.equivalents, device_type=tr.device_type, device_model=tr.device_model
+            )
         elif current.row_id is not None:
             self.plan.weight_updates.append({"row_id": current.row_id, "new_equivalents":
-                                             tr.equivalents, "new_type": tr.device_type})  # fmt: skip
+                                             tr.equivalents, "new_type": tr.device_type,
+                                             "new_model": tr.device_model})  # fmt: skip
 
     def _open(self, table: IntervalTable, tr: Transition, at: int, row: dict[str, Any]) -> None:
         key = _key(table, tr)
@@ -322,6 +325,7 @@ def _allocation_row(tr: Transition) -> dict[str, Any]:
         started_before_observation=tr.before_observation,
         equivalents=tr.equivalents,
         device_type=tr.device_type,
+        device_model=tr.device_model,
     )
 
 

@@ -153,6 +153,9 @@ class AllocationInterval(Base):
     # of `device_type` (gpu, nic, or the driver): service.model.physical. 0 before rev. 0005
     equivalents: Mapped[float] = mapped_column(Float, server_default=text("0"))
     device_type: Mapped[str] = mapped_column(String(NAME), server_default="")
+    # the model the device published when the hold began (`productName`...; prices are set
+    # per model: service.history.prices); "" when none, and before revision 0008
+    device_model: Mapped[str] = mapped_column(String(NAME), server_default="")
 
 
 class ConsumerInterval(Base):

@@ -8,7 +8,7 @@
   window;
 * `claim_history(cluster, namespace, name)` — every incarnation (uid) of a claim: versions,
   waits, allocations, consumers, idle spells;
-* `contention(...)` — see `service.history.contention`;
+* `contention(...)` — see `service.history.contention`; `chargeback(...)`: `.chargeback`;
 * `idle_holders(start, end, grants=…)` — claims ranked by device-hours held with no running
   consumer, among those the asker's grants show (filtered in SQL, before the limit);
 * `gaps(start, end)` — when clusters were not watched.
@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from dra_mirror.service.history import contention as contention_audit
 from dra_mirror.service.history import pruning
+from dra_mirror.service.history.chargeback import ChargebackReads
 from dra_mirror.service.history.db import sql_errors
 from dra_mirror.service.history.filters import (
     Granting,
@@ -96,7 +97,7 @@ def _overlaps(
     return overlap if floor is None else and_(overlap, table.start_us >= floor)
 
 
-class HistoryQueries:
+class HistoryQueries(ChargebackReads):
     def __init__(self, engine: AsyncEngine, *, now_us: Callable[[], int] = _now_us) -> None:
         self.engine = engine
         self.now_us = now_us

@@ -278,7 +278,7 @@ class BatchRecorder:
                 update(AllocationInterval)
                 .where(AllocationInterval.id == bindparam("row_id"))
                 .values(equivalents=bindparam("new_equivalents"),
-                        device_type=bindparam("new_type"))
+                        device_type=bindparam("new_type"), device_model=bindparam("new_model"))
             )  # fmt: skip
             await conn.execute(stmt, plan.weight_updates)
         for cluster, seen in plan.marks.items():

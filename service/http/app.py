@@ -20,7 +20,7 @@ or 503 with the JSON body `{ready, reasons, stale, clusters}` (and `access` when
 authentication is off, and `notes` when a cluster serves no DRA version:
 `AppState.readiness`, `AppState.notes`); `/metrics` is Prometheus text
 (`service.http.metrics`); the history audits are CSV: `/export/contention.csv`,
-`/export/idle-holders.csv` (`service.http.exports`); Slack slash commands are
+`/export/chargeback.csv`, `/export/idle-holders.csv` (`service.http.exports`); Slack slash commands are
 `POST /slack/commands`; `/mcp` serves the questions as Model Context Protocol tools; the
 Devices screens (`/ui/`) and GraphiQL's page are `service.web`'s (files of the package).
 
@@ -76,6 +76,12 @@ async def _contention_csv(request: Request) -> Response:
     return await exports.contention_csv(request)
 
 
+async def _chargeback_csv(request: Request) -> Response:
+    from dra_mirror.service.http import exports
+
+    return await exports.chargeback_csv(request)
+
+
 async def _idle_holders_csv(request: Request) -> Response:
     from dra_mirror.service.http import exports
 
@@ -115,6 +121,7 @@ def create_app(state: AppState, endpoints: Endpoints, lifespan: Lifespan) -> Sta
             Route("/metrics", state.metrics.endpoint, methods=["GET"]),
             # CSV exports of the history audits (they read app.state.mirror: history, scope_for)
             Route("/export/contention.csv", _contention_csv, methods=["GET"]),
+            Route("/export/chargeback.csv", _chargeback_csv, methods=["GET"]),
             Route("/export/idle-holders.csv", _idle_holders_csv, methods=["GET"]),
             # Slack slash commands, answered with /graphql's per-request context
             Route("/slack/commands", endpoints.slack, methods=["POST"]),

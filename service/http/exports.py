@@ -1,9 +1,10 @@
 """CSV exports of the audits, for spreadsheets: ASGI endpoints the app mounts.
 
     GET /export/contention.csv?from=…&to=…[&groupBy=CLASS|NAMESPACE|NODE|CLUSTER][&bucket=1d][&cluster=…]
+    GET /export/chargeback.csv?from=…&to=…[&groupBy=NAMESPACE|TEAM][&cluster=…]
     GET /export/idle-holders.csv?from=…&to=…[&cluster=…][&first=100]
 
-Same figures as the GraphQL `contention` and `idleHolders` fields (one row each), filtered
+Same figures as the GraphQL `contention`, `chargeback` and `idleHolders` fields (one row each), filtered
 through the request's access scope. The endpoints read the app's shared state
 (`request.app.state.mirror`: `.history`, a `HistoryQueries`, and `.scope_for(request)`).
 Answers: 200 text/csv with a header row; 400 for bad parameters; 404 when no history database
@@ -33,6 +34,8 @@ CONTENTION_COLUMNS = (
     "gpu_equivalent_hours_available", "gpu_equivalent_hours_allocated",
     "gpu_equivalent_hours_idle", "gpu_utilization_percent",
 )  # fmt: skip
+CHARGEBACK_COLUMNS = ("cluster", "group", "team", "from", "to", "gpu_equivalent_hours_held",
+                      "gpu_equivalent_hours_in_use", "cost_held", "cost_in_use", "currency")  # fmt: skip
 IDLE_COLUMNS = ("cluster", "namespace", "claim", "claim_uid", "device_hours_idle",
                 "device_hours_held", "devices")  # fmt: skip
 
@@ -143,6 +146,27 @@ async def contention_csv(request: Request) -> Response:
                     else _sees_aggregate(scope, r.cluster))
             ),
             "contention.csv",
+        )  # fmt: skip
+
+    return await _answer(request, build)
+
+
+async def chargeback_csv(request: Request) -> Response:
+    async def build(history: HistoryQueries, scope: ReadScope) -> Response:
+        from dra_mirror.service.history.chargeback import GROUPS, seen_by
+
+        start, end = _window(request)
+        group_by = request.query_params.get("groupBy", "NAMESPACE").upper()
+        if group_by not in GROUPS:
+            raise _BadRequest(f"groupBy must be one of {', '.join(GROUPS)}")
+        rows = seen_by(await history.chargeback(start, end, cluster=_cluster(request)),
+                       group_by, scope.allows)  # fmt: skip
+        since, until = to_rfc3339(start), to_rfc3339(end)
+        return _csv(
+            CHARGEBACK_COLUMNS,
+            ((r.cluster, r.group, r.team, since, until, r.gpu_hours_held, r.gpu_hours_in_use,
+              r.cost_held, r.cost_in_use, r.currency) for r in rows),
+            "chargeback.csv",
         )  # fmt: skip
 
     return await _answer(request, build)

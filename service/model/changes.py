@@ -120,6 +120,8 @@ class Transition(Struct, frozen=True, gc=False):
     # device's type (gpu, nic, or the driver): service.model.physical
     equivalents: float = 0.0
     device_type: str = ""
+    # allocated, hold_weighed: the model the device publishes (`physical.product_name`), ""
+    device_model: str = ""
 
 
 class Changes(Struct):

@@ -1,8 +1,9 @@
 """Two readings of a claim the claim side of the index makes: whether its consumers keep it
 from idleness at a moment (running, or starting within their grace: service.model.activity),
 and the transition a hold on a device writes into the batch, with what the hold takes in
-GPU-equivalents of its device's type (service.model.physical) — again, `hold_weighed`, once a
-slice publishes a device held before (weighed as a lone device till then). Pure."""
+GPU-equivalents of its device's type and the model the device publishes
+(service.model.physical) — again, `hold_weighed`, once a slice publishes a device held before
+(weighed as a lone device, of no model, till then). Pure."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dra_mirror.service.model import changes as ch
 from dra_mirror.service.model.activity import RUNNING, activity
 from dra_mirror.service.model.consumers import is_pod, is_pod_group
 from dra_mirror.service.model.holds import holds_of
-from dra_mirror.service.model.physical import hold_weights
+from dra_mirror.service.model.physical import entry_product, hold_weights
 from dra_mirror.service.model.records import (
     POD,
     AllocationRef,
@@ -62,6 +63,7 @@ def hold_transition(
         before_observation=type_ == ch.ALLOCATED and not observed,
         equivalents=equivalents,
         device_type=unit.type,
+        device_model=(entry_product(entry) or "") if entry is not None else "",
         **claim_fields,
     )
 

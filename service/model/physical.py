@@ -39,7 +39,8 @@ taking all of it) is held, `partitioned` when some of its partitions are held, e
 
 Pure: `pool_units` is O(pool size); the index keeps its answer per pool beside the devices
 (`devices_index`), recomputed on every slice event of the pool, and readers of a store compute
-the same from the same devices.
+the same from the same devices. `product_name` reads the model a driver publishes
+(`productName`, `model`, `product`): what history records per hold and prices are set per.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 from msgspec import Struct
 
@@ -66,11 +68,13 @@ __all__ = [
     "Unit",
     "device_type",
     "dominant_share",
+    "entry_product",
     "hold_weights",
     "lone_unit",
     "lone_unit_of_key",
     "physical_state",
     "pool_units",
+    "product_name",
     "units_of",
 ]
 
@@ -101,6 +105,20 @@ def _attribute(entry: DeviceEntry, name: str) -> object:
         if key == name or key.rsplit("/", 1)[-1] == name:
             return attribute.value
     return None
+
+
+def product_name(attributes: Mapping[str, Any] | None) -> str | None:
+    """The product name a driver publishes (`productName`, `model`, `product`), qualified or
+    not: what prices are set per (`service.history.prices`) and what screens name a model by."""
+    for wanted in ("productName", "model", "product"):
+        for name, value in (attributes or {}).items():
+            if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
+                return str(value)
+    return None
+
+
+def entry_product(entry: DeviceEntry) -> str | None:
+    return product_name({name: a.value for name, a in entry.device.attributes.items()})
 
 
 def _capacity(entry: DeviceEntry, name: str) -> Fraction | None:

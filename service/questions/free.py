@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from dra_mirror.service.diagnostics.cel import SelectorError, compile_selector
 from dra_mirror.service.model import taint_rules
+from dra_mirror.service.model.physical import entry_product
 from dra_mirror.service.model.records import (
     DEVICE_CLASS,
     FREE,
@@ -40,7 +41,6 @@ from dra_mirror.service.model.records import (
 from .asker import Asker
 from .asking import BadQuestion
 from .cluster_state import local_statuses
-from .holdings import entry_model
 
 __all__ = ["DeviceRow", "Free", "free_devices", "whole_devices"]
 
@@ -213,6 +213,6 @@ def _row(entry: DeviceEntry) -> DeviceRow:
     key = entry.key
     return DeviceRow(
         cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
-        pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+        pool=key.pool, uuid=entry.device.uuid, model=entry_product(entry),
         taints=taint_words(entry),
     )  # fmt: skip

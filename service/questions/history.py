@@ -12,6 +12,9 @@ when the asker's scope has no history) and keeps only what the asker's scope sho
   namespace those of namespaces the asker sees, by class, node or cluster only those of
   clusters where the asker sees every namespace (an aggregate over hidden namespaces says
   something of them);
+* `chargeback(asker, start_us, end_us, group_by, cluster)` — GPU-equivalent-hours held and
+  in use, and their cost, per namespace the asker sees, or per team summed over those
+  namespaces only (service.history.chargeback);
 * `utilization_audit(asker, start_us, end_us, group_by, cluster)` — busy-hours against
   held GPU-equivalent-hours and energy per group (`service.history.utilization_audit`),
   scoped as `contention` (by CLAIM as by namespace);
@@ -40,6 +43,7 @@ from .asker import Asker
 from .asking import BadQuestion, QuestionUnavailable
 
 if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
+    from dra_mirror.service.history.chargeback import ChargeRow
     from dra_mirror.service.history.queries import ContentionRow
     from dra_mirror.service.history.spans import (
         AllocationSpan,
@@ -52,6 +56,7 @@ if TYPE_CHECKING:  # SQLAlchemy loads only when a history database is configured
     from dra_mirror.service.history.utilization_series import SeriesPoint
 
 __all__ = [
+    "chargeback",
     "claim_history",
     "contention",
     "device_history",
@@ -163,6 +168,22 @@ async def contention(
     if group_by == "NAMESPACE":
         return [r for r in rows if scope.allows(r.cluster, r.group)]
     return [r for r in rows if scope.all_namespaces(r.cluster)]
+
+
+async def chargeback(
+    asker: Asker,
+    start_us: int,
+    end_us: int,
+    group_by: str = "NAMESPACE",
+    cluster: str | None = None,
+) -> list[ChargeRow]:
+    from dra_mirror.service.history.chargeback import GROUPS, seen_by
+
+    history = asker.history_reads()
+    if group_by not in GROUPS:
+        raise BadQuestion(f"group by one of {', '.join(g.lower() for g in GROUPS)}")
+    rows = await _read(history.chargeback(start_us, end_us, cluster=name(cluster, "cluster")))
+    return seen_by(rows, group_by, asker.scope.allows)
 
 
 async def utilization_audit(

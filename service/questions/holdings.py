@@ -22,11 +22,12 @@ once, and only when the API server left some `since` unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dra_mirror.service.model import inventory
+from dra_mirror.service.model.physical import entry_product, product_name
 from dra_mirror.service.model.records import (
     AllocationRef,
     ClaimRecord,
@@ -40,20 +41,7 @@ from dra_mirror.service.stores.protocols import StoreUnavailable
 from .asker import Asker
 from .holders import holdings_named
 
-__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "model_of", "who_holds"]
-
-
-def model_of(attributes: Mapping[str, Any] | None) -> str | None:
-    """The product name a driver publishes (`productName`, `model`...), qualified or not."""
-    for wanted in ("productName", "model", "product"):
-        for name, value in (attributes or {}).items():
-            if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
-                return str(value)
-    return None
-
-
-def entry_model(entry: DeviceEntry) -> str | None:
-    return model_of({name: a.value for name, a in entry.device.attributes.items()})
+__all__ = ["HoldingRow", "NamedDevice", "WhoHolds", "device_statuses", "product_name", "who_holds"]
 
 
 @dataclass
@@ -178,7 +166,7 @@ async def who_holds(asker: Asker, spec: str, cluster: str | None = None) -> WhoH
         answer.devices.append(
             NamedDevice(
                 cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
-                pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+                pool=key.pool, uuid=entry.device.uuid, model=entry_product(entry),
                 status=status, withheld=hidden,
             )
         )  # fmt: skip
@@ -206,7 +194,7 @@ def _row(
     allocation = claim.allocation
     return HoldingRow(
         cluster=key.cluster, node=entry.node, device=key.device, driver=key.driver,
-        pool=key.pool, uuid=entry.device.uuid, model=entry_model(entry),
+        pool=key.pool, uuid=entry.device.uuid, model=entry_product(entry),
         claim=f"{claim.meta.namespace}/{claim.meta.name}",
         origin=claim.origin.upper().replace("-", "_"), state=claim.state.upper(),
         pods=[f"{p.meta.namespace}/{p.meta.name} ({p.phase})" for p in pods],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dra_mirror.service.model.physical import entry_product
 from dra_mirror.service.model.records import (
     POD,
     RESOURCE_CLAIM,
@@ -23,7 +24,7 @@ from dra_mirror.service.model.records import (
 )
 
 from .asker import Asker
-from .holdings import device_statuses, entry_model
+from .holdings import device_statuses
 
 __all__ = ["PodDevice", "PodDevices", "claim_names", "pod_devices"]
 
@@ -97,7 +98,7 @@ async def pod_devices(
                     claim=claim_name, request=r.request, driver=r.driver, pool=r.pool,
                     device=r.device, node=entry.node if entry else None,
                     uuid=entry.device.uuid if entry else None,
-                    model=entry_model(entry) if entry else None,
+                    model=entry_product(entry) if entry else None,
                     status=status, share_id=r.share_id,
                 )
             )  # fmt: skip

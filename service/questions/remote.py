@@ -33,7 +33,7 @@ from .history_facts import (
     DEVICE_HISTORY,
     UTILIZATION_AUDIT,
 )
-from .holdings import HoldingRow, NamedDevice, WhoHolds, model_of
+from .holdings import HoldingRow, NamedDevice, WhoHolds, product_name
 from .pods import PodDevice, PodDevices
 from .protocol import Facts
 from .utilization import DeviceUse, HeldNotBusy, NotBusyRow
@@ -234,7 +234,7 @@ class RemoteQuestions:
                 NamedDevice(
                     cluster=d["cluster"], node=d["nodeName"], device=d["name"],
                     driver=d["driver"], pool=d["pool"], uuid=d["uuid"],
-                    model=model_of(d["attributes"]), status=d["status"],
+                    model=product_name(d["attributes"]), status=d["status"],
                     withheld=d["withheldAllocations"],
                 )
             )  # fmt: skip
@@ -246,7 +246,7 @@ class RemoteQuestions:
                 HoldingRow(
                     cluster=h["cluster"], node=d["nodeName"], device=d["name"],
                     driver=d["driver"], pool=d["pool"], uuid=d["uuid"],
-                    model=model_of(d["attributes"]), claim=f"{c['namespace']}/{c['name']}",
+                    model=product_name(d["attributes"]), claim=f"{c['namespace']}/{c['name']}",
                     origin=c["origin"], state=c["state"],
                     pods=[f"{p['namespace']}/{p['name']} ({p['phase']})" for p in h["pods"]],
                     since=h["since"], idle=c["idle"], idle_since=c["idleSince"],

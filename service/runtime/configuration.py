@@ -8,7 +8,10 @@ app is built.
   message starts with `alerts: ` and says where and why;
 * `utilization_config(settings)` — the utilisation source's file named by
   DRA_MIRROR_UTILIZATION_CONFIG (`service.utilization.config`; None when unset); a bad file
-  raises `ConfigurationError` starting with `utilization: `.
+  raises `ConfigurationError` starting with `utilization: `;
+* `prices_config(settings)` — the chargeback's price table named by DRA_MIRROR_HISTORY_PRICES
+  (`service.history.prices`; None when unset); a bad file raises `ConfigurationError`
+  starting with `prices: `.
 
 The command line turns either error into one line and exit status 2, before anything starts.
 """
@@ -21,6 +24,7 @@ from dra_mirror.service.settings import Settings
 
 if TYPE_CHECKING:  # read only by the commands that serve
     from dra_mirror.service.alerts.config import AlertsConfig
+    from dra_mirror.service.history.prices import PriceTable
     from dra_mirror.service.slack import SlackSettings
     from dra_mirror.service.utilization.config import UtilizationConfig
 
@@ -54,3 +58,13 @@ def alerts_config(settings: Settings) -> AlertsConfig | None:
         return load(settings.alerts.config)
     except AlertsConfigError as error:
         raise ConfigurationError(f"alerts: {error}") from None
+
+
+def prices_config(settings: Settings) -> PriceTable | None:
+    """The chargeback's price table (DRA_MIRROR_HISTORY_PRICES), checked; None when unset."""
+    from dra_mirror.service.history.prices import PricesError, load
+
+    try:
+        return load(settings.history.prices)
+    except PricesError as error:
+        raise ConfigurationError(f"prices: {error}") from None

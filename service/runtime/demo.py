@@ -16,7 +16,9 @@ then the simulator.
   tests of sign-in — the demo itself serves open; `utilization`, a utilisation configuration
   (DRA_MIRROR_UTILIZATION_CONFIG), else Prometheus scraping the simulator's dcgm-exporters
   when it is installed (`service.runtime.demo_prometheus`);
-* `demo_alerts(port)` — the alerts it runs when DRA_MIRROR_ALERTS_CONFIG names none.
+* `demo_alerts(port)` — the alerts it runs when DRA_MIRROR_ALERTS_CONFIG names none;
+* `DEMO_PRICES` — the chargeback's price table it writes to `workdir/prices.yaml` and uses
+  when DRA_MIRROR_HISTORY_PRICES names none (made-up prices; teams for its namespaces).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from dra_mirror.service.alerts.config import AlertsConfig
 from dra_mirror.service.runtime.demo_prometheus import DemoPrometheus
@@ -57,6 +61,16 @@ def demo_alerts(port: int) -> AlertsConfig:
     return parse(
         {"interval": 5, "webUrl": f"http://{DEMO_HOST}:{port}", "rules": rules}, where="demo"
     )
+
+
+DEMO_PRICES: dict[str, Any] = {
+    "currency": "EUR",
+    "default": 1.0,
+    "models": {"NVIDIA H200": 4.0, "NVIDIA H100 80GB HBM3": 3.5, "NVIDIA A100 80GB PCIe": 2.0},
+    "teamLabel": "team",
+    "namespaceLabels": {"research": {"team": "research"}, "training": {"team": "ml-platform"},
+                        "inference": {"team": "ml-platform"}, "batch": {"team": "data"}},
+}  # fmt: skip
 
 
 @dataclass
@@ -106,6 +120,12 @@ def demo_app(
     """See the module docstring."""
     if not settings.history.database_url:
         history = dataclasses.replace(settings.history, database_url=str(workdir / "history.db"))
+        settings = dataclasses.replace(settings, history=history)
+    if not settings.history.prices:
+        workdir.mkdir(parents=True, exist_ok=True)
+        prices = workdir / "prices.yaml"
+        prices.write_text(yaml.safe_dump(DEMO_PRICES, sort_keys=False))
+        history = dataclasses.replace(settings.history, prices=str(prices))
         settings = dataclasses.replace(settings, history=history)
     store = MemoryStore()  # in memory, live events on its in-process bus
     demo = Demo(

@@ -67,11 +67,15 @@ async def open_history(settings: Settings, *, upgrade: bool) -> History:
     url = settings.history.database_url
     if not url:
         raise ValueError("no history database configured")
+    from dra_mirror.service.history.prices import load
     from dra_mirror.service.history.runtime import History
 
-    return await History.open(
+    prices = load(settings.history.prices)  # checked at start (configuration.prices_config)
+    history = await History.open(
         url, upgrade=upgrade, outbox=history_outbox(settings), options=writer_options(settings)
     )
+    history.prices = prices
+    return history
 
 
 def lease_settings(settings: Settings) -> LeaseSettings:

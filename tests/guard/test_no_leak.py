@@ -69,6 +69,8 @@ HISTORY = [
      " groupBy: $g) { cluster group claimsWaited deviceHoursAllocated } }", ("CLASS", "NAMESPACE")),
     ("query($f: DateTime!, $t: DateTime!) { idleHolders(from: $f, to: $t, first: 500) {"
      " cluster namespace claim } historyGaps(from: $f, to: $t) { cluster } }", ()),
+    ('query($f: DateTime!, $t: DateTime!, $g: ChargebackGroup!) { chargeback(from: $f, to: $t,'
+     " groupBy: $g) { cluster group team gpuHoursHeld } }", ("NAMESPACE", "TEAM")),
 ]  # fmt: skip
 CLAIM_HISTORY = "query($c: String!, $n: String!, $m: String!) { claimHistory(cluster: $c, namespace: $n, name: $m) { uid cluster namespace name } }"
 DEVICE_HISTORY = "query($d: String!, $f: DateTime!, $t: DateTime!) { deviceHistory(device: $d, from: $f, to: $t) { inventory { cluster } allocations { cluster namespace claim } } whoHeld(device: $d, at: $t) { cluster namespace claim } }"
@@ -221,7 +223,7 @@ async def ask_graphql(http, demo: Demo, scope: AccessScope, hidden: set[str]) ->
         body = await graphql(http, query, variables)
         for error in body.get("errors") or ():
             check_text(error["message"], hidden, query)
-            history_field = re.search(r"\b(contention|idleHolders|claimHistory|deviceHistory|whoHeld|historyGaps|timeline|history)\b", query)  # fmt: skip
+            history_field = re.search(r"\b(contention|chargeback|idleHolders|claimHistory|deviceHistory|whoHeld|historyGaps|timeline|history)\b", query)  # fmt: skip
             assert history_field and not scope.history, (query, variables, error)
         check_data(body.get("data"), scope, query)
         check_text(orjson.dumps(body).decode(), hidden, query)
@@ -247,6 +249,7 @@ async def ask_graphql(http, demo: Demo, scope: AccessScope, hidden: set[str]) ->
 async def ask_exports_and_metrics(http, scope: AccessScope, hidden: set[str]) -> None:
     window = f"from={WINDOW['from']}&to={WINDOW['to']}"
     for path, column in ((f"/export/contention.csv?{window}&groupBy=NAMESPACE", "group"),
+                         (f"/export/chargeback.csv?{window}", "group"),
                          (f"/export/idle-holders.csv?{window}", "namespace")):  # fmt: skip
         response = await http.get(path)
         if not scope.history:

@@ -22,8 +22,8 @@ from tests.history.script import batches, moved
 
 # what revision 0002 had (every table but device_classes)
 OLD_TABLES = [name for name in Base.metadata.tables if name != "device_classes"]
-# added after 0002: by 0004 (false) and 0005 (0 and "")
-NEWER_COLUMNS = {"started_before_observation", "equivalents", "device_type"}
+# added after 0002: by 0004 (false), 0005 (0 and "") and 0008 ("")
+NEWER_COLUMNS = {"started_before_observation", "equivalents", "device_type", "device_model"}
 HAS_ID = {name for name, table in Base.metadata.tables.items() if "id" in table.c}
 NOW = to_us("2026-04-15T00:00:00Z")
 DAY = 24 * US_PER_HOUR

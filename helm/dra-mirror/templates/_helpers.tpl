@@ -88,6 +88,10 @@ URLs come only from Secrets. */}}
   value: {{ .Values.database.retentionDays | quote }}
 - name: DRA_MIRROR_HISTORY_PEAK_WARM_DAYS
   value: {{ .Values.database.peakWarmDays | quote }}
+{{- with .Values.database.prices }}
+- name: DRA_MIRROR_HISTORY_PRICES
+  value: {{ . | quote }}
+{{- end }}
 {{- end }}
 {{- if .Values.access.secret.name }}
 - name: DRA_MIRROR_ACCESS_CONFIG

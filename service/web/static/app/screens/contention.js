@@ -1,5 +1,6 @@
 // Contention: how long claims waited (p50 / p95) and how many device-hours were held idle,
-// per class or per namespace, over a chosen window — charts from the history audits.
+// per class or per namespace, over a chosen window — charts from the history audits; and what
+// each namespace or team held of GPUs and what it costs (chargeback, GPU-equivalent-hours).
 import { useQuery } from "../hooks.js";
 import { duration, instant, number } from "../format.js";
 import { ChartBox, color } from "../charts.js";
@@ -15,6 +16,11 @@ const AUDIT = `query Contention($from: DateTime!, $to: DateTime!, $groupBy: Cont
 const CONTEXT = `query ContentionContext($from: DateTime!, $to: DateTime!, $cluster: String) {
   historyGaps(from: $from, to: $to, cluster: $cluster) { cluster since until }
   idleHolders(from: $from, to: $to, cluster: $cluster, first: 20) { cluster namespace claim deviceHoursIdle deviceHoursHeld devices }
+}`;
+const CHARGEBACK = `query Chargeback($from: DateTime!, $to: DateTime!, $groupBy: ChargebackGroup!, $cluster: String) {
+  chargeback(from: $from, to: $to, groupBy: $groupBy, cluster: $cluster) {
+    cluster group team gpuHoursHeld gpuHoursInUse costHeld costInUse currency
+  }
 }`;
 const WINDOW_DAYS = { "1d": 1, "7d": 7, "30d": 30 };
 
@@ -101,6 +107,27 @@ function Table({ rows, many }) {
     </tr>`)}</tbody></table>`;
 }
 
+const cost = (value, currency) => (value === null ? "—" : `${number(value, 2)} ${currency}`);
+
+function Chargeback({ rows, many, byTeam }) {
+  if (!rows.length) return html`<p class="muted">No GPU was held in this window.</p>`;
+  const priced = rows.some((r) => r.currency !== null);
+  return html`<table class="list" data-chargeback=${rows.length}>
+    <thead><tr><th>${byTeam ? "team" : "namespace"}</th>${byTeam ? null : html`<th>team</th>`}
+      <th class="num" title="GPU-equivalent-hours allocated: a whole GPU 1 per hour, a MIG partition its share of the GPU's memory slices, a share its consumed capacity">GPU-equivalent-hours held</th>
+      <th class="num" title="held minus idle-held: while a consumer pod ran">in use</th><th class="num">held idle</th>
+      <th class="num" title="each hold's GPU-equivalent-hours times the price per GPU-hour of its device's model, else its class, else the default">cost held</th><th class="num">cost in use</th></tr></thead>
+    <tbody>${rows.map((r) => html`<tr key=${`${r.cluster}/${r.group}`} data-charge=${`${r.cluster}/${r.group}`}>
+      <td class="mono">${label(r, many)}</td>${byTeam ? null : html`<td>${r.team}</td>`}
+      <td class="num" data-field="gpuHoursHeld">${number(r.gpuHoursHeld, 2)}</td>
+      <td class="num" data-field="gpuHoursInUse">${number(r.gpuHoursInUse, 2)}</td>
+      <td class="num">${number(Math.max(0, r.gpuHoursHeld - r.gpuHoursInUse), 2)}</td>
+      <td class="num" data-field="costHeld">${cost(r.costHeld, r.currency)}</td>
+      <td class="num" data-field="costInUse">${cost(r.costInUse, r.currency)}</td>
+    </tr>`)}</tbody></table>
+    ${priced ? null : html`<p class="muted small" data-unpriced>No price table is configured (DRA_MIRROR_HISTORY_PRICES): hours only.</p>`}`;
+}
+
 export function Contention({ params }) {
   const groupBy = params.groupBy === "NAMESPACE" ? "NAMESPACE" : "CLASS";
   const windowName = WINDOW_DAYS[params.window] ? params.window : "7d";
@@ -110,6 +137,8 @@ export function Contention({ params }) {
   const totals = useQuery(AUDIT, { ...span, groupBy, bucket: null, cluster });
   const buckets = useQuery(AUDIT, bucket ? { ...span, groupBy, bucket, cluster } : null);
   const context = useQuery(CONTEXT, { ...span, cluster });
+  const chargeBy = params.chargeBy === "TEAM" ? "TEAM" : "NAMESPACE";
+  const charges = useQuery(CHARGEBACK, { ...span, groupBy: chargeBy, cluster });
   const rows = totals.data ? totals.data.contention : null;
   const many = rows ? new Set(rows.map((r) => r.cluster)).size > 1 : false;
   const filters = [
@@ -128,6 +157,10 @@ export function Contention({ params }) {
     ${bucket && buckets.data && buckets.data.contention.length ? html`<${BucketCharts} rows=${buckets.data.contention} many=${many} bucket=${bucket} />` : null}
     <${ErrorNote} what="over time" error=${buckets.error} />
     ${rows && rows.length ? html`<${Table} rows=${rows} many=${many} />` : null}
+    <h2>Chargeback in GPU-equivalent-hours</h2>
+    <${Filters} screen="contention" params=${params} fields=${[{ name: "chargeBy", label: "per", options: [["NAMESPACE", "namespace"], ["TEAM", "team"]] }]} />
+    <${ErrorNote} what="chargeback" error=${charges.error} />
+    ${charges.data ? html`<${Chargeback} rows=${charges.data.chargeback} many=${!cluster && new Set(charges.data.chargeback.map((r) => r.cluster)).size > 1} byTeam=${chargeBy === "TEAM"} />` : null}
     <h2>Idle holders in this window</h2>
     <${ErrorNote} what="idle holders" error=${context.error} />
     ${context.data ? (context.data.idleHolders.length
