@@ -175,6 +175,8 @@ def variables_for(document: str, demo: Demo) -> list[dict[str, Any]]:
         values = {"cluster": cluster, "namespace": namespace, "name": name,
                   "node": node or "east-h200-0", "driver": result.driver if result else "gpu.nvidia.com",
                   "spec": result.device if result else "gpu-0", "className": "gpu.nvidia.com",
+                  "pool": result.pool if result else "east-h200-0",
+                  "device": result.device if result else "gpu-0",
                   "status": "HELD", "groupBy": "NAMESPACE", **WINDOW}  # fmt: skip
         out.append({k: v for k, v in values.items() if k in wanted})
     unique = {orjson.dumps(v, option=orjson.OPT_SORT_KEYS): v for v in out}
@@ -223,7 +225,7 @@ async def ask_graphql(http, demo: Demo, scope: AccessScope, hidden: set[str]) ->
         body = await graphql(http, query, variables)
         for error in body.get("errors") or ():
             check_text(error["message"], hidden, query)
-            history_field = re.search(r"\b(contention|chargeback|idleHolders|claimHistory|deviceHistory|whoHeld|historyGaps|timeline|history)\b", query)  # fmt: skip
+            history_field = re.search(r"\b(contention|chargeback|idleHolders|claimHistory|deviceHistory|deviceUtilizationHistory|utilizationAudit|whoHeld|historyGaps|timeline|history)\b", query)  # fmt: skip
             assert history_field and not scope.history, (query, variables, error)
         check_data(body.get("data"), scope, query)
         check_text(orjson.dumps(body).decode(), hidden, query)
