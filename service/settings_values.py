@@ -1,10 +1,25 @@
 """The settings' value checks: `SettingsError` for a flag or environment variable of the
 wrong shape, the checks that raise it, and the parsing of an environment string into the type
-of a setting's default. Pure; `service.settings` re-exports `SettingsError`."""
+of a setting's default. Pure; `service.settings` re-exports `SettingsError`. `read_yaml(path,
+error)` reads a settings file (prices, utilisation sources), failing with one line naming it."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+
+def read_yaml(path: str, error: type[Exception]) -> Any:
+    """The YAML document in the file at `path`; `error` with one line when it cannot be read
+    or is not YAML."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as failure:
+        raise error(f"{path}: cannot read ({failure.strerror})") from None
+    except yaml.YAMLError as failure:
+        raise error(f"{path}: not YAML ({failure})") from None
 
 
 class SettingsError(ValueError):

@@ -27,10 +27,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
+from dra_mirror.service.settings_values import read_yaml
 
 UNLABELLED = "(unlabelled)"
 _TOP_KEYS = {"currency", "default", "models", "classes", "teamLabel", "namespaceLabels"}
@@ -70,13 +69,7 @@ def load(path: str | None) -> PriceTable | None:
     """The file at `path`, checked; None when no path is given."""
     if not path:
         return None
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as error:
-        raise PricesError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise PricesError(f"{path}: not YAML ({error})") from None
-    return parse(doc, where=path)
+    return parse(read_yaml(path, PricesError), where=path)
 
 
 def parse(doc: Any, *, where: str = "prices") -> PriceTable:

@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from dra_mirror.service.model.dcgm import LabelNames
+from dra_mirror.service.settings_values import read_yaml
 
 ENV = "DRA_MIRROR_UTILIZATION_CONFIG"
 _LABEL_KEYS = {
@@ -93,13 +92,7 @@ def load(path: str | None) -> UtilizationConfig | None:
     """The file at `path`, checked; None when no path is given."""
     if not path:
         return None
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as error:
-        raise UtilizationConfigError(f"{path}: cannot read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise UtilizationConfigError(f"{path}: not YAML ({error})") from None
-    return parse(doc, where=path)
+    return parse(read_yaml(path, UtilizationConfigError), where=path)
 
 
 def parse(doc: Any, *, where: str = "utilization") -> UtilizationConfig:
