@@ -28,6 +28,7 @@ HELP = [
     ("idle [cluster]", "claims holding devices with no running pod"),
     ("not-busy [cluster]", "claims whose running pods leave their GPUs idle"),
     ("capacity [cluster]", "devices per driver: free, in use, partitioned"),
+    ("fragmentation [class] [cluster]", "partitionable GPUs: the largest partition that fits"),
     ("pod <namespace/pod> [cluster]", "a pod's claims and their devices"),
     ("explain <namespace/claim> [cluster]", "why a claim is pending, or whether it is healthy"),
     ("lint <cluster>", "common DRA mistakes in a cluster"),

@@ -1,9 +1,11 @@
-"""The utilisation replies, as Block Kit (`service.slack.blocks`).
+"""The utilisation and fragmentation replies, as Block Kit (`service.slack.blocks`).
 
 * `busy_line(use)` — who-holds' line under a held device: "busy 87 % (last 1 h)", or that
   its utilisation is unknown (no dcgm-exporter readings), never 0 % for unknown;
 * `render_not_busy(answer)` — `not-busy [cluster]`: claims held by a Running pod whose GPUs
-  stayed below the threshold, by whom, since when, with their energy.
+  stayed below the threshold, by whom, since when, with their energy;
+* `render_fragmentation(rows)` — `fragmentation [class] [cluster]`: per node and class, how
+  many partitionable GPUs can take a device now, the largest that fits, the stranded memory.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from dra_mirror.service.questions.claims import duration
+from dra_mirror.service.questions.fragmentation import NodeFragmentation
 from dra_mirror.service.questions.utilization import DeviceUse, HeldNotBusy
 
-from .blocks import Message, escape, lines_block, message, plain, when
+from .blocks import Message, escape, lines_block, message, plain, section, when
 
 
 def busy_line(use: DeviceUse, window: float = 3600.0) -> str:
@@ -50,3 +53,22 @@ def render_not_busy(answer: HeldNotBusy, now: datetime | None = None) -> Message
     if answer.unknown:
         lines.append(f"_{answer.unknown} held GPU claim(s) have no readings: not judged_")
     return message(plain(header), lines_block(header, lines, answer.total))
+
+
+MAX_FRAGMENTATION_LINES = 60
+GIB = 1024**3
+
+
+def render_fragmentation(rows: list[NodeFragmentation], where: str = "") -> Message:
+    header = (
+        f"*Fragmentation*{escape(where)}: partitionable GPUs per node and class — GiB of free "
+        "memory stranded on partly allocated GPUs, and the largest partition that fits now"
+    )
+    if not rows:
+        return message(plain(header), [section(header), section("_no partitionable GPUs_")])
+    lines = [
+        f"• {escape(r.cluster)} · {escape(r.node or '?')} · `{escape(r.class_name)}`: "
+        f"{escape(r.summary)} — {r.stranded_memory / GIB:.1f} GiB stranded"
+        for r in rows[:MAX_FRAGMENTATION_LINES]
+    ]
+    return message(plain(header), lines_block(header, lines, len(rows)))

@@ -2,7 +2,7 @@
 
     who-holds <uuid | node/device | driver/pool/device | device> [cluster]
     free [class] [cluster]          waiting [class] [cluster]          idle [cluster]
-    not-busy [cluster]
+    not-busy [cluster]              fragmentation [class] [cluster]
     capacity [cluster]              pod <namespace/pod> [cluster]      lint <cluster>
     explain <namespace/claim> [cluster]          history <device> [hours] [cluster]
     plan <manifest YAML | Slack file>            help
@@ -33,6 +33,7 @@ ALIASES = {
     "pending": "waiting",
     "pod-devices": "pod",
     "notbusy": "not-busy",
+    "fragments": "fragmentation",
 }
 MAX_HOURS = 24 * 90
 
@@ -107,10 +108,14 @@ async def _answer(
             if use is not None:
                 reply["blocks"].append(blocks.context(busy.busy_line(use)))
         return reply
-    if name in {"free", "waiting"}:
+    if name in {"free", "waiting", "fragmentation"}:
         found = await read_words(questions, args)
         if found.unknown:
             raise BadQuestion(f"{' '.join(found.unknown)}: no such class or cluster")
+        if name == "fragmentation":
+            rows = await questions.fragmentation(found.cluster, class_name=found.class_name)
+            where = f" in {found.cluster}" if found.cluster else ""
+            return busy.render_fragmentation(rows, where)
         if name == "free":
             return replies.render_free(await questions.free(found.class_name, found.cluster))
         return replies.render_waiting(await questions.waiting(found.class_name, found.cluster))

@@ -335,3 +335,29 @@ async def test_a_pods_devices_and_a_devices_history(fronts: Fronts) -> None:
             for t in code_history for a in t["allocations"]] == held  # fmt: skip
     slack = "\n".join(texts(await fronts.slack.command(f"history {device} 2000")))
     assert all(f"{ns}/{claim} from {since}" in slack for ns, claim, since in held)
+
+
+FRAGMENTATION = """{ fragmentation(cluster: "east") { cluster node className gpus
+  gpusPartlyAllocated gpusPlaceable freeMemory strandedMemory largestPlaceable unplaceable
+  summary } }"""
+
+
+async def test_fragmentation(fronts: Fronts) -> None:
+    rows = (await fronts.graph(FRAGMENTATION))["fragmentation"]
+    assert any(r["gpusPartlyAllocated"] for r in rows), rows  # the demo's H200s are partitioned
+    fields = [_snake(k) for k in rows[0]]
+    mcp, cli = await asyncio.gather(fronts.tool("fragmentation", cluster="east"),
+                                    fronts.cli("fragmentation", "--cluster", "east"))  # fmt: skip
+    as_graph = [{_camel(k): r[k] for k in fields} for r in cli]
+    assert as_graph == rows
+    assert [{_camel(k): r.get(k, r.get(_camel(k))) for k in fields} for r in mcp["rows"]] == rows
+    for name in sorted({r["className"] for r in rows}):
+        lines = bullet_lines(await fronts.slack.command(f"fragmentation {name} east"))
+        assert lines == [
+            f"• east · {r['node']} · `{name}`: {r['summary']} — "
+            f"{r['strandedMemory'] / 1024**3:.1f} GiB stranded"
+            for r in rows
+            if r["className"] == name
+        ]
+    unknown = await fronts.slack.command("fragmentation no-such-class east")
+    assert unknown["text"].startswith("no-such-class: no such class or cluster")
