@@ -107,10 +107,13 @@ def _attribute(entry: DeviceEntry, name: str) -> object:
     return None
 
 
+_PRODUCT_KEYS = ("productName", "model", "product")
+
+
 def product_name(attributes: Mapping[str, Any] | None) -> str | None:
     """The product name a driver publishes (`productName`, `model`, `product`), qualified or
     not: what prices are set per (`service.history.prices`) and what screens name a model by."""
-    for wanted in ("productName", "model", "product"):
+    for wanted in _PRODUCT_KEYS:
         for name, value in (attributes or {}).items():
             if name.rsplit("/", 1)[-1] == wanted and value not in (None, ""):
                 return str(value)
@@ -118,7 +121,13 @@ def product_name(attributes: Mapping[str, Any] | None) -> str | None:
 
 
 def entry_product(entry: DeviceEntry) -> str | None:
-    return product_name({name: a.value for name, a in entry.device.attributes.items()})
+    """`product_name` of a device's attributes, in one pass over them (every hold asks)."""
+    found: dict[str, Any] = {}
+    for name, attribute in entry.device.attributes.items():
+        short = name.rsplit("/", 1)[-1]
+        if short in _PRODUCT_KEYS and short not in found and attribute.value not in (None, ""):
+            found[short] = attribute.value
+    return next((str(found[k]) for k in _PRODUCT_KEYS if k in found), None)
 
 
 def _capacity(entry: DeviceEntry, name: str) -> Fraction | None:
