@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import asyncpg
@@ -23,6 +23,7 @@ from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.outbox import MemoryOutbox
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.writer import HistorySink, HistoryWriter, WriterOptions
+from dra_mirror.service.model.changes import Changes
 
 BACKENDS = [pytest.param("sqlite", id="sqlite"),
             pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]  # fmt: skip
@@ -113,6 +114,26 @@ class Pipeline:
 
     async def drained(self) -> None:
         await asyncio.wait_for(self.writer.drained(), 60)
+
+
+@contextlib.asynccontextmanager
+async def recorded(
+    backend: str, request, directory: Path, batches: Iterable[Changes]
+) -> AsyncIterator[AsyncEngine]:
+    """A fresh, migrated database of `backend` holding `batches` written through the whole
+    pipeline (drained): its engine, disposed on exit."""
+    async with fresh_database(backend, request, directory) as url:
+        await migrate(url)
+        engine = open_engine(url)
+        running = Pipeline(engine).start()
+        try:
+            for changes in batches:
+                await running.sink(changes)
+            await running.drained()
+            yield engine
+        finally:
+            await running.stop()
+            await engine.dispose()
 
 
 @pytest.fixture

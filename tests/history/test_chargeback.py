@@ -23,8 +23,6 @@ from dra_mirror.schema import build_schema
 from dra_mirror.schema.context import make_context
 from dra_mirror.schema.reader import Scope
 from dra_mirror.service.history.chargeback import by_team, seen_by
-from dra_mirror.service.history.db import open_engine
-from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.models import AllocationInterval, IdleInterval
 from dra_mirror.service.history.partitions import create, months_between
 from dra_mirror.service.history.prices import UNLABELLED, PriceTable, parse
@@ -35,7 +33,7 @@ from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS
 from dra_mirror.service.model.records import Attribute, Device
 from dra_mirror.service.stores.memory import MemoryStore
-from tests.history.conftest import BACKENDS, Pipeline, fresh_database
+from tests.history.conftest import BACKENDS, recorded
 from tests.model.builders import CLUSTER, DRIVER, claim, device, pod, slice_
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
@@ -107,20 +105,10 @@ def world_batches() -> list:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_the_worked_example_is_what_chargeback_answers(backend, request, tmp_path) -> None:
-    async with fresh_database(backend, request, tmp_path) as url:
-        await migrate(url)
-        engine = open_engine(url)
-        running = Pipeline(engine).start()
-        try:
-            for changes in world_batches():
-                await running.sink(changes)
-            await running.drained()
-            queries = HistoryQueries(engine, now_us=lambda: to_us("2026-12-02T00:00:00Z"))
-            queries.prices = documented_prices()
-            rows = await queries.chargeback(to_us(at(0)), to_us("2026-12-01T11:00:00Z"))
-        finally:
-            await running.stop()
-            await engine.dispose()
+    async with recorded(backend, request, tmp_path, world_batches()) as engine:
+        queries = HistoryQueries(engine, now_us=lambda: to_us("2026-12-02T00:00:00Z"))
+        queries.prices = documented_prices()
+        rows = await queries.chargeback(to_us(at(0)), to_us("2026-12-01T11:00:00Z"))
     answered = {r.group: (r.team, r.gpu_hours_held, r.gpu_hours_in_use, r.cost_held,
                           r.cost_in_use) for r in rows}  # fmt: skip
     expected = documented()

@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dra_mirror.service.history.db import open_engine
-from dra_mirror.service.history.migrate import migrate
 from dra_mirror.service.history.queries import HistoryQueries
 from dra_mirror.service.history.times import to_us
 from dra_mirror.service.model.index import ClusterIndex, Event
 from dra_mirror.service.model.kinds import KINDS
-from tests.history.conftest import BACKENDS, Pipeline, fresh_database
+from tests.history.conftest import BACKENDS, recorded
 from tests.model.builders import CLUSTER, claim, device, pod, slice_
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
@@ -72,20 +70,10 @@ def world_batches() -> list:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_the_worked_example_is_what_the_audit_answers(backend, request, tmp_path) -> None:
-    async with fresh_database(backend, request, tmp_path) as url:
-        await migrate(url)
-        engine = open_engine(url)
-        running = Pipeline(engine).start()
-        try:
-            for changes in world_batches():
-                await running.sink(changes)
-            await running.drained()
-            (row,) = await HistoryQueries(engine).contention(
-                to_us(at(0)), to_us("2026-12-01T11:00:00Z"), group_by="CLUSTER"
-            )
-        finally:
-            await running.stop()
-            await engine.dispose()
+    async with recorded(backend, request, tmp_path, world_batches()) as engine:
+        (row,) = await HistoryQueries(engine).contention(
+            to_us(at(0)), to_us("2026-12-01T11:00:00Z"), group_by="CLUSTER"
+        )
     answered = {
         "deviceHoursAvailable": row.device_hours_available,
         "deviceHoursAllocated": row.device_hours_allocated,
