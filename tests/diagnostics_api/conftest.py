@@ -158,7 +158,10 @@ async def mirrored(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Mi
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     url = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        # a connection per request: the session's client is idle between modules longer than
+        # uvicorn keeps a connection alive, and reusing one the server is closing reads nothing
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(base_url=url, timeout=30, limits=fresh) as http:
             for _ in range(1200):  # until the app listens and every cluster synced once
                 if server.started and (await http.get("/readyz")).status_code == 200:
                     break
